@@ -1,0 +1,57 @@
+#include "common/auth.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+
+namespace jobwheel {
+namespace {
+
+bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+}  // namespace
+
+absl::Status CheckBearer(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+                         const TokenPolicy& policy) {
+  if (policy.insecure_dev) return absl::OkStatus();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) {
+    return absl::UnauthenticatedError("missing authorization metadata (Bearer token)");
+  }
+  absl::string_view value(it->second.data(), it->second.size());
+  constexpr absl::string_view kPrefix = "Bearer ";
+  if (value.size() <= kPrefix.size() || value.substr(0, kPrefix.size()) != kPrefix) {
+    return absl::UnauthenticatedError("authorization metadata is not a Bearer token");
+  }
+  absl::string_view token = value.substr(kPrefix.size());
+  bool ok = false;
+  for (const std::string& t : policy.tokens) {
+    if (!t.empty() && ConstantTimeEquals(token, t)) ok = true;
+  }
+  if (!ok) return absl::UnauthenticatedError("invalid token");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path, absl::string_view flag) {
+  if (path.empty()) return std::string();
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(flag, ": cannot read ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string token(absl::StripAsciiWhitespace(ss.str()));
+  if (token.empty()) return absl::InvalidArgumentError(absl::StrCat(flag, ": ", path, " is empty"));
+  return token;
+}
+
+void AddBearer(grpc::ClientContext& ctx, const std::string& token) {
+  if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+}
+
+}  // namespace jobwheel

@@ -1,0 +1,36 @@
+#ifndef JOBWHEEL_COMMON_AUTH_H_
+#define JOBWHEEL_COMMON_AUTH_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "grpcpp/grpcpp.h"
+
+namespace jobwheel {
+
+// Which bearer tokens a server accepts on a group of RPCs. `insecure_dev` accepts anything
+// (only when the operator explicitly started in insecure dev mode).
+struct TokenPolicy {
+  bool insecure_dev = false;
+  std::vector<std::string> tokens;
+};
+
+// OK when the call's `authorization: Bearer <token>` metadata matches one of the policy's
+// tokens (constant-time compare); UNAUTHENTICATED otherwise.
+absl::Status CheckBearer(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+                         const TokenPolicy& policy);
+
+// Reads a token from a file (trailing whitespace trimmed). Empty path → empty token.
+// A named but empty or unreadable file is INVALID_ARGUMENT naming `flag`.
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path, absl::string_view flag);
+
+// Adds `authorization: Bearer <token>` to an outgoing call when token is non-empty.
+void AddBearer(grpc::ClientContext& ctx, const std::string& token);
+
+}  // namespace jobwheel
+
+#endif  // JOBWHEEL_COMMON_AUTH_H_

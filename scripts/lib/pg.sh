@@ -1,0 +1,43 @@
+# PostgreSQL helpers for scripts: a private server in a directory, on loopback.
+# PostgreSQL refuses to run as root, so as root the server runs as the `postgres` user.
+
+PG_BIN="${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}"
+
+pg_as_owner() {
+  if [ "$(id -u)" = 0 ]; then
+    runuser -u postgres -- "$@"
+  else
+    "$@"
+  fi
+}
+
+# pg_start DIR PORT: initializes DIR/pgdata on first use, then starts the server.
+pg_start() {
+  local dir=$1 port=$2
+  mkdir -p "$dir"
+  if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$dir"; fi
+  if [ ! -f "$dir/pgdata/PG_VERSION" ]; then
+    pg_as_owner "$PG_BIN/initdb" -D "$dir/pgdata" -U postgres --auth=trust -E UTF8 \
+      --no-locale >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log"; return 1; }
+  fi
+  if pg_as_owner "$PG_BIN/pg_ctl" -D "$dir/pgdata" status >/dev/null 2>&1; then
+    return 0
+  fi
+  pg_as_owner "$PG_BIN/pg_ctl" -D "$dir/pgdata" -l "$dir/postgres.log" -w -t 60 start \
+    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=${PG_FSYNC:-on} -c shared_buffers=256MB" \
+    >/dev/null || { tail -n 20 "$dir/postgres.log"; return 1; }
+}
+
+pg_stop() {
+  local dir=$1
+  [ -f "$dir/pgdata/PG_VERSION" ] || return 0
+  pg_as_owner "$PG_BIN/pg_ctl" -D "$dir/pgdata" -m fast -w stop >/dev/null 2>&1 || true
+}
+
+# pg_ensure_db PORT NAME
+pg_ensure_db() {
+  local port=$1 name=$2
+  if ! psql -h 127.0.0.1 -p "$port" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='$name'" postgres | grep -q 1; then
+    psql -h 127.0.0.1 -p "$port" -U postgres -qc "CREATE DATABASE $name" postgres
+  fi
+}
