@@ -1,0 +1,634 @@
+{{/*
+Naming, labels and the shared building blocks of every jobwheel component.
+
+Components are described by "jobwheel.component" dicts:
+  key    values key (scheduler, registry, dispatcher, demoExecutor)
+  name   resource-name suffix and app.kubernetes.io/component label
+  binary executable in the image's /usr/local/bin
+*/}}
+
+{{- define "jobwheel.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Prefix of every resource name, at most 40 characters so that suffixes like
+"-dispatcher-headless" keep Service names within 63. */}}
+{{- define "jobwheel.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "jobwheel.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels of every object. */}}
+{{- define "jobwheel.labels" -}}
+helm.sh/chart: {{ include "jobwheel.chart" . }}
+app.kubernetes.io/name: {{ include "jobwheel.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: jobwheel
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Labels of a component's objects. Argument: dict root, c (component). */}}
+{{- define "jobwheel.componentLabels" -}}
+{{ include "jobwheel.labels" .root }}
+app.kubernetes.io/component: {{ .c.name }}
+{{- end -}}
+
+{{/* Selector labels of a component. Argument: dict root, c. */}}
+{{- define "jobwheel.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "jobwheel.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .c.name }}
+{{- end -}}
+
+{{/* Labels selecting every pod of the release. */}}
+{{- define "jobwheel.releaseSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "jobwheel.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* Component descriptors. Argument: the component key. */}}
+{{- define "jobwheel.component" -}}
+{{- if eq . "scheduler" -}}
+{key: scheduler, name: scheduler, binary: scheduler}
+{{- else if eq . "registry" -}}
+{key: registry, name: registry, binary: registry}
+{{- else if eq . "dispatcher" -}}
+{key: dispatcher, name: dispatcher, binary: dispatcher}
+{{- else if eq . "demoExecutor" -}}
+{key: demoExecutor, name: demo-executor, binary: demo_executor}
+{{- else -}}
+{{- fail (printf "jobwheel: unknown component %q" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "jobwheel.image" -}}
+{{- $tag := .Values.image.tag | default .Chart.AppVersion | toString -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository $tag -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "jobwheel.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "jobwheel.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Authentication is on unless insecureDev. Prints "true" or nothing. */}}
+{{- define "jobwheel.authEnabled" -}}
+{{- if not .Values.insecureDev -}}true{{- end -}}
+{{- end -}}
+
+{{/* Name of the Secret the chart creates (when it creates one). */}}
+{{- define "jobwheel.secretName" -}}
+{{- include "jobwheel.fullname" . -}}
+{{- end -}}
+
+{{/* Secret holding the tokens. */}}
+{{- define "jobwheel.tokenSecretName" -}}
+{{- default (include "jobwheel.secretName" .) .Values.existingSecret -}}
+{{- end -}}
+
+{{/* Secret and key holding the DSN. */}}
+{{- define "jobwheel.dsnSecretName" -}}
+{{- if .Values.db.existingSecret -}}
+{{- .Values.db.existingSecret -}}
+{{- else -}}
+{{- default (include "jobwheel.secretName" .) .Values.existingSecret -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "jobwheel.dsnSecretKey" -}}
+{{- if .Values.db.existingSecret -}}{{ .Values.db.existingSecretKey | default "db-dsn" }}{{- else -}}db-dsn{{- end -}}
+{{- end -}}
+
+{{/* Data of the chart-managed Secret (base64), empty when the chart creates none. */}}
+{{- define "jobwheel.secretData" -}}
+{{- if not .Values.existingSecret -}}
+{{- if and .Values.db.dsn (not .Values.db.existingSecret) }}
+db-dsn: {{ .Values.db.dsn | toString | b64enc | quote }}
+{{- end }}
+{{- if include "jobwheel.authEnabled" . }}
+cluster-token: {{ .Values.auth.clusterToken | toString | b64enc | quote }}
+executor-token: {{ .Values.auth.executorToken | toString | b64enc | quote }}
+admin-token: {{ .Values.auth.adminToken | toString | b64enc | quote }}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/* gRPC target of a component's headless Service. Argument: dict root, name, port. */}}
+{{- define "jobwheel.target" -}}
+{{- printf "dns:///%s-%s-headless.%s.svc.%s:%d" (include "jobwheel.fullname" .root) .name .root.Release.Namespace .root.Values.clusterDomain (int .port) -}}
+{{- end -}}
+
+{{- define "jobwheel.registryTarget" -}}
+{{- include "jobwheel.target" (dict "root" . "name" "registry" "port" .Values.registry.ports.grpc) -}}
+{{- end -}}
+
+{{- define "jobwheel.dispatcherTarget" -}}
+{{- include "jobwheel.target" (dict "root" . "name" "dispatcher" "port" .Values.dispatcher.ports.grpc) -}}
+{{- end -}}
+
+{{/* Where secrets and certificates are mounted. */}}
+{{- define "jobwheel.secretsDir" -}}/etc/jobwheel/secrets{{- end -}}
+{{- define "jobwheel.tlsDir" -}}/etc/jobwheel/tls{{- end -}}
+
+{{/*
+Non-secret settings of a component as JOBWHEEL_* environment variables (the ConfigMap data).
+Argument: dict root, c. The component's `config` map wins over the chart's own keys.
+*/}}
+{{- define "jobwheel.configData" -}}
+{{- $root := .root -}}
+{{- $c := .c -}}
+{{- $v := index $root.Values $c.key -}}
+{{- $secrets := include "jobwheel.secretsDir" $root -}}
+{{- $tlsDir := include "jobwheel.tlsDir" $root -}}
+{{- $env := dict -}}
+{{- $_ := set $env "JOBWHEEL_LISTEN" (printf "%s:%d" $root.Values.listenHost (int $v.ports.grpc)) -}}
+{{- $_ := set $env "JOBWHEEL_METRICS_ADDRESS" (printf "%s:%d" $root.Values.listenHost (int $v.ports.metrics)) -}}
+{{- $_ := set $env "JOBWHEEL_LOG_JSON" (toString $root.Values.logging.json) -}}
+{{- $_ := set $env "JOBWHEEL_LOG_LEVEL" (toString $root.Values.logging.level) -}}
+{{- if $root.Values.insecureDev -}}
+{{- $_ := set $env "JOBWHEEL_INSECURE_DEV" "true" -}}
+{{- else -}}
+{{- $_ := set $env "JOBWHEEL_CLUSTER_TOKEN_FILE" (printf "%s/cluster-token" $secrets) -}}
+{{- if has $c.key (list "scheduler" "registry") -}}
+{{- $_ := set $env "JOBWHEEL_ADMIN_TOKEN_FILE" (printf "%s/admin-token" $secrets) -}}
+{{- end -}}
+{{- if has $c.key (list "registry" "demoExecutor") -}}
+{{- $_ := set $env "JOBWHEEL_EXECUTOR_TOKEN_FILE" (printf "%s/executor-token" $secrets) -}}
+{{- end -}}
+{{- end -}}
+{{- if has $c.key (list "scheduler" "dispatcher" "demoExecutor") -}}
+{{- $_ := set $env "JOBWHEEL_REGISTRY_TARGET" (include "jobwheel.registryTarget" $root) -}}
+{{- end -}}
+{{- if has $c.key (list "scheduler" "demoExecutor") -}}
+{{- $_ := set $env "JOBWHEEL_DISPATCHER_TARGET" (include "jobwheel.dispatcherTarget" $root) -}}
+{{- end -}}
+{{- if eq $c.key "demoExecutor" -}}
+{{- $_ := set $env "JOBWHEEL_APP" (toString $v.app) -}}
+{{- end -}}
+{{- if $root.Values.tls.enabled -}}
+{{- $_ := set $env "JOBWHEEL_TLS_CERT" (printf "%s/tls.crt" $tlsDir) -}}
+{{- $_ := set $env "JOBWHEEL_TLS_KEY" (printf "%s/tls.key" $tlsDir) -}}
+{{- $_ := set $env "JOBWHEEL_TLS_CA" (printf "%s/ca.crt" $tlsDir) -}}
+{{- if $root.Values.tls.clientAuth -}}
+{{- $_ := set $env "JOBWHEEL_TLS_CLIENT_CA" (printf "%s/ca.crt" $tlsDir) -}}
+{{- end -}}
+{{- end -}}
+{{- range $k, $val := $v.config -}}
+{{- $flag := $k | trimPrefix "--" | replace "-" "_" | upper -}}
+{{- $_ := set $env (printf "JOBWHEEL_%s" $flag) (toString $val) -}}
+{{- end -}}
+{{- range $k := keys $env | sortAlpha }}
+{{ $k }}: {{ index $env $k | quote }}
+{{- end -}}
+{{- end -}}
+
+{{/* Probe with jobwheel's handler: native gRPC health check, or TCP when the port speaks TLS.
+Argument: dict root, port, probe (timing). */}}
+{{- define "jobwheel.probe" -}}
+{{- if .root.Values.tls.enabled }}
+tcpSocket:
+  port: grpc
+{{- else }}
+grpc:
+  port: {{ int .port }}
+{{- end }}
+{{- with .probe }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Pod affinity: the component's own, or the default anti-affinity preset. Argument: dict root, c. */}}
+{{- define "jobwheel.affinity" -}}
+{{- $v := index .root.Values .c.key -}}
+{{- if $v.affinity -}}
+{{ toYaml $v.affinity }}
+{{- else if eq .root.Values.podAntiAffinity "soft" -}}
+podAntiAffinity:
+  preferredDuringSchedulingIgnoredDuringExecution:
+    - weight: 100
+      podAffinityTerm:
+        topologyKey: kubernetes.io/hostname
+        labelSelector:
+          matchLabels:
+            {{- include "jobwheel.selectorLabels" . | nindent 12 }}
+{{- else if eq .root.Values.podAntiAffinity "hard" -}}
+podAntiAffinity:
+  requiredDuringSchedulingIgnoredDuringExecution:
+    - topologyKey: kubernetes.io/hostname
+      labelSelector:
+        matchLabels:
+          {{- include "jobwheel.selectorLabels" . | nindent 10 }}
+{{- end -}}
+{{- end -}}
+
+{{/* Topology spread constraints with the component's selector filled in. Argument: dict root, c. */}}
+{{- define "jobwheel.topologySpread" -}}
+{{- $v := index .root.Values .c.key -}}
+{{- $sel := include "jobwheel.selectorLabels" . | fromYaml -}}
+{{- $out := list -}}
+{{- range $v.topologySpreadConstraints -}}
+{{- $tsc := deepCopy . -}}
+{{- if not (hasKey $tsc "labelSelector") -}}
+{{- $_ := set $tsc "labelSelector" (dict "matchLabels" $sel) -}}
+{{- end -}}
+{{- $out = append $out $tsc -}}
+{{- end -}}
+{{- if $out -}}
+{{ toYaml $out }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+A component's Deployment. Argument: the component key. Called with the root context as
+(dict "root" $ "key" "scheduler").
+*/}}
+{{- define "jobwheel.deployment" -}}
+{{- $root := .root -}}
+{{- $c := include "jobwheel.component" .key | fromYaml -}}
+{{- $ctx := dict "root" $root "c" $c -}}
+{{- $v := index $root.Values $c.key -}}
+{{- $auth := include "jobwheel.authEnabled" $root -}}
+{{- $secretData := include "jobwheel.secretData" $root -}}
+{{- $autoscaling := and (hasKey $v "autoscaling") $v.autoscaling.enabled -}}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "jobwheel.fullname" $root }}-{{ $c.name }}
+  namespace: {{ $root.Release.Namespace }}
+  labels:
+    {{- include "jobwheel.componentLabels" $ctx | nindent 4 }}
+spec:
+  {{- if not $autoscaling }}
+  replicas: {{ int $v.replicaCount }}
+  {{- end }}
+  revisionHistoryLimit: 5
+  {{- with $v.updateStrategy }}
+  strategy:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  selector:
+    matchLabels:
+      {{- include "jobwheel.selectorLabels" $ctx | nindent 6 }}
+  template:
+    metadata:
+      labels:
+        {{- include "jobwheel.selectorLabels" $ctx | nindent 8 }}
+        app.kubernetes.io/version: {{ $root.Chart.AppVersion | quote }}
+        app.kubernetes.io/part-of: jobwheel
+        {{- with $root.Values.commonLabels }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+        {{- with $root.Values.podLabels }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+        {{- with $v.podLabels }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+      annotations:
+        checksum/config: {{ include "jobwheel.configData" $ctx | sha256sum }}
+        {{- if $secretData }}
+        checksum/secret: {{ $secretData | sha256sum }}
+        {{- end }}
+        {{- if $root.Values.metrics.scrapeAnnotations }}
+        prometheus.io/scrape: "true"
+        prometheus.io/port: {{ $v.ports.metrics | int | toString | quote }}
+        prometheus.io/path: /metrics
+        {{- end }}
+        {{- with $root.Values.podAnnotations }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+        {{- with $v.podAnnotations }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+    spec:
+      serviceAccountName: {{ include "jobwheel.serviceAccountName" $root }}
+      automountServiceAccountToken: {{ $root.Values.serviceAccount.automountServiceAccountToken }}
+      # Service links would inject <SERVICE>_PORT-style variables; for a release named
+      # "jobwheel" they would start with JOBWHEEL_ and be read as flags.
+      enableServiceLinks: false
+      {{- with $root.Values.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $root.Values.podSecurityContext }}
+      securityContext:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with ($v.priorityClassName | default $root.Values.priorityClassName) }}
+      priorityClassName: {{ . }}
+      {{- end }}
+      terminationGracePeriodSeconds: {{ int $v.terminationGracePeriodSeconds }}
+      {{- with ($v.nodeSelector | default $root.Values.nodeSelector) }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with ($v.tolerations | default $root.Values.tolerations) }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with include "jobwheel.affinity" $ctx }}
+      affinity:
+        {{- . | nindent 8 }}
+      {{- end }}
+      {{- with include "jobwheel.topologySpread" $ctx }}
+      topologySpreadConstraints:
+        {{- . | nindent 8 }}
+      {{- end }}
+      containers:
+        - name: {{ $c.name }}
+          image: {{ include "jobwheel.image" $root | quote }}
+          imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+          command:
+            - /usr/local/bin/{{ $c.binary }}
+          {{- with $v.extraArgs }}
+          args:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+          ports:
+            - name: grpc
+              containerPort: {{ int $v.ports.grpc }}
+              protocol: TCP
+            - name: metrics
+              containerPort: {{ int $v.ports.metrics }}
+              protocol: TCP
+          envFrom:
+            - configMapRef:
+                name: {{ include "jobwheel.fullname" $root }}-{{ $c.name }}
+          env:
+            - name: JOBWHEEL_REPLICA_ID
+              valueFrom:
+                fieldRef:
+                  fieldPath: metadata.name
+            {{- if ne $c.key "demoExecutor" }}
+            - name: JOBWHEEL_DB_DSN
+              valueFrom:
+                secretKeyRef:
+                  name: {{ include "jobwheel.dsnSecretName" $root }}
+                  key: {{ include "jobwheel.dsnSecretKey" $root }}
+            {{- else }}
+            - name: POD_IP
+              valueFrom:
+                fieldRef:
+                  fieldPath: status.podIP
+            - name: JOBWHEEL_ADVERTISE_ADDRESS
+              value: "$(POD_IP):{{ int $v.ports.grpc }}"
+            {{- end }}
+            {{- with $v.extraEnv }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          startupProbe:
+            {{- include "jobwheel.probe" (dict "root" $root "port" $v.ports.grpc "probe" $v.startupProbe) | trim | nindent 12 }}
+          livenessProbe:
+            {{- include "jobwheel.probe" (dict "root" $root "port" $v.ports.grpc "probe" $v.livenessProbe) | trim | nindent 12 }}
+          readinessProbe:
+            {{- include "jobwheel.probe" (dict "root" $root "port" $v.ports.grpc "probe" $v.readinessProbe) | trim | nindent 12 }}
+          {{- with $v.resources }}
+          resources:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+          {{- with $root.Values.containerSecurityContext }}
+          securityContext:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+          volumeMounts:
+            - name: tmp
+              mountPath: /tmp
+            {{- if $auth }}
+            - name: secrets
+              mountPath: {{ include "jobwheel.secretsDir" $root }}
+              readOnly: true
+            {{- end }}
+            {{- if $root.Values.tls.enabled }}
+            - name: tls
+              mountPath: {{ include "jobwheel.tlsDir" $root }}
+              readOnly: true
+            {{- end }}
+            {{- if eq $c.key "demoExecutor" }}
+            - name: data
+              mountPath: /var/lib/jobwheel
+            {{- end }}
+      volumes:
+        - name: tmp
+          emptyDir:
+            sizeLimit: {{ $root.Values.tmpSizeLimit }}
+        {{- if $auth }}
+        - name: secrets
+          secret:
+            secretName: {{ include "jobwheel.tokenSecretName" $root }}
+            defaultMode: 288 # 0440: readable by the pod's fsGroup only
+            items:
+              - key: cluster-token
+                path: cluster-token
+              {{- if has $c.key (list "scheduler" "registry") }}
+              - key: admin-token
+                path: admin-token
+              {{- end }}
+              {{- if has $c.key (list "registry" "demoExecutor") }}
+              - key: executor-token
+                path: executor-token
+              {{- end }}
+        {{- end }}
+        {{- if $root.Values.tls.enabled }}
+        - name: tls
+          secret:
+            secretName: {{ $root.Values.tls.existingSecret }}
+            defaultMode: 288 # 0440
+            items:
+              - key: tls.crt
+                path: tls.crt
+              - key: tls.key
+                path: tls.key
+              - key: ca.crt
+                path: ca.crt
+        {{- end }}
+        {{- if eq $c.key "demoExecutor" }}
+        - name: data
+          emptyDir:
+            sizeLimit: {{ $v.dataSizeLimit }}
+        {{- end }}
+{{- end -}}
+
+{{/* A component's ConfigMap. Argument: dict root, key. */}}
+{{- define "jobwheel.configMap" -}}
+{{- $root := .root -}}
+{{- $c := include "jobwheel.component" .key | fromYaml -}}
+{{- $ctx := dict "root" $root "c" $c -}}
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ include "jobwheel.fullname" $root }}-{{ $c.name }}
+  namespace: {{ $root.Release.Namespace }}
+  labels:
+    {{- include "jobwheel.componentLabels" $ctx | nindent 4 }}
+data:
+  {{- include "jobwheel.configData" $ctx | trim | nindent 2 }}
+{{- end -}}
+
+{{/* A component's ClusterIP Service (gRPC + metrics). Argument: dict root, key. */}}
+{{- define "jobwheel.service" -}}
+{{- $root := .root -}}
+{{- $c := include "jobwheel.component" .key | fromYaml -}}
+{{- $ctx := dict "root" $root "c" $c -}}
+{{- $v := index $root.Values $c.key -}}
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ include "jobwheel.fullname" $root }}-{{ $c.name }}
+  namespace: {{ $root.Release.Namespace }}
+  labels:
+    {{- include "jobwheel.componentLabels" $ctx | nindent 4 }}
+    jobwheel.io/service: main
+  {{- with $v.service.annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+spec:
+  type: {{ $v.service.type }}
+  selector:
+    {{- include "jobwheel.selectorLabels" $ctx | nindent 4 }}
+  ports:
+    - name: grpc
+      port: {{ int $v.ports.grpc }}
+      targetPort: grpc
+      protocol: TCP
+      appProtocol: grpc
+    - name: metrics
+      port: {{ int $v.ports.metrics }}
+      targetPort: metrics
+      protocol: TCP
+      appProtocol: http
+{{- end -}}
+
+{{/* A component's headless Service: one DNS A record per ready pod, for gRPC client-side
+round-robin (dns:///...). Argument: dict root, key. */}}
+{{- define "jobwheel.headlessService" -}}
+{{- $root := .root -}}
+{{- $c := include "jobwheel.component" .key | fromYaml -}}
+{{- $ctx := dict "root" $root "c" $c -}}
+{{- $v := index $root.Values $c.key -}}
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ include "jobwheel.fullname" $root }}-{{ $c.name }}-headless
+  namespace: {{ $root.Release.Namespace }}
+  labels:
+    {{- include "jobwheel.componentLabels" $ctx | nindent 4 }}
+    jobwheel.io/service: headless
+spec:
+  type: ClusterIP
+  clusterIP: None
+  # Only ready pods are published, so clients never dial a replica that is starting or stopping.
+  publishNotReadyAddresses: false
+  selector:
+    {{- include "jobwheel.selectorLabels" $ctx | nindent 4 }}
+  ports:
+    - name: grpc
+      port: {{ int $v.ports.grpc }}
+      targetPort: grpc
+      protocol: TCP
+      appProtocol: grpc
+{{- end -}}
+
+{{/* A component's PodDisruptionBudget. Argument: dict root, key. */}}
+{{- define "jobwheel.pdb" -}}
+{{- $root := .root -}}
+{{- $c := include "jobwheel.component" .key | fromYaml -}}
+{{- $ctx := dict "root" $root "c" $c -}}
+{{- $v := index $root.Values $c.key -}}
+{{- if $v.pdb.enabled -}}
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ include "jobwheel.fullname" $root }}-{{ $c.name }}
+  namespace: {{ $root.Release.Namespace }}
+  labels:
+    {{- include "jobwheel.componentLabels" $ctx | nindent 4 }}
+spec:
+  {{- if and (not (kindIs "invalid" $v.pdb.maxUnavailable)) (ne (toString $v.pdb.maxUnavailable) "") }}
+  maxUnavailable: {{ include "jobwheel.intOrString" $v.pdb.maxUnavailable }}
+  {{- else }}
+  minAvailable: {{ include "jobwheel.intOrString" $v.pdb.minAvailable }}
+  {{- end }}
+  selector:
+    matchLabels:
+      {{- include "jobwheel.selectorLabels" $ctx | nindent 6 }}
+{{- end -}}
+{{- end -}}
+
+{{/* An int-or-percentage value: numbers print as integers, "50%" as a quoted string. */}}
+{{- define "jobwheel.intOrString" -}}
+{{- if kindIs "string" . -}}
+{{- if regexMatch "^[0-9]+$" . -}}{{ . }}{{- else -}}{{ . | quote }}{{- end -}}
+{{- else -}}
+{{- int . -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A component's HorizontalPodAutoscaler. Argument: dict root, key. */}}
+{{- define "jobwheel.hpa" -}}
+{{- $root := .root -}}
+{{- $c := include "jobwheel.component" .key | fromYaml -}}
+{{- $ctx := dict "root" $root "c" $c -}}
+{{- $v := index $root.Values $c.key -}}
+{{- $a := $v.autoscaling -}}
+{{- if $a.enabled -}}
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: {{ include "jobwheel.fullname" $root }}-{{ $c.name }}
+  namespace: {{ $root.Release.Namespace }}
+  labels:
+    {{- include "jobwheel.componentLabels" $ctx | nindent 4 }}
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: {{ include "jobwheel.fullname" $root }}-{{ $c.name }}
+  minReplicas: {{ int $a.minReplicas }}
+  maxReplicas: {{ int $a.maxReplicas }}
+  metrics:
+    {{- if $a.targetCPUUtilizationPercentage }}
+    - type: Resource
+      resource:
+        name: cpu
+        target:
+          type: Utilization
+          averageUtilization: {{ int $a.targetCPUUtilizationPercentage }}
+    {{- end }}
+    {{- if $a.targetMemoryUtilizationPercentage }}
+    - type: Resource
+      resource:
+        name: memory
+        target:
+          type: Utilization
+          averageUtilization: {{ int $a.targetMemoryUtilizationPercentage }}
+    {{- end }}
+  {{- with $a.behavior }}
+  behavior:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,100 @@
+#ifndef JOBWHEEL_SDK_OPTIONS_H_
+#define JOBWHEEL_SDK_OPTIONS_H_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace prometheus {
+class Registry;
+}  // namespace prometheus
+
+namespace jobwheel {
+
+// Everything an Executor needs. Only `app` and `listen_address` have no usable default;
+// tokens are required unless `insecure_dev` is set.
+struct ExecutorOptions {
+  // --- Identity and network ---
+  // The executor group (jobs name it as their `app`).
+  std::string app;
+  // Where ExecutorService listens, e.g. "0.0.0.0:7200" or "127.0.0.1:0" (any free port).
+  std::string listen_address = "127.0.0.1:7200";
+  // The host:port dispatchers dial; empty means listen_address (with the bound port when
+  // listening on port 0, and this host's name when listening on a wildcard address).
+  std::string advertise_address;
+  // The registry: a comma list of host:port ("127.0.0.1:7101,127.0.0.1:7111"), tried in
+  // turn on failure, or one gRPC target with a scheme ("dns:///registry:7101").
+  // Empty disables registration (the executor is then only reachable by manual address).
+  std::string registry_target = "127.0.0.1:7101";
+  // The dispatcher(s) receiving results: a host:port, a gRPC target ("dns:///d:7102",
+  // "ipv4:10.0.0.1:7102,10.0.0.2:7102") or a comma list of ip:port (balanced round robin).
+  // Empty keeps results spooled on disk until a later start with a target.
+  std::string dispatcher_target = "127.0.0.1:7102";
+
+  // --- Auth ---
+  // Presented to the registry (Heartbeat) and dispatcher (ReportResults).
+  std::string executor_token;
+  // Required from callers of ExecutorService (Run/Kill/Beat/IdleBeat/Log).
+  std::string cluster_token;
+  // Accept unauthenticated calls and allow missing tokens. Development only.
+  bool insecure_dev = false;
+
+  // --- TLS (all empty: plaintext) ---
+  std::string tls_cert_file;       // Server certificate for ExecutorService.
+  std::string tls_key_file;
+  std::string tls_client_ca_file;  // When set, callers must present a client certificate.
+  std::string tls_ca_file;         // CA to verify registry/dispatcher; enables client TLS.
+
+  // --- Registration ---
+  std::map<std::string, std::string> labels;
+  int capacity = 16;  // Advertised to the registry; advisory.
+  // Run GLUE_TYPE_SCRIPT_* jobs (shell via /bin/sh, python via python3). Off by default:
+  // a script job is arbitrary code from whoever can edit jobs.
+  bool allow_scripts = false;
+
+  // --- Files ---
+  // Run logs: <log_dir>/<yyyy-mm-dd>/<run_id>.log; script sources: <log_dir>/scripts/.
+  std::string log_dir = "/tmp/jobwheel-executor/logs";
+  // Day folders older than this are deleted (checked hourly). <= 0 keeps logs forever.
+  int log_retention_days = 30;
+  // Results not yet acknowledged by a dispatcher: one fsync'd file per run.
+  std::string spool_dir = "/tmp/jobwheel-executor/spool";
+
+  // --- Runs ---
+  // A job's worker thread exits after this long without runs.
+  absl::Duration worker_idle_timeout = absl::Seconds(30);
+  // After a run is cancelled (kill, timeout, cover), its result is reported when the handler
+  // returns or after this long, whichever is first; a later handler result is dropped.
+  absl::Duration cancel_grace = absl::Seconds(5);
+  // Script jobs: SIGTERM to the process group, then SIGKILL after this long.
+  absl::Duration script_kill_grace = absl::Seconds(2);
+  std::string shell_binary = "/bin/sh";
+  std::string python_binary = "python3";  // Looked up in PATH.
+
+  // --- Heartbeat ---
+  absl::Duration heartbeat_initial_backoff = absl::Milliseconds(100);
+  absl::Duration heartbeat_max_backoff = absl::Seconds(2);
+
+  // --- Shutdown ---
+  // In-flight and queued runs get this long to finish; the rest fail "executor shut down".
+  absl::Duration grace_period = absl::Seconds(10);
+  // How long shutdown keeps trying to deliver spooled results (the rest stay spooled).
+  absl::Duration result_flush_timeout = absl::Seconds(3);
+  // Run() shuts down on SIGTERM/SIGINT.
+  bool handle_signals = true;
+
+  // --- Metrics ---
+  // When set, the executor registers jobwheel_executor_* metrics here (see docs/metrics.md);
+  // the embedding service exposes the registry.
+  std::shared_ptr<prometheus::Registry> metrics_registry;
+
+  // INVALID_ARGUMENT naming the first bad field.
+  absl::Status Validate() const;
+};
+
+}  // namespace jobwheel
+
+#endif  // JOBWHEEL_SDK_OPTIONS_H_

@@ -1,0 +1,97 @@
+#ifndef JOBWHEEL_SERVICES_DISPATCHER_DISPATCH_STORE_H_
+#define JOBWHEEL_SERVICES_DISPATCHER_DISPATCH_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "jobwheel/v1/dispatcher.pb.h"
+#include "jobwheel/v1/types.pb.h"
+
+namespace jobwheel::dispatcher {
+
+// One run the planner wants created for a fire.
+struct PlannedRun {
+  std::string executor_address;
+  int32_t shard_index = 0;
+  int32_t shard_total = 1;
+  v1::RunStatus status = v1::RUN_STATUS_PENDING;  // PENDING, or FAILED for a failed fire.
+  std::string trigger_message;
+};
+
+// What to do with a PENDING fire: DISPATCHED with its runs, or FAILED with a reason (and one
+// FAILED run carrying the reason, so run listings show it).
+struct FirePlan {
+  v1::FireStatus status = v1::FIRE_STATUS_DISPATCHED;
+  std::string reason;
+  std::vector<PlannedRun> runs;
+};
+
+// Decides a pending fire's runs; called inside the store's transaction, with the fire locked.
+using FirePlanner = std::function<FirePlan(const v1::Fire&)>;
+
+// A run created by this call (the ones to trigger).
+struct CreatedRun {
+  int64_t run_id = 0;
+  PlannedRun planned;
+};
+
+// The outcome of one fire of a DispatchFires call.
+struct FireResult {
+  int64_t fire_id = 0;
+  v1::FireStatus status = v1::FIRE_STATUS_UNSPECIFIED;
+  std::string message;
+  std::vector<int64_t> run_ids;  // All runs of the fire, by shard.
+  bool duplicate = false;        // Already dispatched (or failed) earlier: nothing was done.
+  bool not_found = false;        // No such fire row (or it belongs to another job).
+  std::vector<CreatedRun> created;
+};
+
+// The executor's answer to a trigger call, to record on the run.
+struct TriggerOutcome {
+  int64_t run_id = 0;
+  // RUNNING (started or queued), DISCARDED, or FAILED (rejected or call error).
+  v1::RunStatus status = v1::RUN_STATUS_RUNNING;
+  std::string message_suffix;  // Appended to trigger_message.
+  absl::Time at;
+};
+
+enum class ResultDisposition { kRecorded, kDuplicate, kUnknown };
+
+struct ResultRecord {
+  int64_t run_id = 0;
+  ResultDisposition disposition = ResultDisposition::kUnknown;
+  v1::RunStatus status = v1::RUN_STATUS_UNSPECIFIED;  // The reported status (when recorded).
+};
+
+// Persistence of fires and runs for the dispatcher. Every method is one transaction.
+// Implementations: PgDispatchStore. Thread-safe.
+class DispatchStore {
+ public:
+  virtual ~DispatchStore() = default;
+
+  // Locks the fires' rows; for each one still PENDING asks `plan` and writes its runs and new
+  // status (dispatch_time = now); fires already decided come back as duplicates with their
+  // existing runs. Returns results in the order of `fires`.
+  virtual absl::StatusOr<std::vector<FireResult>> DispatchFires(
+      const std::vector<v1::Fire>& fires, absl::Time now, const FirePlanner& plan) = 0;
+
+  // Applies trigger answers: a PENDING run takes the new status (start_time or end_time =
+  // at); a run already past PENDING keeps its status; the message is appended either way.
+  // Returns the ids of runs that entered a terminal status through this call.
+  virtual absl::StatusOr<std::vector<int64_t>> RecordTriggerOutcomes(
+      const std::vector<TriggerOutcome>& outcomes) = 0;
+
+  // Records terminal results on runs still PENDING or RUNNING; others are duplicates, ids
+  // without a row are unknown. `results` must have distinct run ids.
+  virtual absl::StatusOr<std::vector<ResultRecord>> RecordResults(
+      const std::vector<v1::RunResult>& results, absl::Time now) = 0;
+};
+
+}  // namespace jobwheel::dispatcher
+
+#endif  // JOBWHEEL_SERVICES_DISPATCHER_DISPATCH_STORE_H_

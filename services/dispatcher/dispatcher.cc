@@ -1,0 +1,380 @@
+#include "services/dispatcher/dispatcher.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/proto_time.h"
+#include "spdlog/spdlog.h"
+
+namespace jobwheel::dispatcher {
+namespace {
+
+bool IsScript(v1::GlueType glue) {
+  return glue == v1::GLUE_TYPE_SCRIPT_SHELL || glue == v1::GLUE_TYPE_SCRIPT_PYTHON;
+}
+
+bool IsTerminal(v1::RunStatus s) {
+  return s >= v1::RUN_STATUS_SUCCEEDED && s <= v1::RUN_STATUS_DISCARDED;
+}
+
+FirePlan Failed(const v1::Fire& fire, std::string reason) {
+  FirePlan plan;
+  plan.status = v1::FIRE_STATUS_FAILED;
+  plan.reason = std::move(reason);
+  PlannedRun run;
+  run.status = v1::RUN_STATUS_FAILED;
+  run.trigger_message = plan.reason;
+  if (fire.shard_total() > 0) {
+    run.shard_index = fire.shard_index();
+    run.shard_total = fire.shard_total();
+  }
+  plan.runs.push_back(std::move(run));
+  return plan;
+}
+
+absl::Status ValidateFire(const v1::Fire& f, size_t i) {
+  const std::string at = absl::StrCat("fires[", i, "]");
+  if (f.fire_id() <= 0) return absl::InvalidArgumentError(absl::StrCat(at, ".fire_id: must be positive"));
+  if (!f.has_job() || f.job().id() <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(at, ".job.id: must be positive (fire ", f.fire_id(), ")"));
+  }
+  if (f.job().app().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(at, ".job.app: must not be empty (fire ", f.fire_id(), ")"));
+  }
+  if (!IsScript(f.job().glue_type()) && f.job().handler().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(at, ".job.handler: must not be empty (fire ", f.fire_id(), ")"));
+  }
+  if (f.shard_total() < 0 || (f.shard_total() > 0 && (f.shard_index() < 0 || f.shard_index() >= f.shard_total()))) {
+    return absl::InvalidArgumentError(absl::StrCat(at, ".shard_index: ", f.shard_index(), "/", f.shard_total(),
+                                                   " is not a valid shard (fire ", f.fire_id(), ")"));
+  }
+  if (f.attempt() < 0) return absl::InvalidArgumentError(absl::StrCat(at, ".attempt: must not be negative"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(DispatchStore& store, const ExecutorDirectory& directory, Router& router,
+                       ExecutorClients& executors, TriggerPools& pools,
+                       DispatcherMetrics* metrics, Clock& clock, Options options)
+    : store_(store),
+      directory_(directory),
+      router_(router),
+      executors_(executors),
+      pools_(pools),
+      metrics_(metrics),
+      clock_(clock),
+      options_(options) {}
+
+Dispatcher::~Dispatcher() { Shutdown(); }
+
+void Dispatcher::Start() { writer_ = std::thread([this] { WriterLoop(); }); }
+
+void Dispatcher::Shutdown() {
+  // Queued trigger calls still run; their answers reach the writer before it stops.
+  pools_.Shutdown();
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (writer_.joinable()) writer_.join();
+}
+
+size_t Dispatcher::pending_outcomes() const {
+  absl::MutexLock lock(&mu_);
+  return outcomes_.size() + writing_;
+}
+
+FirePlan Dispatcher::Plan(const v1::Fire& fire) {
+  const v1::Job& job = fire.job();
+  const std::vector<v1::Executor> live = directory_.Executors(job.app());
+  if (live.empty()) {
+    return Failed(fire, absl::StrCat("job ", job.id(), ": no executor online for app ", job.app()));
+  }
+  std::vector<std::string> candidates;
+  candidates.reserve(live.size());
+  const bool script = IsScript(job.glue_type());
+  for (const v1::Executor& e : live) {
+    const bool fits = script ? e.allow_scripts()
+                             : std::find(e.handlers().begin(), e.handlers().end(),
+                                         job.handler()) != e.handlers().end();
+    if (fits) candidates.push_back(e.address());
+  }
+  if (candidates.empty()) {
+    return Failed(fire, script ? absl::StrCat("job ", job.id(), ": none of the ", live.size(),
+                                              " executors online for app ", job.app(),
+                                              " allows scripts")
+                               : absl::StrCat("job ", job.id(), ": none of the ", live.size(),
+                                              " executors online for app ", job.app(),
+                                              " has handler ", job.handler()));
+  }
+  FirePlan plan;
+  if (!fire.executor_address().empty()) {
+    const std::string& want = fire.executor_address();
+    const bool online = std::any_of(live.begin(), live.end(),
+                                    [&](const v1::Executor& e) { return e.address() == want; });
+    if (!online) {
+      return Failed(fire, absl::StrCat("job ", job.id(), ": executor ", want,
+                                       " is not online for app ", job.app()));
+    }
+    if (!std::binary_search(candidates.begin(), candidates.end(), want)) {
+      return Failed(fire, absl::StrCat("job ", job.id(), ": executor ", want,
+                                       script ? " does not allow scripts"
+                                              : absl::StrCat(" has no handler ", job.handler())));
+    }
+    PlannedRun run;
+    run.executor_address = want;
+    if (fire.shard_total() > 0) {
+      run.shard_index = fire.shard_index();
+      run.shard_total = fire.shard_total();
+    }
+    run.trigger_message =
+        absl::StrCat("manual executor over ", candidates.size(), " candidates → ", want);
+    plan.runs.push_back(std::move(run));
+    return plan;
+  }
+  RouteDecision d = router_.Route(job.id(), job.routing_strategy(), candidates,
+                                  fire.shard_index(), fire.shard_total());
+  if (!d.ok()) return Failed(fire, absl::StrCat("job ", job.id(), ": ", d.message));
+  const bool broadcast = d.targets.size() > 1;
+  for (const RouteTarget& t : d.targets) {
+    PlannedRun run;
+    run.executor_address = t.address;
+    run.shard_index = t.shard_index;
+    run.shard_total = t.shard_total;
+    run.trigger_message = broadcast ? absl::StrCat(d.message, "; shard ", t.shard_index, "/",
+                                                   t.shard_total, " → ", t.address)
+                                    : d.message;
+    plan.runs.push_back(std::move(run));
+  }
+  return plan;
+}
+
+absl::StatusOr<v1::DispatchResponse> Dispatcher::Dispatch(const v1::DispatchRequest& request) {
+  if (static_cast<size_t>(request.fires_size()) > options_.max_fires_per_call) {
+    return absl::InvalidArgumentError(absl::StrCat("fires: at most ", options_.max_fires_per_call,
+                                                   " per call, got ", request.fires_size()));
+  }
+  for (int i = 0; i < request.fires_size(); ++i) {
+    absl::Status s = ValidateFire(request.fires(i), i);
+    if (!s.ok()) return s;
+  }
+  v1::DispatchResponse response;
+  if (request.fires_size() == 0) return response;
+  if (!directory_.ready()) {
+    return absl::UnavailableError(
+        "dispatcher not ready: no executor snapshot from the registry yet; retry");
+  }
+  std::vector<v1::Fire> fires(request.fires().begin(), request.fires().end());
+  absl::StatusOr<std::vector<FireResult>> results =
+      store_.DispatchFires(fires, clock_.Now(), [this](const v1::Fire& f) { return Plan(f); });
+  if (!results.ok()) return results.status();
+
+  for (size_t i = 0; i < results->size(); ++i) {
+    const FireResult& r = (*results)[i];
+    v1::FireOutcome* o = response.add_outcomes();
+    o->set_fire_id(r.fire_id);
+    o->set_status(r.status);
+    o->set_message(r.message);
+    for (int64_t id : r.run_ids) o->add_run_ids(id);
+    if (metrics_ != nullptr) {
+      metrics_->Fire(r.duplicate                           ? "duplicate"
+                     : r.status == v1::FIRE_STATUS_FAILED ? "failed"
+                                                          : "dispatched");
+    }
+    if (r.status == v1::FIRE_STATUS_FAILED && !r.duplicate && !r.not_found) {
+      spdlog::warn("fire {}: failed: {}", r.fire_id, r.message);
+    }
+    for (const CreatedRun& run : r.created) {
+      if (run.planned.status == v1::RUN_STATUS_PENDING) {
+        Trigger(fires[i], run);
+      } else if (metrics_ != nullptr && IsTerminal(run.planned.status)) {
+        metrics_->RunFinished(run.planned.status);
+      }
+    }
+  }
+  return response;
+}
+
+void Dispatcher::Trigger(const v1::Fire& fire, const CreatedRun& run) {
+  const v1::Job& job = fire.job();
+  v1::RunRequest req;
+  req.set_run_id(run.run_id);
+  req.set_job_id(job.id());
+  req.set_fire_id(fire.fire_id());
+  req.set_handler(job.handler());
+  req.set_param(fire.has_param() ? fire.param() : job.param());
+  req.set_shard_index(run.planned.shard_index);
+  req.set_shard_total(run.planned.shard_total);
+  req.set_trigger_type(fire.trigger_type());
+  req.set_block_strategy(job.block_strategy());
+  if (job.has_timeout()) *req.mutable_timeout() = job.timeout();
+  req.set_glue_type(job.glue_type());
+  req.set_script_source(job.script_source());
+  req.set_script_version(job.script_version());
+  *req.mutable_scheduled_time() = fire.scheduled_time();
+  req.set_attempt(fire.attempt());
+  const std::string address = run.planned.executor_address;
+  const std::string strategy =
+      fire.executor_address().empty() ? StrategyName(job.routing_strategy()) : "manual";
+  bool accepted = false;
+  pools_.Submit(
+      job.id(),
+      [this, req = std::move(req), address, strategy] {
+        absl::StatusOr<v1::RunResponse> r = executors_.Run(address, req, options_.run_deadline);
+        TriggerOutcome o;
+        o.run_id = req.run_id();
+        o.at = clock_.Now();
+        std::string outcome;
+        if (!r.ok()) {
+          o.status = v1::RUN_STATUS_FAILED;
+          o.message_suffix = absl::StrCat("; trigger error: ",
+                                          absl::StatusCodeToString(r.status().code()), ": ",
+                                          r.status().message());
+          outcome = "error";
+        } else {
+          std::string answer;
+          switch (r->disposition()) {
+            case v1::RUN_DISPOSITION_STARTED:
+              o.status = v1::RUN_STATUS_RUNNING;
+              answer = "STARTED";
+              outcome = "started";
+              break;
+            case v1::RUN_DISPOSITION_QUEUED:
+              o.status = v1::RUN_STATUS_RUNNING;
+              answer = "QUEUED";
+              outcome = "queued";
+              break;
+            case v1::RUN_DISPOSITION_DISCARDED:
+              o.status = v1::RUN_STATUS_DISCARDED;
+              answer = "DISCARDED";
+              outcome = "discarded";
+              break;
+            default:
+              o.status = v1::RUN_STATUS_FAILED;
+              answer = r->disposition() == v1::RUN_DISPOSITION_REJECTED ? "REJECTED"
+                                                                       : "no disposition";
+              outcome = "rejected";
+              break;
+          }
+          o.message_suffix = absl::StrCat("; executor: ", answer);
+          if (!r->message().empty()) absl::StrAppend(&o.message_suffix, " (", r->message(), ")");
+        }
+        if (metrics_ != nullptr) metrics_->Triggered(strategy, outcome);
+        Enqueue(std::move(o));
+      },
+      &accepted);
+  if (!accepted) {
+    TriggerOutcome o;
+    o.run_id = run.run_id;
+    o.status = v1::RUN_STATUS_FAILED;
+    o.message_suffix = "; not triggered: dispatcher shutting down";
+    o.at = clock_.Now();
+    Enqueue(std::move(o));
+  }
+}
+
+void Dispatcher::Enqueue(TriggerOutcome outcome) {
+  absl::MutexLock lock(&mu_);
+  outcomes_.push_back(std::move(outcome));
+}
+
+void Dispatcher::WriterLoop() {
+  while (true) {
+    std::vector<TriggerOutcome> batch;
+    bool stopping;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !outcomes_.empty();
+      };
+      mu_.Await(absl::Condition(&ready));
+      stopping = stopping_;
+      if (outcomes_.empty()) return;  // Stopping and drained.
+      const size_t n = std::min(outcomes_.size(), options_.max_outcomes_per_write);
+      batch.assign(std::make_move_iterator(outcomes_.begin()),
+                   std::make_move_iterator(outcomes_.begin() + n));
+      outcomes_.erase(outcomes_.begin(), outcomes_.begin() + n);
+      writing_ = batch.size();
+    }
+    absl::StatusOr<std::vector<int64_t>> finished = store_.RecordTriggerOutcomes(batch);
+    if (finished.ok()) {
+      if (metrics_ != nullptr && !finished->empty()) {
+        absl::flat_hash_set<int64_t> done(finished->begin(), finished->end());
+        for (const TriggerOutcome& o : batch) {
+          if (done.contains(o.run_id)) metrics_->RunFinished(o.status);
+        }
+      }
+      absl::MutexLock lock(&mu_);
+      writing_ = 0;
+      continue;
+    }
+    spdlog::error("recording {} trigger answers failed: {}", batch.size(),
+                  finished.status().ToString());
+    absl::MutexLock lock(&mu_);
+    writing_ = 0;
+    if (stopping) {
+      // Give up at shutdown: the runs stay PENDING until the scheduler's monitor ends them.
+      spdlog::error("shutting down: dropping {} unwritten trigger answers", batch.size());
+      continue;
+    }
+    outcomes_.insert(outcomes_.begin(), std::make_move_iterator(batch.begin()),
+                     std::make_move_iterator(batch.end()));
+    auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+    mu_.AwaitWithTimeout(absl::Condition(&stop), options_.write_retry);
+  }
+}
+
+absl::StatusOr<v1::ReportResultsResponse> Dispatcher::ReportResults(
+    const v1::ReportResultsRequest& request) {
+  if (static_cast<size_t>(request.results_size()) > options_.max_results_per_call) {
+    return absl::InvalidArgumentError(absl::StrCat("results: at most ",
+                                                   options_.max_results_per_call,
+                                                   " per call, got ", request.results_size()));
+  }
+  std::vector<v1::RunResult> distinct;
+  distinct.reserve(request.results_size());
+  absl::flat_hash_set<int64_t> seen;
+  for (int i = 0; i < request.results_size(); ++i) {
+    const v1::RunResult& r = request.results(i);
+    if (r.run_id() <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("results[", i, "].run_id: must be positive"));
+    }
+    if (!IsTerminal(r.status())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("results[", i, "].status: run ", r.run_id(),
+                       " must have a terminal status (SUCCEEDED..DISCARDED), got ",
+                       v1::RunStatus_Name(r.status())));
+    }
+    if (seen.insert(r.run_id()).second) distinct.push_back(r);
+  }
+  v1::ReportResultsResponse response;
+  if (distinct.empty()) return response;
+  absl::StatusOr<std::vector<ResultRecord>> records =
+      store_.RecordResults(distinct, clock_.Now());
+  if (!records.ok()) return records.status();
+  for (const ResultRecord& rec : *records) {
+    response.add_acked_run_ids(rec.run_id);
+    switch (rec.disposition) {
+      case ResultDisposition::kRecorded:
+        if (metrics_ != nullptr) {
+          metrics_->Result("recorded");
+          metrics_->RunFinished(rec.status);
+        }
+        break;
+      case ResultDisposition::kDuplicate:
+        if (metrics_ != nullptr) metrics_->Result("duplicate");
+        break;
+      case ResultDisposition::kUnknown:
+        spdlog::warn("result for unknown run {}: acknowledged and dropped", rec.run_id);
+        if (metrics_ != nullptr) metrics_->Result("unknown");
+        break;
+    }
+  }
+  return response;
+}
+
+}  // namespace jobwheel::dispatcher

@@ -1,0 +1,66 @@
+#include "services/dispatcher/dispatcher_metrics.h"
+
+#include "absl/strings/ascii.h"
+
+namespace jobwheel::dispatcher {
+
+DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry)
+    : fires_(prometheus::BuildCounter()
+                 .Name("jobwheel_dispatcher_fires_total")
+                 .Help("Fires received, by outcome (dispatched, failed, duplicate).")
+                 .Register(registry)),
+      triggered_(prometheus::BuildCounter()
+                     .Name("jobwheel_dispatcher_runs_triggered_total")
+                     .Help("Executor.Run calls, by routing strategy and outcome.")
+                     .Register(registry)),
+      trigger_latency_(prometheus::BuildHistogram()
+                           .Name("jobwheel_dispatcher_trigger_latency_seconds")
+                           .Help("Executor.Run round trip, by trigger pool.")
+                           .Register(registry)),
+      pool_depth_(prometheus::BuildGauge()
+                      .Name("jobwheel_dispatcher_pool_queue_depth")
+                      .Help("Trigger calls waiting for a trigger thread, by pool.")
+                      .Register(registry)),
+      finished_(prometheus::BuildCounter()
+                    .Name("jobwheel_dispatcher_runs_finished_total")
+                    .Help("Runs reaching a terminal state through this dispatcher.")
+                    .Register(registry)),
+      results_(prometheus::BuildCounter()
+                   .Name("jobwheel_dispatcher_results_total")
+                   .Help("Results received via ReportResults (recorded, duplicate, unknown).")
+                   .Register(registry)),
+      executors_known_(prometheus::BuildGauge()
+                           .Name("jobwheel_dispatcher_executors_known")
+                           .Help("Executors in the watch cache.")
+                           .Register(registry)
+                           .Add({})),
+      db_duration_(prometheus::BuildHistogram()
+                       .Name("jobwheel_dispatcher_db_query_duration_seconds")
+                       .Help("PostgreSQL round trips, by operation.")
+                       .Register(registry)),
+      db_errors_(prometheus::BuildCounter()
+                     .Name("jobwheel_dispatcher_db_errors_total")
+                     .Help("Failed PostgreSQL round trips, by operation.")
+                     .Register(registry)) {
+  for (const char* pool : {"fast", "slow"}) PoolDepth(pool, 0);
+}
+
+const prometheus::Histogram::BucketBoundaries& DispatcherMetrics::LatencyBuckets() {
+  static const auto* buckets = new prometheus::Histogram::BucketBoundaries{
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+  return *buckets;
+}
+
+void DispatcherMetrics::RunFinished(v1::RunStatus status) {
+  std::string name = v1::RunStatus_Name(status);
+  constexpr absl::string_view kPrefix = "RUN_STATUS_";
+  if (absl::string_view(name).substr(0, kPrefix.size()) == kPrefix) name = name.substr(kPrefix.size());
+  finished_.Add({{"status", absl::AsciiStrToLower(name)}}).Increment();
+}
+
+void DispatcherMetrics::DbQuery(absl::string_view op, absl::Duration d, bool ok) {
+  db_duration_.Add({{"op", std::string(op)}}, LatencyBuckets()).Observe(absl::ToDoubleSeconds(d));
+  if (!ok) db_errors_.Add({{"op", std::string(op)}}).Increment();
+}
+
+}  // namespace jobwheel::dispatcher

@@ -1,0 +1,61 @@
+#ifndef JOBWHEEL_SERVICES_DISPATCHER_DISPATCHER_METRICS_H_
+#define JOBWHEEL_SERVICES_DISPATCHER_DISPATCHER_METRICS_H_
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "jobwheel/v1/types.pb.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace jobwheel::dispatcher {
+
+// The dispatcher's metrics (docs/metrics.md, "Dispatcher"), registered on an injected registry.
+// prometheus-cpp metrics are thread-safe.
+class DispatcherMetrics {
+ public:
+  explicit DispatcherMetrics(prometheus::Registry& registry);
+
+  // outcome: dispatched, failed, duplicate.
+  void Fire(absl::string_view outcome) { fires_.Add({{"outcome", std::string(outcome)}}).Increment(); }
+  // outcome: started, queued, discarded, rejected, error.
+  void Triggered(absl::string_view strategy, absl::string_view outcome) {
+    triggered_.Add({{"strategy", std::string(strategy)}, {"outcome", std::string(outcome)}})
+        .Increment();
+  }
+  void TriggerLatency(absl::string_view pool, absl::Duration d) {
+    trigger_latency_.Add({{"pool", std::string(pool)}}, LatencyBuckets())
+        .Observe(absl::ToDoubleSeconds(d));
+  }
+  void PoolDepth(absl::string_view pool, size_t depth) {
+    pool_depth_.Add({{"pool", std::string(pool)}}).Set(static_cast<double>(depth));
+  }
+  void RunFinished(v1::RunStatus status);
+  // outcome: recorded, duplicate, unknown.
+  void Result(absl::string_view outcome) {
+    results_.Add({{"outcome", std::string(outcome)}}).Increment();
+  }
+  void ExecutorsKnown(size_t n) { executors_known_.Set(static_cast<double>(n)); }
+  void DbQuery(absl::string_view op, absl::Duration d, bool ok);
+
+ private:
+  static const prometheus::Histogram::BucketBoundaries& LatencyBuckets();
+
+  prometheus::Family<prometheus::Counter>& fires_;
+  prometheus::Family<prometheus::Counter>& triggered_;
+  prometheus::Family<prometheus::Histogram>& trigger_latency_;
+  prometheus::Family<prometheus::Gauge>& pool_depth_;
+  prometheus::Family<prometheus::Counter>& finished_;
+  prometheus::Family<prometheus::Counter>& results_;
+  prometheus::Gauge& executors_known_;
+  prometheus::Family<prometheus::Histogram>& db_duration_;
+  prometheus::Family<prometheus::Counter>& db_errors_;
+};
+
+}  // namespace jobwheel::dispatcher
+
+#endif  // JOBWHEEL_SERVICES_DISPATCHER_DISPATCHER_METRICS_H_

@@ -1,0 +1,49 @@
+#include "services/dispatcher/dispatcher_service.h"
+
+#include "common/grpc_status.h"
+
+namespace jobwheel::dispatcher {
+namespace {
+
+const grpc::Status kBusy(grpc::StatusCode::UNAVAILABLE,
+                         "dispatcher busy or shutting down: database work queue full; retry");
+
+}  // namespace
+
+grpc::ServerUnaryReactor* DispatcherServiceImpl::Dispatch(grpc::CallbackServerContext* ctx,
+                                                          const v1::DispatchRequest* request,
+                                                          v1::DispatchResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  absl::Status auth = CheckBearer(ctx->client_metadata(), cluster_policy_);
+  if (!auth.ok()) {
+    reactor->Finish(ToGrpcStatus(auth));
+    return reactor;
+  }
+  const bool queued = db_work_.Submit([this, reactor, request, response] {
+    absl::StatusOr<v1::DispatchResponse> r = dispatcher_.Dispatch(*request);
+    if (r.ok()) *response = std::move(*r);
+    reactor->Finish(ToGrpcStatus(r.status()));
+  });
+  if (!queued) reactor->Finish(kBusy);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* DispatcherServiceImpl::ReportResults(
+    grpc::CallbackServerContext* ctx, const v1::ReportResultsRequest* request,
+    v1::ReportResultsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  absl::Status auth = CheckBearer(ctx->client_metadata(), executor_policy_);
+  if (!auth.ok()) {
+    reactor->Finish(ToGrpcStatus(auth));
+    return reactor;
+  }
+  const bool queued = db_work_.Submit([this, reactor, request, response] {
+    absl::StatusOr<v1::ReportResultsResponse> r = dispatcher_.ReportResults(*request);
+    if (r.ok()) *response = std::move(*r);
+    reactor->Finish(ToGrpcStatus(r.status()));
+  });
+  if (!queued) reactor->Finish(kBusy);
+  return reactor;
+}
+
+}  // namespace jobwheel::dispatcher

@@ -1,0 +1,41 @@
+#ifndef JOBWHEEL_SERVICES_DISPATCHER_DISPATCHER_SERVICE_H_
+#define JOBWHEEL_SERVICES_DISPATCHER_DISPATCHER_SERVICE_H_
+
+#include "common/auth.h"
+#include "grpcpp/grpcpp.h"
+#include "jobwheel/v1/dispatcher.grpc.pb.h"
+#include "services/dispatcher/dispatcher.h"
+#include "services/dispatcher/work_pool.h"
+
+namespace jobwheel::dispatcher {
+
+// The DispatcherService gRPC surface (callback API): checks the bearer token (Dispatch: the
+// cluster token the scheduler presents; ReportResults: the executor token), then runs the
+// core call on `db_work`, a bounded pool sized to the database pool, so reactor threads never
+// block on PostgreSQL. A full pool answers UNAVAILABLE (the caller retries).
+class DispatcherServiceImpl final : public v1::DispatcherService::CallbackService {
+ public:
+  DispatcherServiceImpl(Dispatcher& dispatcher, WorkPool& db_work, TokenPolicy cluster_policy,
+                        TokenPolicy executor_policy)
+      : dispatcher_(dispatcher),
+        db_work_(db_work),
+        cluster_policy_(std::move(cluster_policy)),
+        executor_policy_(std::move(executor_policy)) {}
+
+  grpc::ServerUnaryReactor* Dispatch(grpc::CallbackServerContext* ctx,
+                                     const v1::DispatchRequest* request,
+                                     v1::DispatchResponse* response) override;
+  grpc::ServerUnaryReactor* ReportResults(grpc::CallbackServerContext* ctx,
+                                          const v1::ReportResultsRequest* request,
+                                          v1::ReportResultsResponse* response) override;
+
+ private:
+  Dispatcher& dispatcher_;
+  WorkPool& db_work_;
+  const TokenPolicy cluster_policy_;
+  const TokenPolicy executor_policy_;
+};
+
+}  // namespace jobwheel::dispatcher
+
+#endif  // JOBWHEEL_SERVICES_DISPATCHER_DISPATCHER_SERVICE_H_

@@ -1,0 +1,31 @@
+#ifndef JOBWHEEL_SERVICES_DISPATCHER_EXECUTOR_CLIENTS_H_
+#define JOBWHEEL_SERVICES_DISPATCHER_EXECUTOR_CLIENTS_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "jobwheel/v1/executor.pb.h"
+
+namespace jobwheel::dispatcher {
+
+// The calls the dispatcher makes on executors, by address. Implementations set the deadline
+// and the cluster token; tests substitute fakes. Thread-safe.
+class ExecutorClients {
+ public:
+  virtual ~ExecutorClients() = default;
+  virtual absl::StatusOr<v1::RunResponse> Run(absl::string_view address,
+                                              const v1::RunRequest& request,
+                                              absl::Duration deadline) = 0;
+  // OK when the executor answered.
+  virtual absl::Status Beat(absl::string_view address, absl::Duration deadline) = 0;
+  virtual absl::StatusOr<v1::IdleBeatResponse> IdleBeat(absl::string_view address,
+                                                        int64_t job_id,
+                                                        absl::Duration deadline) = 0;
+};
+
+}  // namespace jobwheel::dispatcher
+
+#endif  // JOBWHEEL_SERVICES_DISPATCHER_EXECUTOR_CLIENTS_H_

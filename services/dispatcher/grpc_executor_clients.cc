@@ -1,0 +1,67 @@
+#include "services/dispatcher/grpc_executor_clients.h"
+
+#include <chrono>
+
+#include "common/auth.h"
+#include "common/grpc_status.h"
+
+namespace jobwheel::dispatcher {
+
+absl::StatusOr<std::shared_ptr<v1::ExecutorService::Stub>> GrpcExecutorClients::StubFor(
+    absl::string_view address) {
+  absl::MutexLock lock(&mu_);
+  auto it = stubs_.find(address);
+  if (it != stubs_.end()) return it->second;
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = MakeChannel(std::string(address), tls_);
+  if (!channel.ok()) return channel.status();
+  // Addresses churn slowly; a full map is simply rebuilt.
+  if (stubs_.size() >= kMaxStubs) stubs_.clear();
+  auto stub = std::shared_ptr<v1::ExecutorService::Stub>(v1::ExecutorService::NewStub(*channel));
+  stubs_.emplace(std::string(address), stub);
+  return stub;
+}
+
+void GrpcExecutorClients::Prepare(grpc::ClientContext& ctx, absl::Duration deadline) const {
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::microseconds(absl::ToInt64Microseconds(deadline)));
+  AddBearer(ctx, token_);
+}
+
+absl::StatusOr<v1::RunResponse> GrpcExecutorClients::Run(absl::string_view address,
+                                                         const v1::RunRequest& request,
+                                                         absl::Duration deadline) {
+  auto stub = StubFor(address);
+  if (!stub.ok()) return stub.status();
+  grpc::ClientContext ctx;
+  Prepare(ctx, deadline);
+  v1::RunResponse response;
+  grpc::Status s = (*stub)->Run(&ctx, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
+}
+
+absl::Status GrpcExecutorClients::Beat(absl::string_view address, absl::Duration deadline) {
+  auto stub = StubFor(address);
+  if (!stub.ok()) return stub.status();
+  grpc::ClientContext ctx;
+  Prepare(ctx, deadline);
+  v1::BeatResponse response;
+  return FromGrpcStatus((*stub)->Beat(&ctx, v1::BeatRequest(), &response));
+}
+
+absl::StatusOr<v1::IdleBeatResponse> GrpcExecutorClients::IdleBeat(absl::string_view address,
+                                                                   int64_t job_id,
+                                                                   absl::Duration deadline) {
+  auto stub = StubFor(address);
+  if (!stub.ok()) return stub.status();
+  grpc::ClientContext ctx;
+  Prepare(ctx, deadline);
+  v1::IdleBeatRequest request;
+  request.set_job_id(job_id);
+  v1::IdleBeatResponse response;
+  grpc::Status s = (*stub)->IdleBeat(&ctx, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
+}
+
+}  // namespace jobwheel::dispatcher

@@ -1,0 +1,42 @@
+#ifndef JOBWHEEL_SERVICES_DISPATCHER_GRPC_EXECUTOR_CLIENTS_H_
+#define JOBWHEEL_SERVICES_DISPATCHER_GRPC_EXECUTOR_CLIENTS_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "common/grpc_server.h"
+#include "jobwheel/v1/executor.grpc.pb.h"
+#include "services/dispatcher/executor_clients.h"
+
+namespace jobwheel::dispatcher {
+
+// ExecutorClients over gRPC: one channel per executor address, reused, with the cluster token
+// on every call. Thread-safe.
+class GrpcExecutorClients : public ExecutorClients {
+ public:
+  GrpcExecutorClients(std::string cluster_token, ClientTls tls)
+      : token_(std::move(cluster_token)), tls_(std::move(tls)) {}
+
+  absl::StatusOr<v1::RunResponse> Run(absl::string_view address, const v1::RunRequest& request,
+                                      absl::Duration deadline) override;
+  absl::Status Beat(absl::string_view address, absl::Duration deadline) override;
+  absl::StatusOr<v1::IdleBeatResponse> IdleBeat(absl::string_view address, int64_t job_id,
+                                                absl::Duration deadline) override;
+
+ private:
+  absl::StatusOr<std::shared_ptr<v1::ExecutorService::Stub>> StubFor(absl::string_view address);
+  void Prepare(grpc::ClientContext& ctx, absl::Duration deadline) const;
+
+  const std::string token_;
+  const ClientTls tls_;
+  static constexpr size_t kMaxStubs = 4096;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<v1::ExecutorService::Stub>> stubs_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace jobwheel::dispatcher
+
+#endif  // JOBWHEEL_SERVICES_DISPATCHER_GRPC_EXECUTOR_CLIENTS_H_

@@ -1,0 +1,389 @@
+#include "services/registry/pg_executor_store.h"
+
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "common/pg_errors.h"
+#include "common/proto_time.h"
+#include "services/registry/pg_arrays.h"
+
+namespace jobwheel::registry {
+namespace {
+
+// Expression announcing an executor row (columns app, address in scope).
+#define JW_NOTIFY_EXECUTOR                                                               \
+  "pg_notify('jobwheel_executors', 'e|' || "                                             \
+  "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::BIGINT || '|' || app || '|' || " \
+  "address)"
+
+constexpr char kCreateAppSql[] =
+    "WITH ins AS (INSERT INTO apps (name) VALUES ($1) ON CONFLICT (name) DO NOTHING "
+    "RETURNING name) "
+    "SELECT pg_notify('jobwheel_executors', 'a|' || "
+    "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::BIGINT || '|' || name) FROM ins";
+
+constexpr char kRegisterSql[] =
+    "INSERT INTO executors (app, address, handlers, sdk_version, capacity, labels, "
+    "allow_scripts, replica_id, session_id, online, lease_until, register_time, "
+    "last_beat_time, running, queued) "
+    "VALUES ($1, $2, $3::text[], $4, $5, jsonb_object($6::text[], $7::text[]), $8, $9, $10, "
+    "true, now() + $11::bigint * interval '1 microsecond', now(), now(), 0, 0) "
+    "ON CONFLICT (app, address) DO UPDATE SET handlers = EXCLUDED.handlers, "
+    "sdk_version = EXCLUDED.sdk_version, capacity = EXCLUDED.capacity, "
+    "labels = EXCLUDED.labels, allow_scripts = EXCLUDED.allow_scripts, "
+    "replica_id = EXCLUDED.replica_id, session_id = EXCLUDED.session_id, online = true, "
+    "lease_until = EXCLUDED.lease_until, register_time = now(), last_beat_time = now(), "
+    "running = 0, queued = 0 "
+    "RETURNING (EXTRACT(EPOCH FROM register_time) * 1000000)::BIGINT, " JW_NOTIFY_EXECUTOR;
+
+constexpr char kMarkOfflineSql[] =
+    "WITH off AS (UPDATE executors SET online = false "
+    "WHERE app = $1 AND address = $2 AND session_id = $3 AND online RETURNING app, address) "
+    "SELECT " JW_NOTIFY_EXECUTOR " FROM off";
+
+constexpr char kRenewSql[] =
+    "UPDATE executors e SET lease_until = now() + $8::bigint * interval '1 microsecond', "
+    "last_beat_time = u.beat, running = u.running, queued = u.queued "
+    "FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::int[], $7::int[]) "
+    "AS u(app, address, session_id, beat, running, queued) "
+    "WHERE e.app = u.app AND e.address = u.address AND e.session_id = u.session_id "
+    "AND e.replica_id = $1 AND e.online "
+    "RETURNING e.session_id";
+
+constexpr char kOwnersSql[] =
+    "SELECT e.app, e.address, e.session_id, e.online FROM executors e "
+    "JOIN unnest($1::text[], $2::text[]) AS k(app, address) "
+    "ON e.app = k.app AND e.address = k.address";
+
+constexpr char kExpireSql[] =
+    "WITH expired AS (UPDATE executors SET online = false "
+    "WHERE online AND lease_until < now() RETURNING app, address) "
+    "SELECT " JW_NOTIFY_EXECUTOR " FROM expired";
+
+#define JW_EXECUTOR_COLUMNS                                                                  \
+  "e.app, e.address, e.handlers, e.sdk_version, e.capacity, "                                \
+  "COALESCE((SELECT array_agg(key ORDER BY key) FROM jsonb_each_text(e.labels)), '{}'), "    \
+  "COALESCE((SELECT array_agg(value ORDER BY key) FROM jsonb_each_text(e.labels)), '{}'), " \
+  "e.allow_scripts, e.replica_id, "                                                          \
+  "(EXTRACT(EPOCH FROM e.register_time) * 1000000)::BIGINT, "                                \
+  "(EXTRACT(EPOCH FROM e.last_beat_time) * 1000000)::BIGINT, e.running, e.queued "
+
+constexpr char kListOnlineSql[] =
+    "SELECT " JW_EXECUTOR_COLUMNS "FROM executors e WHERE e.online ORDER BY e.app, e.address";
+
+constexpr char kGetOnlineSql[] =
+    "SELECT " JW_EXECUTOR_COLUMNS
+    "FROM executors e JOIN unnest($1::text[], $2::text[]) AS k(app, address) "
+    "ON e.app = k.app AND e.address = k.address WHERE e.online";
+
+constexpr char kListAppConfigsSql[] =
+    "SELECT name, address_type, manual_addresses FROM apps ORDER BY name";
+constexpr char kGetAppConfigsSql[] =
+    "SELECT name, address_type, manual_addresses FROM apps WHERE name = ANY($1::text[])";
+
+v1::Executor ExecutorFromRow(const pqxx::row& row) {
+  v1::Executor e;
+  e.set_app(row[0].as<std::string>());
+  e.set_address(row[1].as<std::string>());
+  for (std::string& h : FromPgArray(row[2])) e.add_handlers(std::move(h));
+  e.set_sdk_version(row[3].as<std::string>());
+  e.set_capacity(row[4].as<int>());
+  std::vector<std::string> keys = FromPgArray(row[5]);
+  std::vector<std::string> values = FromPgArray(row[6]);
+  for (size_t i = 0; i < keys.size() && i < values.size(); ++i) {
+    (*e.mutable_labels())[keys[i]] = values[i];
+  }
+  e.set_allow_scripts(row[7].as<bool>());
+  e.set_registry_replica(row[8].as<std::string>());
+  *e.mutable_register_time() = ToProto(FromMicros(row[9].as<int64_t>()));
+  *e.mutable_last_beat_time() = ToProto(FromMicros(row[10].as<int64_t>()));
+  e.set_running(row[11].as<int>());
+  e.set_queued(row[12].as<int>());
+  return e;
+}
+
+AppConfig AppConfigFromRow(const pqxx::row& row) {
+  AppConfig app;
+  app.name = row[0].as<std::string>();
+  app.address_type =
+      row[1].as<std::string>() == "MANUAL" ? v1::ADDRESS_TYPE_MANUAL : v1::ADDRESS_TYPE_AUTO;
+  app.manual_addresses = FromPgArray(row[2]);
+  return app;
+}
+
+void SplitKeys(const std::vector<ExecutorKey>& keys, std::string* apps, std::string* addresses) {
+  std::vector<std::string> a, b;
+  a.reserve(keys.size());
+  b.reserve(keys.size());
+  for (const ExecutorKey& k : keys) {
+    a.push_back(k.app);
+    b.push_back(k.address);
+  }
+  *apps = ToPgArray(a);
+  *addresses = ToPgArray(b);
+}
+
+}  // namespace
+
+absl::StatusOr<v1::Executor> PgExecutorStore::Register(const v1::Executor& executor,
+                                                       const std::string& replica_id,
+                                                       const std::string& session_id,
+                                                       absl::Duration lease) {
+  std::vector<std::string> handlers(executor.handlers().begin(), executor.handlers().end());
+  std::map<std::string, std::string> labels(executor.labels().begin(), executor.labels().end());
+  std::vector<std::string> label_keys, label_values;
+  for (const auto& [k, v] : labels) {
+    label_keys.push_back(k);
+    label_values.push_back(v);
+  }
+  int64_t register_micros = 0;
+  absl::Status s = pool_.Run("register", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    tx.exec_params(kCreateAppSql, executor.app());
+    pqxx::row row = tx.exec_params1(
+        kRegisterSql, executor.app(), executor.address(), ToPgArray(handlers),
+        executor.sdk_version(), executor.capacity(), ToPgArray(label_keys),
+        ToPgArray(label_values), executor.allow_scripts(), replica_id, session_id,
+        absl::ToInt64Microseconds(lease));
+    register_micros = row[0].as<int64_t>();
+    tx.commit();
+  });
+  if (!s.ok()) return s;
+  v1::Executor stored = executor;
+  stored.set_registry_replica(replica_id);
+  *stored.mutable_register_time() = ToProto(FromMicros(register_micros));
+  *stored.mutable_last_beat_time() = stored.register_time();
+  stored.set_running(0);
+  stored.set_queued(0);
+  return stored;
+}
+
+absl::StatusOr<bool> PgExecutorStore::MarkOffline(const SessionRef& session) {
+  bool changed = false;
+  absl::Status s = pool_.Run("mark_offline", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    pqxx::result r = tx.exec_params(kMarkOfflineSql, session.key.app, session.key.address,
+                                    session.session_id);
+    tx.commit();
+    changed = !r.empty();
+  });
+  if (!s.ok()) return s;
+  return changed;
+}
+
+absl::StatusOr<std::vector<LostSession>> PgExecutorStore::RenewLeases(
+    const std::string& replica_id, const std::vector<LeaseRenewal>& renewals,
+    absl::Duration lease) {
+  std::vector<LostSession> lost;
+  if (renewals.empty()) return lost;
+  std::vector<std::string> apps, addresses, sessions, beats, running, queued;
+  std::vector<ExecutorKey> keys;
+  for (const LeaseRenewal& r : renewals) {
+    apps.push_back(r.session.key.app);
+    addresses.push_back(r.session.key.address);
+    sessions.push_back(r.session.session_id);
+    beats.push_back(ToPgTimestamp(r.last_beat_time));
+    running.push_back(absl::StrCat(r.running));
+    queued.push_back(absl::StrCat(r.queued));
+    keys.push_back(r.session.key);
+  }
+  std::set<std::string> renewed;
+  absl::Status s = pool_.Run("renew_leases", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    pqxx::result r = tx.exec_params(kRenewSql, replica_id, ToPgArray(apps), ToPgArray(addresses),
+                                    ToPgArray(sessions), ToPgArray(beats), ToPgArray(running),
+                                    ToPgArray(queued), absl::ToInt64Microseconds(lease));
+    tx.commit();
+    for (const auto& row : r) renewed.insert(row[0].as<std::string>());
+  });
+  if (!s.ok()) return s;
+  if (renewed.size() == renewals.size()) return lost;
+
+  // Rare: find out why the others were not renewed.
+  std::vector<ExecutorKey> lost_keys;
+  for (const LeaseRenewal& r : renewals) {
+    if (renewed.count(r.session.session_id) == 0) lost_keys.push_back(r.session.key);
+  }
+  std::map<ExecutorKey, std::pair<std::string, bool>> owners;
+  std::string key_apps, key_addresses;
+  SplitKeys(lost_keys, &key_apps, &key_addresses);
+  s = pool_.Run("lease_owners", [&](pqxx::connection& conn) {
+    pqxx::nontransaction tx(conn);
+    pqxx::result r = tx.exec_params(kOwnersSql, key_apps, key_addresses);
+    for (const auto& row : r) {
+      owners[{row[0].as<std::string>(), row[1].as<std::string>()}] = {row[2].as<std::string>(),
+                                                                      row[3].as<bool>()};
+    }
+  });
+  if (!s.ok()) return s;
+  for (const LeaseRenewal& r : renewals) {
+    if (renewed.count(r.session.session_id) > 0) continue;
+    auto it = owners.find(r.session.key);
+    const bool superseded = it != owners.end() && it->second.second &&
+                            it->second.first != r.session.session_id;
+    lost.push_back({r.session.session_id,
+                    superseded ? LostReason::kSuperseded : LostReason::kMissing});
+  }
+  return lost;
+}
+
+absl::StatusOr<int> PgExecutorStore::ExpireLeases() {
+  int expired = 0;
+  absl::Status s = pool_.Run("expire_leases", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    pqxx::result r = tx.exec(kExpireSql);
+    tx.commit();
+    expired = static_cast<int>(r.size());
+  });
+  if (!s.ok()) return s;
+  return expired;
+}
+
+absl::StatusOr<std::vector<v1::Executor>> PgExecutorStore::ListOnline() {
+  std::vector<v1::Executor> out;
+  absl::Status s = pool_.Run("list_online", [&](pqxx::connection& conn) {
+    pqxx::nontransaction tx(conn);
+    pqxx::result r = tx.exec(kListOnlineSql);
+    out.clear();
+    for (const auto& row : r) out.push_back(ExecutorFromRow(row));
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<std::vector<v1::Executor>> PgExecutorStore::GetOnline(
+    const std::vector<ExecutorKey>& keys) {
+  std::vector<v1::Executor> out;
+  if (keys.empty()) return out;
+  std::string apps, addresses;
+  SplitKeys(keys, &apps, &addresses);
+  absl::Status s = pool_.Run("get_online", [&](pqxx::connection& conn) {
+    pqxx::nontransaction tx(conn);
+    pqxx::result r = tx.exec_params(kGetOnlineSql, apps, addresses);
+    out.clear();
+    for (const auto& row : r) out.push_back(ExecutorFromRow(row));
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<std::vector<AppConfig>> PgExecutorStore::ListAppConfigs() {
+  std::vector<AppConfig> out;
+  absl::Status s = pool_.Run("list_app_configs", [&](pqxx::connection& conn) {
+    pqxx::nontransaction tx(conn);
+    pqxx::result r = tx.exec(kListAppConfigsSql);
+    out.clear();
+    for (const auto& row : r) out.push_back(AppConfigFromRow(row));
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<std::vector<AppConfig>> PgExecutorStore::GetAppConfigs(
+    const std::vector<std::string>& names) {
+  std::vector<AppConfig> out;
+  if (names.empty()) return out;
+  absl::Status s = pool_.Run("get_app_configs", [&](pqxx::connection& conn) {
+    pqxx::nontransaction tx(conn);
+    pqxx::result r = tx.exec_params(kGetAppConfigsSql, ToPgArray(names));
+    out.clear();
+    for (const auto& row : r) out.push_back(AppConfigFromRow(row));
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+bool ParseChangePayload(const std::string& payload, Change* change) {
+  std::vector<std::string> parts = absl::StrSplit(payload, absl::MaxSplits('|', 3));
+  if (parts.size() < 3) return false;
+  int64_t micros = 0;
+  if (!absl::SimpleAtoi(parts[1], &micros)) return false;
+  change->committed_at = FromMicros(micros);
+  change->app = parts[2];
+  if (parts[0] == "e" && parts.size() == 4) {
+    change->kind = Change::Kind::kExecutor;
+    change->address = parts[3];
+    return true;
+  }
+  if (parts[0] == "a" && parts.size() == 3) {
+    change->kind = Change::Kind::kApp;
+    change->address.clear();
+    return true;
+  }
+  return false;
+}
+
+class PgChangeFeed::Receiver : public pqxx::notification_receiver {
+ public:
+  Receiver(pqxx::connection_base& conn, std::vector<std::string>* sink)
+      : pqxx::notification_receiver(conn, kChangeChannel), sink_(sink) {}
+  void operator()(const std::string& payload, int /*backend_pid*/) override {
+    sink_->push_back(payload);
+  }
+
+ private:
+  std::vector<std::string>* sink_;
+};
+
+PgChangeFeed::PgChangeFeed(std::string dsn) : dsn_(std::move(dsn)) {}
+
+PgChangeFeed::~PgChangeFeed() { Disconnect(); }
+
+void PgChangeFeed::Disconnect() {
+  receiver_.reset();
+  conn_.reset();
+}
+
+absl::Status PgChangeFeed::Connect() {
+  Disconnect();
+  auto conn = PgPool::Connect(dsn_);
+  if (!conn.ok()) return conn.status();
+  conn_ = std::move(conn).value();
+  try {
+    // The receiver issues LISTEN on construction.
+    receiver_ = std::make_unique<Receiver>(*conn_, &payloads_);
+    pqxx::nontransaction(*conn_).exec("SELECT 1");
+  } catch (const std::exception& e) {
+    Disconnect();
+    return PgErrorToStatus(e, "listen");
+  }
+  last_ping_ = absl::Now();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Change>> PgChangeFeed::Wait(absl::Duration timeout) {
+  if (conn_ == nullptr) return absl::UnavailableError("change feed: not connected");
+  payloads_.clear();
+  try {
+    if (absl::Now() - last_ping_ > absl::Seconds(5)) {
+      pqxx::nontransaction(*conn_).exec("SELECT 1");
+      last_ping_ = absl::Now();
+    }
+    if (conn_->get_notifs() == 0) {
+      const int64_t us = absl::ToInt64Microseconds(timeout);
+      conn_->await_notification(us / 1000000, us % 1000000);
+    }
+    if (!conn_->is_open()) {
+      Disconnect();
+      return absl::UnavailableError("change feed: connection closed");
+    }
+  } catch (const std::exception& e) {
+    Disconnect();
+    absl::Status s = PgErrorToStatus(e, "change feed");
+    return absl::UnavailableError(s.message());
+  }
+  std::vector<Change> changes;
+  for (const std::string& p : payloads_) {
+    Change c;
+    if (ParseChangePayload(p, &c)) changes.push_back(std::move(c));
+  }
+  payloads_.clear();
+  return changes;
+}
+
+}  // namespace jobwheel::registry

@@ -1,0 +1,311 @@
+#include "services/scheduler/admin/job_admin.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/proto_time.h"
+#include "common/status_macros.h"
+#include "services/scheduler/admin/job_validation.h"
+#include "services/scheduler/schedule.h"
+
+namespace jobwheel::scheduler::admin {
+namespace {
+
+using jobwheel::v1::Job;
+using jobwheel::v1::Run;
+
+constexpr int kMaxNameFilterLength = 128;
+constexpr int kMaxAddressLength = 255;
+
+bool IsScript(jobwheel::v1::GlueType t) {
+  return t == jobwheel::v1::GLUE_TYPE_SCRIPT_SHELL || t == jobwheel::v1::GLUE_TYPE_SCRIPT_PYTHON;
+}
+
+bool IsOpen(jobwheel::v1::RunStatus s) {
+  return s == jobwheel::v1::RUN_STATUS_PENDING || s == jobwheel::v1::RUN_STATUS_RUNNING;
+}
+
+// "SUCCEEDED" for RUN_STATUS_SUCCEEDED.
+std::string StatusName(jobwheel::v1::RunStatus s) {
+  std::string name = jobwheel::v1::RunStatus_Name(s);
+  absl::string_view view = name;
+  absl::ConsumePrefix(&view, "RUN_STATUS_");
+  return std::string(view);
+}
+
+}  // namespace
+
+JobAdmin::JobAdmin(JobStore& store, ExecutorClient& executors, const Clock& clock)
+    : store_(store), executors_(executors), clock_(clock) {}
+
+absl::StatusOr<JobWrite> JobAdmin::PrepareWrite(const Job& merged, const Job* current,
+                                                const ChildGraphReader& read_graph,
+                                                absl::Time now) {
+  const absl::Time created = current != nullptr ? FromProto(current->create_time()) : now;
+  ASSIGN_OR_RETURN(Job job, NormalizeJob(merged, created));
+  if (job.child_job_ids_size() > 0) {
+    const std::vector<int64_t> ids(job.child_job_ids().begin(), job.child_job_ids().end());
+    ASSIGN_OR_RETURN(ChildGraph graph, read_graph(ids));
+    RETURN_IF_ERROR(CheckChildGraph(current != nullptr ? current->id() : 0, job, graph));
+  }
+  ASSIGN_OR_RETURN(Schedule schedule, Schedule::FromProto(job.schedule(), created, "job.schedule"));
+
+  JobWrite write;
+  if (job.enabled()) write.next_fire_at = schedule.NextAfter(now);
+  const int32_t version = current != nullptr ? current->script_version() : 0;
+  if (IsScript(job.glue_type()) &&
+      (current == nullptr || current->glue_type() != job.glue_type() ||
+       current->script_source() != job.script_source())) {
+    job.set_script_version(version + 1);
+    write.new_script_version = true;
+  } else {
+    job.set_script_version(version);
+  }
+  *job.mutable_create_time() = ToProto(created);
+  *job.mutable_update_time() = ToProto(now);
+  write.job = std::move(job);
+  return write;
+}
+
+absl::StatusOr<Job> JobAdmin::CreateJob(const Job& job) {
+  Job input = job;
+  input.clear_id();  // Output only.
+  const absl::Time now = clock_.Now();
+  // Validate before opening a transaction; PrepareWrite repeats it with the graph.
+  RETURN_IF_ERROR(NormalizeJob(input, now).status());
+  return store_.CreateJob(
+      [&](const Job* current, const ChildGraphReader& read_graph)
+          -> absl::StatusOr<std::optional<JobWrite>> {
+        ASSIGN_OR_RETURN(JobWrite write, PrepareWrite(input, current, read_graph, now));
+        return std::optional<JobWrite>(std::move(write));
+      });
+}
+
+absl::StatusOr<Job> JobAdmin::UpdateJob(const Job& job, const google::protobuf::FieldMask& mask) {
+  RETURN_IF_ERROR(ValidateId(job.id(), "job.id"));
+  // Reject a bad mask before touching the store.
+  RETURN_IF_ERROR(ApplyUpdateMask(Job(), job, mask).status());
+  const absl::Time now = clock_.Now();
+  return store_.UpdateJob(
+      job.id(),
+      [&](const Job* current, const ChildGraphReader& read_graph)
+          -> absl::StatusOr<std::optional<JobWrite>> {
+        ASSIGN_OR_RETURN(Job merged, ApplyUpdateMask(*current, job, mask));
+        merged.set_id(current->id());
+        ASSIGN_OR_RETURN(JobWrite write, PrepareWrite(merged, current, read_graph, now));
+        return std::optional<JobWrite>(std::move(write));
+      });
+}
+
+absl::StatusOr<Job> JobAdmin::GetJob(int64_t id) {
+  RETURN_IF_ERROR(ValidateId(id, "id"));
+  return store_.GetJob(id);
+}
+
+absl::StatusOr<jobwheel::v1::ListJobsResponse> JobAdmin::ListJobs(
+    const jobwheel::v1::ListJobsRequest& req) {
+  ASSIGN_OR_RETURN(const int page_size, ValidatePageSize(req.page_size()));
+  ASSIGN_OR_RETURN(const int64_t after, DecodePageToken(req.page_token()));
+  if (req.name_contains().size() > static_cast<size_t>(kMaxNameFilterLength)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("name_contains: must be at most ", kMaxNameFilterLength, " bytes"));
+  }
+  JobFilter filter;
+  filter.app = req.app();
+  if (req.has_enabled()) filter.enabled = req.enabled();
+  filter.name_contains = req.name_contains();
+  ASSIGN_OR_RETURN(std::vector<Job> jobs, store_.ListJobs(filter, after, page_size + 1));
+  jobwheel::v1::ListJobsResponse resp;
+  const bool more = static_cast<int>(jobs.size()) > page_size;
+  if (more) jobs.resize(page_size);
+  for (Job& j : jobs) *resp.add_jobs() = std::move(j);
+  if (more) resp.set_next_page_token(EncodePageToken(resp.jobs(page_size - 1).id()));
+  return resp;
+}
+
+absl::Status JobAdmin::DeleteJob(int64_t id) {
+  RETURN_IF_ERROR(ValidateId(id, "id"));
+  return store_.DeleteJob(id);
+}
+
+absl::StatusOr<Job> JobAdmin::SetEnabled(int64_t id, bool enabled) {
+  RETURN_IF_ERROR(ValidateId(id, "id"));
+  const absl::Time now = clock_.Now();
+  return store_.UpdateJob(
+      id,
+      [&](const Job* current, const ChildGraphReader& read_graph)
+          -> absl::StatusOr<std::optional<JobWrite>> {
+        if (current->enabled() == enabled) return std::optional<JobWrite>();
+        Job merged = *current;
+        merged.set_enabled(enabled);
+        ASSIGN_OR_RETURN(JobWrite write, PrepareWrite(merged, current, read_graph, now));
+        return std::optional<JobWrite>(std::move(write));
+      });
+}
+
+absl::StatusOr<Job> JobAdmin::PauseJob(int64_t id) { return SetEnabled(id, false); }
+
+absl::StatusOr<Job> JobAdmin::ResumeJob(int64_t id) { return SetEnabled(id, true); }
+
+absl::StatusOr<int64_t> JobAdmin::TriggerJob(const jobwheel::v1::TriggerJobRequest& req) {
+  RETURN_IF_ERROR(ValidateId(req.id(), "id"));
+  ManualFire fire;
+  fire.job_id = req.id();
+  if (req.has_param()) {
+    if (req.param().size() > static_cast<size_t>(kMaxParamBytes)) {
+      return absl::InvalidArgumentError(absl::StrCat("param: must be at most ", kMaxParamBytes,
+                                                     " bytes, got ", req.param().size()));
+    }
+    fire.param = req.param();
+  }
+  ASSIGN_OR_RETURN(ShardParam shard, ParseShardParam(req.shard_param()));
+  fire.shard_index = shard.index;
+  fire.shard_total = shard.total;
+  if (req.executor_address().size() > static_cast<size_t>(kMaxAddressLength)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("executor_address: must be at most ", kMaxAddressLength, " bytes"));
+  }
+  fire.executor_address = req.executor_address();
+  return store_.InsertManualFire(fire);
+}
+
+absl::StatusOr<jobwheel::v1::ListRunsResponse> JobAdmin::ListRuns(
+    const jobwheel::v1::ListRunsRequest& req) {
+  ASSIGN_OR_RETURN(const int page_size, ValidatePageSize(req.page_size()));
+  ASSIGN_OR_RETURN(const int64_t before, DecodePageToken(req.page_token()));
+  if (req.job_id() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("job_id: must not be negative, got ", req.job_id()));
+  }
+  RunFilter filter;
+  filter.job_id = req.job_id();
+  filter.app = req.app();
+  for (int i = 0; i < req.statuses_size(); ++i) {
+    const int s = req.statuses(i);
+    if (!jobwheel::v1::RunStatus_IsValid(s) || s == jobwheel::v1::RUN_STATUS_UNSPECIFIED) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("statuses[", i, "]: unknown run status ", s));
+    }
+    filter.statuses.push_back(static_cast<jobwheel::v1::RunStatus>(s));
+  }
+  if (req.has_start_time()) filter.triggered_from = FromProto(req.start_time());
+  if (req.has_end_time()) filter.triggered_before = FromProto(req.end_time());
+  if (filter.triggered_from && filter.triggered_before &&
+      *filter.triggered_before <= *filter.triggered_from) {
+    return absl::InvalidArgumentError("end_time: must be after start_time");
+  }
+  ASSIGN_OR_RETURN(std::vector<Run> runs, store_.ListRuns(filter, before, page_size + 1));
+  jobwheel::v1::ListRunsResponse resp;
+  const bool more = static_cast<int>(runs.size()) > page_size;
+  if (more) runs.resize(page_size);
+  for (Run& r : runs) *resp.add_runs() = std::move(r);
+  if (more) resp.set_next_page_token(EncodePageToken(resp.runs(page_size - 1).id()));
+  return resp;
+}
+
+absl::StatusOr<Run> JobAdmin::GetRun(int64_t id) {
+  RETURN_IF_ERROR(ValidateId(id, "id"));
+  return store_.GetRun(id);
+}
+
+absl::StatusOr<Run> JobAdmin::KillRun(int64_t id) {
+  RETURN_IF_ERROR(ValidateId(id, "id"));
+  ASSIGN_OR_RETURN(Run run, store_.GetRun(id));
+  if (!IsOpen(run.status())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", id, " is already ", StatusName(run.status())));
+  }
+  std::string unreachable;
+  if (run.executor_address().empty()) {
+    unreachable = "the run has no executor assigned";
+  } else {
+    ASSIGN_OR_RETURN(ExecutorState state,
+                     store_.GetExecutorState(run.app(), run.executor_address()));
+    if (state == ExecutorState::kUnknown) {
+      // Never call an address that is not a registered executor of the app.
+      unreachable = absl::StrCat(run.executor_address(), " is not a registered executor of app ",
+                                 run.app());
+    } else if (state == ExecutorState::kOffline) {
+      unreachable = absl::StrCat(run.executor_address(), " is offline");
+    } else {
+      jobwheel::v1::KillRequest kill;
+      kill.set_run_id(id);
+      kill.set_reason("killed by operator");
+      absl::StatusOr<jobwheel::v1::KillResponse> resp =
+          executors_.Kill(run.executor_address(), kill);
+      if (resp.ok() && resp->killed()) {
+        // The executor reports the KILLED result through the dispatcher.
+        return store_.GetRun(id);
+      }
+      if (resp.ok()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "run ", id, ": executor ", run.executor_address(),
+            " has no such run running or queued (", resp->message(),
+            "); its result may still be on its way"));
+      }
+      unreachable = absl::StrCat(run.executor_address(), ": ", resp.status().message());
+    }
+  }
+  return store_.MarkRunKilled(id,
+                              absl::StrCat("killed by operator: executor unreachable: ", unreachable));
+}
+
+absl::StatusOr<jobwheel::v1::GetRunLogResponse> JobAdmin::GetRunLog(
+    const jobwheel::v1::GetRunLogRequest& req) {
+  RETURN_IF_ERROR(ValidateId(req.id(), "id"));
+  if (req.from_line() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("from_line: must not be negative, got ", req.from_line()));
+  }
+  ASSIGN_OR_RETURN(Run run, store_.GetRun(req.id()));
+  if (run.executor_address().empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run ", run.id(), " was never assigned to an executor; it has no log"));
+  }
+  ASSIGN_OR_RETURN(ExecutorState state, store_.GetExecutorState(run.app(), run.executor_address()));
+  if (state != ExecutorState::kOnline) {
+    return absl::UnavailableError(absl::StrCat("executor ", run.executor_address(), " of run ",
+                                               run.id(), " is offline; its log is not reachable"));
+  }
+  jobwheel::v1::LogRequest log_req;
+  log_req.set_run_id(run.id());
+  log_req.set_from_line(req.from_line() == 0 ? 1 : req.from_line());
+  log_req.set_max_lines(kLogMaxLines);
+  absl::StatusOr<jobwheel::v1::LogResponse> log = executors_.Log(run.executor_address(), log_req);
+  if (!log.ok()) {
+    return absl::Status(log.status().code(),
+                        absl::StrCat("run ", run.id(), ": log from executor ",
+                                     run.executor_address(), ": ", log.status().message()));
+  }
+  jobwheel::v1::GetRunLogResponse resp;
+  for (const std::string& line : log->lines()) resp.add_lines(line);
+  resp.set_from_line(log->from_line());
+  resp.set_to_line(log->to_line());
+  // A finished run's log is complete once a read comes back short of a full page.
+  resp.set_end(log->end() ||
+               (!IsOpen(run.status()) && log->lines_size() < kLogMaxLines));
+  return resp;
+}
+
+absl::StatusOr<jobwheel::v1::PreviewFireTimesResponse> JobAdmin::PreviewFireTimes(
+    const jobwheel::v1::PreviewFireTimesRequest& req) {
+  if (!req.has_schedule()) return absl::InvalidArgumentError("schedule: must be set");
+  const absl::Time now = clock_.Now();
+  ASSIGN_OR_RETURN(Schedule schedule, Schedule::FromProto(req.schedule(), now, "schedule"));
+  const absl::Time after = req.has_after() ? FromProto(req.after()) : now;
+  int count = req.count();
+  if (count == 0) count = kDefaultPreviewCount;
+  if (count < 1 || count > kMaxPreviewCount) {
+    return absl::InvalidArgumentError(absl::StrCat("count: must be between 1 and ",
+                                                   kMaxPreviewCount, ", got ", req.count()));
+  }
+  jobwheel::v1::PreviewFireTimesResponse resp;
+  for (absl::Time t : schedule.Preview(after, count)) *resp.add_fire_times() = ToProto(t);
+  return resp;
+}
+
+}  // namespace jobwheel::scheduler::admin

@@ -1,0 +1,65 @@
+#ifndef JOBWHEEL_SERVICES_SCHEDULER_ADMIN_JOB_ADMIN_H_
+#define JOBWHEEL_SERVICES_SCHEDULER_ADMIN_JOB_ADMIN_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "google/protobuf/field_mask.pb.h"
+#include "jobwheel/v1/job_admin.pb.h"
+#include "jobwheel/v1/types.pb.h"
+#include "services/scheduler/admin/executor_client.h"
+#include "services/scheduler/admin/job_store.h"
+
+namespace jobwheel::scheduler::admin {
+
+// Job and run administration: validates requests, computes next fire times with the injected
+// clock, and applies them through the JobStore (one transaction per write). Kill and log
+// requests reach executors only at addresses registered for the run's app. No gRPC types.
+// Thread-safe (stateless besides its references, which must outlive it).
+class JobAdmin {
+ public:
+  // Lines asked from an executor per GetRunLog call.
+  static constexpr int kLogMaxLines = 1000;
+
+  JobAdmin(JobStore& store, ExecutorClient& executors, const Clock& clock);
+
+  absl::StatusOr<jobwheel::v1::Job> CreateJob(const jobwheel::v1::Job& job);
+  absl::StatusOr<jobwheel::v1::Job> UpdateJob(const jobwheel::v1::Job& job,
+                                              const google::protobuf::FieldMask& mask);
+  absl::StatusOr<jobwheel::v1::Job> GetJob(int64_t id);
+  absl::StatusOr<jobwheel::v1::ListJobsResponse> ListJobs(
+      const jobwheel::v1::ListJobsRequest& req);
+  absl::Status DeleteJob(int64_t id);
+  // Idempotent: pausing a paused job (or resuming a running one) changes nothing.
+  absl::StatusOr<jobwheel::v1::Job> PauseJob(int64_t id);
+  absl::StatusOr<jobwheel::v1::Job> ResumeJob(int64_t id);
+  // Returns the id of the MANUAL fire. Works on paused jobs too.
+  absl::StatusOr<int64_t> TriggerJob(const jobwheel::v1::TriggerJobRequest& req);
+
+  absl::StatusOr<jobwheel::v1::ListRunsResponse> ListRuns(
+      const jobwheel::v1::ListRunsRequest& req);
+  absl::StatusOr<jobwheel::v1::Run> GetRun(int64_t id);
+  absl::StatusOr<jobwheel::v1::Run> KillRun(int64_t id);
+  absl::StatusOr<jobwheel::v1::GetRunLogResponse> GetRunLog(
+      const jobwheel::v1::GetRunLogRequest& req);
+
+  absl::StatusOr<jobwheel::v1::PreviewFireTimesResponse> PreviewFireTimes(
+      const jobwheel::v1::PreviewFireTimesRequest& req);
+
+ private:
+  // Builds the write for `merged` (already merged with the current row, if any).
+  absl::StatusOr<JobWrite> PrepareWrite(const jobwheel::v1::Job& merged,
+                                        const jobwheel::v1::Job* current,
+                                        const ChildGraphReader& read_graph, absl::Time now);
+  absl::StatusOr<jobwheel::v1::Job> SetEnabled(int64_t id, bool enabled);
+
+  JobStore& store_;
+  ExecutorClient& executors_;
+  const Clock& clock_;
+};
+
+}  // namespace jobwheel::scheduler::admin
+
+#endif  // JOBWHEEL_SERVICES_SCHEDULER_ADMIN_JOB_ADMIN_H_

@@ -1,0 +1,117 @@
+#ifndef JOBWHEEL_SERVICES_SCHEDULER_ADMIN_JOB_STORE_H_
+#define JOBWHEEL_SERVICES_SCHEDULER_ADMIN_JOB_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "jobwheel/v1/types.pb.h"
+
+namespace jobwheel::scheduler::admin {
+
+// The child-job graph as a write transaction sees it (after it took the graph lock).
+struct ChildGraph {
+  // Which of the requested child ids name existing jobs.
+  absl::flat_hash_set<int64_t> existing;
+  // child_job_ids of every job that has any.
+  absl::flat_hash_map<int64_t, std::vector<int64_t>> children;
+};
+
+// Reads the child graph inside the current write transaction; `ids` are the child ids whose
+// existence matters. Serializes concurrent child-graph writers until the transaction ends, so
+// two writers cannot close a cycle between them.
+using ChildGraphReader =
+    std::function<absl::StatusOr<ChildGraph>(const std::vector<int64_t>& ids)>;
+
+// A validated job row to write.
+struct JobWrite {
+  // Normalized and validated. `id`, `next_fire_time` are ignored; `script_version`,
+  // `create_time` (on create) and `update_time` are written as given.
+  jobwheel::v1::Job job;
+  // NULL when disabled or when the schedule never fires.
+  std::optional<absl::Time> next_fire_at;
+  // Records job.script_source as version job.script_version in `scripts`.
+  bool new_script_version = false;
+};
+
+// Computes the row to write from the locked current row (nullptr on create). Returning
+// nullopt leaves the job unchanged (e.g. pausing a paused job).
+using JobMutation = std::function<absl::StatusOr<std::optional<JobWrite>>(
+    const jobwheel::v1::Job* current, const ChildGraphReader& read_graph)>;
+
+struct JobFilter {
+  std::string app;                // Empty: all.
+  std::optional<bool> enabled;    // Unset: both.
+  std::string name_contains;      // Case-insensitive substring; empty: all.
+};
+
+struct RunFilter {
+  int64_t job_id = 0;  // Zero: all.
+  std::string app;     // Empty: all.
+  std::vector<jobwheel::v1::RunStatus> statuses;  // Empty: all.
+  std::optional<absl::Time> triggered_from;   // trigger_time >= this.
+  std::optional<absl::Time> triggered_before; // trigger_time < this.
+};
+
+// A fire requested by an operator (TriggerJob).
+struct ManualFire {
+  int64_t job_id = 0;
+  std::optional<std::string> param;  // Unset: the job's param at dispatch.
+  int32_t shard_index = 0;
+  int32_t shard_total = 0;  // Zero: not sharded by the operator.
+  // Empty: routing decides. Otherwise the store checks it is an online executor of the app.
+  std::string executor_address;
+};
+
+enum class ExecutorState { kUnknown, kOffline, kOnline };
+
+// Durable state behind JobAdmin. Every write that changes a job runs in one transaction that
+// locks the job row, writes it with its next_fire_at, and deletes the job's pending
+// schedule-driven fires in the future, so the firing leader never dispatches a stale fire.
+// Implementations are thread-safe.
+class JobStore {
+ public:
+  virtual ~JobStore() = default;
+
+  // `prepare` is called with current == nullptr. Also registers the app name in `apps`.
+  virtual absl::StatusOr<jobwheel::v1::Job> CreateJob(const JobMutation& prepare) = 0;
+  // NOT_FOUND when the job does not exist.
+  virtual absl::StatusOr<jobwheel::v1::Job> UpdateJob(int64_t id, const JobMutation& mutate) = 0;
+  virtual absl::StatusOr<jobwheel::v1::Job> GetJob(int64_t id) = 0;
+  // Jobs with id > after_id matching `filter`, by id ascending, at most `limit`.
+  virtual absl::StatusOr<std::vector<jobwheel::v1::Job>> ListJobs(const JobFilter& filter,
+                                                                  int64_t after_id,
+                                                                  int limit) = 0;
+  // Removes the job, its scripts and its pending fires; runs stay. NOT_FOUND when missing;
+  // FAILED_PRECONDITION when another job lists it as a child.
+  virtual absl::Status DeleteJob(int64_t id) = 0;
+
+  // Inserts a PENDING MANUAL fire scheduled now; returns its id. NOT_FOUND when the job is
+  // missing; FAILED_PRECONDITION when executor_address is set but is not an online executor of
+  // the job's app.
+  virtual absl::StatusOr<int64_t> InsertManualFire(const ManualFire& fire) = 0;
+
+  // Runs with id < before_id (0: no bound) matching `filter`, newest (highest id) first.
+  virtual absl::StatusOr<std::vector<jobwheel::v1::Run>> ListRuns(const RunFilter& filter,
+                                                                  int64_t before_id,
+                                                                  int limit) = 0;
+  virtual absl::StatusOr<jobwheel::v1::Run> GetRun(int64_t id) = 0;
+  // Whether `address` is a registered executor of `app`, and whether it is online.
+  virtual absl::StatusOr<ExecutorState> GetExecutorState(const std::string& app,
+                                                         const std::string& address) = 0;
+  // Sets a PENDING/RUNNING run to KILLED with `message` and returns the run as stored
+  // afterwards (unchanged when it had already finished).
+  virtual absl::StatusOr<jobwheel::v1::Run> MarkRunKilled(int64_t id,
+                                                          const std::string& message) = 0;
+};
+
+}  // namespace jobwheel::scheduler::admin
+
+#endif  // JOBWHEEL_SERVICES_SCHEDULER_ADMIN_JOB_STORE_H_

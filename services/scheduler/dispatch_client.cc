@@ -1,0 +1,25 @@
+#include "services/scheduler/dispatch_client.h"
+
+#include "common/auth.h"
+#include "common/grpc_status.h"
+
+namespace jobwheel::scheduler {
+
+GrpcDispatchClient::GrpcDispatchClient(std::shared_ptr<grpc::Channel> channel,
+                                       std::string cluster_token, absl::Duration deadline)
+    : stub_(jobwheel::v1::DispatcherService::NewStub(std::move(channel))),
+      token_(std::move(cluster_token)),
+      deadline_(deadline) {}
+
+absl::StatusOr<jobwheel::v1::DispatchResponse> GrpcDispatchClient::Dispatch(
+    const jobwheel::v1::DispatchRequest& request) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + deadline_));
+  AddBearer(ctx, token_);
+  jobwheel::v1::DispatchResponse response;
+  grpc::Status s = stub_->Dispatch(&ctx, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
+}
+
+}  // namespace jobwheel::scheduler

@@ -1,0 +1,37 @@
+#ifndef JOBWHEEL_SERVICES_SCHEDULER_DISPATCH_CLIENT_H_
+#define JOBWHEEL_SERVICES_SCHEDULER_DISPATCH_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "jobwheel/v1/dispatcher.grpc.pb.h"
+
+namespace jobwheel::scheduler {
+
+// Hands batches of fires to a dispatcher. Implementations are thread-safe.
+class DispatchClient {
+ public:
+  virtual ~DispatchClient() = default;
+  virtual absl::StatusOr<jobwheel::v1::DispatchResponse> Dispatch(
+      const jobwheel::v1::DispatchRequest& request) = 0;
+};
+
+// Over gRPC; the channel balances calls over all dispatcher replicas (round_robin).
+class GrpcDispatchClient : public DispatchClient {
+ public:
+  GrpcDispatchClient(std::shared_ptr<grpc::Channel> channel, std::string cluster_token,
+                     absl::Duration deadline = absl::Seconds(5));
+  absl::StatusOr<jobwheel::v1::DispatchResponse> Dispatch(
+      const jobwheel::v1::DispatchRequest& request) override;
+
+ private:
+  std::unique_ptr<jobwheel::v1::DispatcherService::StubInterface> stub_;
+  const std::string token_;
+  const absl::Duration deadline_;
+};
+
+}  // namespace jobwheel::scheduler
+
+#endif  // JOBWHEEL_SERVICES_SCHEDULER_DISPATCH_CLIENT_H_

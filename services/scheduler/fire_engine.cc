@@ -1,0 +1,404 @@
+#include "services/scheduler/fire_engine.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/proto_time.h"
+#include "services/scheduler/job_row.h"
+#include "services/scheduler/schedule.h"
+#include "spdlog/spdlog.h"
+
+namespace jobwheel::scheduler {
+namespace {
+
+using jobwheel::v1::Fire;
+using jobwheel::v1::Job;
+
+constexpr int kFirePending = 1;
+constexpr int kFireSkipped = 3;
+constexpr int kFireFailed = 4;
+// How many missed fire times a misfire counts before giving up counting.
+constexpr int kMaxMissedCounted = 100000;
+
+std::string TimeArray(const std::vector<std::optional<absl::Time>>& times) {
+  std::vector<std::string> parts;
+  parts.reserve(times.size());
+  for (const auto& t : times) {
+    parts.push_back(t ? absl::StrCat("\"", ToPgTimestamp(*t), "\"") : "NULL");
+  }
+  return absl::StrCat("{", absl::StrJoin(parts, ","), "}");
+}
+
+template <typename T>
+std::string NumArray(const std::vector<T>& values) {
+  return absl::StrCat("{", absl::StrJoin(values, ","), "}");
+}
+
+constexpr char kPendingFiresSql[] =
+    "SELECT f.id, f.job_id, (EXTRACT(EPOCH FROM f.scheduled_at) * 1000000)::BIGINT, "
+    "f.trigger_type, f.param, f.shard_index, f.shard_total, f.executor_address, f.attempt, "
+    "j.id IS NULL, ";
+
+}  // namespace
+
+FireEngine::FireEngine(Options options, LeaderElector& elector, DispatchClient& dispatcher,
+                       const Clock& clock, SchedulerMetrics& metrics)
+    : options_(options),
+      elector_(elector),
+      dispatcher_(dispatcher),
+      clock_(clock),
+      metrics_(metrics) {}
+
+FireEngine::~FireEngine() { Shutdown(); }
+
+void FireEngine::Start() {
+  threads_.emplace_back([this] { ClaimLoop(); });
+  threads_.emplace_back([this] { HandOffLoop(); });
+  for (int i = 0; i < options_.dispatch_threads; ++i) {
+    threads_.emplace_back([this] { DispatchLoop(); });
+  }
+}
+
+void FireEngine::Shutdown() {
+  if (threads_.empty()) return;
+  stop_.Notify();
+  timer_.WakeUp();
+  {
+    absl::MutexLock lock(&mu_);
+    active_ = false;
+  }
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+}
+
+bool FireEngine::active() const {
+  absl::MutexLock lock(&mu_);
+  return active_;
+}
+
+size_t FireEngine::held() const {
+  absl::MutexLock lock(&mu_);
+  return fires_.size();
+}
+
+void FireEngine::OnElected(int64_t epoch) {
+  {
+    absl::MutexLock lock(&mu_);
+    active_ = true;
+    fires_.clear();
+    ready_.clear();
+  }
+  timer_.Clear();
+  metrics_.is_leader.Set(1);
+  metrics_.leader_changes.Increment();
+  // Committed fires of the previous leader that never reached a dispatcher go first.
+  auto loaded = LoadPending(/*all_types=*/true);
+  if (loaded.ok()) {
+    spdlog::info("epoch {}: took over {} pending fires", epoch, *loaded);
+  } else {
+    spdlog::warn("epoch {}: loading pending fires: {}", epoch, loaded.status().ToString());
+  }
+}
+
+void FireEngine::OnDeposed() {
+  {
+    absl::MutexLock lock(&mu_);
+    active_ = false;
+    fires_.clear();
+    ready_.clear();
+  }
+  timer_.Clear();
+  metrics_.is_leader.Set(0);
+  metrics_.wheel_entries.Set(0);
+}
+
+void FireEngine::Hold(Fire fire) {
+  const int64_t id = fire.fire_id();
+  const absl::Time due = FromProto(fire.scheduled_time());
+  {
+    absl::MutexLock lock(&mu_);
+    if (!active_) return;
+    if (!fires_.emplace(id, std::move(fire)).second) return;
+  }
+  timer_.Add(id, due);
+}
+
+absl::StatusOr<int> FireEngine::ClaimOnce() {
+  const absl::Time now = clock_.Now();
+  const absl::Time horizon = now + options_.preread_window;
+  std::vector<Fire> claimed;
+  struct Misfire {
+    jobwheel::v1::MisfireStrategy strategy;
+    int64_t count;
+  };
+  std::vector<Misfire> misfires;
+  int jobs_claimed = 0;
+  const absl::Time start = absl::Now();
+  absl::Status s = elector_.RunFenced("claim due jobs", [&](pqxx::work& tx) {
+    claimed.clear();
+    misfires.clear();
+    pqxx::result rows = tx.exec_params(
+        absl::StrCat("SELECT ", kJobColumns,
+                     " FROM jobs j WHERE j.enabled AND j.next_fire_at IS NOT NULL AND "
+                     "j.next_fire_at <= $1::timestamptz ORDER BY j.next_fire_at LIMIT $2 "
+                     "FOR UPDATE SKIP LOCKED"),
+        ToPgTimestamp(horizon), options_.claim_batch);
+    jobs_claimed = static_cast<int>(rows.size());
+    if (rows.empty()) return;
+    std::vector<int64_t> f_job;
+    std::vector<std::optional<absl::Time>> f_time;
+    std::vector<int> f_type, f_status;
+    std::vector<std::string> f_reason;
+    std::vector<int64_t> n_job;
+    std::vector<std::optional<absl::Time>> n_time;
+    absl::flat_hash_map<int64_t, Job> jobs;
+    for (const pqxx::row& row : rows) {
+      Job job = JobFromRow(row);
+      auto schedule = Schedule::FromProto(job.schedule(), FromProto(job.create_time()));
+      n_job.push_back(job.id());
+      if (!schedule.ok()) {
+        spdlog::error("job {}: stored schedule is invalid, not firing: {}", job.id(),
+                      schedule.status().ToString());
+        n_time.push_back(std::nullopt);
+        continue;
+      }
+      const int type = schedule->trigger_type();
+      std::optional<absl::Time> t = FromProto(job.next_fire_time());
+      // Misfire: the due times older than the threshold.
+      if (t && *t < now - options_.misfire_threshold) {
+        const absl::Time first = *t;
+        absl::Time last = *t;
+        int64_t missed = 0;
+        while (t && *t < now - options_.misfire_threshold && missed < kMaxMissedCounted) {
+          last = *t;
+          ++missed;
+          t = schedule->NextAfter(*t);
+        }
+        if (t && *t < now - options_.misfire_threshold) {
+          t = schedule->NextAfter(now - options_.misfire_threshold - absl::Seconds(1));
+        }
+        const bool once =
+            job.misfire_strategy() == jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW;
+        misfires.push_back({job.misfire_strategy(), missed});
+        f_job.push_back(job.id());
+        f_time.push_back(first);
+        f_type.push_back(once ? jobwheel::v1::TRIGGER_TYPE_MISFIRE : type);
+        f_status.push_back(once ? kFirePending : kFireSkipped);
+        f_reason.push_back(absl::StrCat(
+            "misfire: ", missed, " fire(s) from ", absl::FormatTime(first), " to ",
+            absl::FormatTime(last), once ? " missed; fired once now (FIRE_ONCE_NOW)"
+                                         : " skipped (DO_NOTHING)"));
+      }
+      while (t && *t <= horizon) {
+        f_job.push_back(job.id());
+        f_time.push_back(*t);
+        f_type.push_back(type);
+        f_status.push_back(kFirePending);
+        f_reason.push_back("");
+        t = schedule->NextAfter(*t);
+      }
+      n_time.push_back(t);
+      jobs.emplace(job.id(), std::move(job));
+    }
+    if (!f_job.empty()) {
+      pqxx::result inserted = tx.exec_params(
+          "INSERT INTO fires (job_id, scheduled_at, trigger_type, status, reason, leader_epoch) "
+          "SELECT u.job_id, u.scheduled_at, u.trigger_type, u.status, u.reason, $6 "
+          "FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::int[], $5::text[]) "
+          "AS u(job_id, scheduled_at, trigger_type, status, reason) "
+          "ON CONFLICT DO NOTHING "
+          "RETURNING id, job_id, (EXTRACT(EPOCH FROM scheduled_at) * 1000000)::BIGINT, "
+          "trigger_type, status",
+          NumArray(f_job), TimeArray(f_time), NumArray(f_type), NumArray(f_status),
+          PgArray(f_reason), elector_.epoch());
+      for (const pqxx::row& r : inserted) {
+        if (r[4].as<int>() != kFirePending) continue;
+        Fire fire;
+        fire.set_fire_id(r[0].as<int64_t>());
+        *fire.mutable_job() = jobs[r[1].as<int64_t>()];
+        *fire.mutable_scheduled_time() = ToProto(FromMicros(r[2].as<int64_t>()));
+        fire.set_trigger_type(static_cast<jobwheel::v1::TriggerType>(r[3].as<int>()));
+        claimed.push_back(std::move(fire));
+      }
+    }
+    tx.exec_params(
+        "UPDATE jobs SET next_fire_at = u.next FROM unnest($1::bigint[], $2::timestamptz[]) "
+        "AS u(id, next) WHERE jobs.id = u.id",
+        NumArray(n_job), TimeArray(n_time));
+  });
+  metrics_.DbQuery("claim", absl::Now() - start, s.ok());
+  if (!s.ok()) return s;
+  for (const Misfire& m : misfires) metrics_.Misfires(m.strategy, m.count);
+  for (Fire& f : claimed) Hold(std::move(f));
+  return jobs_claimed;
+}
+
+absl::StatusOr<int> FireEngine::LoadPending(bool all_types) {
+  std::vector<Fire> loaded;
+  std::vector<int64_t> orphans;
+  const absl::Time start = absl::Now();
+  absl::Status s = elector_.RunFenced("load pending fires", [&](pqxx::work& tx) {
+    loaded.clear();
+    orphans.clear();
+    pqxx::result rows = tx.exec(absl::StrCat(
+        kPendingFiresSql, kJobColumns,
+        " FROM fires f LEFT JOIN jobs j ON j.id = f.job_id WHERE f.status = 1",
+        all_types ? "" : " AND f.trigger_type IN (3, 5, 6)",
+        " ORDER BY f.scheduled_at LIMIT 20000"));
+    for (const pqxx::row& r : rows) {
+      const int64_t id = r[0].as<int64_t>();
+      if (r[9].as<bool>()) {
+        orphans.push_back(id);
+        continue;
+      }
+      Fire fire;
+      fire.set_fire_id(id);
+      *fire.mutable_scheduled_time() = ToProto(FromMicros(r[2].as<int64_t>()));
+      fire.set_trigger_type(static_cast<jobwheel::v1::TriggerType>(r[3].as<int>()));
+      if (!r[4].is_null()) fire.set_param(r[4].as<std::string>());
+      fire.set_shard_index(r[5].as<int>());
+      fire.set_shard_total(r[6].as<int>());
+      fire.set_executor_address(r[7].as<std::string>());
+      fire.set_attempt(r[8].as<int>());
+      *fire.mutable_job() = JobFromRow(r, 10);
+      loaded.push_back(std::move(fire));
+    }
+    if (!orphans.empty()) {
+      tx.exec_params(
+          "UPDATE fires SET status = 4, reason = 'job was deleted before dispatch', "
+          "dispatch_time = now() WHERE id = ANY($1::bigint[]) AND status = 1",
+          NumArray(orphans));
+    }
+  });
+  metrics_.DbQuery("load_pending", absl::Now() - start, s.ok());
+  if (!s.ok()) return s;
+  int added = 0;
+  for (Fire& f : loaded) {
+    bool known;
+    {
+      absl::MutexLock lock(&mu_);
+      known = fires_.contains(f.fire_id());
+    }
+    if (known) continue;
+    Hold(std::move(f));
+    ++added;
+  }
+  return added;
+}
+
+void FireEngine::ClaimLoop() {
+  absl::Time last_manual = absl::InfinitePast();
+  while (!stop_.HasBeenNotified()) {
+    if (active()) {
+      auto n = ClaimOnce();
+      if (!n.ok() && n.status().code() != absl::StatusCode::kFailedPrecondition) {
+        spdlog::warn("claim: {}", n.status().ToString());
+      }
+      if (absl::Now() - last_manual >= options_.claim_interval) {
+        last_manual = absl::Now();
+        auto m = LoadPending(/*all_types=*/false);
+        if (!m.ok() && m.status().code() != absl::StatusCode::kFailedPrecondition) {
+          spdlog::warn("pick up manual fires: {}", m.status().ToString());
+        }
+      }
+      metrics_.wheel_entries.Set(static_cast<double>(timer_.size()));
+      // A full batch means more jobs are due: claim again at once.
+      if (n.ok() && *n >= options_.claim_batch) continue;
+    }
+    stop_.WaitForNotificationWithTimeout(options_.claim_interval);
+  }
+}
+
+void FireEngine::HandOffLoop() {
+  while (!stop_.HasBeenNotified()) {
+    std::vector<int64_t> due =
+        timer_.WaitDue([this] { return clock_.Now(); }, options_.dispatch_batch);
+    if (due.empty()) continue;
+    absl::MutexLock lock(&mu_);
+    if (!active_) continue;
+    ready_.push_back(std::move(due));
+  }
+}
+
+void FireEngine::DispatchLoop() {
+  while (!stop_.HasBeenNotified()) {
+    std::vector<int64_t> batch;
+    {
+      absl::MutexLock lock(&mu_);
+      auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !ready_.empty(); };
+      mu_.AwaitWithTimeout(absl::Condition(&has_work), absl::Milliseconds(100));
+      if (ready_.empty()) continue;
+      batch = std::move(ready_.front());
+      ready_.pop_front();
+    }
+    DispatchBatch(std::move(batch));
+  }
+}
+
+void FireEngine::DispatchBatch(std::vector<int64_t> ids) {
+  // Fenced confirmation: only fires still PENDING go out (edits and deletes remove them),
+  // and a deposed leader sends nothing.
+  std::vector<int64_t> live;
+  const absl::Time start = absl::Now();
+  absl::Status s = elector_.RunFenced("confirm fires", [&](pqxx::work& tx) {
+    live.clear();
+    pqxx::result r = tx.exec_params(
+        "SELECT id FROM fires WHERE id = ANY($1::bigint[]) AND status = 1", NumArray(ids));
+    for (const pqxx::row& row : r) live.push_back(row[0].as<int64_t>());
+  });
+  metrics_.DbQuery("confirm", absl::Now() - start, s.ok());
+  if (!s.ok()) return;  // Not leader any more: the next leader loads them from the table.
+
+  jobwheel::v1::DispatchRequest request;
+  {
+    absl::MutexLock lock(&mu_);
+    absl::flat_hash_map<int64_t, bool> alive;
+    for (int64_t id : live) alive[id] = true;
+    for (int64_t id : ids) {
+      auto it = fires_.find(id);
+      if (it == fires_.end()) continue;
+      if (!alive.contains(id)) {
+        fires_.erase(it);  // Removed by an edit, pause or delete.
+        continue;
+      }
+      *request.add_fires() = it->second;
+    }
+  }
+  if (request.fires().empty()) return;
+  const absl::Time sent = clock_.Now();
+  auto response = dispatcher_.Dispatch(request);
+  metrics_.DispatchLatency(absl::Now() - start);
+  if (!response.ok()) {
+    spdlog::warn("dispatch of {} fires failed, retrying: {}", request.fires_size(),
+                 response.status().ToString());
+    std::vector<std::pair<int64_t, absl::Duration>> requeue;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!active_) return;
+      for (const Fire& f : request.fires()) {
+        int& n = retries_[f.fire_id()];
+        n = std::min(n + 1, 5);
+        requeue.emplace_back(f.fire_id(), absl::Milliseconds(100) * (1 << (n - 1)));
+      }
+    }
+    // Same ids again: the fire rows stay PENDING until a dispatcher takes them.
+    for (const auto& [id, backoff] : requeue) timer_.Add(id, clock_.Now() + backoff);
+    return;
+  }
+  absl::flat_hash_map<int64_t, bool> dispatched;
+  for (const auto& o : response->outcomes()) {
+    dispatched[o.fire_id()] = o.status() == jobwheel::v1::FIRE_STATUS_DISPATCHED;
+  }
+  absl::MutexLock lock(&mu_);
+  for (const Fire& f : request.fires()) {
+    metrics_.FireHandedOff(f.trigger_type(), dispatched[f.fire_id()],
+                           sent - FromProto(f.scheduled_time()));
+    fires_.erase(f.fire_id());
+    retries_.erase(f.fire_id());
+  }
+}
+
+}  // namespace jobwheel::scheduler

@@ -1,0 +1,86 @@
+#ifndef JOBWHEEL_SERVICES_SCHEDULER_FIRE_ENGINE_H_
+#define JOBWHEEL_SERVICES_SCHEDULER_FIRE_ENGINE_H_
+
+#include <deque>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "jobwheel/v1/dispatcher.pb.h"
+#include "services/scheduler/dispatch_client.h"
+#include "services/scheduler/leader_elector.h"
+#include "services/scheduler/scheduler_metrics.h"
+#include "services/scheduler/timer_queue.h"
+
+namespace jobwheel::scheduler {
+
+// The leader's firing loop. While this replica leads, it
+//  1. claims jobs due within `preread_window`: in one fenced transaction it writes their fire
+//     rows (unique per job and scheduled time) and advances next_fire_at;
+//  2. holds the fires in a millisecond timer and hands them to a dispatcher in batches when
+//     due; right before, a fenced read confirms each fire is still PENDING (so an edit, pause
+//     or delete, which removes pending fires, never lets a stale entry fire);
+//  3. picks up PENDING fires it does not hold: all of them on takeover, and manual, retry and
+//     child fires written by the admin API or the monitors.
+// Misfires (more than `misfire_threshold` late) follow the job's strategy. Leadership comes
+// from LeaderElector: OnElected/OnDeposed must be wired to its callbacks.
+class FireEngine {
+ public:
+  struct Options {
+    absl::Duration preread_window = absl::Seconds(5);
+    absl::Duration misfire_threshold = absl::Seconds(5);
+    absl::Duration claim_interval = absl::Milliseconds(200);
+    int claim_batch = 2000;
+    int dispatch_batch = 500;
+    int dispatch_threads = 4;
+  };
+
+  FireEngine(Options options, LeaderElector& elector, DispatchClient& dispatcher,
+             const Clock& clock, SchedulerMetrics& metrics);
+  ~FireEngine();
+
+  void Start();
+  void Shutdown();
+
+  void OnElected(int64_t epoch);
+  void OnDeposed();
+
+  // One claim pass; returns how many jobs it claimed (exposed for tests).
+  absl::StatusOr<int> ClaimOnce();
+  // Loads PENDING fires not yet held; `all_types` on takeover, else manual/retry/child only.
+  absl::StatusOr<int> LoadPending(bool all_types);
+  size_t held() const;
+
+ private:
+  void ClaimLoop();
+  void HandOffLoop();
+  void DispatchLoop();
+  void DispatchBatch(std::vector<int64_t> ids);
+  void Hold(jobwheel::v1::Fire fire);
+  bool active() const;
+
+  const Options options_;
+  LeaderElector& elector_;
+  DispatchClient& dispatcher_;
+  const Clock& clock_;
+  SchedulerMetrics& metrics_;
+
+  TimerQueue timer_;
+  mutable absl::Mutex mu_;
+  bool active_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_map<int64_t, jobwheel::v1::Fire> fires_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int64_t, int> retries_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::vector<int64_t>> ready_ ABSL_GUARDED_BY(mu_);
+
+  absl::Notification stop_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace jobwheel::scheduler
+
+#endif  // JOBWHEEL_SERVICES_SCHEDULER_FIRE_ENGINE_H_

@@ -1,0 +1,31 @@
+#ifndef JOBWHEEL_SERVICES_SCHEDULER_JOB_ROW_H_
+#define JOBWHEEL_SERVICES_SCHEDULER_JOB_ROW_H_
+
+#include <string>
+#include <vector>
+
+#include "jobwheel/v1/types.pb.h"
+#include "pqxx/pqxx"
+
+namespace jobwheel::scheduler {
+
+// The select list that JobFromRow reads, for table alias `j`:
+// "SELECT " + kJobColumns + " FROM jobs j ...".
+extern const char* const kJobColumns;
+
+// Decodes a row selected with kJobColumns, starting at column `offset`.
+jobwheel::v1::Job JobFromRow(const pqxx::row& row, int offset = 0);
+
+// The select list that RunFromRow reads, for table alias `r`.
+extern const char* const kRunColumns;
+
+jobwheel::v1::Run RunFromRow(const pqxx::row& row);
+
+// Encodes a repeated int64 / string field as a PostgreSQL array literal ("{1,2}").
+std::string PgArray(const google::protobuf::RepeatedField<int64_t>& values);
+std::string PgArray(const google::protobuf::RepeatedPtrField<std::string>& values);
+std::string PgArray(const std::vector<std::string>& values);
+
+}  // namespace jobwheel::scheduler
+
+#endif  // JOBWHEEL_SERVICES_SCHEDULER_JOB_ROW_H_

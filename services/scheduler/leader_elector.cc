@@ -1,0 +1,182 @@
+#include "services/scheduler/leader_elector.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/pg_errors.h"
+#include "common/proto_time.h"
+#include "spdlog/spdlog.h"
+
+namespace jobwheel::scheduler {
+
+LeaderElector::LeaderElector(Options options, Callbacks callbacks)
+    : options_(std::move(options)), callbacks_(std::move(callbacks)) {}
+
+LeaderElector::~LeaderElector() { Shutdown(); }
+
+void LeaderElector::Start() {
+  started_ = true;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void LeaderElector::Shutdown() {
+  if (!started_) return;
+  started_ = false;
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  if (thread_.joinable()) thread_.join();
+  bool was_leader = false;
+  {
+    absl::MutexLock lock(&conn_mu_);
+    was_leader = leader_;
+    if (leader_) {
+      try {
+        pqxx::nontransaction tx(*conn_);
+        tx.exec("SELECT pg_advisory_unlock(" + std::to_string(options_.lock_key) + ")");
+      } catch (const std::exception& e) {
+        spdlog::warn("releasing the schedule lock: {}", e.what());
+      }
+      leader_ = false;
+    }
+    conn_.reset();
+  }
+  if (was_leader && callbacks_.on_deposed) callbacks_.on_deposed();
+}
+
+bool LeaderElector::is_leader() const {
+  absl::MutexLock lock(&conn_mu_);
+  return leader_;
+}
+
+int64_t LeaderElector::epoch() const {
+  absl::MutexLock lock(&conn_mu_);
+  return epoch_;
+}
+
+bool LeaderElector::TryAcquire() {
+  if (conn_ == nullptr || !conn_->is_open()) {
+    try {
+      conn_ = std::make_unique<pqxx::connection>(options_.dsn);
+    } catch (const std::exception& e) {
+      spdlog::warn("schedule lock: cannot connect to database: {}", e.what());
+      conn_.reset();
+      return false;
+    }
+  }
+  try {
+    pqxx::nontransaction ntx(*conn_);
+    pqxx::result r =
+        ntx.exec("SELECT pg_try_advisory_lock(" + std::to_string(options_.lock_key) + ")");
+    if (!r[0][0].as<bool>()) return false;
+  } catch (const std::exception& e) {
+    spdlog::warn("schedule lock: {}", e.what());
+    conn_.reset();
+    return false;
+  }
+  try {
+    pqxx::work tx(*conn_);
+    pqxx::result r = tx.exec_params(
+        "INSERT INTO leadership (id, holder_id, since, epoch) VALUES (1, $1, now(), 1) "
+        "ON CONFLICT (id) DO UPDATE SET holder_id = $1, since = now(), "
+        "epoch = leadership.epoch + 1 RETURNING epoch",
+        options_.replica_id);
+    epoch_ = r[0][0].as<int64_t>();
+    tx.commit();
+  } catch (const std::exception& e) {
+    spdlog::warn("schedule lock: recording the new epoch failed: {}", e.what());
+    conn_.reset();  // Closing the session releases the lock.
+    return false;
+  }
+  leader_ = true;
+  return true;
+}
+
+void LeaderElector::Depose(absl::string_view why) {
+  if (!leader_) return;
+  spdlog::error("lost the schedule lock (epoch {}): {}", epoch_, std::string(why));
+  leader_ = false;
+  conn_.reset();
+}
+
+void LeaderElector::Loop() {
+  while (!stop_.HasBeenNotified()) {
+    bool elected = false;
+    bool deposed = false;
+    int64_t epoch = 0;
+    {
+      absl::MutexLock lock(&conn_mu_);
+      if (!leader_) {
+        elected = TryAcquire();
+        epoch = epoch_;
+      } else {
+        // An idle leader still notices a dead session within check_interval.
+        try {
+          pqxx::nontransaction ntx(*conn_);
+          ntx.exec("SELECT 1");
+        } catch (const std::exception& e) {
+          Depose(e.what());
+          deposed = true;
+        }
+      }
+    }
+    if (elected) {
+      spdlog::info("replica {} is leader, epoch {}", options_.replica_id, epoch);
+      if (callbacks_.on_elected) callbacks_.on_elected(epoch);
+    }
+    if (deposed && callbacks_.on_deposed) callbacks_.on_deposed();
+    const bool leader = is_leader();
+    stop_.WaitForNotificationWithTimeout(leader ? options_.check_interval
+                                                : options_.retry_interval);
+  }
+}
+
+absl::Status LeaderElector::RunFenced(absl::string_view what,
+                                      const std::function<void(pqxx::work&)>& fn) {
+  bool deposed = false;
+  absl::Status status;
+  {
+    absl::MutexLock lock(&conn_mu_);
+    if (!leader_ || conn_ == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(what, ": replica ", options_.replica_id, " is not the leader"));
+    }
+    try {
+      pqxx::work tx(*conn_);
+      fn(tx);
+      tx.commit();
+    } catch (const std::exception& e) {
+      status = PgErrorToStatus(e, what);
+      if (status.code() == absl::StatusCode::kUnavailable || !conn_->is_open()) {
+        Depose(e.what());
+        deposed = true;
+      }
+    }
+  }
+  if (deposed && callbacks_.on_deposed) callbacks_.on_deposed();
+  return status;
+}
+
+absl::StatusOr<LeaderInfo> LeaderElector::ReadLeader(PgPool& pool) {
+  LeaderInfo info;
+  absl::Status s = pool.Run("read leader", [&](pqxx::connection& conn) {
+    pqxx::nontransaction tx(conn);
+    // The lock is the truth; the table says who took it last.
+    pqxx::result held = tx.exec(
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
+        "((classid::bigint << 32) | objid::bigint) = " +
+        std::to_string(options_.lock_key));
+    pqxx::result r = tx.exec(
+        "SELECT holder_id, (EXTRACT(EPOCH FROM since) * 1000000)::BIGINT, epoch "
+        "FROM leadership WHERE id = 1");
+    info = LeaderInfo();
+    if (r.empty()) return;
+    info.epoch = r[0][2].as<int64_t>();
+    if (held[0][0].as<int64_t>() > 0) {
+      info.holder_id = r[0][0].as<std::string>();
+      info.since = FromMicros(r[0][1].as<int64_t>());
+    }
+  });
+  if (!s.ok()) return s;
+  return info;
+}
+
+}  // namespace jobwheel::scheduler

@@ -1,0 +1,88 @@
+#ifndef JOBWHEEL_SERVICES_SCHEDULER_LEADER_ELECTOR_H_
+#define JOBWHEEL_SERVICES_SCHEDULER_LEADER_ELECTOR_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "common/pg_pool.h"
+#include "pqxx/pqxx"
+
+namespace jobwheel::scheduler {
+
+// Who holds the schedule lock, as recorded in the `leadership` table.
+struct LeaderInfo {
+  std::string holder_id;
+  absl::Time since = absl::InfinitePast();
+  int64_t epoch = 0;
+};
+
+// Races for the schedule lock: a session-level pg_try_advisory_lock on a dedicated connection.
+// The holder is leader. Each takeover bumps the fencing epoch in `leadership`. All of the
+// leader's writes run on the lock-holding session through RunFenced, so once the session is
+// gone (connection lost, server restarted, session killed) they fail and leadership ends at
+// once. Standbys retry every `retry_interval`. Thread-safe.
+class LeaderElector {
+ public:
+  struct Options {
+    std::string dsn;
+    std::string replica_id;
+    absl::Duration retry_interval = absl::Milliseconds(500);
+    // How often the leader checks that its session is alive when idle.
+    absl::Duration check_interval = absl::Milliseconds(200);
+    int64_t lock_key = 0x6a77736368656431;  // "jwsched1"
+  };
+  // Called on the elector thread. on_elected runs before any RunFenced succeeds for the new
+  // term; on_deposed runs after leadership ended (no RunFenced succeeds afterwards).
+  struct Callbacks {
+    std::function<void(int64_t epoch)> on_elected;
+    std::function<void()> on_deposed;
+  };
+
+  LeaderElector(Options options, Callbacks callbacks);
+  ~LeaderElector();
+
+  void Start();
+  // Releases the lock (if held) and joins. Idempotent.
+  void Shutdown();
+
+  bool is_leader() const;
+  int64_t epoch() const;
+  const std::string& replica_id() const { return options_.replica_id; }
+
+  // Runs `fn` in a transaction on the lock-holding session. FAILED_PRECONDITION when this
+  // replica is not the leader; when the session is broken, leadership ends and the error is
+  // returned. `fn` must not keep the connection.
+  absl::Status RunFenced(absl::string_view what, const std::function<void(pqxx::work&)>& fn);
+
+  // Reads the current holder from the database (any replica may ask).
+  absl::StatusOr<LeaderInfo> ReadLeader(PgPool& pool);
+
+ private:
+  void Loop();
+  bool TryAcquire() ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
+  void Depose(absl::string_view why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
+
+  const Options options_;
+  const Callbacks callbacks_;
+
+  // Guards the dedicated connection: libpqxx connections are not thread-safe.
+  mutable absl::Mutex conn_mu_;
+  std::unique_ptr<pqxx::connection> conn_ ABSL_GUARDED_BY(conn_mu_);
+  bool leader_ ABSL_GUARDED_BY(conn_mu_) = false;
+  int64_t epoch_ ABSL_GUARDED_BY(conn_mu_) = 0;
+
+  absl::Notification stop_;
+  std::thread thread_;
+  bool started_ = false;
+};
+
+}  // namespace jobwheel::scheduler
+
+#endif  // JOBWHEEL_SERVICES_SCHEDULER_LEADER_ELECTOR_H_

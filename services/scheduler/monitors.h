@@ -1,0 +1,70 @@
+#ifndef JOBWHEEL_SERVICES_SCHEDULER_MONITORS_H_
+#define JOBWHEEL_SERVICES_SCHEDULER_MONITORS_H_
+
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "services/scheduler/alarm.h"
+#include "services/scheduler/leader_elector.h"
+#include "services/scheduler/scheduler_metrics.h"
+
+namespace jobwheel::scheduler {
+
+// The leader's monitors, each a fenced transaction:
+//  - follow-ups: a finished run that failed (FAILED, TIMED_OUT, LOST) with retries left gets a
+//    RETRY fire; one with retries spent raises one alarm; a SUCCEEDED run triggers each child
+//    job (PARENT fire). Each run is followed up exactly once (runs.followup_done, and a unique
+//    index on fires(parent_run_id, job_id)).
+//  - lost runs: RUNNING longer than `lost_after` on an executor that is offline → LOST; PENDING
+//    (trigger never answered, e.g. its dispatcher died) longer than `pending_timeout` → FAILED.
+//  - retention: fires and runs older than `retention` are deleted in small batches.
+// The retry and child fires are picked up and dispatched by the FireEngine.
+class Monitors {
+ public:
+  struct Options {
+    absl::Duration interval = absl::Seconds(1);
+    absl::Duration lost_after = absl::Minutes(10);
+    absl::Duration pending_timeout = absl::Seconds(60);
+    absl::Duration retention = absl::Hours(24 * 30);
+    absl::Duration retention_interval = absl::Minutes(10);
+    int batch = 500;
+  };
+  struct Counts {
+    int retries = 0;
+    int children = 0;
+    int alarms = 0;
+    int lost = 0;
+    int stale_pending = 0;
+    int deleted = 0;
+  };
+
+  Monitors(Options options, LeaderElector& elector, Alarm& alarm, const Clock& clock,
+           SchedulerMetrics& metrics);
+  ~Monitors();
+
+  void Start();
+  void Shutdown();
+
+  // One pass of follow-ups and lost-run detection (tests call it directly).
+  absl::StatusOr<Counts> RunOnce();
+  // One retention pass.
+  absl::StatusOr<int> Retain();
+
+ private:
+  void Loop();
+
+  const Options options_;
+  LeaderElector& elector_;
+  Alarm& alarm_;
+  const Clock& clock_;
+  SchedulerMetrics& metrics_;
+  absl::Notification stop_;
+  std::thread thread_;
+};
+
+}  // namespace jobwheel::scheduler
+
+#endif  // JOBWHEEL_SERVICES_SCHEDULER_MONITORS_H_

@@ -1,0 +1,132 @@
+#include "services/scheduler/scheduler_metrics.h"
+
+#include "absl/strings/ascii.h"
+
+namespace jobwheel::scheduler {
+namespace {
+
+// Milliseconds to minutes: lateness is meant to show single milliseconds.
+const prometheus::Histogram::BucketBoundaries& LatenessBuckets() {
+  static const auto* b = new prometheus::Histogram::BucketBoundaries{
+      0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60};
+  return *b;
+}
+
+const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
+  static const auto* b = new prometheus::Histogram::BucketBoundaries{
+      0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
+  return *b;
+}
+
+}  // namespace
+
+std::string TriggerTypeLabel(jobwheel::v1::TriggerType type) {
+  std::string name = jobwheel::v1::TriggerType_Name(type);
+  constexpr absl::string_view kPrefix = "TRIGGER_TYPE_";
+  if (name.rfind(std::string(kPrefix), 0) == 0) name = name.substr(kPrefix.size());
+  return absl::AsciiStrToLower(name);
+}
+
+SchedulerMetrics::SchedulerMetrics(prometheus::Registry& registry)
+    : retries(prometheus::BuildCounter()
+                  .Name("jobwheel_scheduler_retries_total")
+                  .Help("Retry fires created for failed runs.")
+                  .Register(registry)
+                  .Add({})),
+      child_fires(prometheus::BuildCounter()
+                      .Name("jobwheel_scheduler_child_fires_total")
+                      .Help("Child-job fires created after successful runs.")
+                      .Register(registry)
+                      .Add({})),
+      lost_runs(prometheus::BuildCounter()
+                    .Name("jobwheel_scheduler_lost_runs_total")
+                    .Help("Runs marked LOST or failed because their trigger never completed.")
+                    .Register(registry)
+                    .Add({})),
+      alarms_sent(prometheus::BuildCounter()
+                      .Name("jobwheel_scheduler_alarms_total")
+                      .Help("Alarms by delivery outcome.")
+                      .Register(registry)
+                      .Add({{"outcome", "sent"}})),
+      alarms_failed(prometheus::BuildCounter()
+                        .Name("jobwheel_scheduler_alarms_total")
+                        .Help("Alarms by delivery outcome.")
+                        .Register(registry)
+                        .Add({{"outcome", "failed"}})),
+      is_leader(prometheus::BuildGauge()
+                    .Name("jobwheel_scheduler_is_leader")
+                    .Help("1 while this replica holds the schedule lock.")
+                    .Register(registry)
+                    .Add({})),
+      leader_changes(prometheus::BuildCounter()
+                         .Name("jobwheel_scheduler_leader_changes_total")
+                         .Help("Times this replica became leader.")
+                         .Register(registry)
+                         .Add({})),
+      wheel_entries(prometheus::BuildGauge()
+                        .Name("jobwheel_scheduler_wheel_entries")
+                        .Help("Fires waiting in the timer for their due time.")
+                        .Register(registry)
+                        .Add({})),
+      jobs(prometheus::BuildGauge()
+               .Name("jobwheel_scheduler_jobs")
+               .Help("Enabled jobs.")
+               .Register(registry)
+               .Add({})),
+      fires_(prometheus::BuildCounter()
+                 .Name("jobwheel_scheduler_fires_total")
+                 .Help("Fires handed to a dispatcher, by trigger type and outcome.")
+                 .Register(registry)),
+      lateness_(prometheus::BuildHistogram()
+                    .Name("jobwheel_scheduler_fire_lateness_seconds")
+                    .Help("Hand-off time minus scheduled time.")
+                    .Register(registry)
+                    .Add({}, LatenessBuckets())),
+      dispatch_latency_(prometheus::BuildHistogram()
+                            .Name("jobwheel_scheduler_dispatch_latency_seconds")
+                            .Help("Dispatch RPC round trip per batch.")
+                            .Register(registry)
+                            .Add({}, LatencyBuckets())),
+      misfires_(prometheus::BuildCounter()
+                    .Name("jobwheel_scheduler_misfires_total")
+                    .Help("Scheduled fires missed by more than the misfire threshold.")
+                    .Register(registry)),
+      db_duration_(prometheus::BuildHistogram()
+                       .Name("jobwheel_scheduler_db_query_duration_seconds")
+                       .Help("PostgreSQL round trips by operation.")
+                       .Register(registry)),
+      db_errors_(prometheus::BuildCounter()
+                     .Name("jobwheel_scheduler_db_errors_total")
+                     .Help("Failed PostgreSQL round trips by operation.")
+                     .Register(registry)) {
+  for (auto t : {jobwheel::v1::TRIGGER_TYPE_CRON, jobwheel::v1::TRIGGER_TYPE_FIX_RATE,
+                 jobwheel::v1::TRIGGER_TYPE_MANUAL, jobwheel::v1::TRIGGER_TYPE_MISFIRE,
+                 jobwheel::v1::TRIGGER_TYPE_RETRY, jobwheel::v1::TRIGGER_TYPE_PARENT}) {
+    fires_.Add({{"trigger_type", TriggerTypeLabel(t)}, {"outcome", "dispatched"}});
+    fires_.Add({{"trigger_type", TriggerTypeLabel(t)}, {"outcome", "failed"}});
+  }
+  misfires_.Add({{"strategy", "do_nothing"}});
+  misfires_.Add({{"strategy", "fire_once_now"}});
+}
+
+void SchedulerMetrics::FireHandedOff(jobwheel::v1::TriggerType type, bool dispatched,
+                                     absl::Duration lateness) {
+  fires_.Add({{"trigger_type", TriggerTypeLabel(type)},
+              {"outcome", dispatched ? "dispatched" : "failed"}})
+      .Increment();
+  lateness_.Observe(std::max(0.0, absl::ToDoubleSeconds(lateness)));
+}
+
+void SchedulerMetrics::Misfires(jobwheel::v1::MisfireStrategy strategy, int64_t n) {
+  const bool once = strategy == jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW;
+  misfires_.Add({{"strategy", once ? "fire_once_now" : "do_nothing"}})
+      .Increment(static_cast<double>(n));
+}
+
+void SchedulerMetrics::DbQuery(absl::string_view op, absl::Duration d, bool ok) {
+  const std::string label(op);
+  db_duration_.Add({{"op", label}}, LatencyBuckets()).Observe(absl::ToDoubleSeconds(d));
+  if (!ok) db_errors_.Add({{"op", label}}).Increment();
+}
+
+}  // namespace jobwheel::scheduler

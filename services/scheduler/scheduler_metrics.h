@@ -1,0 +1,51 @@
+#ifndef JOBWHEEL_SERVICES_SCHEDULER_SCHEDULER_METRICS_H_
+#define JOBWHEEL_SERVICES_SCHEDULER_SCHEDULER_METRICS_H_
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "jobwheel/v1/types.pb.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace jobwheel::scheduler {
+
+// The scheduler's Prometheus metrics (names in docs/metrics.md). Thread-safe.
+class SchedulerMetrics {
+ public:
+  explicit SchedulerMetrics(prometheus::Registry& registry);
+
+  void FireHandedOff(jobwheel::v1::TriggerType type, bool dispatched, absl::Duration lateness);
+  void DispatchLatency(absl::Duration d) { dispatch_latency_.Observe(absl::ToDoubleSeconds(d)); }
+  void Misfires(jobwheel::v1::MisfireStrategy strategy, int64_t n);
+  void DbQuery(absl::string_view op, absl::Duration d, bool ok);
+
+  prometheus::Counter& retries;
+  prometheus::Counter& child_fires;
+  prometheus::Counter& lost_runs;
+  prometheus::Counter& alarms_sent;
+  prometheus::Counter& alarms_failed;
+  prometheus::Gauge& is_leader;
+  prometheus::Counter& leader_changes;
+  prometheus::Gauge& wheel_entries;
+  prometheus::Gauge& jobs;
+
+ private:
+  prometheus::Family<prometheus::Counter>& fires_;
+  prometheus::Histogram& lateness_;
+  prometheus::Histogram& dispatch_latency_;
+  prometheus::Family<prometheus::Counter>& misfires_;
+  prometheus::Family<prometheus::Histogram>& db_duration_;
+  prometheus::Family<prometheus::Counter>& db_errors_;
+};
+
+// Lower-case trigger type name for labels ("cron", "manual", ...).
+std::string TriggerTypeLabel(jobwheel::v1::TriggerType type);
+
+}  // namespace jobwheel::scheduler
+
+#endif  // JOBWHEEL_SERVICES_SCHEDULER_SCHEDULER_METRICS_H_

@@ -1,0 +1,37 @@
+#ifndef JOBWHEEL_SERVICES_SCHEDULER_WEBHOOK_ALARM_H_
+#define JOBWHEEL_SERVICES_SCHEDULER_WEBHOOK_ALARM_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "services/scheduler/alarm.h"
+
+namespace jobwheel::scheduler {
+
+// POSTs each alarm as JSON to an http:// URL, retrying a few times. The URL is operator
+// configuration (a flag), never user input.
+class WebhookAlarm : public Alarm {
+ public:
+  // INVALID_ARGUMENT unless url is http://host[:port][/path].
+  static absl::StatusOr<std::unique_ptr<WebhookAlarm>> Create(const std::string& url,
+                                                              int attempts = 3);
+  absl::Status Send(const AlarmEvent& event) override;
+
+  // The JSON body for an event (exposed for tests).
+  static std::string ToJson(const AlarmEvent& event);
+
+ private:
+  WebhookAlarm(std::string host, int port, std::string path, int attempts)
+      : host_(std::move(host)), port_(port), path_(std::move(path)), attempts_(attempts) {}
+  absl::Status PostOnce(const std::string& body);
+
+  const std::string host_;
+  const int port_;
+  const std::string path_;
+  const int attempts_;
+};
+
+}  // namespace jobwheel::scheduler
+
+#endif  // JOBWHEEL_SERVICES_SCHEDULER_WEBHOOK_ALARM_H_
