@@ -15,7 +15,18 @@ pg_as_owner() {
 pg_start() {
   local dir=$1 port=$2
   mkdir -p "$dir"
-  if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$dir"; fi
+  if [ "$(id -u)" = 0 ]; then
+    chown postgres:postgres "$dir"
+    # The server user must reach DIR; under a private home it cannot, so keep the files in
+    # /var/tmp and leave a link where they are expected.
+    if ! runuser -u postgres -- test -w "$dir"; then
+      local alt="/var/tmp/jobwheel-pg-$(echo "$dir" | cksum | cut -d' ' -f1)"
+      mkdir -p "$alt" && chown postgres:postgres "$alt"
+      rmdir "$dir" 2>/dev/null || true
+      ln -sfn "$alt" "$dir"
+      dir=$alt
+    fi
+  fi
   if [ ! -f "$dir/pgdata/PG_VERSION" ]; then
     pg_as_owner "$PG_BIN/initdb" -D "$dir/pgdata" -U postgres --auth=trust -E UTF8 \
       --no-locale >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log"; return 1; }

@@ -42,8 +42,8 @@ TriggerPool TriggerPools::Submit(int64_t job_id, std::function<void()> task, boo
     const absl::Time start = clock_.Now();
     task();
     const absl::Duration took = clock_.Now() - start;
-    if (latency_) latency_(pool, took);
     Record(job_id, took);
+    if (latency_) latency_(pool, took);
   };
   const bool ok = (pool == TriggerPool::kSlow ? slow_ : fast_)->Submit(std::move(wrapped));
   if (accepted != nullptr) *accepted = ok;

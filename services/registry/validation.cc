@@ -133,8 +133,14 @@ absl::Status ValidateApp(const v1::App& app) {
                    absl::StrCat("more than ", kMaxManualAddresses, " addresses"));
   }
   for (int i = 0; i < app.manual_addresses_size(); ++i) {
-    s = ValidateAddress(app.manual_addresses(i), absl::StrCat("app.manual_addresses[", i, "]"));
+    const std::string field = absl::StrCat("app.manual_addresses[", i, "]");
+    s = ValidateAddress(app.manual_addresses(i), field);
     if (!s.ok()) return s;
+    for (int j = 0; j < i; ++j) {
+      if (app.manual_addresses(j) == app.manual_addresses(i)) {
+        return Invalid(field, absl::StrCat("duplicate address ", app.manual_addresses(i)));
+      }
+    }
   }
   if (app.address_type() == v1::ADDRESS_TYPE_MANUAL && app.manual_addresses_size() == 0) {
     return Invalid("app.manual_addresses", "must not be empty when address_type is MANUAL");

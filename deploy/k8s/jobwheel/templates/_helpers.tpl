@@ -567,10 +567,10 @@ metadata:
   labels:
     {{- include "jobwheel.componentLabels" $ctx | nindent 4 }}
 spec:
-  {{- if and (not (kindIs "invalid" $v.pdb.maxUnavailable)) (ne (toString $v.pdb.maxUnavailable) "") }}
-  maxUnavailable: {{ include "jobwheel.intOrString" $v.pdb.maxUnavailable }}
-  {{- else }}
+  {{- if and (not (kindIs "invalid" $v.pdb.minAvailable)) (ne (toString $v.pdb.minAvailable) "") }}
   minAvailable: {{ include "jobwheel.intOrString" $v.pdb.minAvailable }}
+  {{- else }}
+  maxUnavailable: {{ include "jobwheel.intOrString" $v.pdb.maxUnavailable }}
   {{- end }}
   selector:
     matchLabels:

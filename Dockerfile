@@ -1,0 +1,73 @@
+# One image with every jobwheel binary: scheduler, registry, dispatcher, demo_executor and
+# jobwheelctl in /usr/local/bin. The Helm chart (deploy/k8s/jobwheel) picks the binary of each
+# Deployment with `command`, e.g. `docker run IMAGE registry --help`.
+#
+#   docker build -t registry.example.com/jobwheel:0.1.0 .
+#
+# Everything comes from Debian bookworm packages; the build fetches nothing else (Bazel binds
+# the system libraries, see WORKSPACE and third_party/system).
+
+############################################################################ build
+FROM debian:bookworm AS build
+
+ENV DEBIAN_FRONTEND=noninteractive
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      bazel-bootstrap bazel-rules-java bazel-platforms \
+      g++ \
+      libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev \
+      libabsl-dev libpqxx-dev prometheus-cpp-dev libspdlog-dev \
+      libgtest-dev libgmock-dev \
+      tzdata ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /src
+COPY . .
+
+# Narrow this (e.g. to the five binary targets) to skip building the tests.
+ARG BAZEL_TARGETS="//services/... //sdk/examples/... //tools/..."
+RUN bazel build --jobs=2 ${BAZEL_TARGETS} \
+ && mkdir -p /out \
+ && install -m 0755 \
+      bazel-bin/services/scheduler/scheduler \
+      bazel-bin/services/registry/registry \
+      bazel-bin/services/dispatcher/dispatcher \
+      bazel-bin/sdk/examples/demo_executor \
+      bazel-bin/tools/jobwheelctl/jobwheelctl \
+      /out/ \
+ && bazel shutdown
+
+############################################################################ runtime
+FROM debian:bookworm-slim
+
+# Only the shared libraries the binaries link (their dependencies come along: libgrpc29,
+# libre2-9, libc-ares2, libssl3, libpq5, libfmt9, libcivetweb1, zlib1g). tzdata: cron time
+# zones; ca-certificates: TLS.
+ENV DEBIAN_FRONTEND=noninteractive
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      libgrpc++1.51 libprotobuf32 libabsl20220623 libpqxx-6.4 \
+      libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libspdlog1.10 \
+      tzdata ca-certificates \
+ && rm -rf /var/lib/apt/lists/* \
+ && groupadd --gid 65532 nonroot \
+ && useradd --uid 65532 --gid 65532 --home-dir /home/nonroot --create-home \
+      --shell /usr/sbin/nologin nonroot
+
+COPY --from=build /out/ /usr/local/bin/
+
+# Fail the build, not the pod, when a runtime library is missing.
+RUN set -e; for b in /usr/local/bin/*; do \
+      if ldd "$b" | grep -q 'not found'; then echo "$b:"; ldd "$b" | grep 'not found'; exit 1; fi; \
+    done
+
+LABEL org.opencontainers.image.title="jobwheel" \
+      org.opencontainers.image.description="jobwheel distributed job scheduler: scheduler, registry, dispatcher, demo_executor, jobwheelctl"
+
+# gRPC: scheduler 7100, registry 7101, dispatcher 7102, demo executor 7200;
+# metrics: 9100, 9101, 9102, 9200.
+EXPOSE 7100 7101 7102 7200 9100 9101 9102 9200
+
+USER 65532:65532
+WORKDIR /home/nonroot
+CMD ["scheduler"]

@@ -1,0 +1,45 @@
+#ifndef JOBWHEEL_SDK_INTERNAL_EXECUTOR_GRPC_SERVICE_H_
+#define JOBWHEEL_SDK_INTERNAL_EXECUTOR_GRPC_SERVICE_H_
+
+#include "common/auth.h"
+#include "jobwheel/v1/executor.grpc.pb.h"
+#include "sdk/internal/run_log.h"
+#include "sdk/internal/run_manager.h"
+
+namespace jobwheel::sdk {
+
+// The gRPC surface of an executor (jobwheel.v1.ExecutorService, callback API): checks the
+// cluster token, maps requests to the RunManager and RunLogStore and their statuses to gRPC.
+// Every call finishes inline (no call blocks for long). Thread-safe.
+class ExecutorGrpcService final : public jobwheel::v1::ExecutorService::CallbackService {
+ public:
+  static constexpr int kDefaultLogLines = 1000;
+  static constexpr int kMaxLogLines = 10000;
+
+  ExecutorGrpcService(RunManager* runs, RunLogStore* logs, TokenPolicy policy);
+
+  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* ctx,
+                                const jobwheel::v1::RunRequest* request,
+                                jobwheel::v1::RunResponse* response) override;
+  grpc::ServerUnaryReactor* Kill(grpc::CallbackServerContext* ctx,
+                                 const jobwheel::v1::KillRequest* request,
+                                 jobwheel::v1::KillResponse* response) override;
+  grpc::ServerUnaryReactor* Beat(grpc::CallbackServerContext* ctx,
+                                 const jobwheel::v1::BeatRequest* request,
+                                 jobwheel::v1::BeatResponse* response) override;
+  grpc::ServerUnaryReactor* IdleBeat(grpc::CallbackServerContext* ctx,
+                                     const jobwheel::v1::IdleBeatRequest* request,
+                                     jobwheel::v1::IdleBeatResponse* response) override;
+  grpc::ServerUnaryReactor* Log(grpc::CallbackServerContext* ctx,
+                                const jobwheel::v1::LogRequest* request,
+                                jobwheel::v1::LogResponse* response) override;
+
+ private:
+  RunManager* const runs_;
+  RunLogStore* const logs_;
+  const TokenPolicy policy_;
+};
+
+}  // namespace jobwheel::sdk
+
+#endif  // JOBWHEEL_SDK_INTERNAL_EXECUTOR_GRPC_SERVICE_H_

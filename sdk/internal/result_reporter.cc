@@ -1,0 +1,171 @@
+#include "sdk/internal/result_reporter.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "spdlog/spdlog.h"
+
+namespace jobwheel::sdk {
+
+ResultReporter::ResultReporter(ResultSpool* spool, DispatcherClient* client, const Clock& clock,
+                               ExecutorMetrics& metrics, ResultReporterOptions options)
+    : spool_(spool),
+      client_(client),
+      clock_(clock),
+      metrics_(metrics),
+      options_(options),
+      next_attempt_(absl::InfinitePast()),
+      backoff_(options.initial_backoff) {}
+
+ResultReporter::~ResultReporter() { Shutdown(); }
+
+absl::Status ResultReporter::Start() {
+  auto loaded = spool_->LoadAll();
+  if (!loaded.ok()) return loaded.status();
+  absl::MutexLock lock(&mu_);
+  if (started_) return absl::OkStatus();
+  started_ = true;
+  for (auto& r : *loaded) {
+    const int64_t run_id = r.run_id();
+    pending_[run_id] = Entry{std::move(r), absl::InfinitePast(), options_.unacked_retry};
+  }
+  if (!loaded->empty()) {
+    spdlog::info("result spool: {} result(s) from an earlier run will be resent", loaded->size());
+  }
+  metrics_.spool_size.Set(static_cast<double>(pending_.size()));
+  thread_ = std::thread([this] { Loop(); });
+  return absl::OkStatus();
+}
+
+void ResultReporter::Submit(const jobwheel::v1::RunResult& result) {
+  absl::Status st = spool_->Put(result);
+  if (!st.ok()) {
+    spdlog::error("run {}: cannot spool result ({}); keeping it in memory only", result.run_id(),
+                  st.ToString());
+  }
+  absl::MutexLock lock(&mu_);
+  Entry& e = pending_[result.run_id()];
+  e.result = result;
+  e.in_flight = false;
+  e.next_attempt = absl::InfinitePast();
+  e.retry = options_.unacked_retry;
+  metrics_.spool_size.Set(static_cast<double>(pending_.size()));
+  cv_.SignalAll();
+}
+
+size_t ResultReporter::pending() const {
+  absl::MutexLock lock(&mu_);
+  return pending_.size();
+}
+
+absl::Duration ResultReporter::Jitter(absl::Duration d) {
+  // Uniform in [d/2, d].
+  return d / 2 + absl::Uniform(bitgen_, 0.0, 0.5) * d;
+}
+
+size_t ResultReporter::Flush(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  absl::MutexLock lock(&mu_);
+  if (!started_ || stop_ || client_ == nullptr) return pending_.size();
+  flushing_ = true;
+  // Retry at once rather than after a long backoff.
+  next_attempt_ = absl::InfinitePast();
+  for (auto& [id, e] : pending_) e.next_attempt = absl::InfinitePast();
+  cv_.SignalAll();
+  while (!pending_.empty() && !stop_) {
+    if (cv_.WaitWithDeadline(&mu_, deadline)) break;
+  }
+  flushing_ = false;
+  return pending_.size();
+}
+
+void ResultReporter::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+    cv_.SignalAll();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void ResultReporter::Loop() {
+  absl::MutexLock lock(&mu_);
+  while (!stop_) {
+    const absl::Time now = clock_.Now();
+    std::vector<jobwheel::v1::RunResult> batch;
+    absl::Time next_ready = absl::InfiniteFuture();
+    if (client_ != nullptr && now >= next_attempt_) {
+      for (auto& [id, e] : pending_) {
+        if (e.next_attempt <= now) {
+          if (static_cast<int>(batch.size()) < options_.max_batch) {
+            e.in_flight = true;
+            batch.push_back(e.result);
+          } else {
+            next_ready = now;
+          }
+        } else {
+          next_ready = std::min(next_ready, e.next_attempt);
+        }
+      }
+    } else if (client_ != nullptr && !pending_.empty()) {
+      next_ready = next_attempt_;
+    }
+    if (batch.empty()) {
+      if (next_ready == absl::InfiniteFuture()) {
+        cv_.Wait(&mu_);
+      } else {
+        cv_.WaitWithTimeout(&mu_, std::min(options_.poll_interval, next_ready - now));
+      }
+      continue;
+    }
+
+    mu_.Unlock();
+    absl::StatusOr<std::vector<int64_t>> acked = client_->ReportResults(batch);
+    mu_.Lock();
+
+    const absl::Time after = clock_.Now();
+    if (!acked.ok()) {
+      ++failures_;
+      if (failures_ == 1 || failures_ % 20 == 0) {
+        spdlog::warn("reporting {} result(s) failed ({} attempt(s)): {}; they stay spooled",
+                     batch.size(), failures_, acked.status().ToString());
+      }
+      absl::Duration cap = flushing_ ? std::min(options_.max_backoff, absl::Milliseconds(200))
+                                     : options_.max_backoff;
+      backoff_ = std::min(failures_ == 1 ? options_.initial_backoff : backoff_ * 2, cap);
+      next_attempt_ = after + Jitter(backoff_);
+      for (const auto& r : batch) {
+        auto it = pending_.find(r.run_id());
+        if (it != pending_.end()) it->second.in_flight = false;
+      }
+    } else {
+      if (failures_ > 0) spdlog::info("dispatcher reachable again; reporting results");
+      failures_ = 0;
+      backoff_ = options_.initial_backoff;
+      next_attempt_ = absl::InfinitePast();
+      for (int64_t id : *acked) {
+        auto it = pending_.find(id);
+        // A result re-submitted while in flight is kept: it may differ from what was acked.
+        if (it == pending_.end() || !it->second.in_flight) continue;
+        pending_.erase(it);
+        absl::Status st = spool_->Remove(id);
+        if (!st.ok()) spdlog::warn("result spool: {}", st.ToString());
+      }
+      for (const auto& r : batch) {
+        auto it = pending_.find(r.run_id());
+        if (it == pending_.end() || !it->second.in_flight) continue;
+        Entry& e = it->second;
+        e.in_flight = false;
+        e.next_attempt = after + e.retry;
+        spdlog::warn("run {}: dispatcher did not acknowledge the result; retrying in {}",
+                     r.run_id(), absl::FormatDuration(e.retry));
+        e.retry = std::min(e.retry * 2, absl::Seconds(60));
+      }
+    }
+    metrics_.spool_size.Set(static_cast<double>(pending_.size()));
+    cv_.SignalAll();
+  }
+}
+
+}  // namespace jobwheel::sdk

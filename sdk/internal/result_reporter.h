@@ -1,0 +1,94 @@
+#ifndef JOBWHEEL_SDK_INTERNAL_RESULT_REPORTER_H_
+#define JOBWHEEL_SDK_INTERNAL_RESULT_REPORTER_H_
+
+#include <cstdint>
+#include <map>
+#include <thread>
+
+#include "absl/random/random.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "jobwheel/v1/dispatcher.pb.h"
+#include "sdk/internal/dispatcher_client.h"
+#include "sdk/internal/executor_metrics.h"
+#include "sdk/internal/result_sink.h"
+#include "sdk/internal/result_spool.h"
+
+namespace jobwheel::sdk {
+
+struct ResultReporterOptions {
+  int max_batch = 100;
+  // Backoff while the dispatcher is unreachable (jittered, doubling).
+  absl::Duration initial_backoff = absl::Milliseconds(100);
+  absl::Duration max_backoff = absl::Seconds(5);
+  // A result the dispatcher answered but did not acknowledge is retried after this, doubling
+  // up to 60 s.
+  absl::Duration unacked_retry = absl::Seconds(1);
+  // How often the sender re-checks the clock while waiting (lets FakeClock tests advance).
+  absl::Duration poll_interval = absl::Milliseconds(50);
+};
+
+// Delivers run results to the dispatcher without ever losing one: Submit() writes the
+// result to the spool (fsync'd) before it is sent; a sender thread sends batches of up to
+// max_batch and removes from the spool only the run ids the dispatcher acknowledged,
+// retrying with backoff while it is down. Start() reloads the spool left by an earlier
+// process. Duplicates can happen (after a crash between ack and removal); the dispatcher
+// ignores them. Thread-safe. Owns its thread (Start/Shutdown).
+class ResultReporter : public ResultSink {
+ public:
+  // `client` may be null: results are then only spooled (no dispatcher configured).
+  ResultReporter(ResultSpool* spool, DispatcherClient* client, const Clock& clock,
+                 ExecutorMetrics& metrics, ResultReporterOptions options = {});
+  ~ResultReporter() override;
+
+  // Loads the spool and starts the sender thread.
+  absl::Status Start();
+
+  // Spools the result (fsync) and queues it for sending. Never drops it: if the spool write
+  // fails the result is still kept in memory and sent.
+  void Submit(const jobwheel::v1::RunResult& result) override;
+
+  // Sends eagerly (backoff capped at 200 ms) until nothing is pending or `timeout` passed.
+  // Returns how many results are still pending (they stay spooled).
+  size_t Flush(absl::Duration timeout);
+
+  // Stops the sender thread. Idempotent, joining. Pending results stay spooled.
+  void Shutdown();
+
+  size_t pending() const;
+
+ private:
+  struct Entry {
+    jobwheel::v1::RunResult result;
+    absl::Time next_attempt;
+    absl::Duration retry;  // Per-result backoff for unacknowledged results.
+    bool in_flight = false;
+  };
+
+  void Loop();
+  absl::Duration Jitter(absl::Duration d);
+
+  ResultSpool* const spool_;
+  DispatcherClient* const client_;
+  const Clock& clock_;
+  ExecutorMetrics& metrics_;
+  const ResultReporterOptions options_;
+
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;
+  std::map<int64_t, Entry> pending_ ABSL_GUARDED_BY(mu_);
+  absl::Time next_attempt_ ABSL_GUARDED_BY(mu_);  // Global backoff while unreachable.
+  absl::Duration backoff_ ABSL_GUARDED_BY(mu_);
+  int failures_ ABSL_GUARDED_BY(mu_) = 0;
+  bool flushing_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  absl::BitGen bitgen_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+}  // namespace jobwheel::sdk
+
+#endif  // JOBWHEEL_SDK_INTERNAL_RESULT_REPORTER_H_

@@ -1,0 +1,189 @@
+#ifndef JOBWHEEL_SDK_INTERNAL_RUN_MANAGER_H_
+#define JOBWHEEL_SDK_INTERNAL_RUN_MANAGER_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "jobwheel/cancellation.h"
+#include "jobwheel/job_context.h"
+#include "jobwheel/result.h"
+#include "jobwheel/v1/dispatcher.pb.h"
+#include "jobwheel/v1/executor.pb.h"
+#include "sdk/internal/executor_metrics.h"
+#include "sdk/internal/result_sink.h"
+#include "sdk/internal/run_log.h"
+#include "sdk/internal/script_runner.h"
+
+namespace jobwheel::sdk {
+
+using HandlerFn = std::function<Result(JobContext&)>;
+using HandlerMap = absl::flat_hash_map<std::string, HandlerFn>;
+
+struct RunManagerOptions {
+  std::string executor_address;  // Copied into every RunResult.
+  bool allow_scripts = false;
+  absl::Duration worker_idle_timeout = absl::Seconds(30);
+  // A cancelled run is reported when its handler returns or this long after the cancel.
+  absl::Duration cancel_grace = absl::Seconds(5);
+  // How often timeouts and cancel graces are checked against the clock.
+  absl::Duration watchdog_interval = absl::Milliseconds(20);
+  // Run ids remembered after they end, so a repeated Run call is not executed twice.
+  size_t recent_runs = 10000;
+};
+
+// Accepts runs and executes them: one worker thread per job with active runs, applying the
+// job's block strategy (SERIAL_EXECUTION queues, DISCARD_LATER refuses while busy,
+// COVER_EARLY cancels the running and queued runs and starts the new one on a fresh
+// worker). Enforces timeouts and kills through each run's CancellationToken; script runs are
+// child processes killed by process group. Every accepted run ends with exactly one
+// RunResult handed to the ResultSink.
+//
+// Cancellation is cooperative for C++ handlers: the run's status is decided when it is
+// cancelled (KILLED, TIMED_OUT, DISCARDED "covered by run N", FAILED "executor shut down")
+// and reported when the handler returns or `cancel_grace` later, whichever comes first; a
+// handler result after that is dropped. The worker thread stays busy until the handler
+// returns, so later runs of that job wait for it (except under COVER_EARLY).
+//
+// Thread-safe. Owns its threads (Start/Shutdown). Worker threads whose handlers ignore
+// cancellation are detached at Shutdown; they hold only shared state and never touch the
+// manager afterwards.
+class RunManager {
+ public:
+  // `scripts` may be null when scripts are not allowed.
+  RunManager(RunManagerOptions options, HandlerMap handlers, RunLogStore* logs,
+             ScriptRunner* scripts, ResultSink* sink, const Clock& clock,
+             ExecutorMetrics& metrics);
+  ~RunManager();
+  RunManager(const RunManager&) = delete;
+  RunManager& operator=(const RunManager&) = delete;
+
+  void Start();
+
+  struct SubmitOutcome {
+    jobwheel::v1::RunDisposition disposition = jobwheel::v1::RUN_DISPOSITION_UNSPECIFIED;
+    std::string message;
+  };
+  // INVALID_ARGUMENT (naming the field) for a malformed request; otherwise the disposition.
+  absl::StatusOr<SubmitOutcome> Submit(const jobwheel::v1::RunRequest& request);
+
+  struct KillOutcome {
+    bool killed = false;
+    std::string message;
+  };
+  KillOutcome Kill(int64_t run_id, absl::string_view reason);
+
+  struct Load {
+    int running = 0;
+    int queued = 0;
+  };
+  Load JobLoad(int64_t job_id) const;
+
+  struct Snapshot {
+    std::vector<int64_t> running_job_ids;
+    int running = 0;
+    int queued = 0;
+  };
+  Snapshot GetSnapshot() const;
+
+  // Whether the run is queued or running here (its log may still grow).
+  bool IsActive(int64_t run_id) const;
+
+  // New runs are REJECTED "shutting down" from now on.
+  void StopAccepting();
+
+  // Waits up to `grace` for queued and running runs to end, then cancels the rest (reported
+  // FAILED "executor shut down"), waits up to `join_timeout` for worker threads and detaches
+  // those still stuck in a handler. Idempotent.
+  void Shutdown(absl::Duration grace, absl::Duration join_timeout);
+
+ private:
+  enum class Phase { kQueued, kRunning, kDone };
+  struct Worker;
+  struct RunState {
+    jobwheel::v1::RunRequest request;
+    std::shared_ptr<CancellationToken> token = std::make_shared<CancellationToken>();
+    std::shared_ptr<RunLogFile> log;  // Null when the log file could not be created.
+    Phase phase = Phase::kQueued;
+    bool reported = false;
+    Worker* worker = nullptr;  // Whose queue or current slot holds the run.
+    absl::Time accepted;
+    absl::Time started = absl::InfinitePast();
+    absl::Time deadline = absl::InfiniteFuture();
+    absl::Time cancelled_at = absl::InfiniteFuture();
+    void Log(absl::string_view text) const {
+      if (log != nullptr) log->Append(text);
+    }
+  };
+  struct Worker {
+    int64_t job_id = 0;
+    std::deque<std::shared_ptr<RunState>> queue;
+    std::shared_ptr<RunState> current;
+    bool abandoned = false;  // Replaced (COVER_EARLY): exits after its current run.
+    bool exited = false;
+    absl::CondVar cv;
+    std::thread thread;
+  };
+  // The mutex outlives the manager: a detached worker checks `alive` before touching it.
+  struct Lifeline {
+    absl::Mutex mu;
+    bool alive = true;
+  };
+
+  void WorkerLoop(std::shared_ptr<Lifeline> life, std::shared_ptr<Worker> worker);
+  void WatchdogLoop();
+  Result Execute(RunState& run, const HandlerFn& handler);
+  Result ExecuteScript(RunState& run);
+  std::shared_ptr<Worker> NewWorker(int64_t job_id);
+  // Marks the run done and returns its result unless it was already reported.
+  absl::optional<jobwheel::v1::RunResult> Conclude(RunState& run, const Result& result);
+  // The result of a cancelled run, from the token's reason. Marks it reported.
+  jobwheel::v1::RunResult CancelledResult(RunState& run);
+  jobwheel::v1::RunResult MakeResult(const RunState& run, jobwheel::v1::RunStatus status,
+                                     int code, const std::string& message) const;
+  void Forget(RunState& run);  // Removes a run from runs_ and remembers its id.
+  void Report(const std::vector<jobwheel::v1::RunResult>& results);
+  void UpdateGauges();
+
+  const RunManagerOptions options_;
+  const HandlerMap handlers_;
+  RunLogStore* const logs_;
+  ScriptRunner* const scripts_;
+  ResultSink* const sink_;
+  const Clock& clock_;
+  ExecutorMetrics& metrics_;
+
+  std::shared_ptr<Lifeline> life_;
+  absl::Mutex& mu_;
+  absl::CondVar watchdog_cv_;
+  absl::CondVar changed_cv_;  // A run ended, a worker exited or a report finished.
+  absl::flat_hash_map<int64_t, std::shared_ptr<Worker>> workers_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<Worker>> threads_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int64_t, std::shared_ptr<RunState>> runs_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<int64_t> recent_ ABSL_GUARDED_BY(mu_);
+  std::deque<int64_t> recent_order_ ABSL_GUARDED_BY(mu_);
+  bool accepting_ ABSL_GUARDED_BY(mu_) = true;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool watchdog_stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  int in_report_ ABSL_GUARDED_BY(mu_) = 0;
+  std::thread watchdog_;
+};
+
+// "succeeded", "failed", "timed_out", "killed", "discarded", ...
+absl::string_view RunStatusLabel(jobwheel::v1::RunStatus status);
+
+}  // namespace jobwheel::sdk
+
+#endif  // JOBWHEEL_SDK_INTERNAL_RUN_MANAGER_H_

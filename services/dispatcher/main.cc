@@ -1,0 +1,250 @@
+// The dispatcher: turns fires into runs on executors and ingests their results.
+#include <signal.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/random/random.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/auth.h"
+#include "common/clock.h"
+#include "common/flags.h"
+#include "common/grpc_server.h"
+#include "common/logging.h"
+#include "common/migrations.h"
+#include "common/pg_pool.h"
+#include "prometheus/exposer.h"
+#include "prometheus/registry.h"
+#include "services/dispatcher/dispatcher.h"
+#include "services/dispatcher/dispatcher_metrics.h"
+#include "services/dispatcher/dispatcher_service.h"
+#include "services/dispatcher/executor_directory.h"
+#include "services/dispatcher/grpc_executor_clients.h"
+#include "services/dispatcher/pg_dispatch_store.h"
+#include "services/dispatcher/registry_watcher.h"
+#include "services/dispatcher/router.h"
+#include "services/dispatcher/trigger_pools.h"
+#include "services/dispatcher/work_pool.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:7102", "gRPC listen address");
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9102",
+          "Prometheus /metrics address; empty disables");
+ABSL_FLAG(std::string, db_dsn, "", "PostgreSQL connection string");
+ABSL_FLAG(std::string, registry_target, "127.0.0.1:7101",
+          "registry replicas: host:port, a comma-separated list, or a gRPC target (dns:///...)");
+ABSL_FLAG(std::string, replica_id, "", "this replica's id; default hostname-pid");
+ABSL_FLAG(std::string, executor_token_file, "", "token executors present (ReportResults)");
+ABSL_FLAG(std::string, cluster_token_file, "",
+          "token the scheduler presents (Dispatch) and this dispatcher presents to executors and "
+          "the registry");
+ABSL_FLAG(bool, insecure_dev, false, "accept unauthenticated calls (development only)");
+ABSL_FLAG(int, fast_pool_threads, 8, "trigger threads for fast jobs");
+ABSL_FLAG(int, slow_pool_threads, 4, "trigger threads for jobs whose trigger calls are slow");
+ABSL_FLAG(int, db_pool_size, 8, "PostgreSQL connections (and database worker threads)");
+ABSL_FLAG(absl::Duration, run_deadline, absl::Seconds(3), "deadline of Executor.Run calls");
+ABSL_FLAG(absl::Duration, probe_deadline, absl::Milliseconds(500),
+          "deadline of Beat/IdleBeat calls of FAILOVER/BUSYOVER routing");
+ABSL_FLAG(bool, log_json, false, "log one JSON object per line");
+ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
+ABSL_FLAG(std::string, tls_cert, "", "server certificate (PEM); also the client certificate");
+ABSL_FLAG(std::string, tls_key, "", "private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_ca, "", "require client certificates signed by this CA");
+ABSL_FLAG(std::string, tls_ca, "", "CA to verify registry and executors; empty = plaintext");
+
+namespace jobwheel::dispatcher {
+namespace {
+
+struct Config {
+  std::string listen;
+  std::string metrics_address;
+  std::string db_dsn;
+  std::string registry_target;
+  std::string replica_id;
+  std::string executor_token;
+  std::string cluster_token;
+  bool insecure_dev = false;
+  int fast_threads = 8;
+  int slow_threads = 4;
+  int db_pool_size = 8;
+  absl::Duration run_deadline;
+  absl::Duration probe_deadline;
+  ServerTls server_tls;
+  ClientTls client_tls;
+
+  absl::Status Validate() const {
+    if (db_dsn.empty()) return absl::InvalidArgumentError("--db_dsn: required");
+    if (registry_target.empty()) return absl::InvalidArgumentError("--registry_target: required");
+    if (!insecure_dev && (cluster_token.empty() || executor_token.empty())) {
+      return absl::InvalidArgumentError(
+          "--cluster_token_file and --executor_token_file are required (or --insecure_dev for "
+          "local development)");
+    }
+    if (fast_threads < 1 || slow_threads < 1) {
+      return absl::InvalidArgumentError("--fast_pool_threads, --slow_pool_threads: must be >= 1");
+    }
+    if (db_pool_size < 1) return absl::InvalidArgumentError("--db_pool_size: must be >= 1");
+    if (run_deadline <= absl::ZeroDuration() || probe_deadline <= absl::ZeroDuration()) {
+      return absl::InvalidArgumentError("--run_deadline, --probe_deadline: must be positive");
+    }
+    return absl::OkStatus();
+  }
+};
+
+absl::StatusOr<Config> ConfigFromFlags() {
+  Config c;
+  c.listen = absl::GetFlag(FLAGS_listen);
+  c.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  c.db_dsn = absl::GetFlag(FLAGS_db_dsn);
+  c.registry_target = absl::GetFlag(FLAGS_registry_target);
+  // "a:1,b:2" is a static list of replicas for gRPC's ipv4 resolver (round_robin over them).
+  if (absl::StrContains(c.registry_target, ",") && !absl::StrContains(c.registry_target, ":///") &&
+      !absl::StartsWith(c.registry_target, "ipv4:") &&
+      !absl::StartsWith(c.registry_target, "ipv6:")) {
+    c.registry_target = absl::StrCat("ipv4:", c.registry_target);
+  }
+  c.replica_id = absl::GetFlag(FLAGS_replica_id);
+  if (c.replica_id.empty()) {
+    char host[256] = {0};
+    gethostname(host, sizeof(host) - 1);
+    c.replica_id = absl::StrCat(host, "-", getpid());
+  }
+  auto executor_token = ReadTokenFile(absl::GetFlag(FLAGS_executor_token_file), "--executor_token_file");
+  if (!executor_token.ok()) return executor_token.status();
+  c.executor_token = *executor_token;
+  auto cluster_token = ReadTokenFile(absl::GetFlag(FLAGS_cluster_token_file), "--cluster_token_file");
+  if (!cluster_token.ok()) return cluster_token.status();
+  c.cluster_token = *cluster_token;
+  c.insecure_dev = absl::GetFlag(FLAGS_insecure_dev);
+  c.fast_threads = absl::GetFlag(FLAGS_fast_pool_threads);
+  c.slow_threads = absl::GetFlag(FLAGS_slow_pool_threads);
+  c.db_pool_size = absl::GetFlag(FLAGS_db_pool_size);
+  c.run_deadline = absl::GetFlag(FLAGS_run_deadline);
+  c.probe_deadline = absl::GetFlag(FLAGS_probe_deadline);
+  c.server_tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                  absl::GetFlag(FLAGS_tls_client_ca)};
+  c.client_tls = {absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert),
+                  absl::GetFlag(FLAGS_tls_key)};
+  if (!c.client_tls.ca_file.empty() && c.server_tls.client_ca_file.empty()) {
+    // Only present a client certificate when mutual TLS is in use.
+    c.client_tls.cert_file.clear();
+    c.client_tls.key_file.clear();
+  }
+  absl::Status valid = c.Validate();
+  if (!valid.ok()) return valid;
+  return c;
+}
+
+int Run(const Config& c) {
+  if (c.insecure_dev) {
+    spdlog::warn("--insecure_dev: accepting unauthenticated Dispatch and ReportResults calls");
+  }
+  {
+    auto conn = PgPool::Connect(c.db_dsn);
+    if (!conn.ok()) {
+      spdlog::error("database: {}", conn.status().ToString());
+      return 1;
+    }
+    absl::Status migrated = ApplyMigrations(**conn);
+    if (!migrated.ok()) {
+      spdlog::error("migrations: {}", migrated.ToString());
+      return 1;
+    }
+  }
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  DispatcherMetrics metrics(*registry);
+  std::unique_ptr<prometheus::Exposer> exposer;
+  if (!c.metrics_address.empty()) {
+    try {
+      exposer = std::make_unique<prometheus::Exposer>(c.metrics_address);
+    } catch (const std::exception& e) {
+      spdlog::error("--metrics_address {}: {}", c.metrics_address, e.what());
+      return 1;
+    }
+    exposer->RegisterCollectable(registry);
+  }
+
+  PgPool pg(c.db_dsn, c.db_pool_size, [&metrics](absl::string_view what, absl::Duration d, bool ok) {
+    metrics.DbQuery(what, d, ok);
+  });
+  PgDispatchStore store(pg);
+  ExecutorDirectory directory([&metrics](size_t n) { metrics.ExecutorsKnown(n); });
+
+  auto registry_channel = MakeChannel(c.registry_target, c.client_tls);
+  if (!registry_channel.ok()) {
+    spdlog::error("--registry_target: {}", registry_channel.status().ToString());
+    return 1;
+  }
+  RegistryWatcher watcher(v1::RegistryService::NewStub(*registry_channel), directory,
+                          RegistryWatcher::Options{c.cluster_token});
+  GrpcExecutorClients executors(c.cluster_token, c.client_tls);
+  absl::BitGen gen;
+  Router::Options router_options;
+  router_options.probe_deadline = c.probe_deadline;
+  Router router(RealClock::Get(), gen, executors, router_options);
+  TriggerPools::Options pool_options;
+  pool_options.fast_threads = c.fast_threads;
+  pool_options.slow_threads = c.slow_threads;
+  TriggerPools pools(
+      RealClock::Get(), pool_options,
+      [&metrics](TriggerPool p, absl::Duration d) { metrics.TriggerLatency(TriggerPoolName(p), d); },
+      [&metrics](TriggerPool p, size_t n) { metrics.PoolDepth(TriggerPoolName(p), n); });
+  Dispatcher::Options dispatcher_options;
+  dispatcher_options.run_deadline = c.run_deadline;
+  Dispatcher dispatcher(store, directory, router, executors, pools, &metrics, RealClock::Get(),
+                        dispatcher_options);
+  WorkPool db_work("db", c.db_pool_size, /*max_queue=*/1000);
+  DispatcherServiceImpl service(dispatcher, db_work,
+                                TokenPolicy{c.insecure_dev, {c.cluster_token}},
+                                TokenPolicy{c.insecure_dev, {c.executor_token}});
+
+  // Handle SIGTERM/SIGINT synchronously in this thread.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  dispatcher.Start();
+  watcher.Start();
+  int port = 0;
+  auto server = StartGrpcServer(c.listen, {&service}, c.server_tls, &port);
+  if (!server.ok()) {
+    spdlog::error("--listen: {}", server.status().ToString());
+    watcher.Shutdown();
+    dispatcher.Shutdown();
+    return 1;
+  }
+  spdlog::info("dispatcher {} listening on {} (port {}), registry {}", c.replica_id, c.listen,
+               port, c.registry_target);
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("signal {}: shutting down", sig);
+  (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  db_work.Shutdown();
+  dispatcher.Shutdown();  // Runs queued triggers and writes their answers.
+  watcher.Shutdown();
+  spdlog::info("dispatcher stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace jobwheel::dispatcher
+
+int main(int argc, char** argv) {
+  jobwheel::ParseFlagsWithEnv(argc, argv, "jobwheel dispatcher: routes fires to executors");
+  jobwheel::InitLogging("dispatcher", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
+  auto config = jobwheel::dispatcher::ConfigFromFlags();
+  if (!config.ok()) {
+    spdlog::error("{}", config.status().ToString());
+    return 2;
+  }
+  return jobwheel::dispatcher::Run(*config);
+}

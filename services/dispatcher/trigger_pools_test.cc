@@ -1,0 +1,105 @@
+#include "services/dispatcher/trigger_pools.h"
+
+#include <atomic>
+#include <thread>
+
+#include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/notification.h"
+#include "common/clock.h"
+#include "gtest/gtest.h"
+
+namespace jobwheel::dispatcher {
+namespace {
+
+// Runs one task for `job` that "takes" `took` on the fake clock, and waits for it.
+TriggerPool RunOne(TriggerPools& pools, FakeClock& clock, int64_t job, absl::Duration took) {
+  absl::Notification done;
+  TriggerPool pool = pools.Submit(job, [&] {
+    clock.Advance(took);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  return pool;
+}
+
+TEST(TriggerPoolsTest, JobWithMoreThanTenSlowCallsInAMinuteMovesToSlowPool) {
+  FakeClock clock(absl::FromUnixSeconds(1700000000));  // A minute boundary.
+  std::atomic<int> latency_reports{0};
+  TriggerPools pools(clock, TriggerPools::Options{2, 1, absl::Milliseconds(500), 10},
+                     [&](TriggerPool, absl::Duration) { ++latency_reports; });
+  for (int i = 0; i < 11; ++i) {
+    EXPECT_EQ(RunOne(pools, clock, 1, absl::Milliseconds(501)), TriggerPool::kFast) << i;
+  }
+  // The latency is recorded after the task; wait until the 11th is counted.
+  pools.Shutdown();
+  EXPECT_EQ(latency_reports.load(), 11);
+  EXPECT_EQ(pools.PoolFor(1), TriggerPool::kSlow);
+  EXPECT_EQ(pools.PoolFor(2), TriggerPool::kFast);  // Other jobs are not affected.
+}
+
+TEST(TriggerPoolsTest, FastCallsAndNewMinuteKeepJobFast) {
+  FakeClock clock(absl::FromUnixSeconds(1700000000));
+  absl::BlockingCounter reported(22);
+  TriggerPools pools(clock, TriggerPools::Options{2, 1, absl::Milliseconds(500), 10},
+                     [&](TriggerPool, absl::Duration) { reported.DecrementCount(); });
+  // Exactly 500 ms is not slow; ten slow ones are not "more than ten".
+  for (int i = 0; i < 12; ++i) RunOne(pools, clock, 1, absl::Milliseconds(500));
+  for (int i = 0; i < 10; ++i) RunOne(pools, clock, 1, absl::Milliseconds(600));
+  reported.Wait();
+  EXPECT_EQ(pools.PoolFor(1), TriggerPool::kFast);
+
+  // Eleven slow ones → slow; then a new minute starts afresh.
+  TriggerPools pools2(clock, TriggerPools::Options{2, 1, absl::Milliseconds(500), 10},
+                      [&](TriggerPool, absl::Duration) {});
+  clock.Set(absl::FromUnixSeconds(1700000060));
+  for (int i = 0; i < 11; ++i) RunOne(pools2, clock, 7, absl::Milliseconds(700));
+  pools2.Shutdown();
+  EXPECT_EQ(pools2.PoolFor(7), TriggerPool::kSlow);
+  clock.Set(absl::FromUnixSeconds(1700000120));
+  EXPECT_EQ(pools2.PoolFor(7), TriggerPool::kFast);
+}
+
+TEST(TriggerPoolsTest, SlowJobRunsOnSlowPoolWhileFastPoolServesOthers) {
+  FakeClock clock(absl::FromUnixSeconds(1700000000));
+  TriggerPools pools(clock, TriggerPools::Options{1, 1, absl::Milliseconds(500), 10});
+  // Make job 1 slow (the 11th report lands after its notification; run a 12th to be sure the
+  // 11th was recorded: tasks on the single fast thread run in order).
+  for (int i = 0; i < 11; ++i) RunOne(pools, clock, 1, absl::Seconds(1));
+  RunOne(pools, clock, 2, absl::ZeroDuration());
+  ASSERT_EQ(pools.PoolFor(1), TriggerPool::kSlow);
+  // Block the slow pool with job 1; job 2 still runs on the fast pool.
+  absl::Notification release, slow_started;
+  EXPECT_EQ(pools.Submit(1, [&] {
+              slow_started.Notify();
+              release.WaitForNotification();
+            }),
+            TriggerPool::kSlow);
+  slow_started.WaitForNotification();
+  EXPECT_EQ(RunOne(pools, clock, 2, absl::ZeroDuration()), TriggerPool::kFast);
+  release.Notify();
+}
+
+TEST(WorkPoolTest, BoundedQueueRefusesAndShutdownDrains) {
+  absl::Notification release, started;
+  std::atomic<int> ran{0};
+  size_t last_depth = 99;
+  WorkPool pool("t", 1, 2, [&](size_t d) { last_depth = d; });
+  ASSERT_TRUE(pool.Submit([&] {
+    started.Notify();
+    release.WaitForNotification();
+    ++ran;
+  }));
+  started.WaitForNotification();
+  int accepted = 0;
+  while (pool.Submit([&] { ++ran; })) ++accepted;
+  EXPECT_EQ(accepted, 2);
+  EXPECT_EQ(pool.depth(), 2u);
+  release.Notify();
+  pool.Shutdown();
+  EXPECT_EQ(ran.load(), accepted + 1);
+  EXPECT_EQ(last_depth, 0u);
+  EXPECT_FALSE(pool.Submit([] {}));
+}
+
+}  // namespace
+}  // namespace jobwheel::dispatcher

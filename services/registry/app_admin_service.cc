@@ -1,0 +1,116 @@
+#include "services/registry/app_admin_service.h"
+
+#include <utility>
+
+#include "common/grpc_status.h"
+#include "services/registry/validation.h"
+
+namespace jobwheel::registry {
+namespace {
+
+v1::App Normalized(const v1::App& in) {
+  v1::App app;
+  app.set_name(in.name());
+  app.set_title(in.title());
+  app.set_address_type(in.address_type() == v1::ADDRESS_TYPE_UNSPECIFIED ? v1::ADDRESS_TYPE_AUTO
+                                                                        : in.address_type());
+  *app.mutable_manual_addresses() = in.manual_addresses();
+  return app;
+}
+
+}  // namespace
+
+AppAdminService::AppAdminService(AppStore& store, ExecutorView& view, WorkPool& pool,
+                                 TokenPolicy admin_policy)
+    : store_(store), view_(view), pool_(pool), admin_policy_(std::move(admin_policy)) {}
+
+grpc::ServerUnaryReactor* AppAdminService::Run(grpc::CallbackServerContext* context,
+                                               std::function<absl::Status()> fn) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::Status auth = CheckBearer(context->client_metadata(), admin_policy_);
+  if (!auth.ok()) {
+    reactor->Finish(ToGrpcStatus(auth));
+    return reactor;
+  }
+  if (!pool_.Submit([reactor, fn = std::move(fn)] { reactor->Finish(ToGrpcStatus(fn())); })) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "registry overloaded"));
+  }
+  return reactor;
+}
+
+void AppAdminService::FillOnline(v1::App* app) const {
+  app->clear_online_addresses();
+  for (std::string& a : view_.RegisteredAddresses(app->name())) {
+    app->add_online_addresses(std::move(a));
+  }
+}
+
+grpc::ServerUnaryReactor* AppAdminService::CreateApp(grpc::CallbackServerContext* context,
+                                                     const v1::CreateAppRequest* request,
+                                                     v1::CreateAppResponse* response) {
+  return Run(context, [this, request, response]() -> absl::Status {
+    v1::App app = Normalized(request->app());
+    absl::Status s = ValidateApp(app);
+    if (!s.ok()) return s;
+    auto created = store_.Create(app);
+    if (!created.ok()) return created.status();
+    *response->mutable_app() = *std::move(created);
+    FillOnline(response->mutable_app());
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* AppAdminService::UpdateApp(grpc::CallbackServerContext* context,
+                                                     const v1::UpdateAppRequest* request,
+                                                     v1::UpdateAppResponse* response) {
+  return Run(context, [this, request, response]() -> absl::Status {
+    v1::App app = Normalized(request->app());
+    absl::Status s = ValidateApp(app);
+    if (!s.ok()) return s;
+    auto updated = store_.Update(app);
+    if (!updated.ok()) return updated.status();
+    *response->mutable_app() = *std::move(updated);
+    FillOnline(response->mutable_app());
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* AppAdminService::GetApp(grpc::CallbackServerContext* context,
+                                                  const v1::GetAppRequest* request,
+                                                  v1::GetAppResponse* response) {
+  return Run(context, [this, request, response]() -> absl::Status {
+    absl::Status s = ValidateAppName(request->name(), "name");
+    if (!s.ok()) return s;
+    auto app = store_.Get(request->name());
+    if (!app.ok()) return app.status();
+    *response->mutable_app() = *std::move(app);
+    FillOnline(response->mutable_app());
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* AppAdminService::ListApps(grpc::CallbackServerContext* context,
+                                                    const v1::ListAppsRequest* /*request*/,
+                                                    v1::ListAppsResponse* response) {
+  return Run(context, [this, response]() -> absl::Status {
+    auto apps = store_.List();
+    if (!apps.ok()) return apps.status();
+    for (v1::App& app : *apps) {
+      FillOnline(&app);
+      *response->add_apps() = std::move(app);
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* AppAdminService::DeleteApp(grpc::CallbackServerContext* context,
+                                                     const v1::DeleteAppRequest* request,
+                                                     v1::DeleteAppResponse* /*response*/) {
+  return Run(context, [this, request]() -> absl::Status {
+    absl::Status s = ValidateAppName(request->name(), "name");
+    if (!s.ok()) return s;
+    return store_.Delete(request->name());
+  });
+}
+
+}  // namespace jobwheel::registry

@@ -1,0 +1,49 @@
+#ifndef JOBWHEEL_SERVICES_REGISTRY_APP_ADMIN_SERVICE_H_
+#define JOBWHEEL_SERVICES_REGISTRY_APP_ADMIN_SERVICE_H_
+
+#include "common/auth.h"
+#include "grpcpp/grpcpp.h"
+#include "jobwheel/v1/app_admin.grpc.pb.h"
+#include "services/registry/app_store.h"
+#include "services/registry/executor_view.h"
+#include "services/registry/work_pool.h"
+
+namespace jobwheel::registry {
+
+// The AppAdminService gRPC surface: admin token, validation, then the AppStore (on the
+// WorkPool); online_addresses come from the ExecutorView. Thread-safe.
+class AppAdminService final : public v1::AppAdminService::CallbackService {
+ public:
+  AppAdminService(AppStore& store, ExecutorView& view, WorkPool& pool, TokenPolicy admin_policy);
+
+  grpc::ServerUnaryReactor* CreateApp(grpc::CallbackServerContext* context,
+                                      const v1::CreateAppRequest* request,
+                                      v1::CreateAppResponse* response) override;
+  grpc::ServerUnaryReactor* UpdateApp(grpc::CallbackServerContext* context,
+                                      const v1::UpdateAppRequest* request,
+                                      v1::UpdateAppResponse* response) override;
+  grpc::ServerUnaryReactor* GetApp(grpc::CallbackServerContext* context,
+                                   const v1::GetAppRequest* request,
+                                   v1::GetAppResponse* response) override;
+  grpc::ServerUnaryReactor* ListApps(grpc::CallbackServerContext* context,
+                                     const v1::ListAppsRequest* request,
+                                     v1::ListAppsResponse* response) override;
+  grpc::ServerUnaryReactor* DeleteApp(grpc::CallbackServerContext* context,
+                                      const v1::DeleteAppRequest* request,
+                                      v1::DeleteAppResponse* response) override;
+
+ private:
+  // Authenticates, then runs `fn` on the pool and finishes with its status.
+  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context,
+                                std::function<absl::Status()> fn);
+  void FillOnline(v1::App* app) const;
+
+  AppStore& store_;
+  ExecutorView& view_;
+  WorkPool& pool_;
+  const TokenPolicy admin_policy_;
+};
+
+}  // namespace jobwheel::registry
+
+#endif  // JOBWHEEL_SERVICES_REGISTRY_APP_ADMIN_SERVICE_H_

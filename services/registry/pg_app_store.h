@@ -1,0 +1,27 @@
+#ifndef JOBWHEEL_SERVICES_REGISTRY_PG_APP_STORE_H_
+#define JOBWHEEL_SERVICES_REGISTRY_PG_APP_STORE_H_
+
+#include "common/pg_pool.h"
+#include "services/registry/app_store.h"
+
+namespace jobwheel::registry {
+
+// AppStore on PostgreSQL table `apps`; changes notify channel `jobwheel_executors` with
+// payload "a|<unix micros>|<name>" in the same transaction. Thread-safe.
+class PgAppStore : public AppStore {
+ public:
+  explicit PgAppStore(PgPool& pool) : pool_(pool) {}
+
+  absl::StatusOr<v1::App> Create(const v1::App& app) override;
+  absl::StatusOr<v1::App> Update(const v1::App& app) override;
+  absl::StatusOr<v1::App> Get(const std::string& name) override;
+  absl::StatusOr<std::vector<v1::App>> List() override;
+  absl::Status Delete(const std::string& name) override;
+
+ private:
+  PgPool& pool_;
+};
+
+}  // namespace jobwheel::registry
+
+#endif  // JOBWHEEL_SERVICES_REGISTRY_PG_APP_STORE_H_

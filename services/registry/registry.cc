@@ -1,0 +1,392 @@
+#include "services/registry/registry.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/proto_time.h"
+#include "services/registry/validation.h"
+#include "spdlog/spdlog.h"
+
+namespace jobwheel::registry {
+
+absl::Status RegistryOptions::Validate() const {
+  if (replica_id.empty()) return absl::InvalidArgumentError("replica_id: must not be empty");
+  if (beat_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("beat_interval: must be positive");
+  }
+  if (beat_deadline <= beat_interval) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("beat_deadline: must be longer than beat_interval (",
+                     absl::FormatDuration(beat_interval), ")"));
+  }
+  if (lease < absl::Seconds(1)) return absl::InvalidArgumentError("lease: must be at least 1s");
+  if (renew_interval < absl::ZeroDuration() || renew_interval * 2 > lease) {
+    return absl::InvalidArgumentError("renew_interval: must be at most half the lease");
+  }
+  if (expire_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("expire_interval: must be positive");
+  }
+  if (tick_interval <= absl::ZeroDuration() || tick_interval > beat_interval) {
+    return absl::InvalidArgumentError("tick_interval: must be positive and at most beat_interval");
+  }
+  return absl::OkStatus();
+}
+
+absl::Duration RegistryOptions::EffectiveRenewInterval() const {
+  if (renew_interval > absl::ZeroDuration()) return renew_interval;
+  return std::min(absl::Seconds(1), lease / 3);
+}
+
+Registry::Registry(RegistryOptions options, ExecutorStore& store, Clock& clock,
+                   RegistryMetrics* metrics)
+    : options_(std::move(options)),
+      store_(store),
+      clock_(clock),
+      metrics_(metrics),
+      incarnation_(absl::ToUnixMicros(clock.Now())) {
+  next_renew_ = clock_.Now() + options_.EffectiveRenewInterval();
+  next_expire_ = clock_.Now() + options_.expire_interval;
+}
+
+Registry::~Registry() { Shutdown(); }
+
+int64_t Registry::OpenSession(SessionSink* sink) {
+  absl::MutexLock lock(&mu_);
+  const int64_t id = next_session_++;
+  sessions_[id].sink = sink;
+  if (metrics_ != nullptr) metrics_->sessions_open.Increment();
+  return id;
+}
+
+absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
+    int64_t session, const v1::ExecutorRegistration& reg) {
+  absl::Status valid = ValidateRegistration(reg);
+  if (!valid.ok()) {
+    if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
+    return valid;
+  }
+  SessionRef previous;
+  bool had_previous = false;
+  SessionRef ref;
+  ref.key = {reg.app(), reg.address()};
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = sessions_.find(session);
+    if (it == sessions_.end()) return absl::FailedPreconditionError("session is closed");
+    if (draining_) {
+      return absl::UnavailableError(
+          absl::StrCat("registry replica ", options_.replica_id, " is draining"));
+    }
+    Session& s = it->second;
+    if (s.state == State::kRegistering) {
+      return absl::FailedPreconditionError("register: a registration is already in progress");
+    }
+    if (s.state == State::kOnline && !(s.ref.key == ref.key)) {
+      previous = s.ref;
+      had_previous = true;
+    }
+    s.state = State::kRegistering;
+    ref.session_id =
+        absl::StrCat(options_.replica_id, "/", incarnation_, "/", next_session_id_++);
+  }
+  if (had_previous) {
+    auto off = store_.MarkOffline(previous);
+    if (!off.ok()) {
+      spdlog::warn("executor {}/{}: re-registered as {}/{}, old row not taken offline: {}",
+                   previous.key.app, previous.key.address, ref.key.app, ref.key.address,
+                   off.status().ToString());
+    }
+  }
+  v1::Executor executor;
+  executor.set_app(reg.app());
+  executor.set_address(reg.address());
+  *executor.mutable_handlers() = reg.handlers();
+  executor.set_sdk_version(reg.sdk_version());
+  executor.set_capacity(reg.capacity());
+  *executor.mutable_labels() = reg.labels();
+  executor.set_allow_scripts(reg.allow_scripts());
+  auto stored = store_.Register(executor, options_.replica_id, ref.session_id, options_.lease);
+
+  bool orphaned = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = sessions_.find(session);
+    if (it == sessions_.end() || it->second.state != State::kRegistering) {
+      orphaned = true;  // Closed or shut down meanwhile.
+    } else if (!stored.ok()) {
+      it->second.state = State::kNew;
+    } else {
+      Session& s = it->second;
+      s.state = State::kOnline;
+      s.ref = ref;
+      s.registration = reg;
+      s.last_beat = clock_.Now();
+      s.running = 0;
+      s.queued = 0;
+      // Another local stream of the same executor (e.g. a half-open one) is now stale.
+      for (auto& [other_id, other] : sessions_) {
+        if (other_id == session || other.state != State::kOnline || !(other.ref.key == ref.key)) {
+          continue;
+        }
+        other.state = State::kOffline;
+        if (other.sink != nullptr) {
+          other.sink->Close(absl::AbortedError(absl::StrCat(
+              "executor ", ref.key.app, "/", ref.key.address, ": superseded by a newer session")));
+        }
+      }
+    }
+  }
+  if (!stored.ok()) {
+    return absl::Status(stored.status().code(),
+                        absl::StrCat("register ", reg.app(), "/", reg.address(), ": ",
+                                     stored.status().message()));
+  }
+  if (orphaned) {
+    (void)store_.MarkOffline(ref);
+    return absl::UnavailableError("session closed during registration");
+  }
+  if (metrics_ != nullptr) metrics_->registrations_accepted.Increment();
+  spdlog::info("executor {}/{} registered (session {})", reg.app(), reg.address(),
+               ref.session_id);
+  v1::HeartbeatRegistered out;
+  out.set_replica_id(options_.replica_id);
+  *out.mutable_beat_interval() = ToProtoDuration(options_.beat_interval);
+  *out.mutable_beat_deadline() = ToProtoDuration(options_.beat_deadline);
+  return out;
+}
+
+absl::StatusOr<int64_t> Registry::Beat(int64_t session, const v1::ExecutorBeat& beat) {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return absl::FailedPreconditionError("session is closed");
+  Session& s = it->second;
+  if (s.state == State::kNew) {
+    return absl::FailedPreconditionError("beat: the first message must be register");
+  }
+  s.last_beat = clock_.Now();
+  s.running = std::max(0, beat.running());
+  s.queued = std::max(0, beat.queued());
+  if (metrics_ != nullptr) metrics_->beats.Increment();
+  return beat.seq();
+}
+
+absl::Status Registry::Goodbye(int64_t session, const std::string& reason) {
+  SessionRef ref;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = sessions_.find(session);
+    if (it == sessions_.end()) return absl::FailedPreconditionError("session is closed");
+    if (it->second.state != State::kOnline) return absl::OkStatus();
+    it->second.state = State::kOffline;
+    ref = it->second.ref;
+  }
+  auto changed = store_.MarkOffline(ref);
+  if (!changed.ok()) {
+    absl::MutexLock lock(&mu_);
+    auto it = sessions_.find(session);
+    // Let CloseSession try again.
+    if (it != sessions_.end() && it->second.state == State::kOffline) {
+      it->second.state = State::kOnline;
+    }
+    return changed.status();
+  }
+  if (*changed && metrics_ != nullptr) metrics_->offline_goodbye.Increment();
+  spdlog::info("executor {}/{} said goodbye: {}", ref.key.app, ref.key.address, reason);
+  return absl::OkStatus();
+}
+
+void Registry::CloseSession(int64_t session) {
+  SessionRef ref;
+  bool online = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = sessions_.find(session);
+    if (it == sessions_.end()) return;
+    online = it->second.state == State::kOnline;
+    ref = it->second.ref;
+    sessions_.erase(it);
+    if (metrics_ != nullptr) metrics_->sessions_open.Decrement();
+  }
+  if (!online) return;
+  auto changed = store_.MarkOffline(ref);
+  if (!changed.ok()) {
+    spdlog::warn("executor {}/{}: stream closed, not marked offline (lease will expire): {}",
+                 ref.key.app, ref.key.address, changed.status().ToString());
+    return;
+  }
+  if (*changed) {
+    if (metrics_ != nullptr) metrics_->offline_stream_closed.Increment();
+    spdlog::info("executor {}/{} offline: stream closed", ref.key.app, ref.key.address);
+  }
+}
+
+void Registry::CheckDeadlines(absl::Time now) {
+  std::vector<std::pair<int64_t, SessionRef>> expired;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [id, s] : sessions_) {
+      if (s.state == State::kOnline && now - s.last_beat > options_.beat_deadline) {
+        s.state = State::kOffline;
+        expired.push_back({id, s.ref});
+      }
+    }
+  }
+  if (expired.empty()) return;
+  for (const auto& [id, ref] : expired) {
+    auto changed = store_.MarkOffline(ref);
+    if (!changed.ok()) {
+      spdlog::warn("executor {}/{}: missed beats, not marked offline (lease will expire): {}",
+                   ref.key.app, ref.key.address, changed.status().ToString());
+    } else if (*changed) {
+      if (metrics_ != nullptr) metrics_->offline_deadline.Increment();
+      spdlog::info("executor {}/{} offline: no beat for {}", ref.key.app, ref.key.address,
+                   absl::FormatDuration(options_.beat_deadline));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, ref] : expired) {
+    auto it = sessions_.find(id);
+    if (it == sessions_.end() || it->second.sink == nullptr) continue;
+    it->second.sink->Close(absl::DeadlineExceededError(
+        absl::StrCat("executor ", ref.key.app, "/", ref.key.address, ": no beat for ",
+                     absl::FormatDuration(options_.beat_deadline))));
+  }
+}
+
+void Registry::RenewLeases() {
+  std::vector<LeaseRenewal> renewals;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, s] : sessions_) {
+      if (s.state != State::kOnline) continue;
+      renewals.push_back({s.ref, s.last_beat, s.running, s.queued});
+    }
+  }
+  if (renewals.empty()) return;
+  auto lost = store_.RenewLeases(options_.replica_id, renewals, options_.lease);
+  if (!lost.ok()) {
+    spdlog::warn("renewing {} leases failed: {}", renewals.size(), lost.status().ToString());
+    return;
+  }
+  if (lost->empty()) return;
+  absl::MutexLock lock(&mu_);
+  for (const LostSession& l : *lost) {
+    for (auto& [id, s] : sessions_) {
+      if (s.state != State::kOnline || s.ref.session_id != l.session_id) continue;
+      s.state = State::kOffline;
+      if (s.sink == nullptr) break;
+      if (l.reason == LostReason::kSuperseded) {
+        spdlog::info("executor {}/{}: session {} superseded", s.ref.key.app, s.ref.key.address,
+                     l.session_id);
+        s.sink->Close(absl::AbortedError(absl::StrCat(
+            "executor ", s.ref.key.app, "/", s.ref.key.address,
+            ": superseded by a newer session")));
+      } else {
+        spdlog::info("executor {}/{}: row lost (lease expired or database failed over); "
+                     "asking it to register again",
+                     s.ref.key.app, s.ref.key.address);
+        s.sink->SendInstruction(v1::INSTRUCTION_KIND_REREGISTER,
+                                "registration lost in the database; register again");
+      }
+      break;
+    }
+  }
+}
+
+void Registry::ExpireLeases() {
+  auto expired = store_.ExpireLeases();
+  if (!expired.ok()) {
+    spdlog::warn("expiring leases failed: {}", expired.status().ToString());
+    return;
+  }
+  if (*expired > 0) {
+    if (metrics_ != nullptr) metrics_->offline_lease_expired.Increment(*expired);
+    spdlog::info("{} executors offline: lease expired", *expired);
+  }
+}
+
+void Registry::Tick() {
+  const absl::Time now = clock_.Now();
+  CheckDeadlines(now);
+  bool renew = false, expire = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (now >= next_renew_) {
+      renew = true;
+      next_renew_ = now + options_.EffectiveRenewInterval();
+    }
+    if (now >= next_expire_) {
+      expire = true;
+      next_expire_ = now + options_.expire_interval;
+    }
+  }
+  if (renew) RenewLeases();
+  if (expire) ExpireLeases();
+}
+
+void Registry::Drain(const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  draining_ = true;
+  for (auto& [id, s] : sessions_) {
+    if (s.sink != nullptr) s.sink->SendInstruction(v1::INSTRUCTION_KIND_DRAIN, reason);
+  }
+}
+
+void Registry::TakeAllOffline() {
+  std::vector<std::pair<int64_t, SessionRef>> online;
+  {
+    absl::MutexLock lock(&mu_);
+    draining_ = true;
+    for (auto& [id, s] : sessions_) {
+      if (s.state == State::kOnline) online.push_back({id, s.ref});
+      if (s.state == State::kOnline || s.state == State::kRegistering) {
+        s.state = State::kOffline;
+      }
+    }
+  }
+  for (const auto& [id, ref] : online) {
+    auto changed = store_.MarkOffline(ref);
+    if (changed.ok() && *changed && metrics_ != nullptr) {
+      metrics_->offline_stream_closed.Increment();
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  for (auto& [id, s] : sessions_) {
+    if (s.sink != nullptr) {
+      s.sink->Close(absl::UnavailableError(
+          absl::StrCat("registry replica ", options_.replica_id, " is shutting down")));
+    }
+  }
+}
+
+int Registry::open_sessions() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(sessions_.size());
+}
+
+void Registry::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Registry::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void Registry::Loop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
+      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), options_.tick_interval)) return;
+    }
+    Tick();
+  }
+}
+
+}  // namespace jobwheel::registry

@@ -1,0 +1,122 @@
+#ifndef JOBWHEEL_SERVICES_REGISTRY_REGISTRY_H_
+#define JOBWHEEL_SERVICES_REGISTRY_REGISTRY_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "jobwheel/v1/registry.pb.h"
+#include "services/registry/executor_store.h"
+#include "services/registry/registry_metrics.h"
+
+namespace jobwheel::registry {
+
+struct RegistryOptions {
+  std::string replica_id;
+  absl::Duration beat_interval = absl::Seconds(1);
+  // A session with no beat for this long is taken offline and its stream closed.
+  absl::Duration beat_deadline = absl::Seconds(3);
+  // How long a row stays online without renewal (covers a dead replica).
+  absl::Duration lease = absl::Seconds(10);
+  // How often this replica renews its sessions' leases: min(1 s, lease / 3) when zero.
+  absl::Duration renew_interval = absl::ZeroDuration();
+  // How often this replica expires the leases of dead replicas.
+  absl::Duration expire_interval = absl::Seconds(1);
+  // How often the background thread checks deadlines (Start()).
+  absl::Duration tick_interval = absl::Milliseconds(100);
+
+  absl::Status Validate() const;
+  absl::Duration EffectiveRenewInterval() const;
+};
+
+// What the registry says to one heartbeat stream; implemented by the stream's reactor.
+// Called with the registry's lock held: implementations must only queue work and must not
+// call back into the Registry synchronously.
+class SessionSink {
+ public:
+  virtual ~SessionSink() = default;
+  virtual void SendInstruction(v1::InstructionKind kind, const std::string& reason) = 0;
+  // The registry has given up on this session (missed-beat deadline, superseded, shutdown):
+  // end the stream with `status`, then call CloseSession.
+  virtual void Close(const absl::Status& status) = 0;
+};
+
+// Executor liveness on this replica: the heartbeat sessions, their beat deadlines and the
+// leases of their rows in the store. Methods that write to the store block on it (callers
+// keep them off gRPC reactor threads); Beat and OpenSession never touch the store.
+// Thread-safe. Start() runs Tick() periodically; Shutdown() (idempotent, joining) stops it.
+class Registry {
+ public:
+  Registry(RegistryOptions options, ExecutorStore& store, Clock& clock,
+           RegistryMetrics* metrics);
+  ~Registry();
+
+  // A new stream. The returned id names it in the other calls.
+  int64_t OpenSession(SessionSink* sink);
+  // Registers (first message) or re-registers (after REREGISTER) the executor of a session.
+  // INVALID_ARGUMENT for bad input, UNAVAILABLE while draining or when the store fails.
+  absl::StatusOr<v1::HeartbeatRegistered> Register(int64_t session,
+                                                   const v1::ExecutorRegistration& reg);
+  // Records a beat; returns the seq to acknowledge. FAILED_PRECONDITION before Register.
+  absl::StatusOr<int64_t> Beat(int64_t session, const v1::ExecutorBeat& beat);
+  // Graceful deregistration: the row is offline (committed, announced) when this returns OK.
+  absl::Status Goodbye(int64_t session, const std::string& reason);
+  // The stream ended: forgets the session (the sink is not called after this returns) and
+  // takes its executor offline if it still was online.
+  void CloseSession(int64_t session);
+
+  // Deadlines, then lease renewal and expiry when they are due.
+  void Tick();
+  // Tells every session to move to another replica; new registrations are refused.
+  void Drain(const std::string& reason);
+  // Shutdown: takes every online session of this replica offline and closes its stream.
+  void TakeAllOffline();
+
+  int open_sessions() const;
+
+  void Start();
+  void Shutdown();
+
+ private:
+  enum class State { kNew, kRegistering, kOnline, kOffline };
+  struct Session {
+    SessionSink* sink = nullptr;
+    State state = State::kNew;
+    SessionRef ref;
+    v1::ExecutorRegistration registration;
+    absl::Time last_beat;
+    int32_t running = 0;
+    int32_t queued = 0;
+  };
+
+  void CheckDeadlines(absl::Time now);
+  void RenewLeases();
+  void ExpireLeases();
+  void Loop();
+
+  const RegistryOptions options_;
+  ExecutorStore& store_;
+  Clock& clock_;
+  RegistryMetrics* const metrics_;
+  const int64_t incarnation_;
+
+  mutable absl::Mutex mu_;
+  std::map<int64_t, Session> sessions_ ABSL_GUARDED_BY(mu_);
+  int64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
+  int64_t next_session_id_ ABSL_GUARDED_BY(mu_) = 1;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time next_renew_ ABSL_GUARDED_BY(mu_);
+  absl::Time next_expire_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+}  // namespace jobwheel::registry
+
+#endif  // JOBWHEEL_SERVICES_REGISTRY_REGISTRY_H_

@@ -1,0 +1,333 @@
+#include "services/registry/registry_service.h"
+
+#include <deque>
+#include <string>
+#include <utility>
+
+#include "common/grpc_status.h"
+#include "services/registry/validation.h"
+#include "spdlog/spdlog.h"
+
+namespace jobwheel::registry {
+
+// One executor's heartbeat stream. Reads one message at a time; writes go through a queue
+// (acks, the registration reply and instructions from the Registry may overlap). Every way
+// out first calls Registry::CloseSession (on the pool), then Finish after queued writes.
+class RegistryService::HeartbeatReactor final
+    : public grpc::ServerBidiReactor<v1::HeartbeatRequest, v1::HeartbeatResponse>,
+      public SessionSink {
+ public:
+  HeartbeatReactor(RegistryService* service, grpc::CallbackServerContext* context)
+      : service_(service) {
+    absl::Status auth = CheckBearer(context->client_metadata(), service_->options_.executor_policy);
+    if (!auth.ok()) {
+      if (service_->metrics_ != nullptr) service_->metrics_->registrations_rejected.Increment();
+      spdlog::warn("heartbeat from {} refused: {}", context->peer(), auth.message());
+      closing_ = true;
+      Finish(ToGrpcStatus(auth));
+      return;
+    }
+    session_ = service_->registry_.OpenSession(this);
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      BeginClose(grpc::Status::OK);  // The client half-closed, cancelled or went away.
+      return;
+    }
+    switch (request_.kind_case()) {
+      case v1::HeartbeatRequest::kRegister: {
+        v1::ExecutorRegistration reg = request_.register_();
+        if (!service_->pool_.Submit([this, reg] { DoRegister(reg); })) {
+          BeginClose(grpc::Status(grpc::StatusCode::UNAVAILABLE, "registry overloaded"));
+        }
+        return;
+      }
+      case v1::HeartbeatRequest::kBeat: {
+        auto seq = service_->registry_.Beat(session_, request_.beat());
+        if (!seq.ok()) {
+          BeginClose(ToGrpcStatus(seq.status()));
+          return;
+        }
+        v1::HeartbeatResponse ack;
+        ack.mutable_ack()->set_seq(*seq);
+        Enqueue(std::move(ack));
+        ContinueReading();
+        return;
+      }
+      case v1::HeartbeatRequest::kGoodbye: {
+        std::string reason = request_.goodbye().reason();
+        {
+          absl::MutexLock lock(&mu_);
+          if (closing_) return;
+          closing_ = true;
+        }
+        service_->pool_.SubmitMustRun([this, reason] {
+          absl::Status s = service_->registry_.Goodbye(session_, reason);
+          service_->registry_.CloseSession(session_);
+          FinishAfterWrites(ToGrpcStatus(s));
+        });
+        return;
+      }
+      default:
+        BeginClose(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                "heartbeat: message has no register, beat or goodbye"));
+    }
+  }
+
+  void OnWriteDone(bool ok) override {
+    const v1::HeartbeatResponse* next = nullptr;
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      writes_.pop_front();
+      if (!ok) writes_.clear();  // The stream is broken; the pending read fails too.
+      if (!writes_.empty() && !finish_requested_) {
+        next = &writes_.front();
+      } else {
+        writing_ = false;
+        writes_.clear();
+        if (finish_requested_ && !finished_) finish = finished_ = true;
+      }
+    }
+    if (next != nullptr) StartWrite(next);
+    if (finish) Finish(finish_status_);
+  }
+
+  void OnDone() override { delete this; }
+
+  // SessionSink (called with the Registry's lock held: only queue work).
+  void SendInstruction(v1::InstructionKind kind, const std::string& reason) override {
+    v1::HeartbeatResponse r;
+    r.mutable_instruction()->set_kind(kind);
+    r.mutable_instruction()->set_reason(reason);
+    Enqueue(std::move(r));
+  }
+  void Close(const absl::Status& status) override { BeginClose(ToGrpcStatus(status)); }
+
+ private:
+  void DoRegister(const v1::ExecutorRegistration& reg) {
+    auto registered = service_->registry_.Register(session_, reg);
+    if (!registered.ok()) {
+      spdlog::info("registration of {}/{} failed: {}", reg.app(), reg.address(),
+                   registered.status().ToString());
+      BeginClose(ToGrpcStatus(registered.status()));
+      return;
+    }
+    v1::HeartbeatResponse r;
+    *r.mutable_registered() = *std::move(registered);
+    Enqueue(std::move(r));
+    ContinueReading();
+  }
+
+  void ContinueReading() {
+    {
+      absl::MutexLock lock(&mu_);
+      if (closing_) return;
+    }
+    StartRead(&request_);
+  }
+
+  void Enqueue(v1::HeartbeatResponse response) {
+    const v1::HeartbeatResponse* start = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      if (finish_requested_) return;
+      writes_.push_back(std::move(response));
+      if (!writing_) {
+        writing_ = true;
+        start = &writes_.front();
+      }
+    }
+    if (start != nullptr) StartWrite(start);
+  }
+
+  // Takes the session offline (blocking, so on the pool) and finishes the stream.
+  void BeginClose(grpc::Status status) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (closing_) return;
+      closing_ = true;
+    }
+    service_->pool_.SubmitMustRun([this, status] {
+      service_->registry_.CloseSession(session_);
+      FinishAfterWrites(status);
+    });
+  }
+
+  void FinishAfterWrites(const grpc::Status& status) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (finish_requested_) return;
+      finish_requested_ = true;
+      finish_status_ = status;
+      if (writing_ || finished_) return;  // OnWriteDone finishes.
+      finished_ = true;
+    }
+    Finish(status);
+  }
+
+  RegistryService* const service_;
+  int64_t session_ = 0;
+  v1::HeartbeatRequest request_;
+
+  absl::Mutex mu_;
+  std::deque<v1::HeartbeatResponse> writes_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status finish_status_;  // Written once before finish_requested_ is set.
+};
+
+// One WatchExecutors stream: the view's snapshot, then its events, in order.
+class RegistryService::WatchReactor final
+    : public grpc::ServerWriteReactor<v1::WatchExecutorsResponse> {
+ public:
+  WatchReactor(RegistryService* service, grpc::CallbackServerContext* context,
+               const v1::WatchExecutorsRequest* request)
+      : service_(service) {
+    absl::Status s = CheckBearer(context->client_metadata(), service_->options_.cluster_policy);
+    if (s.ok() && !request->app().empty()) s = ValidateAppName(request->app(), "app");
+    if (!s.ok()) {
+      finish_requested_ = finished_ = true;
+      Finish(ToGrpcStatus(s));
+      return;
+    }
+    {
+      absl::MutexLock lock(&service_->mu_);
+      service_->watchers_.insert(this);
+    }
+    registered_ = true;
+    if (service_->metrics_ != nullptr) service_->metrics_->watchers.Increment();
+    subscription_ = service_->view_.Subscribe(
+        request->app(), [this](const v1::WatchExecutorsResponse& e) { Enqueue(e); });
+  }
+
+  void OnWriteDone(bool ok) override {
+    const v1::WatchExecutorsResponse* next = nullptr;
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      writes_.pop_front();
+      if (!ok) {
+        writes_.clear();
+        if (!finish_requested_) {
+          finish_requested_ = true;
+          finish_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "watcher went away");
+        }
+      }
+      if (!writes_.empty() && !finish_requested_) {
+        next = &writes_.front();
+      } else {
+        writing_ = false;
+        writes_.clear();
+        if (finish_requested_ && !finished_) finish = finished_ = true;
+      }
+    }
+    if (next != nullptr) StartWrite(next);
+    if (finish) Finish(finish_status_);
+  }
+
+  void OnCancel() override { Close(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled")); }
+
+  void OnDone() override {
+    if (registered_) {
+      service_->view_.Unsubscribe(subscription_);
+      {
+        absl::MutexLock lock(&service_->mu_);
+        service_->watchers_.erase(this);
+      }
+      if (service_->metrics_ != nullptr) service_->metrics_->watchers.Decrement();
+    }
+    delete this;
+  }
+
+  void Close(const grpc::Status& status) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (finish_requested_) return;
+      finish_requested_ = true;
+      finish_status_ = status;
+      if (writing_ || finished_) return;
+      finished_ = true;
+    }
+    Finish(status);
+  }
+
+ private:
+  // Called with the view's lock held.
+  void Enqueue(const v1::WatchExecutorsResponse& event) {
+    const v1::WatchExecutorsResponse* start = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      if (finish_requested_) return;
+      if (writes_.size() >= service_->options_.max_watch_backlog) {
+        // Too slow: cut it off rather than buffer without bound; it will resubscribe.
+        finish_requested_ = true;
+        finish_status_ = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                      "watcher too slow; reconnect for a fresh snapshot");
+        spdlog::warn("cutting off a WatchExecutors stream {} events behind", writes_.size());
+        return;  // The write in flight completes, then OnWriteDone finishes.
+      }
+      writes_.push_back(event);
+      if (!writing_) {
+        writing_ = true;
+        start = &writes_.front();
+      }
+    }
+    if (start != nullptr) StartWrite(start);
+  }
+
+  RegistryService* const service_;
+  bool registered_ = false;
+  int64_t subscription_ = 0;
+
+  absl::Mutex mu_;
+  std::deque<v1::WatchExecutorsResponse> writes_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status finish_status_;
+};
+
+RegistryService::RegistryService(Registry& registry, ExecutorView& view, WorkPool& pool,
+                                 RegistryMetrics* metrics, Options options)
+    : registry_(registry),
+      view_(view),
+      pool_(pool),
+      metrics_(metrics),
+      options_(std::move(options)) {}
+
+grpc::ServerBidiReactor<v1::HeartbeatRequest, v1::HeartbeatResponse>*
+RegistryService::Heartbeat(grpc::CallbackServerContext* context) {
+  return new HeartbeatReactor(this, context);
+}
+
+grpc::ServerUnaryReactor* RegistryService::ListExecutors(grpc::CallbackServerContext* context,
+                                                         const v1::ListExecutorsRequest* request,
+                                                         v1::ListExecutorsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::Status s = CheckBearer(context->client_metadata(), options_.cluster_policy);
+  if (s.ok() && !request->app().empty()) s = ValidateAppName(request->app(), "app");
+  if (s.ok()) {
+    for (v1::Executor& e : view_.List(request->app())) *response->add_executors() = std::move(e);
+  }
+  reactor->Finish(ToGrpcStatus(s));
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::WatchExecutorsResponse>* RegistryService::WatchExecutors(
+    grpc::CallbackServerContext* context, const v1::WatchExecutorsRequest* request) {
+  return new WatchReactor(this, context, request);
+}
+
+void RegistryService::CloseWatchers() {
+  absl::MutexLock lock(&mu_);
+  for (WatchReactor* w : watchers_) {
+    w->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "registry replica shutting down"));
+  }
+}
+
+}  // namespace jobwheel::registry

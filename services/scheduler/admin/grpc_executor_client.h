@@ -1,0 +1,51 @@
+#ifndef JOBWHEEL_SERVICES_SCHEDULER_ADMIN_GRPC_EXECUTOR_CLIENT_H_
+#define JOBWHEEL_SERVICES_SCHEDULER_ADMIN_GRPC_EXECUTOR_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/grpc_server.h"
+#include "jobwheel/v1/executor.grpc.pb.h"
+#include "services/scheduler/admin/executor_client.h"
+
+namespace jobwheel::scheduler::admin {
+
+struct GrpcExecutorClientOptions {
+  absl::Duration kill_deadline = absl::Seconds(3);
+  absl::Duration log_deadline = absl::Seconds(5);
+  // Cached channels; the cache is cleared when it grows past this (executors come and go).
+  int max_channels = 1024;
+};
+
+// ExecutorClient over gRPC: one cached channel per executor address. Thread-safe.
+class GrpcExecutorClient : public ExecutorClient {
+ public:
+  // `cluster_token` is presented as `authorization: Bearer <token>` (--cluster_token_file);
+  // empty sends none.
+  GrpcExecutorClient(ClientTls tls, std::string cluster_token,
+                     GrpcExecutorClientOptions options = {});
+
+  absl::StatusOr<jobwheel::v1::KillResponse> Kill(absl::string_view address,
+                                                  const jobwheel::v1::KillRequest& req) override;
+  absl::StatusOr<jobwheel::v1::LogResponse> Log(absl::string_view address,
+                                                const jobwheel::v1::LogRequest& req) override;
+
+ private:
+  absl::StatusOr<std::shared_ptr<jobwheel::v1::ExecutorService::StubInterface>> Stub(
+      absl::string_view address);
+
+  const ClientTls tls_;
+  const std::string cluster_token_;
+  const GrpcExecutorClientOptions options_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<jobwheel::v1::ExecutorService::StubInterface>>
+      stubs_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace jobwheel::scheduler::admin
+
+#endif  // JOBWHEEL_SERVICES_SCHEDULER_ADMIN_GRPC_EXECUTOR_CLIENT_H_

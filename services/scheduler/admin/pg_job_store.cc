@@ -1,0 +1,385 @@
+#include "services/scheduler/admin/pg_job_store.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/pg_errors.h"
+#include "common/proto_time.h"
+#include "pqxx/pqxx"
+#include "services/scheduler/job_row.h"
+
+namespace jobwheel::scheduler::admin {
+namespace {
+
+using jobwheel::v1::Job;
+using jobwheel::v1::Run;
+
+// Transaction-level advisory lock serializing child-graph writers ("jwchild").
+constexpr const char* kLockChildGraphSql = "SELECT pg_advisory_xact_lock(7667393437640804)";
+
+// Parameters $1..$25, shared by kInsertJobSql and kUpdateJobSql.
+constexpr const char* kInsertJobSql =
+    "INSERT INTO jobs (app, name, description, owner, alarm_contacts, schedule_kind, "
+    "cron_expression, time_zone, fix_rate_seconds, fix_rate_start, misfire_strategy, "
+    "routing_strategy, block_strategy, handler, param, timeout_ms, fail_retry_count, "
+    "child_job_ids, glue_type, script_source, script_version, enabled, next_fire_at, "
+    "create_time, update_time) VALUES ($1, $2, $3, $4, $5::text[], $6, $7, $8, $9::bigint, "
+    "$10::timestamptz, $11::int, $12::int, $13::int, $14, $15, $16::bigint, $17::int, "
+    "$18::bigint[], $19::int, $20, $21::int, $22::boolean, $23::timestamptz, $24::timestamptz, "
+    "$25::timestamptz) RETURNING id";
+
+constexpr const char* kUpdateJobSql =
+    "UPDATE jobs SET app = $1, name = $2, description = $3, owner = $4, "
+    "alarm_contacts = $5::text[], schedule_kind = $6, cron_expression = $7, time_zone = $8, "
+    "fix_rate_seconds = $9::bigint, fix_rate_start = $10::timestamptz, "
+    "misfire_strategy = $11::int, routing_strategy = $12::int, block_strategy = $13::int, "
+    "handler = $14, param = $15, timeout_ms = $16::bigint, fail_retry_count = $17::int, "
+    "child_job_ids = $18::bigint[], glue_type = $19::int, script_source = $20, "
+    "script_version = $21::int, enabled = $22::boolean, next_fire_at = $23::timestamptz, "
+    "create_time = $24::timestamptz, update_time = $25::timestamptz WHERE id = $26::bigint";
+
+constexpr const char* kRegisterAppSql =
+    "INSERT INTO apps (name) VALUES ($1) ON CONFLICT (name) DO NOTHING";
+
+constexpr const char* kInsertScriptSql =
+    "INSERT INTO scripts (job_id, version, glue_type, source) "
+    "VALUES ($1::bigint, $2::int, $3::int, $4)";
+
+// The job's not-yet-dispatched schedule-driven fires from now on, plus any at or after the new
+// next_fire_at ($2, may be NULL) so the leader can re-create them without a unique conflict.
+constexpr const char* kDeleteFutureFiresSql =
+    "DELETE FROM fires WHERE job_id = $1::bigint AND status = 1 AND trigger_type IN (1, 2, 4) "
+    "AND (scheduled_at > now() OR scheduled_at >= $2::timestamptz)";
+
+constexpr const char* kChildParentsSql =
+    "SELECT id FROM jobs WHERE $1::bigint = ANY(child_job_ids) AND id <> $1::bigint ORDER BY id";
+
+constexpr const char* kInsertManualFireSql =
+    "INSERT INTO fires (job_id, scheduled_at, trigger_type, status, param, shard_index, "
+    "shard_total, executor_address) VALUES ($1::bigint, now(), 3, 1, $2, $3::int, $4::int, $5) "
+    "RETURNING id";
+
+constexpr const char* kOnlineExecutorSql =
+    "SELECT 1 FROM executors WHERE app = $1 AND address = $2 AND online";
+
+constexpr const char* kExecutorStateSql =
+    "SELECT online FROM executors WHERE app = $1 AND address = $2";
+
+constexpr const char* kMarkRunKilledSql =
+    "UPDATE runs SET status = 6, end_time = now(), result_message = $2 "
+    "WHERE id = $1::bigint AND status IN (1, 2)";
+
+std::string SelectJobSql(absl::string_view where) {
+  return absl::StrCat("SELECT ", kJobColumns, " FROM jobs j ", where);
+}
+
+std::string SelectRunSql(absl::string_view where) {
+  return absl::StrCat("SELECT ", kRunColumns, " FROM runs r ", where);
+}
+
+std::optional<std::string> PgTime(const std::optional<absl::Time>& t) {
+  if (!t) return std::nullopt;
+  return ToPgTimestamp(*t);
+}
+
+std::string BigintArray(const std::vector<int64_t>& ids) {
+  return absl::StrCat("{", absl::StrJoin(ids, ","), "}");
+}
+
+// Executes `sql` with the 25 job columns of `w` as $1..$25 and `extra` after them.
+template <typename... Extra>
+pqxx::result ExecJobWrite(pqxx::work& tx, const char* sql, const JobWrite& w, Extra&&... extra) {
+  const Job& j = w.job;
+  std::string kind = "NONE";
+  std::string cron_expression;
+  std::string time_zone = "UTC";
+  int64_t fix_rate_seconds = 0;
+  std::optional<std::string> fix_rate_start;
+  if (j.schedule().has_cron()) {
+    kind = "CRON";
+    cron_expression = j.schedule().cron().expression();
+    time_zone = j.schedule().cron().time_zone();
+  } else if (j.schedule().has_fix_rate()) {
+    kind = "FIX_RATE";
+    fix_rate_seconds = j.schedule().fix_rate().interval_seconds();
+    if (j.schedule().fix_rate().has_start_time()) {
+      fix_rate_start = ToPgTimestamp(FromProto(j.schedule().fix_rate().start_time()));
+    }
+  }
+  const int64_t timeout_ms = absl::ToInt64Milliseconds(FromProto(j.timeout()));
+  return tx.exec_params(
+      sql, j.app(), j.name(), j.description(), j.owner(), PgArray(j.alarm_contacts()), kind,
+      cron_expression, time_zone, fix_rate_seconds, fix_rate_start,
+      static_cast<int>(j.misfire_strategy()), static_cast<int>(j.routing_strategy()),
+      static_cast<int>(j.block_strategy()), j.handler(), j.param(), timeout_ms,
+      j.fail_retry_count(), PgArray(j.child_job_ids()), static_cast<int>(j.glue_type()),
+      j.script_source(), j.script_version(), j.enabled(), PgTime(w.next_fire_at),
+      ToPgTimestamp(FromProto(j.create_time())), ToPgTimestamp(FromProto(j.update_time())),
+      std::forward<Extra>(extra)...);
+}
+
+// Reads the child graph inside `tx` after taking the graph lock. Database errors become
+// statuses here so they do not unwind through the caller's mutation.
+ChildGraphReader MakeGraphReader(pqxx::work& tx) {
+  return [&tx](const std::vector<int64_t>& ids) -> absl::StatusOr<ChildGraph> {
+    try {
+      tx.exec(kLockChildGraphSql);
+      ChildGraph graph;
+      for (const pqxx::row& row :
+           tx.exec_params("SELECT id FROM jobs WHERE id = ANY($1::bigint[])", BigintArray(ids))) {
+        graph.existing.insert(row[0].as<int64_t>());
+      }
+      for (const pqxx::row& row :
+           tx.exec("SELECT id, child_job_ids FROM jobs WHERE cardinality(child_job_ids) > 0")) {
+        std::vector<int64_t>& children = graph.children[row[0].as<int64_t>()];
+        pqxx::array_parser parser = row[1].as_array();
+        for (auto item = parser.get_next(); item.first != pqxx::array_parser::done;
+             item = parser.get_next()) {
+          if (item.first == pqxx::array_parser::string_value) {
+            children.push_back(std::stoll(item.second));
+          }
+        }
+      }
+      return graph;
+    } catch (const std::exception& e) {
+      return PgErrorToStatus(e, "read child job graph");
+    }
+  };
+}
+
+absl::Status JobNotFound(int64_t id) {
+  return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
+}
+
+absl::Status RunNotFound(int64_t id) {
+  return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
+}
+
+// Writes `w` after the mutation: app registration, the row, the script version, stale fires.
+void ApplyWrite(pqxx::work& tx, int64_t id, const JobWrite& w) {
+  tx.exec_params(kRegisterAppSql, w.job.app());
+  if (w.new_script_version) {
+    tx.exec_params(kInsertScriptSql, id, w.job.script_version(),
+                   static_cast<int>(w.job.glue_type()), w.job.script_source());
+  }
+  tx.exec_params(kDeleteFutureFiresSql, id, PgTime(w.next_fire_at));
+}
+
+}  // namespace
+
+PgJobStore::PgJobStore(PgPool& pool) : pool_(pool) {}
+
+absl::StatusOr<Job> PgJobStore::CreateJob(const JobMutation& prepare) {
+  absl::Status inner;
+  Job out;
+  absl::Status s = pool_.Run("create job", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    absl::StatusOr<std::optional<JobWrite>> w = prepare(nullptr, MakeGraphReader(tx));
+    if (!w.ok()) {
+      inner = w.status();
+      return;
+    }
+    if (!w->has_value()) {
+      inner = absl::InternalError("create job: the mutation produced no row");
+      return;
+    }
+    const JobWrite& write = **w;
+    const int64_t id = ExecJobWrite(tx, kInsertJobSql, write)[0][0].as<int64_t>();
+    ApplyWrite(tx, id, write);
+    out = JobFromRow(tx.exec_params1(SelectJobSql("WHERE j.id = $1::bigint"), id));
+    tx.commit();
+  });
+  if (!s.ok()) return s;
+  if (!inner.ok()) return inner;
+  return out;
+}
+
+absl::StatusOr<Job> PgJobStore::UpdateJob(int64_t id, const JobMutation& mutate) {
+  absl::Status inner;
+  Job out;
+  absl::Status s = pool_.Run("update job", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    pqxx::result r = tx.exec_params(SelectJobSql("WHERE j.id = $1::bigint FOR UPDATE"), id);
+    if (r.empty()) {
+      inner = JobNotFound(id);
+      return;
+    }
+    const Job current = JobFromRow(r[0]);
+    absl::StatusOr<std::optional<JobWrite>> w = mutate(&current, MakeGraphReader(tx));
+    if (!w.ok()) {
+      inner = w.status();
+      return;
+    }
+    if (!w->has_value()) {
+      out = current;
+      return;  // Nothing to write; the transaction rolls back.
+    }
+    const JobWrite& write = **w;
+    ExecJobWrite(tx, kUpdateJobSql, write, id);
+    ApplyWrite(tx, id, write);
+    out = JobFromRow(tx.exec_params1(SelectJobSql("WHERE j.id = $1::bigint"), id));
+    tx.commit();
+  });
+  if (!s.ok()) return s;
+  if (!inner.ok()) return inner;
+  return out;
+}
+
+absl::StatusOr<Job> PgJobStore::GetJob(int64_t id) {
+  std::optional<Job> out;
+  absl::Status s = pool_.Run("get job", [&](pqxx::connection& conn) {
+    pqxx::read_transaction tx(conn);
+    pqxx::result r = tx.exec_params(SelectJobSql("WHERE j.id = $1::bigint"), id);
+    if (!r.empty()) out = JobFromRow(r[0]);
+  });
+  if (!s.ok()) return s;
+  if (!out) return JobNotFound(id);
+  return *std::move(out);
+}
+
+absl::StatusOr<std::vector<Job>> PgJobStore::ListJobs(const JobFilter& filter, int64_t after_id,
+                                                      int limit) {
+  // ILIKE pattern with the user's %, _ and \ matched literally.
+  std::string pattern;
+  for (char c : filter.name_contains) {
+    if (c == '%' || c == '_' || c == '\\') pattern.push_back('\\');
+    pattern.push_back(c);
+  }
+  std::vector<Job> out;
+  absl::Status s = pool_.Run("list jobs", [&](pqxx::connection& conn) {
+    pqxx::read_transaction tx(conn);
+    pqxx::result r = tx.exec_params(
+        SelectJobSql("WHERE j.id > $1::bigint AND ($2 = '' OR j.app = $2) "
+                     "AND ($3::boolean IS NULL OR j.enabled = $3::boolean) "
+                     "AND ($4 = '' OR j.name ILIKE '%' || $4 || '%' ESCAPE '\\') "
+                     "ORDER BY j.id LIMIT $5::int"),
+        after_id, filter.app, filter.enabled, pattern, limit);
+    for (const pqxx::row& row : r) out.push_back(JobFromRow(row));
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+absl::Status PgJobStore::DeleteJob(int64_t id) {
+  absl::Status inner;
+  absl::Status s = pool_.Run("delete job", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    // Row lock first, then the graph lock: the same order as UpdateJob.
+    if (tx.exec_params("SELECT id FROM jobs WHERE id = $1::bigint FOR UPDATE", id).empty()) {
+      inner = JobNotFound(id);
+      return;
+    }
+    tx.exec(kLockChildGraphSql);
+    pqxx::result parents = tx.exec_params(kChildParentsSql, id);
+    if (!parents.empty()) {
+      std::vector<int64_t> ids;
+      for (const pqxx::row& row : parents) ids.push_back(row[0].as<int64_t>());
+      inner = absl::FailedPreconditionError(
+          absl::StrCat("job ", id, " is a child of job(s) ", absl::StrJoin(ids, ", "),
+                       "; remove it from their child_job_ids first"));
+      return;
+    }
+    tx.exec_params("DELETE FROM fires WHERE job_id = $1::bigint AND status = 1", id);
+    tx.exec_params("DELETE FROM scripts WHERE job_id = $1::bigint", id);
+    tx.exec_params("DELETE FROM jobs WHERE id = $1::bigint", id);
+    tx.commit();
+  });
+  if (!s.ok()) return s;
+  return inner;
+}
+
+absl::StatusOr<int64_t> PgJobStore::InsertManualFire(const ManualFire& fire) {
+  absl::Status inner;
+  int64_t fire_id = 0;
+  absl::Status s = pool_.Run("trigger job", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    // KEY SHARE keeps a concurrent DeleteJob from removing the job under the new fire.
+    pqxx::result r =
+        tx.exec_params("SELECT app FROM jobs WHERE id = $1::bigint FOR KEY SHARE", fire.job_id);
+    if (r.empty()) {
+      inner = JobNotFound(fire.job_id);
+      return;
+    }
+    const std::string app = r[0][0].as<std::string>();
+    if (!fire.executor_address.empty() &&
+        tx.exec_params(kOnlineExecutorSql, app, fire.executor_address).empty()) {
+      inner = absl::FailedPreconditionError(absl::StrCat("executor_address: ", fire.executor_address,
+                                                         " is not an online executor of app ", app));
+      return;
+    }
+    fire_id = tx.exec_params1(kInsertManualFireSql, fire.job_id, fire.param, fire.shard_index,
+                              fire.shard_total, fire.executor_address)[0]
+                  .as<int64_t>();
+    tx.commit();
+  });
+  if (!s.ok()) return s;
+  if (!inner.ok()) return inner;
+  return fire_id;
+}
+
+absl::StatusOr<std::vector<Run>> PgJobStore::ListRuns(const RunFilter& filter, int64_t before_id,
+                                                      int limit) {
+  std::vector<int64_t> statuses;
+  for (auto st : filter.statuses) statuses.push_back(static_cast<int64_t>(st));
+  std::vector<Run> out;
+  absl::Status s = pool_.Run("list runs", [&](pqxx::connection& conn) {
+    pqxx::read_transaction tx(conn);
+    pqxx::result r = tx.exec_params(
+        SelectRunSql("WHERE ($1::bigint = 0 OR r.id < $1::bigint) "
+                     "AND ($2::bigint = 0 OR r.job_id = $2::bigint) "
+                     "AND ($3 = '' OR r.app = $3) "
+                     "AND (cardinality($4::int[]) = 0 OR r.status = ANY($4::int[])) "
+                     "AND ($5::timestamptz IS NULL OR r.trigger_time >= $5::timestamptz) "
+                     "AND ($6::timestamptz IS NULL OR r.trigger_time < $6::timestamptz) "
+                     "ORDER BY r.id DESC LIMIT $7::int"),
+        before_id, filter.job_id, filter.app, BigintArray(statuses), PgTime(filter.triggered_from),
+        PgTime(filter.triggered_before), limit);
+    for (const pqxx::row& row : r) out.push_back(RunFromRow(row));
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<Run> PgJobStore::GetRun(int64_t id) {
+  std::optional<Run> out;
+  absl::Status s = pool_.Run("get run", [&](pqxx::connection& conn) {
+    pqxx::read_transaction tx(conn);
+    pqxx::result r = tx.exec_params(SelectRunSql("WHERE r.id = $1::bigint"), id);
+    if (!r.empty()) out = RunFromRow(r[0]);
+  });
+  if (!s.ok()) return s;
+  if (!out) return RunNotFound(id);
+  return *std::move(out);
+}
+
+absl::StatusOr<ExecutorState> PgJobStore::GetExecutorState(const std::string& app,
+                                                           const std::string& address) {
+  ExecutorState state = ExecutorState::kUnknown;
+  absl::Status s = pool_.Run("get executor", [&](pqxx::connection& conn) {
+    pqxx::read_transaction tx(conn);
+    pqxx::result r = tx.exec_params(kExecutorStateSql, app, address);
+    if (!r.empty()) state = r[0][0].as<bool>() ? ExecutorState::kOnline : ExecutorState::kOffline;
+  });
+  if (!s.ok()) return s;
+  return state;
+}
+
+absl::StatusOr<Run> PgJobStore::MarkRunKilled(int64_t id, const std::string& message) {
+  std::optional<Run> out;
+  absl::Status s = pool_.Run("kill run", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    tx.exec_params(kMarkRunKilledSql, id, message);
+    pqxx::result r = tx.exec_params(SelectRunSql("WHERE r.id = $1::bigint"), id);
+    if (!r.empty()) out = RunFromRow(r[0]);
+    tx.commit();
+  });
+  if (!s.ok()) return s;
+  if (!out) return RunNotFound(id);
+  return *std::move(out);
+}
+
+}  // namespace jobwheel::scheduler::admin

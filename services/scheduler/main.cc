@@ -1,0 +1,182 @@
+// The scheduler: JobAdminService and LeadershipService, and — on the replica holding the
+// schedule lock — the fire engine and monitors. Flags only; the logic lives in the libraries.
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "common/auth.h"
+#include "common/clock.h"
+#include "common/flags.h"
+#include "common/grpc_server.h"
+#include "common/logging.h"
+#include "common/migrations.h"
+#include "common/pg_pool.h"
+#include "common/signals.h"
+#include "prometheus/exposer.h"
+#include "prometheus/registry.h"
+#include "services/scheduler/admin/grpc_executor_client.h"
+#include "services/scheduler/admin/job_admin.h"
+#include "services/scheduler/admin/job_admin_service.h"
+#include "services/scheduler/admin/pg_job_store.h"
+#include "services/scheduler/dispatch_client.h"
+#include "services/scheduler/fire_engine.h"
+#include "services/scheduler/leader_elector.h"
+#include "services/scheduler/leadership_service.h"
+#include "services/scheduler/monitors.h"
+#include "services/scheduler/webhook_alarm.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:7100", "gRPC listen address");
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9100", "Prometheus /metrics address; empty disables");
+ABSL_FLAG(std::string, db_dsn, "", "PostgreSQL connection string (libpq)");
+ABSL_FLAG(std::string, replica_id, "", "This replica's id; default hostname-pid");
+ABSL_FLAG(std::string, dispatcher_target, "127.0.0.1:7102",
+          "Dispatcher gRPC target (several: ipv4:a:1,b:2 or dns:///name:port)");
+ABSL_FLAG(absl::Duration, lock_retry_interval, absl::Milliseconds(500),
+          "How often a standby tries the schedule lock");
+ABSL_FLAG(absl::Duration, preread_window, absl::Seconds(5), "How far ahead fires are recorded");
+ABSL_FLAG(absl::Duration, misfire_threshold, absl::Seconds(5),
+          "A fire later than this follows the job's misfire strategy");
+ABSL_FLAG(absl::Duration, lost_run_after, absl::Minutes(10),
+          "A RUNNING run on an offline executor older than this becomes LOST");
+ABSL_FLAG(int, retention_days, 30, "Fires and runs older than this are deleted");
+ABSL_FLAG(std::string, alarm_webhook_url, "", "http:// URL that receives failure alarms as JSON");
+ABSL_FLAG(std::string, admin_token_file, "", "File holding the admin API bearer token");
+ABSL_FLAG(std::string, cluster_token_file, "", "File holding the cluster token (to dispatchers and executors)");
+ABSL_FLAG(bool, insecure_dev, false, "Run without authentication (development only)");
+ABSL_FLAG(bool, migrate_only, false, "Apply schema migrations and exit");
+ABSL_FLAG(std::string, tls_cert, "", "Server certificate (PEM); enables TLS");
+ABSL_FLAG(std::string, tls_key, "", "Server private key (PEM)");
+ABSL_FLAG(std::string, tls_client_ca, "", "CA for client certificates (mutual TLS)");
+ABSL_FLAG(std::string, tls_ca, "", "CA to verify dispatchers and executors (client TLS)");
+ABSL_FLAG(bool, log_json, false, "Log JSON lines instead of text");
+ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
+
+namespace {
+
+std::string DefaultReplicaId() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return absl::StrCat(host, "-", getpid());
+}
+
+int Fail(const std::string& message) {
+  spdlog::critical("{}", message);
+  std::cerr << "scheduler: " << message << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  jobwheel::BlockTerminationSignals();
+  jobwheel::ParseFlagsWithEnv(argc, argv, "jobwheel scheduler");
+  jobwheel::InitLogging("scheduler", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
+  using namespace jobwheel;          // NOLINT
+  using namespace jobwheel::scheduler;  // NOLINT
+
+  const std::string dsn = absl::GetFlag(FLAGS_db_dsn);
+  if (dsn.empty()) return Fail("--db_dsn is required");
+  std::string replica = absl::GetFlag(FLAGS_replica_id);
+  if (replica.empty()) replica = DefaultReplicaId();
+
+  {
+    auto conn = PgPool::Connect(dsn);
+    if (!conn.ok()) return Fail(std::string(conn.status().message()));
+    absl::Status migrated = ApplyMigrations(**conn);
+    if (!migrated.ok()) return Fail(migrated.ToString());
+  }
+  if (absl::GetFlag(FLAGS_migrate_only)) {
+    spdlog::info("schema at version {}", LatestSchemaVersion());
+    return 0;
+  }
+
+  const bool insecure = absl::GetFlag(FLAGS_insecure_dev);
+  auto admin_token = ReadTokenFile(absl::GetFlag(FLAGS_admin_token_file), "--admin_token_file");
+  auto cluster_token = ReadTokenFile(absl::GetFlag(FLAGS_cluster_token_file), "--cluster_token_file");
+  if (!admin_token.ok()) return Fail(admin_token.status().ToString());
+  if (!cluster_token.ok()) return Fail(cluster_token.status().ToString());
+  if (!insecure && (admin_token->empty() || cluster_token->empty())) {
+    return Fail(
+        "no credentials: give --admin_token_file and --cluster_token_file, or --insecure_dev "
+        "for a development setup without authentication");
+  }
+  if (insecure) spdlog::warn("INSECURE DEV MODE: the admin API accepts unauthenticated calls");
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  std::unique_ptr<prometheus::Exposer> exposer;
+  if (!absl::GetFlag(FLAGS_metrics_address).empty()) {
+    try {
+      exposer = std::make_unique<prometheus::Exposer>(absl::GetFlag(FLAGS_metrics_address));
+      exposer->RegisterCollectable(registry);
+    } catch (const std::exception& e) {
+      return Fail(absl::StrCat("--metrics_address: ", e.what()));
+    }
+  }
+  SchedulerMetrics metrics(*registry);
+  PgPool pool(dsn, 8, [&metrics](absl::string_view op, absl::Duration d, bool ok) {
+    metrics.DbQuery(op, d, ok);
+  });
+
+  ClientTls client_tls{absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert),
+                       absl::GetFlag(FLAGS_tls_key)};
+  auto dispatcher_channel = MakeChannel(absl::GetFlag(FLAGS_dispatcher_target), client_tls);
+  if (!dispatcher_channel.ok()) return Fail(dispatcher_channel.status().ToString());
+  GrpcDispatchClient dispatch_client(*dispatcher_channel, *cluster_token);
+
+  std::unique_ptr<Alarm> alarm = std::make_unique<NoAlarm>();
+  if (!absl::GetFlag(FLAGS_alarm_webhook_url).empty()) {
+    auto webhook = WebhookAlarm::Create(absl::GetFlag(FLAGS_alarm_webhook_url));
+    if (!webhook.ok()) return Fail(webhook.status().ToString());
+    alarm = std::move(webhook).value();
+  }
+
+  FireEngine::Options engine_options;
+  engine_options.preread_window = absl::GetFlag(FLAGS_preread_window);
+  engine_options.misfire_threshold = absl::GetFlag(FLAGS_misfire_threshold);
+  Monitors::Options monitor_options;
+  monitor_options.lost_after = absl::GetFlag(FLAGS_lost_run_after);
+  monitor_options.retention = absl::Hours(24) * absl::GetFlag(FLAGS_retention_days);
+
+  FireEngine* engine_ptr = nullptr;
+  LeaderElector::Options elector_options;
+  elector_options.dsn = dsn;
+  elector_options.replica_id = replica;
+  elector_options.retry_interval = absl::GetFlag(FLAGS_lock_retry_interval);
+  LeaderElector elector(elector_options,
+                        {[&engine_ptr](int64_t epoch) { engine_ptr->OnElected(epoch); },
+                         [&engine_ptr]() { engine_ptr->OnDeposed(); }});
+  FireEngine engine(engine_options, elector, dispatch_client, RealClock::Get(), metrics);
+  engine_ptr = &engine;
+  Monitors monitors(monitor_options, elector, *alarm, RealClock::Get(), metrics);
+
+  admin::PgJobStore job_store(pool);
+  admin::GrpcExecutorClient executor_client(client_tls, *cluster_token);
+  admin::JobAdmin job_admin(job_store, executor_client, RealClock::Get());
+  TokenPolicy admin_policy{insecure, {*admin_token}};
+  admin::JobAdminService admin_service(job_admin, admin_policy);
+  LeadershipService leadership_service(elector, pool);
+
+  ServerTls tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                absl::GetFlag(FLAGS_tls_client_ca)};
+  auto server = StartGrpcServer(absl::GetFlag(FLAGS_listen),
+                                {&admin_service, &leadership_service}, tls);
+  if (!server.ok()) return Fail(server.status().ToString());
+
+  engine.Start();
+  monitors.Start();
+  elector.Start();
+  spdlog::info("scheduler {} serving on {}", replica, absl::GetFlag(FLAGS_listen));
+
+  jobwheel::WaitForTerminationSignal();
+
+  spdlog::info("scheduler {} shutting down", replica);
+  elector.Shutdown();  // Releases the lock so a standby takes over at once.
+  monitors.Shutdown();
+  engine.Shutdown();
+  (*server)->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  return 0;
+}

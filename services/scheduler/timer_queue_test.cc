@@ -1,0 +1,62 @@
+#include "services/scheduler/timer_queue.h"
+
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace jobwheel::scheduler {
+namespace {
+
+const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
+
+TEST(TimerQueueTest, PopsDueEntriesInOrderToTheMillisecond) {
+  TimerQueue q;
+  q.Add(3, kT0 + absl::Milliseconds(3));
+  q.Add(1, kT0 + absl::Milliseconds(1));
+  q.Add(2, kT0 + absl::Milliseconds(2));
+  EXPECT_TRUE(q.PopDue(kT0, 10).empty());
+  EXPECT_EQ(q.PopDue(kT0 + absl::Milliseconds(1), 10), std::vector<int64_t>({1}));
+  EXPECT_EQ(q.PopDue(kT0 + absl::Milliseconds(5), 10), std::vector<int64_t>({2, 3}));
+  EXPECT_EQ(q.size(), 0u);
+}
+
+TEST(TimerQueueTest, HoldsAnIdOnce) {
+  TimerQueue q;
+  EXPECT_TRUE(q.Add(7, kT0));
+  EXPECT_FALSE(q.Add(7, kT0 + absl::Seconds(1)));
+  EXPECT_TRUE(q.Contains(7));
+  EXPECT_EQ(q.PopDue(kT0 + absl::Seconds(2), 10), std::vector<int64_t>({7}));
+  EXPECT_FALSE(q.Contains(7));
+  EXPECT_TRUE(q.Add(7, kT0));
+}
+
+TEST(TimerQueueTest, RespectsBatchLimit) {
+  TimerQueue q;
+  for (int i = 0; i < 10; ++i) q.Add(i, kT0);
+  EXPECT_EQ(q.PopDue(kT0, 4).size(), 4u);
+  EXPECT_EQ(q.size(), 6u);
+}
+
+TEST(TimerQueueTest, ClearDropsEverythingAndWakesTheWaiter) {
+  TimerQueue q;
+  q.Add(1, absl::InfiniteFuture());
+  std::vector<int64_t> got = {42};
+  std::thread waiter([&] { got = q.WaitDue([] { return kT0; }, 10); });
+  q.Clear();
+  waiter.join();
+  EXPECT_TRUE(got.empty());
+  EXPECT_EQ(q.size(), 0u);
+}
+
+TEST(TimerQueueTest, WaitDueReturnsWhenAnEarlierEntryArrives) {
+  TimerQueue q;
+  q.Add(1, absl::InfiniteFuture());
+  std::vector<int64_t> got;
+  std::thread waiter([&] { got = q.WaitDue([] { return kT0; }, 10); });
+  q.Add(2, kT0 - absl::Milliseconds(1));  // Already due.
+  waiter.join();
+  EXPECT_EQ(got, std::vector<int64_t>({2}));
+}
+
+}  // namespace
+}  // namespace jobwheel::scheduler

@@ -1,0 +1,63 @@
+#include "services/scheduler/webhook_alarm.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace jobwheel::scheduler {
+namespace {
+
+TEST(WebhookAlarmTest, RejectsNonHttpUrls) {
+  EXPECT_EQ(WebhookAlarm::Create("ftp://x").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(WebhookAlarm::Create("http://").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(WebhookAlarm::Create("http://h:99999/").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(WebhookAlarmTest, JsonEscapes) {
+  AlarmEvent e;
+  e.job_id = 3;
+  e.run_id = 9;
+  e.message = "bad \"quote\"\n";
+  e.contacts = {"ops@example.com"};
+  EXPECT_EQ(WebhookAlarm::ToJson(e),
+            "{\"job_id\":3,\"job_name\":\"\",\"app\":\"\",\"run_id\":9,\"status\":\"\","
+            "\"message\":\"bad \\\"quote\\\"\\n\",\"contacts\":[\"ops@example.com\"]}");
+}
+
+TEST(WebhookAlarmTest, PostsToARealListener) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  listen(fd, 1);
+  std::string received;
+  std::thread server([&] {
+    int c = accept(fd, nullptr, nullptr);
+    char buf[4096];
+    ssize_t n = recv(c, buf, sizeof(buf), 0);
+    if (n > 0) received.assign(buf, n);
+    const char resp[] = "HTTP/1.1 204 No Content\r\n\r\n";
+    send(c, resp, sizeof(resp) - 1, 0);
+    close(c);
+  });
+  auto alarm = WebhookAlarm::Create("http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/hook", 1);
+  ASSERT_TRUE(alarm.ok());
+  AlarmEvent e;
+  e.job_id = 5;
+  EXPECT_TRUE((*alarm)->Send(e).ok());
+  server.join();
+  close(fd);
+  EXPECT_NE(received.find("POST /hook HTTP/1.1"), std::string::npos);
+  EXPECT_NE(received.find("\"job_id\":5"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace jobwheel::scheduler
