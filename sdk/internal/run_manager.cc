@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/proto_time.h"
@@ -125,7 +126,13 @@ RunManager::RunManager(RunManagerOptions options, HandlerMap handlers, RunLogSto
       clock_(clock),
       metrics_(metrics),
       life_(std::make_shared<Lifeline>()),
-      mu_(life_->mu) {}
+      mu_(life_->mu),
+      executor_address_(options_.executor_address) {}
+
+void RunManager::SetExecutorAddress(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  executor_address_ = address;
+}
 
 RunManager::~RunManager() { Shutdown(absl::ZeroDuration(), absl::Seconds(1)); }
 
@@ -394,7 +401,7 @@ RunResult RunManager::MakeResult(const RunState& run, RunStatus status, int code
   r.set_message(message);
   if (run.started != absl::InfinitePast()) *r.mutable_start_time() = ToProto(run.started);
   *r.mutable_end_time() = ToProto(clock_.Now());
-  r.set_executor_address(options_.executor_address);
+  r.set_executor_address(executor_address_);
   return r;
 }
 
@@ -546,6 +553,15 @@ bool RunManager::IsActive(int64_t run_id) const {
   return runs_.contains(run_id);
 }
 
+size_t RunManager::WorkerThreads() const {
+  absl::MutexLock lock(&mu_);
+  size_t n = 0;
+  for (const auto& w : threads_) {
+    if (!w->exited) ++n;
+  }
+  return n;
+}
+
 void RunManager::StopAccepting() {
   absl::MutexLock lock(&mu_);
   accepting_ = false;
@@ -629,8 +645,9 @@ void RunManager::Shutdown(absl::Duration grace, absl::Duration join_timeout) {
       } else {
         to_report.push_back(CancelledResult(*run));
       }
-      spdlog::warn("run {} (job {}): {} at shutdown", run->request.run_id(),
-                   run->request.job_id(), CancelReasonName(run->token->reason()));
+      spdlog::warn("run {} (job {}): not finished within the shutdown grace period; reported {}",
+                   run->request.run_id(), run->request.job_id(),
+                   StatusName(to_report.back().status()));
     }
     stopping_ = true;
     for (auto& w : threads_) w->cv.SignalAll();

@@ -32,7 +32,7 @@ using HandlerFn = std::function<Result(JobContext&)>;
 using HandlerMap = absl::flat_hash_map<std::string, HandlerFn>;
 
 struct RunManagerOptions {
-  std::string executor_address;  // Copied into every RunResult.
+  std::string executor_address;  // Copied into every RunResult (see SetExecutorAddress).
   bool allow_scripts = false;
   absl::Duration worker_idle_timeout = absl::Seconds(30);
   // A cancelled run is reported when its handler returns or this long after the cancel.
@@ -71,6 +71,9 @@ class RunManager {
 
   void Start();
 
+  // The address copied into every RunResult (known once the server is bound).
+  void SetExecutorAddress(const std::string& address);
+
   struct SubmitOutcome {
     jobwheel::v1::RunDisposition disposition = jobwheel::v1::RUN_DISPOSITION_UNSPECIFIED;
     std::string message;
@@ -99,6 +102,9 @@ class RunManager {
 
   // Whether the run is queued or running here (its log may still grow).
   bool IsActive(int64_t run_id) const;
+
+  // Worker threads alive (including ones replaced by COVER_EARLY still in a handler).
+  size_t WorkerThreads() const;
 
   // New runs are REJECTED "shutting down" from now on.
   void StopAccepting();
@@ -177,6 +183,7 @@ class RunManager {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool watchdog_stop_ ABSL_GUARDED_BY(mu_) = false;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+  std::string executor_address_ ABSL_GUARDED_BY(mu_);
   int in_report_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread watchdog_;
 };

@@ -86,7 +86,8 @@ class DispatchStore {
   virtual absl::StatusOr<std::vector<int64_t>> RecordTriggerOutcomes(
       const std::vector<TriggerOutcome>& outcomes) = 0;
 
-  // Records terminal results on runs still PENDING or RUNNING; others are duplicates, ids
+  // Records terminal results on runs still PENDING or RUNNING (start_time: the executor's, else
+  // the trigger's, else end_time); others are duplicates, ids
   // without a row are unknown. `results` must have distinct run ids.
   virtual absl::StatusOr<std::vector<ResultRecord>> RecordResults(
       const std::vector<v1::RunResult>& results, absl::Time now) = 0;

@@ -250,7 +250,7 @@ absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
       const std::string sql = absl::StrCat(
           "WITH v(id, status, code, msg, st, et) AS (VALUES ", values,
           "), upd AS (UPDATE runs r SET status = v.status, result_code = v.code, "
-          "result_message = v.msg, start_time = COALESCE(r.start_time, v.st, v.et), "
+          "result_message = v.msg, start_time = COALESCE(v.st, r.start_time, v.et), "
           "end_time = v.et FROM v WHERE r.id = v.id AND r.status IN (1, 2) RETURNING r.id) "
           "SELECT v.id, (u.id IS NOT NULL), (x.id IS NOT NULL) FROM v "
           "LEFT JOIN upd u ON u.id = v.id LEFT JOIN runs x ON x.id = v.id");

@@ -11,7 +11,8 @@
 namespace jobwheel::dispatcher {
 namespace {
 
-// Runs one task for `job` that "takes" `took` on the fake clock, and waits for it.
+// Runs one task for `job` that "takes" `took` on the fake clock, and waits for it. Pools in
+// these tests have one thread per pool, so tasks (and their timing) never overlap.
 TriggerPool RunOne(TriggerPools& pools, FakeClock& clock, int64_t job, absl::Duration took) {
   absl::Notification done;
   TriggerPool pool = pools.Submit(job, [&] {
@@ -25,7 +26,7 @@ TriggerPool RunOne(TriggerPools& pools, FakeClock& clock, int64_t job, absl::Dur
 TEST(TriggerPoolsTest, JobWithMoreThanTenSlowCallsInAMinuteMovesToSlowPool) {
   FakeClock clock(absl::FromUnixSeconds(1700000000));  // A minute boundary.
   std::atomic<int> latency_reports{0};
-  TriggerPools pools(clock, TriggerPools::Options{2, 1, absl::Milliseconds(500), 10},
+  TriggerPools pools(clock, TriggerPools::Options{1, 1, absl::Milliseconds(500), 10},
                      [&](TriggerPool, absl::Duration) { ++latency_reports; });
   for (int i = 0; i < 11; ++i) {
     EXPECT_EQ(RunOne(pools, clock, 1, absl::Milliseconds(501)), TriggerPool::kFast) << i;
@@ -40,7 +41,7 @@ TEST(TriggerPoolsTest, JobWithMoreThanTenSlowCallsInAMinuteMovesToSlowPool) {
 TEST(TriggerPoolsTest, FastCallsAndNewMinuteKeepJobFast) {
   FakeClock clock(absl::FromUnixSeconds(1700000000));
   absl::BlockingCounter reported(22);
-  TriggerPools pools(clock, TriggerPools::Options{2, 1, absl::Milliseconds(500), 10},
+  TriggerPools pools(clock, TriggerPools::Options{1, 1, absl::Milliseconds(500), 10},
                      [&](TriggerPool, absl::Duration) { reported.DecrementCount(); });
   // Exactly 500 ms is not slow; ten slow ones are not "more than ten".
   for (int i = 0; i < 12; ++i) RunOne(pools, clock, 1, absl::Milliseconds(500));
@@ -49,7 +50,7 @@ TEST(TriggerPoolsTest, FastCallsAndNewMinuteKeepJobFast) {
   EXPECT_EQ(pools.PoolFor(1), TriggerPool::kFast);
 
   // Eleven slow ones → slow; then a new minute starts afresh.
-  TriggerPools pools2(clock, TriggerPools::Options{2, 1, absl::Milliseconds(500), 10},
+  TriggerPools pools2(clock, TriggerPools::Options{1, 1, absl::Milliseconds(500), 10},
                       [&](TriggerPool, absl::Duration) {});
   clock.Set(absl::FromUnixSeconds(1700000060));
   for (int i = 0; i < 11; ++i) RunOne(pools2, clock, 7, absl::Milliseconds(700));

@@ -150,7 +150,7 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
 int Run() {
   auto config_or = ConfigFromFlags();
   if (!config_or.ok()) {
-    spdlog::critical("registry: {}", config_or.status().message());
+    spdlog::critical("registry: {}", std::string(config_or.status().message()));
     return 2;
   }
   const ServerConfig config = *std::move(config_or);

@@ -22,7 +22,7 @@ class RegistryService::HeartbeatReactor final
     absl::Status auth = CheckBearer(context->client_metadata(), service_->options_.executor_policy);
     if (!auth.ok()) {
       if (service_->metrics_ != nullptr) service_->metrics_->registrations_rejected.Increment();
-      spdlog::warn("heartbeat from {} refused: {}", context->peer(), auth.message());
+      spdlog::warn("heartbeat from {} refused: {}", context->peer(), std::string(auth.message()));
       closing_ = true;
       Finish(ToGrpcStatus(auth));
       return;

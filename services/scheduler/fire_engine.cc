@@ -137,6 +137,7 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
   std::vector<Misfire> misfires;
   int jobs_claimed = 0;
   const absl::Time start = absl::Now();
+  const int64_t epoch = elector_.epoch();  // Not inside RunFenced: it holds the elector's lock.
   absl::Status s = elector_.RunFenced("claim due jobs", [&](pqxx::work& tx) {
     claimed.clear();
     misfires.clear();
@@ -213,7 +214,7 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
           "RETURNING id, job_id, (EXTRACT(EPOCH FROM scheduled_at) * 1000000)::BIGINT, "
           "trigger_type, status",
           NumArray(f_job), TimeArray(f_time), NumArray(f_type), NumArray(f_status),
-          PgArray(f_reason), elector_.epoch());
+          PgArray(f_reason), epoch);
       for (const pqxx::row& r : inserted) {
         if (r[4].as<int>() != kFirePending) continue;
         Fire fire;

@@ -59,6 +59,7 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
   std::vector<AlarmEvent> alarms;
   const absl::Time now = clock_.Now();
   const absl::Time start = absl::Now();
+  const int64_t epoch = elector_.epoch();  // Not inside RunFenced: it holds the elector's lock.
   absl::Status s = elector_.RunFenced("monitors", [&](pqxx::work& tx) {
     counts = Counts();
     alarms.clear();
@@ -129,7 +130,7 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
           "$5::int[], $6::int[]) AS u(job_id, parent, attempt, param, si, sn) "
           "ON CONFLICT DO NOTHING RETURNING id",
           IntArray(retry_job), IntArray(retry_parent), IntArray(retry_attempt), PgArray(params),
-          IntArray(retry_shard_i), IntArray(retry_shard_n), elector_.epoch());
+          IntArray(retry_shard_i), IntArray(retry_shard_n), epoch);
       counts.retries = static_cast<int>(ins.size());
     }
     if (!child_job.empty()) {
@@ -139,7 +140,7 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
           "FROM unnest($1::bigint[], $2::bigint[]) AS u(job_id, parent) "
           "WHERE EXISTS (SELECT 1 FROM jobs WHERE id = u.job_id) "
           "ON CONFLICT DO NOTHING RETURNING id",
-          IntArray(child_job), IntArray(child_parent), elector_.epoch());
+          IntArray(child_job), IntArray(child_parent), epoch);
       counts.children = static_cast<int>(ins.size());
     }
     if (!done.empty()) {

@@ -29,7 +29,7 @@ absl::StatusOr<Schedule> Schedule::FromProto(const jobwheel::v1::Schedule& proto
             kMaxIntervalSeconds, ", got ", secs));
       }
       absl::Time start = proto.fix_rate().has_start_time()
-                             ? FromProto(proto.fix_rate().start_time())
+                             ? jobwheel::FromProto(proto.fix_rate().start_time())
                              : absl::FromUnixSeconds(absl::ToUnixSeconds(created));
       return Schedule(Kind::kFixRate, std::nullopt, start, absl::Seconds(secs));
     }
@@ -48,7 +48,8 @@ std::optional<absl::Time> Schedule::NextAfter(absl::Time after) const {
       return cron_->NextAfter(after);
     case Kind::kFixRate: {
       if (after < start_) return start_;
-      const int64_t n = absl::IDivDuration(after - start_, interval_, nullptr) + 1;
+      absl::Duration rem;
+      const int64_t n = absl::IDivDuration(after - start_, interval_, &rem) + 1;
       return start_ + n * interval_;
     }
     case Kind::kNone:

@@ -335,7 +335,15 @@ absl::StatusOr<ShardParam> ParseShardParam(absl::string_view text) {
   std::vector<absl::string_view> parts = absl::StrSplit(text, '/');
   int32_t i = 0;
   int32_t n = 0;
-  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &i) || !absl::SimpleAtoi(parts[1], &n)) {
+  auto digits = [](absl::string_view p) {
+    if (p.empty() || p.size() > 9) return false;
+    for (char c : p) {
+      if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return false;
+    }
+    return true;
+  };
+  if (parts.size() != 2 || !digits(parts[0]) || !digits(parts[1]) ||
+      !absl::SimpleAtoi(parts[0], &i) || !absl::SimpleAtoi(parts[1], &n)) {
     return Invalid("shard_param", absl::StrCat("must look like \"i/n\", got \"",
                                                absl::CHexEscape(text), "\""));
   }

@@ -175,11 +175,11 @@ Argument: dict root, c. The component's `config` map wins over the chart's own k
 {{- if has $c.key (list "scheduler" "registry") -}}
 {{- $_ := set $env "JOBWHEEL_ADMIN_TOKEN_FILE" (printf "%s/admin-token" $secrets) -}}
 {{- end -}}
-{{- if has $c.key (list "registry" "demoExecutor") -}}
+{{- if has $c.key (list "registry" "dispatcher" "demoExecutor") -}}
 {{- $_ := set $env "JOBWHEEL_EXECUTOR_TOKEN_FILE" (printf "%s/executor-token" $secrets) -}}
 {{- end -}}
 {{- end -}}
-{{- if has $c.key (list "scheduler" "dispatcher" "demoExecutor") -}}
+{{- if has $c.key (list "dispatcher" "demoExecutor") -}}
 {{- $_ := set $env "JOBWHEEL_REGISTRY_TARGET" (include "jobwheel.registryTarget" $root) -}}
 {{- end -}}
 {{- if has $c.key (list "scheduler" "demoExecutor") -}}
@@ -187,11 +187,16 @@ Argument: dict root, c. The component's `config` map wins over the chart's own k
 {{- end -}}
 {{- if eq $c.key "demoExecutor" -}}
 {{- $_ := set $env "JOBWHEEL_APP" (toString $v.app) -}}
+{{- $_ := set $env "JOBWHEEL_LOG_DIR" "/var/lib/jobwheel/logs" -}}
+{{- $_ := set $env "JOBWHEEL_SPOOL_DIR" "/var/lib/jobwheel/spool" -}}
 {{- end -}}
 {{- if $root.Values.tls.enabled -}}
 {{- $_ := set $env "JOBWHEEL_TLS_CERT" (printf "%s/tls.crt" $tlsDir) -}}
 {{- $_ := set $env "JOBWHEEL_TLS_KEY" (printf "%s/tls.key" $tlsDir) -}}
+{{- if ne $c.key "registry" -}}
+{{- /* Clients (the registry calls no one) verify servers with the same CA. */ -}}
 {{- $_ := set $env "JOBWHEEL_TLS_CA" (printf "%s/ca.crt" $tlsDir) -}}
+{{- end -}}
 {{- if $root.Values.tls.clientAuth -}}
 {{- $_ := set $env "JOBWHEEL_TLS_CLIENT_CA" (printf "%s/ca.crt" $tlsDir) -}}
 {{- end -}}
@@ -378,11 +383,11 @@ spec:
             - configMapRef:
                 name: {{ include "jobwheel.fullname" $root }}-{{ $c.name }}
           env:
+            {{- if ne $c.key "demoExecutor" }}
             - name: JOBWHEEL_REPLICA_ID
               valueFrom:
                 fieldRef:
                   fieldPath: metadata.name
-            {{- if ne $c.key "demoExecutor" }}
             - name: JOBWHEEL_DB_DSN
               valueFrom:
                 secretKeyRef:
@@ -430,6 +435,9 @@ spec:
             - name: data
               mountPath: /var/lib/jobwheel
             {{- end }}
+            {{- with $root.Values.extraVolumeMounts }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
       volumes:
         - name: tmp
           emptyDir:
@@ -446,7 +454,7 @@ spec:
               - key: admin-token
                 path: admin-token
               {{- end }}
-              {{- if has $c.key (list "registry" "demoExecutor") }}
+              {{- if has $c.key (list "registry" "dispatcher" "demoExecutor") }}
               - key: executor-token
                 path: executor-token
               {{- end }}
@@ -468,6 +476,9 @@ spec:
         - name: data
           emptyDir:
             sizeLimit: {{ $v.dataSizeLimit }}
+        {{- end }}
+        {{- with $root.Values.extraVolumes }}
+        {{- toYaml . | nindent 8 }}
         {{- end }}
 {{- end -}}
 

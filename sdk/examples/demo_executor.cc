@@ -1,0 +1,166 @@
+// The demo executor: the SDK with a few handlers, used by scripts/up and integration tests.
+// Flags only and wiring; see docs/sdk.md.
+
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/auth.h"
+#include "common/flags.h"
+#include "common/logging.h"
+#include "jobwheel/executor.h"
+#include "prometheus/exposer.h"
+#include "prometheus/registry.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:7200", "ExecutorService listen address");
+ABSL_FLAG(std::string, advertise_address, "",
+          "Address registered for dispatchers to dial (default: --listen)");
+ABSL_FLAG(std::string, app, "demo", "Executor group (app) name");
+ABSL_FLAG(std::string, registry_target, "127.0.0.1:7101",
+          "Registry: comma list of host:port tried in turn, or a gRPC target (empty: none)");
+ABSL_FLAG(std::string, dispatcher_target, "127.0.0.1:7102",
+          "Dispatcher for results: host:port, gRPC target or comma list of ip:port");
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9200",
+          "Prometheus /metrics listen address (empty disables)");
+ABSL_FLAG(std::string, log_dir, "", "Run logs (default /tmp/jobwheel-executor-<port>/logs)");
+ABSL_FLAG(std::string, spool_dir, "",
+          "Unacknowledged results (default /tmp/jobwheel-executor-<port>/spool)");
+ABSL_FLAG(std::string, executor_token_file, "",
+          "File with the token presented to the registry and dispatcher");
+ABSL_FLAG(std::string, cluster_token_file, "",
+          "File with the token callers of ExecutorService must present");
+ABSL_FLAG(bool, insecure_dev, false, "Accept unauthenticated calls (development only)");
+ABSL_FLAG(bool, allow_scripts, false, "Run shell/python script jobs");
+ABSL_FLAG(int, log_retention_days, 30, "Delete run-log day folders older than this");
+ABSL_FLAG(absl::Duration, grace_period, absl::Seconds(10),
+          "On SIGTERM, how long in-flight runs may finish");
+ABSL_FLAG(int, capacity, 16, "Capacity advertised to the registry");
+ABSL_FLAG(std::string, tls_cert, "", "Server certificate (PEM) for ExecutorService");
+ABSL_FLAG(std::string, tls_key, "", "Server private key (PEM)");
+ABSL_FLAG(std::string, tls_client_ca, "", "Require client certificates signed by this CA");
+ABSL_FLAG(std::string, tls_ca, "", "CA (PEM) to verify the registry and dispatcher (enables TLS)");
+ABSL_FLAG(bool, log_json, false, "Log one JSON object per line");
+ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
+
+namespace {
+
+void RegisterDemoHandlers(jobwheel::Executor& exec) {
+  // Logs the param and succeeds with it.
+  (void)exec.Register("echo", [](jobwheel::JobContext& ctx) {
+    ctx.Log(ctx.param());
+    return jobwheel::Result::Ok(ctx.param());
+  });
+  // Sleeps `param` milliseconds, returning early when cancelled.
+  (void)exec.Register("sleep", [](jobwheel::JobContext& ctx) {
+    int64_t ms = 0;
+    if (!absl::SimpleAtoi(ctx.param(), &ms) || ms < 0) {
+      return jobwheel::Result::Fail(400, absl::StrCat("param: want milliseconds, got \"",
+                                                      ctx.param(), "\""));
+    }
+    ctx.Logf("sleeping %lld ms", static_cast<long long>(ms));
+    if (!ctx.SleepFor(absl::Milliseconds(ms))) {
+      ctx.Logf("interrupted: %s", std::string(jobwheel::CancelReasonName(ctx.cancel_reason())).c_str());
+      return jobwheel::Result::Fail("interrupted");
+    }
+    return jobwheel::Result::Ok(absl::StrCat("slept ", ms, " ms"));
+  });
+  // Always fails with code 500.
+  (void)exec.Register("fail", [](jobwheel::JobContext& ctx) {
+    ctx.Log("failing on purpose");
+    return jobwheel::Result::Fail(500, ctx.param().empty() ? "failed on purpose" : ctx.param());
+  });
+  // Logs its shard.
+  (void)exec.Register("shard", [](jobwheel::JobContext& ctx) {
+    const std::string shard = absl::StrCat("shard ", ctx.shard_index(), "/", ctx.shard_total());
+    ctx.Log(shard);
+    return jobwheel::Result::Ok(shard);
+  });
+  // Fails unless attempt >= param (so it succeeds on the param-th retry).
+  (void)exec.Register("flaky", [](jobwheel::JobContext& ctx) {
+    int needed = 0;
+    if (!ctx.param().empty() && !absl::SimpleAtoi(ctx.param(), &needed)) {
+      return jobwheel::Result::Fail(400, "param: want an attempt number");
+    }
+    ctx.Logf("attempt %d, succeeds from attempt %d", ctx.attempt(), needed);
+    if (ctx.attempt() >= needed) {
+      return jobwheel::Result::Ok(absl::StrCat("succeeded at attempt ", ctx.attempt()));
+    }
+    return jobwheel::Result::Fail(500, absl::StrCat("flaky: attempt ", ctx.attempt(), " < ", needed));
+  });
+}
+
+std::string PortOf(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  return colon == std::string::npos ? address : address.substr(colon + 1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  jobwheel::ParseFlagsWithEnv(argc, argv, "jobwheel demo executor");
+  jobwheel::InitLogging("executor", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
+
+  jobwheel::ExecutorOptions options;
+  options.app = absl::GetFlag(FLAGS_app);
+  options.listen_address = absl::GetFlag(FLAGS_listen);
+  options.advertise_address = absl::GetFlag(FLAGS_advertise_address);
+  options.registry_target = absl::GetFlag(FLAGS_registry_target);
+  options.dispatcher_target = absl::GetFlag(FLAGS_dispatcher_target);
+  const std::string base = absl::StrCat("/tmp/jobwheel-executor-", PortOf(options.listen_address));
+  options.log_dir = absl::GetFlag(FLAGS_log_dir).empty() ? base + "/logs" : absl::GetFlag(FLAGS_log_dir);
+  options.spool_dir =
+      absl::GetFlag(FLAGS_spool_dir).empty() ? base + "/spool" : absl::GetFlag(FLAGS_spool_dir);
+  options.insecure_dev = absl::GetFlag(FLAGS_insecure_dev);
+  options.allow_scripts = absl::GetFlag(FLAGS_allow_scripts);
+  options.log_retention_days = absl::GetFlag(FLAGS_log_retention_days);
+  options.grace_period = absl::GetFlag(FLAGS_grace_period);
+  options.capacity = absl::GetFlag(FLAGS_capacity);
+  options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  options.tls_ca_file = absl::GetFlag(FLAGS_tls_ca);
+  options.handle_signals = true;
+
+  auto executor_token =
+      jobwheel::ReadTokenFile(absl::GetFlag(FLAGS_executor_token_file), "executor_token_file");
+  auto cluster_token =
+      jobwheel::ReadTokenFile(absl::GetFlag(FLAGS_cluster_token_file), "cluster_token_file");
+  if (!executor_token.ok() || !cluster_token.ok()) {
+    spdlog::critical("{}", (!executor_token.ok() ? executor_token.status() : cluster_token.status())
+                               .ToString());
+    return 2;
+  }
+  options.executor_token = *executor_token;
+  options.cluster_token = *cluster_token;
+  if (!options.insecure_dev && (options.executor_token.empty() || options.cluster_token.empty())) {
+    spdlog::critical(
+        "refusing to start: set --executor_token_file and --cluster_token_file, or "
+        "--insecure_dev for development");
+    return 2;
+  }
+
+  std::unique_ptr<prometheus::Exposer> exposer;
+  if (!absl::GetFlag(FLAGS_metrics_address).empty()) {
+    options.metrics_registry = std::make_shared<prometheus::Registry>();
+    try {
+      exposer = std::make_unique<prometheus::Exposer>(absl::GetFlag(FLAGS_metrics_address));
+    } catch (const std::exception& e) {
+      spdlog::critical("metrics_address {}: {}", absl::GetFlag(FLAGS_metrics_address), e.what());
+      return 2;
+    }
+    exposer->RegisterCollectable(options.metrics_registry);
+  }
+
+  jobwheel::Executor exec(options);
+  RegisterDemoHandlers(exec);
+  absl::Status st = exec.Run();
+  if (!st.ok()) {
+    spdlog::critical("executor: {}", st.ToString());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,124 @@
+#include "services/dispatcher/dispatcher_service.h"
+
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "common/auth.h"
+#include "common/clock.h"
+#include "common/grpc_server.h"
+#include "gtest/gtest.h"
+#include "jobwheel/v1/dispatcher.grpc.pb.h"
+#include "services/dispatcher/fake_executor_clients.h"
+
+namespace jobwheel::dispatcher {
+namespace {
+
+// Answers every call with empty outcomes; the service test is about the gRPC surface.
+class NullStore : public DispatchStore {
+ public:
+  absl::StatusOr<std::vector<FireResult>> DispatchFires(const std::vector<v1::Fire>& fires,
+                                                        absl::Time, const FirePlanner&) override {
+    std::vector<FireResult> out(fires.size());
+    for (size_t i = 0; i < fires.size(); ++i) {
+      out[i].fire_id = fires[i].fire_id();
+      out[i].status = v1::FIRE_STATUS_DISPATCHED;
+      out[i].duplicate = true;
+    }
+    return out;
+  }
+  absl::StatusOr<std::vector<int64_t>> RecordTriggerOutcomes(
+      const std::vector<TriggerOutcome>&) override {
+    return std::vector<int64_t>();
+  }
+  absl::StatusOr<std::vector<ResultRecord>> RecordResults(const std::vector<v1::RunResult>& r,
+                                                          absl::Time) override {
+    std::vector<ResultRecord> out;
+    for (const auto& x : r) out.push_back({x.run_id(), ResultDisposition::kRecorded, x.status()});
+    return out;
+  }
+};
+
+class DispatcherServiceTest : public ::testing::Test {
+ protected:
+  void Start(bool insecure) {
+    v1::WatchExecutorsResponse snap;
+    snap.set_type(v1::WATCH_EVENT_TYPE_SNAPSHOT);
+    directory_.Apply(snap);
+    dispatcher_.Start();
+    service_ = std::make_unique<DispatcherServiceImpl>(
+        dispatcher_, work_, TokenPolicy{insecure, {"cluster-secret"}},
+        TokenPolicy{insecure, {"executor-secret"}});
+    int port = 0;
+    auto server = StartGrpcServer("127.0.0.1:0", {service_.get()}, {}, &port);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    stub_ = v1::DispatcherService::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+    work_.Shutdown();
+    dispatcher_.Shutdown();
+  }
+
+  grpc::Status Dispatch(const std::string& token) {
+    grpc::ClientContext ctx;
+    AddBearer(ctx, token);
+    v1::DispatchRequest req;
+    v1::Fire* f = req.add_fires();
+    f->set_fire_id(1);
+    f->mutable_job()->set_id(2);
+    f->mutable_job()->set_app("demo");
+    f->mutable_job()->set_handler("echo");
+    v1::DispatchResponse resp;
+    return stub_->Dispatch(&ctx, req, &resp);
+  }
+  grpc::Status Report(const std::string& token, v1::RunStatus status, v1::ReportResultsResponse* resp) {
+    grpc::ClientContext ctx;
+    AddBearer(ctx, token);
+    v1::ReportResultsRequest req;
+    req.add_results()->set_run_id(5);
+    req.mutable_results(0)->set_status(status);
+    return stub_->ReportResults(&ctx, req, resp);
+  }
+
+  FakeClock clock_;
+  std::mt19937_64 gen_{1};
+  FakeExecutorClients executors_;
+  ExecutorDirectory directory_;
+  NullStore store_;
+  Router router_{clock_, gen_, executors_};
+  TriggerPools pools_{clock_, TriggerPools::Options{1, 1}};
+  Dispatcher dispatcher_{store_, directory_, router_, executors_, pools_, nullptr, clock_,
+                         Dispatcher::Options()};
+  WorkPool work_{"db", 2, 10};
+  std::unique_ptr<DispatcherServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::DispatcherService::Stub> stub_;
+};
+
+TEST_F(DispatcherServiceTest, TokensAreCheckedPerRpc) {
+  Start(/*insecure=*/false);
+  EXPECT_EQ(Dispatch("").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Dispatch("executor-secret").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(Dispatch("cluster-secret").ok());
+  v1::ReportResultsResponse resp;
+  EXPECT_EQ(Report("cluster-secret", v1::RUN_STATUS_SUCCEEDED, &resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  ASSERT_TRUE(Report("executor-secret", v1::RUN_STATUS_SUCCEEDED, &resp).ok());
+  ASSERT_EQ(resp.acked_run_ids_size(), 1);
+  EXPECT_EQ(resp.acked_run_ids(0), 5);
+  grpc::Status bad = Report("executor-secret", v1::RUN_STATUS_PENDING, &resp);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(bad.error_message().find("results[0].status"), std::string::npos) << bad.error_message();
+}
+
+TEST_F(DispatcherServiceTest, InsecureDevAcceptsAnything) {
+  Start(/*insecure=*/true);
+  EXPECT_TRUE(Dispatch("").ok());
+  v1::ReportResultsResponse resp;
+  EXPECT_TRUE(Report("", v1::RUN_STATUS_FAILED, &resp).ok());
+}
+
+}  // namespace
+}  // namespace jobwheel::dispatcher

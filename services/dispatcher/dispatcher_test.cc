@@ -1,0 +1,336 @@
+#include "services/dispatcher/dispatcher.h"
+
+#include <memory>
+#include <random>
+
+#include "common/clock.h"
+#include "common/pg_pool.h"
+#include "common/testing/pg_test_db.h"
+#include "common/testing/process.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "services/dispatcher/dispatch_test_util.h"
+#include "services/dispatcher/fake_executor_clients.h"
+#include "services/dispatcher/pg_dispatch_store.h"
+
+namespace jobwheel::dispatcher {
+namespace {
+
+using ::jobwheel::testing::Eventually;
+using ::testing::HasSubstr;
+using namespace ::jobwheel::dispatcher::testing;  // NOLINT
+
+constexpr absl::Duration kWait = absl::Seconds(10);
+
+class DispatcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dsn = jobwheel::testing::CreateMigratedTestDatabase();
+    ASSERT_TRUE(dsn.ok()) << dsn.status();
+    dsn_ = *dsn;
+    pool_ = std::make_unique<PgPool>(dsn_, 4);
+    store_ = std::make_unique<PgDispatchStore>(*pool_);
+    metrics_ = std::make_unique<DispatcherMetrics>(registry_);
+    router_ = std::make_unique<Router>(clock_, gen_, executors_);
+    pools_ = std::make_unique<TriggerPools>(clock_, TriggerPools::Options{2, 1});
+    dispatcher_ = std::make_unique<Dispatcher>(*store_, directory_, *router_, executors_, *pools_,
+                                               metrics_.get(), clock_, Dispatcher::Options());
+    dispatcher_->Start();
+    SetExecutors({{"127.0.0.1:7201", {"echo"}},
+                  {"127.0.0.1:7202", {"echo"}},
+                  {"127.0.0.1:7203", {"echo", "sleep"}}});
+  }
+  void TearDown() override {
+    if (dispatcher_) dispatcher_->Shutdown();
+  }
+
+  void SetExecutors(const std::vector<std::pair<std::string, std::vector<std::string>>>& list) {
+    v1::WatchExecutorsResponse snap;
+    snap.set_version(++version_);
+    snap.set_type(v1::WATCH_EVENT_TYPE_SNAPSHOT);
+    for (const auto& [address, handlers] : list) {
+      v1::Executor* e = snap.add_executors();
+      e->set_app("demo");
+      e->set_address(address);
+      for (const auto& h : handlers) e->add_handlers(h);
+    }
+    directory_.Apply(snap);
+  }
+
+  // A job row and a fire row as the scheduler writes them, and the matching Fire message.
+  v1::Fire NewFire(v1::RoutingStrategy strategy, const std::string& handler = "echo") {
+    const int64_t job_id = InsertJob(dsn_, "demo", handler, strategy);
+    return MakeFire(InsertFire(dsn_, job_id), MakeJob(job_id, "demo", handler, strategy),
+                    clock_.Now());
+  }
+
+  absl::StatusOr<v1::DispatchResponse> Dispatch(const std::vector<v1::Fire>& fires) {
+    v1::DispatchRequest req;
+    for (const auto& f : fires) *req.add_fires() = f;
+    return dispatcher_->Dispatch(req);
+  }
+
+  bool RunHasStatus(int64_t run_id, v1::RunStatus status) {
+    return Eventually([&] { return RunById(dsn_, run_id).status == status; }, kWait);
+  }
+
+  double Counter(const std::string& name, const std::map<std::string, std::string>& labels) {
+    for (const auto& family : registry_.Collect()) {
+      if (family.name != name) continue;
+      for (const auto& m : family.metric) {
+        std::map<std::string, std::string> got;
+        for (const auto& l : m.label) got[l.name] = l.value;
+        if (got == labels) return m.counter.value;
+      }
+    }
+    return 0;
+  }
+
+  std::string dsn_;
+  FakeClock clock_;
+  std::mt19937_64 gen_{1};
+  FakeExecutorClients executors_;
+  ExecutorDirectory directory_;
+  prometheus::Registry registry_;
+  int64_t version_ = 0;
+  std::unique_ptr<PgPool> pool_;
+  std::unique_ptr<PgDispatchStore> store_;
+  std::unique_ptr<DispatcherMetrics> metrics_;
+  std::unique_ptr<Router> router_;
+  std::unique_ptr<TriggerPools> pools_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+};
+
+TEST_F(DispatcherTest, DispatchRoutesTriggersAndMarksRunning) {
+  v1::Fire fire = NewFire(v1::ROUTING_STRATEGY_LAST);
+  fire.set_param("p1");
+  auto r = Dispatch({fire});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->outcomes_size(), 1);
+  EXPECT_EQ(r->outcomes(0).status(), v1::FIRE_STATUS_DISPATCHED);
+  ASSERT_EQ(r->outcomes(0).run_ids_size(), 1);
+  const int64_t run_id = r->outcomes(0).run_ids(0);
+  ASSERT_TRUE(RunHasStatus(run_id, v1::RUN_STATUS_RUNNING));
+  RunRow row = RunById(dsn_, run_id);
+  EXPECT_EQ(row.address, "127.0.0.1:7203");
+  EXPECT_EQ(row.trigger_message,
+            "route LAST over 3 executors → 127.0.0.1:7203; executor: STARTED");
+  EXPECT_TRUE(row.has_start);
+  auto calls = executors_.runs();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].first, "127.0.0.1:7203");
+  EXPECT_EQ(calls[0].second.run_id(), run_id);
+  EXPECT_EQ(calls[0].second.param(), "p1");
+  EXPECT_EQ(calls[0].second.handler(), "echo");
+  EXPECT_EQ(calls[0].second.fire_id(), fire.fire_id());
+  EXPECT_EQ(Counter("jobwheel_dispatcher_fires_total", {{"outcome", "dispatched"}}), 1);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Counter("jobwheel_dispatcher_runs_triggered_total",
+                       {{"strategy", "last"}, {"outcome", "started"}}) == 1;
+      },
+      kWait));
+}
+
+TEST_F(DispatcherTest, RepeatedDispatchTriggersOnce) {
+  v1::Fire fire = NewFire(v1::ROUTING_STRATEGY_SHARDING_BROADCAST);
+  auto first = Dispatch({fire});
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->outcomes(0).run_ids_size(), 3);
+  for (int64_t id : first->outcomes(0).run_ids()) ASSERT_TRUE(RunHasStatus(id, v1::RUN_STATUS_RUNNING));
+  auto second = Dispatch({fire});
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->outcomes(0).status(), v1::FIRE_STATUS_DISPATCHED);
+  EXPECT_EQ(std::vector<int64_t>(second->outcomes(0).run_ids().begin(),
+                                 second->outcomes(0).run_ids().end()),
+            std::vector<int64_t>(first->outcomes(0).run_ids().begin(),
+                                 first->outcomes(0).run_ids().end()));
+  dispatcher_->Shutdown();  // Drains the pools: any extra trigger would have run by now.
+  EXPECT_EQ(executors_.run_count(), 3u);
+  std::vector<RunRow> runs = RunsOf(dsn_, fire.fire_id());
+  ASSERT_EQ(runs.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(runs[i].shard_index, i);
+    EXPECT_EQ(runs[i].shard_total, 3);
+    EXPECT_THAT(runs[i].trigger_message,
+                HasSubstr(absl::StrCat("shard ", i, "/3 → 127.0.0.1:720", i + 1)));
+  }
+  EXPECT_EQ(Counter("jobwheel_dispatcher_fires_total", {{"outcome", "duplicate"}}), 1);
+}
+
+TEST_F(DispatcherTest, NoExecutorFailsFireWithReasonAndFailedRun) {
+  SetExecutors({});
+  v1::Fire fire = NewFire(v1::ROUTING_STRATEGY_ROUND);
+  auto r = Dispatch({fire});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->outcomes(0).status(), v1::FIRE_STATUS_FAILED);
+  const std::string reason = absl::StrCat("job ", fire.job().id(), ": no executor online for app demo");
+  EXPECT_EQ(r->outcomes(0).message(), reason);
+  auto [status, fire_reason, dispatched] = FireRow(dsn_, fire.fire_id());
+  EXPECT_EQ(status, v1::FIRE_STATUS_FAILED);
+  EXPECT_EQ(fire_reason, reason);
+  EXPECT_TRUE(dispatched);
+  std::vector<RunRow> runs = RunsOf(dsn_, fire.fire_id());
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, v1::RUN_STATUS_FAILED);
+  EXPECT_EQ(runs[0].trigger_message, reason);
+  EXPECT_EQ(executors_.run_count(), 0u);
+  EXPECT_EQ(Counter("jobwheel_dispatcher_fires_total", {{"outcome", "failed"}}), 1);
+  EXPECT_EQ(Counter("jobwheel_dispatcher_runs_finished_total", {{"status", "failed"}}), 1);
+}
+
+TEST_F(DispatcherTest, CandidatesFilteredByHandler) {
+  v1::Fire fire = NewFire(v1::ROUTING_STRATEGY_FIRST, "sleep");
+  auto r = Dispatch({fire});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->outcomes(0).status(), v1::FIRE_STATUS_DISPATCHED);
+  EXPECT_EQ(RunsOf(dsn_, fire.fire_id())[0].address, "127.0.0.1:7203");
+  EXPECT_THAT(RunsOf(dsn_, fire.fire_id())[0].trigger_message, HasSubstr("over 1 executor →"));
+
+  v1::Fire none = NewFire(v1::ROUTING_STRATEGY_FIRST, "nope");
+  r = Dispatch({none});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->outcomes(0).status(), v1::FIRE_STATUS_FAILED);
+  EXPECT_THAT(r->outcomes(0).message(),
+              HasSubstr("none of the 3 executors online for app demo has handler nope"));
+}
+
+TEST_F(DispatcherTest, ManualExecutorMustBeOnline) {
+  v1::Fire fire = NewFire(v1::ROUTING_STRATEGY_FIRST);
+  fire.set_executor_address("10.9.9.9:1");
+  auto r = Dispatch({fire});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->outcomes(0).status(), v1::FIRE_STATUS_FAILED);
+  EXPECT_THAT(r->outcomes(0).message(), HasSubstr("executor 10.9.9.9:1 is not online for app demo"));
+
+  v1::Fire ok = NewFire(v1::ROUTING_STRATEGY_FIRST);
+  ok.set_executor_address("127.0.0.1:7202");
+  ok.set_shard_index(1);
+  ok.set_shard_total(4);
+  r = Dispatch({ok});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->outcomes(0).status(), v1::FIRE_STATUS_DISPATCHED);
+  ASSERT_TRUE(RunHasStatus(r->outcomes(0).run_ids(0), v1::RUN_STATUS_RUNNING));
+  RunRow row = RunById(dsn_, r->outcomes(0).run_ids(0));
+  EXPECT_EQ(row.address, "127.0.0.1:7202");
+  EXPECT_EQ(row.shard_index, 1);
+  EXPECT_EQ(row.shard_total, 4);
+  // Only the online executor was ever called.
+  for (const auto& [address, req] : executors_.runs()) EXPECT_EQ(address, "127.0.0.1:7202");
+}
+
+TEST_F(DispatcherTest, TriggerAnswersSetRunStatus) {
+  executors_.SetDisposition(v1::RUN_DISPOSITION_DISCARDED, "job 1 is running");
+  auto r = Dispatch({NewFire(v1::ROUTING_STRATEGY_FIRST)});
+  ASSERT_TRUE(r.ok());
+  const int64_t discarded = r->outcomes(0).run_ids(0);
+  ASSERT_TRUE(RunHasStatus(discarded, v1::RUN_STATUS_DISCARDED));
+  EXPECT_THAT(RunById(dsn_, discarded).trigger_message,
+              HasSubstr("; executor: DISCARDED (job 1 is running)"));
+  EXPECT_TRUE(RunById(dsn_, discarded).has_end);
+
+  executors_.SetDisposition(v1::RUN_DISPOSITION_REJECTED, "unknown handler echo");
+  r = Dispatch({NewFire(v1::ROUTING_STRATEGY_FIRST)});
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(RunHasStatus(r->outcomes(0).run_ids(0), v1::RUN_STATUS_FAILED));
+  EXPECT_THAT(RunById(dsn_, r->outcomes(0).run_ids(0)).trigger_message,
+              HasSubstr("executor: REJECTED (unknown handler echo)"));
+
+  executors_.SetDisposition(v1::RUN_DISPOSITION_QUEUED);
+  r = Dispatch({NewFire(v1::ROUTING_STRATEGY_FIRST)});
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(RunHasStatus(r->outcomes(0).run_ids(0), v1::RUN_STATUS_RUNNING));
+
+  executors_.SetDown("127.0.0.1:7201", true);
+  r = Dispatch({NewFire(v1::ROUTING_STRATEGY_FIRST)});
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(RunHasStatus(r->outcomes(0).run_ids(0), v1::RUN_STATUS_FAILED));
+  EXPECT_THAT(RunById(dsn_, r->outcomes(0).run_ids(0)).trigger_message,
+              HasSubstr("; trigger error: UNAVAILABLE: connection refused"));
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Counter("jobwheel_dispatcher_runs_finished_total", {{"status", "discarded"}}) == 1 &&
+               Counter("jobwheel_dispatcher_runs_finished_total", {{"status", "failed"}}) == 2;
+      },
+      kWait));
+}
+
+TEST_F(DispatcherTest, RoundSpreadsFiresOfOneJob) {
+  v1::Fire proto = NewFire(v1::ROUTING_STRATEGY_ROUND);
+  std::vector<v1::Fire> fires;
+  for (int i = 0; i < 90; ++i) {
+    v1::Fire f = proto;
+    f.set_fire_id(InsertFire(dsn_, proto.job().id()));
+    fires.push_back(f);
+  }
+  auto r = Dispatch(fires);
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::map<std::string, int> per_executor;
+  for (const auto& o : r->outcomes()) {
+    ASSERT_EQ(o.status(), v1::FIRE_STATUS_DISPATCHED);
+    ++per_executor[RunById(dsn_, o.run_ids(0)).address];
+  }
+  EXPECT_EQ(per_executor.size(), 3u);
+  for (const auto& [address, n] : per_executor) EXPECT_EQ(n, 30) << address;
+}
+
+TEST_F(DispatcherTest, InvalidRequestsNameTheField) {
+  v1::Fire fire = NewFire(v1::ROUTING_STRATEGY_FIRST);
+  fire.mutable_job()->clear_app();
+  auto r = Dispatch({NewFire(v1::ROUTING_STRATEGY_FIRST), fire});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("fires[1].job.app"));
+  v1::Fire shard = NewFire(v1::ROUTING_STRATEGY_FIRST);
+  shard.set_shard_total(2);
+  shard.set_shard_index(2);
+  r = Dispatch({shard});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("fires[0].shard_index"));
+
+  v1::ReportResultsRequest results;
+  results.add_results()->set_run_id(1);
+  results.mutable_results(0)->set_status(v1::RUN_STATUS_SUCCEEDED);
+  results.add_results()->set_run_id(2);
+  results.mutable_results(1)->set_status(v1::RUN_STATUS_RUNNING);
+  auto rr = dispatcher_->ReportResults(results);
+  EXPECT_EQ(rr.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(rr.status().message(), HasSubstr("results[1].status"));
+}
+
+TEST_F(DispatcherTest, NotReadyBeforeFirstSnapshot) {
+  ExecutorDirectory empty;
+  Dispatcher d(*store_, empty, *router_, executors_, *pools_, nullptr, clock_,
+               Dispatcher::Options());
+  v1::DispatchRequest req;
+  *req.add_fires() = NewFire(v1::ROUTING_STRATEGY_FIRST);
+  EXPECT_EQ(d.Dispatch(req).status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(DispatcherTest, ReportResultsAcksEverythingAndCounts) {
+  auto r = Dispatch({NewFire(v1::ROUTING_STRATEGY_FIRST)});
+  ASSERT_TRUE(r.ok());
+  const int64_t run_id = r->outcomes(0).run_ids(0);
+  ASSERT_TRUE(RunHasStatus(run_id, v1::RUN_STATUS_RUNNING));
+  v1::ReportResultsRequest req;
+  for (int64_t id : {run_id, run_id, int64_t{999999}}) {
+    v1::RunResult* res = req.add_results();
+    res->set_run_id(id);
+    res->set_status(v1::RUN_STATUS_SUCCEEDED);
+    res->set_message("ok");
+  }
+  auto ack = dispatcher_->ReportResults(req);
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  EXPECT_THAT(std::vector<int64_t>(ack->acked_run_ids().begin(), ack->acked_run_ids().end()),
+              ::testing::UnorderedElementsAre(run_id, 999999));
+  EXPECT_EQ(RunById(dsn_, run_id).status, v1::RUN_STATUS_SUCCEEDED);
+  ack = dispatcher_->ReportResults(req);  // The executor's spool retried: a duplicate.
+  ASSERT_TRUE(ack.ok());
+  EXPECT_EQ(Counter("jobwheel_dispatcher_results_total", {{"outcome", "recorded"}}), 1);
+  EXPECT_EQ(Counter("jobwheel_dispatcher_results_total", {{"outcome", "duplicate"}}), 1);
+  EXPECT_EQ(Counter("jobwheel_dispatcher_results_total", {{"outcome", "unknown"}}), 2);
+  EXPECT_EQ(Counter("jobwheel_dispatcher_runs_finished_total", {{"status", "succeeded"}}), 1);
+}
+
+}  // namespace
+}  // namespace jobwheel::dispatcher

@@ -1,0 +1,244 @@
+#include "services/dispatcher/pg_dispatch_store.h"
+
+#include <atomic>
+
+#include "common/pg_pool.h"
+#include "common/testing/pg_test_db.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "services/dispatcher/dispatch_test_util.h"
+
+namespace jobwheel::dispatcher {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using namespace ::jobwheel::dispatcher::testing;  // NOLINT
+
+class PgDispatchStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dsn = jobwheel::testing::CreateMigratedTestDatabase();
+    ASSERT_TRUE(dsn.ok()) << dsn.status();
+    dsn_ = *dsn;
+    pool_ = std::make_unique<PgPool>(dsn_, 2);
+    store_ = std::make_unique<PgDispatchStore>(*pool_);
+    job_ = MakeJob(InsertJob(dsn_, "demo", "echo", v1::ROUTING_STRATEGY_SHARDING_BROADCAST),
+                   "demo", "echo", v1::ROUTING_STRATEGY_SHARDING_BROADCAST);
+  }
+
+  v1::Fire NewFire() { return MakeFire(InsertFire(dsn_, job_.id()), job_, now_); }
+
+  // Creates one PENDING run on a fresh fire and returns its id.
+  int64_t PendingRun() {
+    auto r = store_->DispatchFires({NewFire()}, now_, [](const v1::Fire&) {
+      FirePlan p;
+      p.runs.push_back(PlannedRun{"h:1", 0, 1, v1::RUN_STATUS_PENDING, "route FIRST"});
+      return p;
+    });
+    EXPECT_TRUE(r.ok()) << r.status();
+    return (*r)[0].created[0].run_id;
+  }
+
+  v1::RunResult Result(int64_t run_id, v1::RunStatus status, int code, const std::string& msg) {
+    v1::RunResult r;
+    r.set_run_id(run_id);
+    r.set_status(status);
+    r.set_code(code);
+    r.set_message(msg);
+    *r.mutable_end_time() = ToProto(now_ + absl::Seconds(1));
+    return r;
+  }
+
+  std::string dsn_;
+  std::unique_ptr<PgPool> pool_;
+  std::unique_ptr<PgDispatchStore> store_;
+  v1::Job job_;
+  absl::Time now_ = absl::FromUnixSeconds(1800000000);
+};
+
+TEST_F(PgDispatchStoreTest, DispatchIsIdempotentPerFire) {
+  v1::Fire fire = NewFire();
+  std::atomic<int> planned{0};
+  FirePlanner plan = [&](const v1::Fire&) {
+    ++planned;
+    FirePlan p;
+    p.runs.push_back(PlannedRun{"h:1", 0, 2, v1::RUN_STATUS_PENDING, "shard 0"});
+    p.runs.push_back(PlannedRun{"h:2", 1, 2, v1::RUN_STATUS_PENDING, "shard 1"});
+    return p;
+  };
+  auto first = store_->DispatchFires({fire}, now_, plan);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->size(), 1u);
+  EXPECT_EQ((*first)[0].status, v1::FIRE_STATUS_DISPATCHED);
+  EXPECT_FALSE((*first)[0].duplicate);
+  ASSERT_EQ((*first)[0].created.size(), 2u);
+  EXPECT_EQ((*first)[0].run_ids.size(), 2u);
+  EXPECT_EQ(std::get<0>(FireRow(dsn_, fire.fire_id())), v1::FIRE_STATUS_DISPATCHED);
+  EXPECT_TRUE(std::get<2>(FireRow(dsn_, fire.fire_id())));
+
+  auto second = store_->DispatchFires({fire}, now_, plan);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE((*second)[0].duplicate);
+  EXPECT_TRUE((*second)[0].created.empty());
+  EXPECT_EQ((*second)[0].run_ids, (*first)[0].run_ids);
+  EXPECT_EQ((*second)[0].status, v1::FIRE_STATUS_DISPATCHED);
+  EXPECT_EQ(planned.load(), 1);
+  std::vector<RunRow> runs = RunsOf(dsn_, fire.fire_id());
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].address, "h:1");
+  EXPECT_EQ(runs[1].shard_index, 1);
+  EXPECT_EQ(runs[1].shard_total, 2);
+  EXPECT_EQ(runs[1].status, v1::RUN_STATUS_PENDING);
+  EXPECT_EQ(runs[1].trigger_message, "shard 1");
+}
+
+TEST_F(PgDispatchStoreTest, FailedPlanRecordsReasonOnFireAndRun) {
+  v1::Fire fire = NewFire();
+  auto r = store_->DispatchFires({fire}, now_, [](const v1::Fire&) {
+    FirePlan p;
+    p.status = v1::FIRE_STATUS_FAILED;
+    p.reason = "job 1: no executor online for app demo";
+    p.runs.push_back(PlannedRun{"", 0, 1, v1::RUN_STATUS_FAILED, p.reason});
+    return p;
+  });
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].status, v1::FIRE_STATUS_FAILED);
+  EXPECT_EQ((*r)[0].message, "job 1: no executor online for app demo");
+  auto [status, reason, dispatched] = FireRow(dsn_, fire.fire_id());
+  EXPECT_EQ(status, v1::FIRE_STATUS_FAILED);
+  EXPECT_EQ(reason, "job 1: no executor online for app demo");
+  std::vector<RunRow> runs = RunsOf(dsn_, fire.fire_id());
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, v1::RUN_STATUS_FAILED);
+  EXPECT_TRUE(runs[0].has_end);
+  EXPECT_EQ(runs[0].trigger_message, reason);
+  // Repeated: the same failure comes back, nothing new is written.
+  auto again = store_->DispatchFires({fire}, now_, [](const v1::Fire&) -> FirePlan {
+    ADD_FAILURE() << "planned twice";
+    return {};
+  });
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE((*again)[0].duplicate);
+  EXPECT_EQ((*again)[0].status, v1::FIRE_STATUS_FAILED);
+  EXPECT_EQ((*again)[0].message, reason);
+  EXPECT_EQ((*again)[0].run_ids, std::vector<int64_t>{runs[0].id});
+}
+
+TEST_F(PgDispatchStoreTest, UnknownFireAndWrongJobAreNotWritten) {
+  v1::Fire unknown = MakeFire(987654, job_, now_);
+  v1::Fire wrong_job = NewFire();
+  wrong_job.mutable_job()->set_id(job_.id() + 100);
+  v1::Fire good = NewFire();
+  auto r = store_->DispatchFires({unknown, wrong_job, good, good}, now_, [](const v1::Fire&) {
+    FirePlan p;
+    p.runs.push_back(PlannedRun{"h:1", 0, 1, v1::RUN_STATUS_PENDING, "x"});
+    return p;
+  });
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->size(), 4u);
+  EXPECT_TRUE((*r)[0].not_found);
+  EXPECT_EQ((*r)[0].message, "fire 987654: not found");
+  EXPECT_TRUE((*r)[1].not_found);
+  EXPECT_THAT((*r)[1].message, HasSubstr("belongs to job"));
+  EXPECT_EQ(std::get<0>(FireRow(dsn_, wrong_job.fire_id())), v1::FIRE_STATUS_PENDING);
+  EXPECT_FALSE((*r)[2].duplicate);
+  EXPECT_EQ((*r)[2].created.size(), 1u);
+  // The same fire twice in one batch: created once, the repeat is a duplicate.
+  EXPECT_TRUE((*r)[3].duplicate);
+  EXPECT_TRUE((*r)[3].created.empty());
+  EXPECT_EQ((*r)[3].run_ids, (*r)[2].run_ids);
+  EXPECT_EQ(RunsOf(dsn_, good.fire_id()).size(), 1u);
+}
+
+TEST_F(PgDispatchStoreTest, ManyFiresInOneBatch) {
+  std::vector<v1::Fire> fires;
+  for (int i = 0; i < 300; ++i) fires.push_back(NewFire());
+  auto r = store_->DispatchFires(fires, now_, [](const v1::Fire& f) {
+    FirePlan p;
+    p.runs.push_back(PlannedRun{absl::StrCat("h:", f.fire_id() % 3), 0, 1,
+                                v1::RUN_STATUS_PENDING, "x"});
+    return p;
+  });
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (size_t i = 0; i < fires.size(); ++i) {
+    EXPECT_EQ((*r)[i].fire_id, fires[i].fire_id());
+    ASSERT_EQ((*r)[i].created.size(), 1u);
+    EXPECT_EQ(RunById(dsn_, (*r)[i].created[0].run_id).address,
+              absl::StrCat("h:", fires[i].fire_id() % 3));
+  }
+}
+
+TEST_F(PgDispatchStoreTest, TriggerOutcomesNeverOverwriteTerminal) {
+  const int64_t started = PendingRun();
+  const int64_t discarded = PendingRun();
+  const int64_t finished_first = PendingRun();
+  // The result of finished_first arrives before its trigger reply.
+  auto rec = store_->RecordResults({Result(finished_first, v1::RUN_STATUS_SUCCEEDED, 0, "ok")},
+                                   now_);
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  auto done = store_->RecordTriggerOutcomes(
+      {TriggerOutcome{started, v1::RUN_STATUS_RUNNING, "; executor: STARTED", now_},
+       TriggerOutcome{discarded, v1::RUN_STATUS_DISCARDED, "; executor: DISCARDED", now_},
+       TriggerOutcome{finished_first, v1::RUN_STATUS_RUNNING, "; executor: STARTED", now_}});
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_THAT(*done, ElementsAre(discarded));
+  RunRow s = RunById(dsn_, started);
+  EXPECT_EQ(s.status, v1::RUN_STATUS_RUNNING);
+  EXPECT_TRUE(s.has_start);
+  EXPECT_FALSE(s.has_end);
+  EXPECT_EQ(s.trigger_message, "route FIRST; executor: STARTED");
+  RunRow d = RunById(dsn_, discarded);
+  EXPECT_EQ(d.status, v1::RUN_STATUS_DISCARDED);
+  EXPECT_TRUE(d.has_end);
+  RunRow f = RunById(dsn_, finished_first);
+  EXPECT_EQ(f.status, v1::RUN_STATUS_SUCCEEDED);
+  EXPECT_EQ(f.trigger_message, "route FIRST; executor: STARTED");
+}
+
+TEST_F(PgDispatchStoreTest, ResultsRecordedOnceDuplicatesAndUnknownAcked) {
+  const int64_t a = PendingRun();
+  const int64_t b = PendingRun();
+  ASSERT_TRUE(store_->RecordTriggerOutcomes(
+                       {TriggerOutcome{b, v1::RUN_STATUS_RUNNING, "; executor: STARTED", now_}})
+                  .ok());
+  auto first = store_->RecordResults({Result(a, v1::RUN_STATUS_SUCCEEDED, 0, "done"),
+                                      Result(b, v1::RUN_STATUS_KILLED, 9, "killed"),
+                                      Result(424242, v1::RUN_STATUS_FAILED, 1, "?")},
+                                     now_);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->size(), 3u);
+  EXPECT_EQ((*first)[0].disposition, ResultDisposition::kRecorded);
+  EXPECT_EQ((*first)[1].disposition, ResultDisposition::kRecorded);
+  EXPECT_EQ((*first)[2].disposition, ResultDisposition::kUnknown);
+  RunRow ra = RunById(dsn_, a);
+  EXPECT_EQ(ra.status, v1::RUN_STATUS_SUCCEEDED);
+  EXPECT_EQ(ra.result_message, "done");
+  EXPECT_TRUE(ra.has_start);  // Never started per the trigger: start = end.
+  EXPECT_TRUE(ra.has_end);
+
+  // A duplicate (or a conflicting late result) changes nothing.
+  auto dup = store_->RecordResults({Result(a, v1::RUN_STATUS_FAILED, 5, "late"),
+                                    Result(b, v1::RUN_STATUS_SUCCEEDED, 0, "late")},
+                                   now_);
+  ASSERT_TRUE(dup.ok()) << dup.status();
+  EXPECT_EQ((*dup)[0].disposition, ResultDisposition::kDuplicate);
+  EXPECT_EQ((*dup)[1].disposition, ResultDisposition::kDuplicate);
+  ra = RunById(dsn_, a);
+  EXPECT_EQ(ra.status, v1::RUN_STATUS_SUCCEEDED);
+  EXPECT_EQ(ra.result_code, 0);
+  EXPECT_EQ(ra.result_message, "done");
+  RunRow rb = RunById(dsn_, b);
+  EXPECT_EQ(rb.status, v1::RUN_STATUS_KILLED);
+  EXPECT_EQ(rb.result_code, 9);
+}
+
+TEST_F(PgDispatchStoreTest, ResultMessagesAreEscaped) {
+  const int64_t a = PendingRun();
+  const std::string nasty = "it's \"quoted\"; DROP TABLE runs; --\\ ünï";
+  ASSERT_TRUE(store_->RecordResults({Result(a, v1::RUN_STATUS_FAILED, 1, nasty)}, now_).ok());
+  EXPECT_EQ(RunById(dsn_, a).result_message, nasty);
+}
+
+}  // namespace
+}  // namespace jobwheel::dispatcher

@@ -1,0 +1,228 @@
+#include "services/registry/pg_executor_store.h"
+
+#include <memory>
+#include <string>
+
+#include "absl/time/clock.h"
+#include "common/pg_pool.h"
+#include "common/testing/pg_test_db.h"
+#include "gtest/gtest.h"
+#include "pqxx/pqxx"
+
+namespace jobwheel::registry {
+namespace {
+
+v1::Executor Exec(const std::string& app, const std::string& address) {
+  v1::Executor e;
+  e.set_app(app);
+  e.set_address(address);
+  e.add_handlers("echo");
+  e.add_handlers("with \"quote\" and \\ back,slash");
+  e.set_sdk_version("cpp-0.1");
+  e.set_capacity(8);
+  (*e.mutable_labels())["zone"] = "eu-1";
+  (*e.mutable_labels())["team"] = "a \"b\"";
+  e.set_allow_scripts(true);
+  return e;
+}
+
+class PgExecutorStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dsn = testing::CreateMigratedTestDatabase();
+    ASSERT_TRUE(dsn.ok()) << dsn.status();
+    dsn_ = *dsn;
+    pool_ = std::make_unique<PgPool>(dsn_, 4);
+    store_ = std::make_unique<PgExecutorStore>(*pool_);
+  }
+
+  void Sql(const std::string& sql) {
+    pqxx::connection conn(dsn_);
+    pqxx::work tx(conn);
+    tx.exec(sql);
+    tx.commit();
+  }
+
+  // Waits for changes until `want` arrived or 2 s passed.
+  std::vector<Change> WaitFor(ChangeFeed& feed, size_t want) {
+    std::vector<Change> got;
+    const absl::Time deadline = absl::Now() + absl::Seconds(2);
+    while (got.size() < want && absl::Now() < deadline) {
+      auto changes = feed.Wait(absl::Milliseconds(100));
+      EXPECT_TRUE(changes.ok()) << changes.status();
+      if (!changes.ok()) break;
+      got.insert(got.end(), changes->begin(), changes->end());
+    }
+    return got;
+  }
+
+  std::string dsn_;
+  std::unique_ptr<PgPool> pool_;
+  std::unique_ptr<PgExecutorStore> store_;
+};
+
+TEST_F(PgExecutorStoreTest, RegisterRoundTripsAndCreatesTheApp) {
+  auto stored = store_->Register(Exec("demo", "10.0.0.1:7200"), "r1", "s1", absl::Seconds(10));
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  EXPECT_EQ(stored->registry_replica(), "r1");
+  EXPECT_GT(stored->register_time().seconds(), 0);
+
+  auto online = store_->ListOnline();
+  ASSERT_TRUE(online.ok()) << online.status();
+  ASSERT_EQ(online->size(), 1u);
+  const v1::Executor& e = (*online)[0];
+  EXPECT_EQ(e.app(), "demo");
+  EXPECT_EQ(e.address(), "10.0.0.1:7200");
+  ASSERT_EQ(e.handlers_size(), 2);
+  EXPECT_EQ(e.handlers(1), "with \"quote\" and \\ back,slash");
+  EXPECT_EQ(e.labels().at("team"), "a \"b\"");
+  EXPECT_EQ(e.labels().at("zone"), "eu-1");
+  EXPECT_EQ(e.capacity(), 8);
+  EXPECT_TRUE(e.allow_scripts());
+  EXPECT_EQ(e.registry_replica(), "r1");
+  EXPECT_EQ(e.register_time().seconds(), stored->register_time().seconds());
+
+  auto apps = store_->ListAppConfigs();
+  ASSERT_TRUE(apps.ok());
+  ASSERT_EQ(apps->size(), 1u);
+  EXPECT_EQ((*apps)[0].name, "demo");
+  EXPECT_EQ((*apps)[0].address_type, v1::ADDRESS_TYPE_AUTO);
+}
+
+TEST_F(PgExecutorStoreTest, OnlyTheOwningSessionTakesARowOffline) {
+  ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r1", "s1", absl::Seconds(10)).ok());
+  ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r2", "s2", absl::Seconds(10)).ok());
+  auto stale = store_->MarkOffline({{"demo", "h:1"}, "s1"});
+  ASSERT_TRUE(stale.ok());
+  EXPECT_FALSE(*stale);
+  EXPECT_EQ(store_->GetOnline({{"demo", "h:1"}})->size(), 1u);
+  auto current = store_->MarkOffline({{"demo", "h:1"}, "s2"});
+  ASSERT_TRUE(current.ok());
+  EXPECT_TRUE(*current);
+  EXPECT_TRUE(store_->GetOnline({{"demo", "h:1"}})->empty());
+  EXPECT_FALSE(*store_->MarkOffline({{"demo", "h:1"}, "s2"}));
+}
+
+TEST_F(PgExecutorStoreTest, RenewReportsSupersededAndMissingSessions) {
+  ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r1", "s1", absl::Seconds(10)).ok());
+  ASSERT_TRUE(store_->Register(Exec("demo", "h:2"), "r1", "s2", absl::Seconds(10)).ok());
+  ASSERT_TRUE(store_->Register(Exec("demo", "h:3"), "r1", "s3", absl::Seconds(10)).ok());
+  ASSERT_TRUE(store_->Register(Exec("demo", "h:2"), "r2", "s2b", absl::Seconds(10)).ok());
+  Sql("DELETE FROM executors WHERE address = 'h:3'");
+  Sql("UPDATE executors SET lease_until = now() + interval '1 second' WHERE address = 'h:1'");
+  const absl::Time beat = absl::FromUnixSeconds(1800000000);
+  auto lost = store_->RenewLeases("r1",
+                                  {{{{"demo", "h:1"}, "s1"}, beat, 3, 4},
+                                   {{{"demo", "h:2"}, "s2"}, beat, 0, 0},
+                                   {{{"demo", "h:3"}, "s3"}, beat, 0, 0}},
+                                  absl::Seconds(30));
+  ASSERT_TRUE(lost.ok()) << lost.status();
+  ASSERT_EQ(lost->size(), 2u);
+  for (const LostSession& l : *lost) {
+    if (l.session_id == "s2") {
+      EXPECT_EQ(l.reason, LostReason::kSuperseded);
+    } else {
+      EXPECT_EQ(l.session_id, "s3");
+      EXPECT_EQ(l.reason, LostReason::kMissing);
+    }
+  }
+  auto rows = store_->GetOnline({{"demo", "h:1"}});
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].running(), 3);
+  EXPECT_EQ((*rows)[0].queued(), 4);
+  EXPECT_EQ((*rows)[0].last_beat_time().seconds(), 1800000000);
+  pqxx::connection conn(dsn_);
+  pqxx::nontransaction tx(conn);
+  EXPECT_TRUE(tx.exec("SELECT lease_until > now() + interval '20 seconds' FROM executors "
+                      "WHERE address = 'h:1'")[0][0]
+                  .as<bool>());
+}
+
+TEST_F(PgExecutorStoreTest, ExpireTakesOnlyLapsedLeasesOffline) {
+  ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "dead", "s1", absl::Seconds(10)).ok());
+  ASSERT_TRUE(store_->Register(Exec("demo", "h:2"), "live", "s2", absl::Seconds(10)).ok());
+  Sql("UPDATE executors SET lease_until = now() - interval '1 second' WHERE address = 'h:1'");
+  auto n = store_->ExpireLeases();
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(*n, 1);
+  auto online = store_->ListOnline();
+  ASSERT_EQ(online->size(), 1u);
+  EXPECT_EQ((*online)[0].address(), "h:2");
+  EXPECT_EQ(*store_->ExpireLeases(), 0);
+}
+
+TEST_F(PgExecutorStoreTest, ChangeFeedDeliversEveryChange) {
+  PgChangeFeed feed(dsn_);
+  ASSERT_TRUE(feed.Connect().ok());
+  const absl::Time before = absl::Now();
+  ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r1", "s1", absl::Seconds(10)).ok());
+  std::vector<Change> got = WaitFor(feed, 2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].kind, Change::Kind::kApp);
+  EXPECT_EQ(got[0].app, "demo");
+  EXPECT_EQ(got[1].kind, Change::Kind::kExecutor);
+  EXPECT_EQ(got[1].address, "h:1");
+  EXPECT_GE(got[1].committed_at, before - absl::Seconds(1));
+  EXPECT_LT(absl::Now() - before, absl::Milliseconds(500));
+
+  ASSERT_TRUE(*store_->MarkOffline({{"demo", "h:1"}, "s1"}));
+  got = WaitFor(feed, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].address, "h:1");
+
+  // Nothing more: a timeout is an empty list.
+  auto none = feed.Wait(absl::Milliseconds(50));
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_F(PgExecutorStoreTest, ChangeFeedReportsALostConnection) {
+  PgChangeFeed feed(dsn_);
+  ASSERT_TRUE(feed.Connect().ok());
+  {
+    pqxx::connection admin(dsn_);
+    pqxx::nontransaction tx(admin);
+    // Every other session of this test database, the feed's among them.
+    tx.exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()");
+  }
+  absl::Status status;
+  const absl::Time deadline = absl::Now() + absl::Seconds(3);
+  while (absl::Now() < deadline) {
+    auto r = feed.Wait(absl::Milliseconds(100));
+    if (!r.ok()) {
+      status = r.status();
+      break;
+    }
+  }
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_TRUE(feed.Connect().ok());
+}
+
+TEST_F(PgExecutorStoreTest, AppConfigs) {
+  Sql("INSERT INTO apps (name, address_type, manual_addresses) "
+      "VALUES ('m', 'MANUAL', '{\"a:1\",\"b:2\"}'), ('x', 'AUTO', '{}')");
+  auto got = store_->GetAppConfigs({"m", "missing"});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 1u);
+  EXPECT_EQ((*got)[0].address_type, v1::ADDRESS_TYPE_MANUAL);
+  EXPECT_EQ((*got)[0].manual_addresses, (std::vector<std::string>{"a:1", "b:2"}));
+  EXPECT_EQ(store_->ListAppConfigs()->size(), 2u);
+}
+
+TEST(ParseChangePayloadTest, Formats) {
+  Change c;
+  ASSERT_TRUE(ParseChangePayload("e|1700000000000000|demo|h:1", &c));
+  EXPECT_EQ(c.kind, Change::Kind::kExecutor);
+  EXPECT_EQ(c.app, "demo");
+  EXPECT_EQ(c.address, "h:1");
+  EXPECT_EQ(c.committed_at, absl::FromUnixSeconds(1700000000));
+  ASSERT_TRUE(ParseChangePayload("a|1|demo", &c));
+  EXPECT_EQ(c.kind, Change::Kind::kApp);
+  EXPECT_FALSE(ParseChangePayload("x|1|demo", &c));
+  EXPECT_FALSE(ParseChangePayload("e|nan|demo|h:1", &c));
+  EXPECT_FALSE(ParseChangePayload("e|1|demo", &c));
+}
+
+}  // namespace
+}  // namespace jobwheel::registry

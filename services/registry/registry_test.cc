@@ -1,0 +1,297 @@
+#include "services/registry/registry.h"
+
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "services/registry/in_memory_executor_store.h"
+#include "services/registry/registry_metrics.h"
+
+namespace jobwheel::registry {
+namespace {
+
+class FakeSink : public SessionSink {
+ public:
+  void SendInstruction(v1::InstructionKind kind, const std::string& reason) override {
+    instructions.push_back(kind);
+  }
+  void Close(const absl::Status& status) override { closes.push_back(status); }
+
+  std::vector<v1::InstructionKind> instructions;
+  std::vector<absl::Status> closes;
+};
+
+v1::ExecutorRegistration Reg(const std::string& app, const std::string& address) {
+  v1::ExecutorRegistration reg;
+  reg.set_app(app);
+  reg.set_address(address);
+  reg.add_handlers("echo");
+  reg.set_capacity(4);
+  (*reg.mutable_labels())["zone"] = "a";
+  return reg;
+}
+
+v1::ExecutorBeat BeatMsg(int64_t seq) {
+  v1::ExecutorBeat b;
+  b.set_seq(seq);
+  b.set_running(1);
+  b.set_queued(2);
+  return b;
+}
+
+RegistryOptions Options(const std::string& replica) {
+  RegistryOptions o;
+  o.replica_id = replica;
+  o.beat_interval = absl::Seconds(1);
+  o.beat_deadline = absl::Seconds(3);
+  o.lease = absl::Seconds(10);
+  return o;
+}
+
+class RegistryTest : public ::testing::Test {
+ protected:
+  FakeClock clock_;
+  InMemoryExecutorStore store_{clock_};
+  prometheus::Registry prom_;
+  RegistryMetrics metrics_{prom_};
+  Registry registry_{Options("r1"), store_, clock_, &metrics_};
+
+  bool Online(const std::string& app, const std::string& address) {
+    auto row = store_.GetRow({app, address});
+    return row.has_value() && row->online;
+  }
+};
+
+TEST_F(RegistryTest, OptionsValidate) {
+  RegistryOptions o = Options("r1");
+  EXPECT_TRUE(o.Validate().ok());
+  o.beat_deadline = absl::Seconds(1);
+  EXPECT_EQ(o.Validate().code(), absl::StatusCode::kInvalidArgument);
+  o = Options("");
+  EXPECT_EQ(o.Validate().code(), absl::StatusCode::kInvalidArgument);
+  o = Options("r1");
+  EXPECT_EQ(o.EffectiveRenewInterval(), absl::Seconds(1));
+  o.lease = absl::Seconds(2);
+  EXPECT_EQ(o.EffectiveRenewInterval(), absl::Seconds(2) / 3);
+}
+
+TEST_F(RegistryTest, RegisterWritesRowAndReplies) {
+  FakeSink sink;
+  const int64_t s = registry_.OpenSession(&sink);
+  EXPECT_EQ(metrics_.sessions_open.Value(), 1);
+  auto reply = registry_.Register(s, Reg("demo", "10.0.0.1:7200"));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->replica_id(), "r1");
+  EXPECT_EQ(reply->beat_interval().seconds(), 1);
+  EXPECT_EQ(reply->beat_deadline().seconds(), 3);
+  auto row = store_.GetRow({"demo", "10.0.0.1:7200"});
+  ASSERT_TRUE(row.has_value());
+  EXPECT_TRUE(row->online);
+  EXPECT_EQ(row->replica_id, "r1");
+  EXPECT_EQ(row->executor.handlers(0), "echo");
+  EXPECT_EQ(row->lease_until, clock_.Now() + absl::Seconds(10));
+  EXPECT_EQ(metrics_.registrations_accepted.Value(), 1);
+}
+
+TEST_F(RegistryTest, InvalidRegistrationIsRejectedNamingTheField) {
+  FakeSink sink;
+  const int64_t s = registry_.OpenSession(&sink);
+  auto reply = registry_.Register(s, Reg("", "10.0.0.1:7200"));
+  EXPECT_EQ(reply.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(reply.status().message().find("register.app"), absl::string_view::npos);
+  reply = registry_.Register(s, Reg("demo", "no-port"));
+  EXPECT_NE(reply.status().message().find("register.address"), absl::string_view::npos);
+  EXPECT_EQ(metrics_.registrations_rejected.Value(), 2);
+  EXPECT_FALSE(store_.GetRow({"demo", "no-port"}).has_value());
+}
+
+TEST_F(RegistryTest, BeatBeforeRegisterFails) {
+  FakeSink sink;
+  const int64_t s = registry_.OpenSession(&sink);
+  EXPECT_EQ(registry_.Beat(s, BeatMsg(1)).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(RegistryTest, MissedBeatDeadlineTakesOfflineAndClosesStream) {
+  FakeSink sink;
+  const int64_t s = registry_.OpenSession(&sink);
+  ASSERT_TRUE(registry_.Register(s, Reg("demo", "h:1")).ok());
+  clock_.Advance(absl::Seconds(2));
+  ASSERT_EQ(*registry_.Beat(s, BeatMsg(7)), 7);
+  clock_.Advance(absl::Seconds(3));  // Exactly the deadline since the last beat: still fine.
+  registry_.Tick();
+  EXPECT_TRUE(Online("demo", "h:1"));
+  EXPECT_TRUE(sink.closes.empty());
+  clock_.Advance(absl::Milliseconds(100));
+  registry_.Tick();
+  EXPECT_FALSE(Online("demo", "h:1"));
+  ASSERT_EQ(sink.closes.size(), 1u);
+  EXPECT_EQ(sink.closes[0].code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(metrics_.offline_deadline.Value(), 1);
+  // The stream then ends: nothing more is written.
+  registry_.CloseSession(s);
+  EXPECT_EQ(metrics_.offline_stream_closed.Value(), 0);
+  EXPECT_EQ(metrics_.sessions_open.Value(), 0);
+}
+
+TEST_F(RegistryTest, RegularBeatsKeepOnlineAndLeasesAreRenewedInBatches) {
+  FakeSink sink_a, sink_b;
+  const int64_t a = registry_.OpenSession(&sink_a);
+  const int64_t b = registry_.OpenSession(&sink_b);
+  ASSERT_TRUE(registry_.Register(a, Reg("demo", "h:1")).ok());
+  ASSERT_TRUE(registry_.Register(b, Reg("demo", "h:2")).ok());
+  for (int i = 1; i <= 30; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    ASSERT_TRUE(registry_.Beat(a, BeatMsg(i)).ok());
+    ASSERT_TRUE(registry_.Beat(b, BeatMsg(i)).ok());
+    registry_.Tick();
+  }
+  EXPECT_TRUE(Online("demo", "h:1"));
+  EXPECT_TRUE(Online("demo", "h:2"));
+  // One renewal per interval for both sessions, not one write per beat.
+  EXPECT_EQ(store_.renew_calls(), 30);
+  auto row = store_.GetRow({"demo", "h:1"});
+  EXPECT_GE(row->lease_until, clock_.Now() + absl::Seconds(9));
+  EXPECT_EQ(row->executor.running(), 1);
+  EXPECT_EQ(row->executor.queued(), 2);
+  EXPECT_EQ(metrics_.beats.Value(), 60);
+}
+
+TEST_F(RegistryTest, GoodbyeTakesOfflineBeforeReturning) {
+  FakeSink sink;
+  const int64_t s = registry_.OpenSession(&sink);
+  ASSERT_TRUE(registry_.Register(s, Reg("demo", "h:1")).ok());
+  ASSERT_TRUE(registry_.Goodbye(s, "shutdown").ok());
+  EXPECT_FALSE(Online("demo", "h:1"));
+  EXPECT_EQ(metrics_.offline_goodbye.Value(), 1);
+  registry_.CloseSession(s);
+  EXPECT_EQ(metrics_.offline_stream_closed.Value(), 0);
+}
+
+TEST_F(RegistryTest, GoodbyeFailureLeavesCloseSessionToRetry) {
+  FakeSink sink;
+  const int64_t s = registry_.OpenSession(&sink);
+  ASSERT_TRUE(registry_.Register(s, Reg("demo", "h:1")).ok());
+  store_.SetFailing(true);
+  EXPECT_FALSE(registry_.Goodbye(s, "shutdown").ok());
+  store_.SetFailing(false);
+  registry_.CloseSession(s);
+  EXPECT_FALSE(Online("demo", "h:1"));
+}
+
+TEST_F(RegistryTest, StreamCloseTakesOffline) {
+  FakeSink sink;
+  const int64_t s = registry_.OpenSession(&sink);
+  ASSERT_TRUE(registry_.Register(s, Reg("demo", "h:1")).ok());
+  registry_.CloseSession(s);
+  EXPECT_FALSE(Online("demo", "h:1"));
+  EXPECT_EQ(metrics_.offline_stream_closed.Value(), 1);
+}
+
+TEST_F(RegistryTest, StaleSessionCannotOverwriteNewerOneOnAnotherReplica) {
+  Registry other(Options("r2"), store_, clock_, nullptr);
+  FakeSink old_sink, new_sink;
+  const int64_t old_session = registry_.OpenSession(&old_sink);
+  ASSERT_TRUE(registry_.Register(old_session, Reg("demo", "h:1")).ok());
+  // The executor reconnects to r2 before r1 noticed the old stream is gone.
+  const int64_t new_session = other.OpenSession(&new_sink);
+  ASSERT_TRUE(other.Register(new_session, Reg("demo", "h:1")).ok());
+  // r1's renewal finds the row taken and closes its stale stream without touching the row.
+  clock_.Advance(absl::Seconds(1));
+  registry_.Tick();
+  ASSERT_EQ(old_sink.closes.size(), 1u);
+  EXPECT_EQ(old_sink.closes[0].code(), absl::StatusCode::kAborted);
+  registry_.CloseSession(old_session);
+  auto row = store_.GetRow({"demo", "h:1"});
+  EXPECT_TRUE(row->online);
+  EXPECT_EQ(row->replica_id, "r2");
+}
+
+TEST_F(RegistryTest, SecondLocalSessionSupersedesTheFirst) {
+  FakeSink old_sink, new_sink;
+  const int64_t old_session = registry_.OpenSession(&old_sink);
+  ASSERT_TRUE(registry_.Register(old_session, Reg("demo", "h:1")).ok());
+  const int64_t new_session = registry_.OpenSession(&new_sink);
+  ASSERT_TRUE(registry_.Register(new_session, Reg("demo", "h:1")).ok());
+  ASSERT_EQ(old_sink.closes.size(), 1u);
+  registry_.CloseSession(old_session);
+  EXPECT_TRUE(Online("demo", "h:1"));
+}
+
+TEST_F(RegistryTest, DeadReplicaLeasesExpireOnAnotherReplica) {
+  Registry other(Options("r2"), store_, clock_, &metrics_);
+  FakeSink sink;
+  const int64_t s = registry_.OpenSession(&sink);
+  ASSERT_TRUE(registry_.Register(s, Reg("demo", "h:1")).ok());
+  // r1 dies: it neither ticks nor renews. r2 keeps expiring.
+  for (int i = 0; i < 10; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    other.Tick();
+    EXPECT_TRUE(Online("demo", "h:1")) << "after " << i + 1 << "s";
+  }
+  clock_.Advance(absl::Seconds(1));
+  other.Tick();
+  EXPECT_FALSE(Online("demo", "h:1"));
+  EXPECT_EQ(metrics_.offline_lease_expired.Value(), 1);
+}
+
+TEST_F(RegistryTest, LostRowAsksExecutorToRegisterAgain) {
+  FakeSink sink;
+  const int64_t s = registry_.OpenSession(&sink);
+  ASSERT_TRUE(registry_.Register(s, Reg("demo", "h:1")).ok());
+  store_.DropAllRows();  // E.g. a failover to a replica that missed the write.
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(registry_.Beat(s, BeatMsg(1)).ok());
+  registry_.Tick();
+  ASSERT_EQ(sink.instructions.size(), 1u);
+  EXPECT_EQ(sink.instructions[0], v1::INSTRUCTION_KIND_REREGISTER);
+  EXPECT_TRUE(sink.closes.empty());
+  // Beats are still acknowledged until it registers again.
+  EXPECT_TRUE(registry_.Beat(s, BeatMsg(2)).ok());
+  ASSERT_TRUE(registry_.Register(s, Reg("demo", "h:1")).ok());
+  EXPECT_TRUE(Online("demo", "h:1"));
+}
+
+TEST_F(RegistryTest, ReRegisteringUnderAnotherAddressTakesTheOldOneOffline) {
+  FakeSink sink;
+  const int64_t s = registry_.OpenSession(&sink);
+  ASSERT_TRUE(registry_.Register(s, Reg("demo", "h:1")).ok());
+  ASSERT_TRUE(registry_.Register(s, Reg("demo", "h:2")).ok());
+  EXPECT_FALSE(Online("demo", "h:1"));
+  EXPECT_TRUE(Online("demo", "h:2"));
+}
+
+TEST_F(RegistryTest, StoreFailureOnRegisterIsUnavailableAndRetryable) {
+  FakeSink sink;
+  const int64_t s = registry_.OpenSession(&sink);
+  store_.SetFailing(true);
+  EXPECT_EQ(registry_.Register(s, Reg("demo", "h:1")).status().code(),
+            absl::StatusCode::kUnavailable);
+  store_.SetFailing(false);
+  EXPECT_TRUE(registry_.Register(s, Reg("demo", "h:1")).ok());
+}
+
+TEST_F(RegistryTest, DrainInstructsEverySessionAndRefusesNewRegistrations) {
+  FakeSink a, b;
+  const int64_t sa = registry_.OpenSession(&a);
+  registry_.OpenSession(&b);
+  ASSERT_TRUE(registry_.Register(sa, Reg("demo", "h:1")).ok());
+  registry_.Drain("bye");
+  ASSERT_EQ(a.instructions.size(), 1u);
+  EXPECT_EQ(a.instructions[0], v1::INSTRUCTION_KIND_DRAIN);
+  ASSERT_EQ(b.instructions.size(), 1u);
+  FakeSink c;
+  const int64_t sc = registry_.OpenSession(&c);
+  EXPECT_EQ(registry_.Register(sc, Reg("demo", "h:3")).status().code(),
+            absl::StatusCode::kUnavailable);
+  // Still online until it leaves or TakeAllOffline runs.
+  EXPECT_TRUE(Online("demo", "h:1"));
+  registry_.TakeAllOffline();
+  EXPECT_FALSE(Online("demo", "h:1"));
+  ASSERT_EQ(a.closes.size(), 1u);
+  EXPECT_EQ(a.closes[0].code(), absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace jobwheel::registry

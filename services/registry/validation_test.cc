@@ -1,0 +1,79 @@
+#include "services/registry/validation.h"
+
+#include "gtest/gtest.h"
+
+namespace jobwheel::registry {
+namespace {
+
+bool Mentions(const absl::Status& s, absl::string_view text) {
+  return s.code() == absl::StatusCode::kInvalidArgument &&
+         s.message().find(text) != absl::string_view::npos;
+}
+
+TEST(ValidationTest, AppNames) {
+  EXPECT_TRUE(ValidateAppName("demo-app_1.v2", "app").ok());
+  EXPECT_TRUE(Mentions(ValidateAppName("", "app"), "app: must not be empty"));
+  EXPECT_TRUE(Mentions(ValidateAppName("has space", "app"), "app:"));
+  EXPECT_TRUE(Mentions(ValidateAppName(std::string(65, 'a'), "app"), "longer than 64"));
+  EXPECT_TRUE(ValidateAppName(std::string(64, 'a'), "app").ok());
+}
+
+TEST(ValidationTest, Addresses) {
+  EXPECT_TRUE(ValidateAddress("127.0.0.1:7200", "a").ok());
+  EXPECT_TRUE(ValidateAddress("executor-0.svc.cluster.local:7200", "a").ok());
+  EXPECT_TRUE(ValidateAddress("[::1]:7200", "a").ok());
+  EXPECT_TRUE(Mentions(ValidateAddress("", "a"), "a: must not be empty"));
+  EXPECT_TRUE(Mentions(ValidateAddress("host", "a"), "host:port"));
+  EXPECT_TRUE(Mentions(ValidateAddress(":80", "a"), "host:port"));
+  EXPECT_TRUE(Mentions(ValidateAddress("host:0", "a"), "port"));
+  EXPECT_TRUE(Mentions(ValidateAddress("host:65536", "a"), "port"));
+  EXPECT_TRUE(Mentions(ValidateAddress("host:+80", "a"), "port"));
+  EXPECT_TRUE(Mentions(ValidateAddress("ho st:80", "a"), "host"));
+  EXPECT_TRUE(Mentions(ValidateAddress("a|b:80", "a"), "host"));
+  EXPECT_TRUE(Mentions(ValidateAddress("[::1:80", "a"), "IPv6"));
+}
+
+TEST(ValidationTest, Registration) {
+  v1::ExecutorRegistration reg;
+  reg.set_app("demo");
+  reg.set_address("h:1");
+  reg.add_handlers("echo");
+  EXPECT_TRUE(ValidateRegistration(reg).ok());
+  reg.add_handlers("");
+  EXPECT_TRUE(Mentions(ValidateRegistration(reg), "register.handlers[1]"));
+  reg.mutable_handlers()->RemoveLast();
+  reg.set_capacity(-1);
+  EXPECT_TRUE(Mentions(ValidateRegistration(reg), "register.capacity"));
+  reg.set_capacity(0);
+  (*reg.mutable_labels())[""] = "x";
+  EXPECT_TRUE(Mentions(ValidateRegistration(reg), "register.labels"));
+  reg.clear_labels();
+  reg.set_address("nope");
+  EXPECT_TRUE(Mentions(ValidateRegistration(reg), "register.address"));
+}
+
+TEST(ValidationTest, Apps) {
+  v1::App app;
+  app.set_name("demo");
+  EXPECT_TRUE(ValidateApp(app).ok());
+  app.set_address_type(v1::ADDRESS_TYPE_MANUAL);
+  EXPECT_TRUE(Mentions(ValidateApp(app), "app.manual_addresses: must not be empty"));
+  app.add_manual_addresses("h:1");
+  EXPECT_TRUE(ValidateApp(app).ok());
+  app.add_manual_addresses("h:1");
+  EXPECT_TRUE(Mentions(ValidateApp(app), "app.manual_addresses[1]: duplicate"));
+  app.mutable_manual_addresses()->RemoveLast();
+  app.add_manual_addresses("bad");
+  EXPECT_TRUE(Mentions(ValidateApp(app), "app.manual_addresses[1]"));
+  app.clear_manual_addresses();
+  app.set_address_type(static_cast<v1::AddressType>(9));
+  EXPECT_TRUE(Mentions(ValidateApp(app), "app.address_type"));
+  app.set_address_type(v1::ADDRESS_TYPE_AUTO);
+  app.set_title(std::string(129, 't'));
+  EXPECT_TRUE(Mentions(ValidateApp(app), "app.title"));
+  app.set_name("");
+  EXPECT_TRUE(Mentions(ValidateApp(app), "app.name"));
+}
+
+}  // namespace
+}  // namespace jobwheel::registry

@@ -1,0 +1,399 @@
+#include "services/scheduler/admin/pg_job_store.h"
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/pg_pool.h"
+#include "common/proto_time.h"
+#include "common/testing/pg_test_db.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "gtest/gtest.h"
+#include "pqxx/pqxx"
+#include "services/scheduler/admin/fake_executor_client.h"
+#include "services/scheduler/admin/job_admin.h"
+
+namespace jobwheel::scheduler::admin {
+namespace {
+
+using jobwheel::v1::Job;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Runs against the real test PostgreSQL, one fresh database per test, with the real clock:
+// the store compares fire times with the database's now().
+class PgJobStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dsn = testing::CreateMigratedTestDatabase();
+    ASSERT_TRUE(dsn.ok()) << dsn.status();
+    dsn_ = *dsn;
+    pool_ = std::make_unique<PgPool>(dsn_, 2);
+    store_ = std::make_unique<PgJobStore>(*pool_);
+    admin_ = std::make_unique<JobAdmin>(*store_, executors_, RealClock::Get());
+    conn_ = std::make_unique<pqxx::connection>(dsn_);
+  }
+
+  pqxx::result Sql(const std::string& sql) {
+    pqxx::work tx(*conn_);
+    pqxx::result r = tx.exec(sql);
+    tx.commit();
+    return r;
+  }
+
+  static Job CronJob(const std::string& name, const std::string& app = "demo") {
+    Job job;
+    job.set_app(app);
+    job.set_name(name);
+    job.set_handler("demo.tick");
+    job.mutable_schedule()->mutable_cron()->set_expression("*/10 * * * * ?");
+    job.set_enabled(true);
+    return job;
+  }
+
+  Job MustCreate(const Job& job) {
+    auto created = admin_->CreateJob(job);
+    EXPECT_TRUE(created.ok()) << created.status();
+    return created.ok() ? *created : Job();
+  }
+
+  void AddExecutor(const std::string& app, const std::string& address, bool online) {
+    Sql("INSERT INTO executors (app, address, replica_id, session_id, online, lease_until) "
+        "VALUES ('" + app + "', '" + address + "', 'r1', 's1', " + (online ? "true" : "false") +
+        ", now() + interval '1 minute')");
+  }
+
+  int64_t AddRun(int64_t job_id, const std::string& app, int status, const std::string& address,
+                 const std::string& trigger_time = "now()") {
+    return Sql("INSERT INTO runs (fire_id, job_id, app, trigger_type, status, executor_address, "
+               "scheduled_time, trigger_time) VALUES ((SELECT coalesce(max(fire_id), 0) + 1 FROM runs), " +
+               std::to_string(job_id) + ", '" + app +
+               "', 1, " + std::to_string(status) + ", '" + address + "', now(), " + trigger_time +
+               ") RETURNING id")[0][0]
+        .as<int64_t>();
+  }
+
+  std::string dsn_;
+  std::unique_ptr<PgPool> pool_;
+  std::unique_ptr<PgJobStore> store_;
+  FakeExecutorClient executors_;
+  std::unique_ptr<JobAdmin> admin_;
+  std::unique_ptr<pqxx::connection> conn_;
+};
+
+TEST_F(PgJobStoreTest, CreateGetRoundTripKeepsEveryField) {
+  Job child = MustCreate(CronJob("child"));
+  Job in = CronJob("full", "billing");
+  in.set_description("all the fields");
+  in.set_owner("ops");
+  in.add_alarm_contacts("a@example.com");
+  in.add_alarm_contacts("weird \"quoted\", {braced} \\ contact");
+  in.mutable_schedule()->mutable_cron()->set_time_zone("Asia/Shanghai");
+  in.set_misfire_strategy(jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW);
+  in.set_routing_strategy(jobwheel::v1::ROUTING_STRATEGY_SHARDING_BROADCAST);
+  in.set_block_strategy(jobwheel::v1::BLOCK_STRATEGY_COVER_EARLY);
+  in.set_param("x=1'; DROP TABLE jobs; --");
+  in.mutable_timeout()->set_seconds(90);
+  in.set_fail_retry_count(3);
+  in.add_child_job_ids(child.id());
+  Job created = MustCreate(in);
+  EXPECT_GT(created.id(), child.id());
+  EXPECT_TRUE(created.has_next_fire_time());
+  EXPECT_GT(FromProto(created.next_fire_time()), absl::Now() - absl::Seconds(1));
+  EXPECT_LE(FromProto(created.next_fire_time()), absl::Now() + absl::Seconds(10));
+  EXPECT_EQ(created.param(), "x=1'; DROP TABLE jobs; --");
+  EXPECT_THAT(created.alarm_contacts(),
+              ElementsAre("a@example.com", "weird \"quoted\", {braced} \\ contact"));
+  EXPECT_THAT(created.child_job_ids(), ElementsAre(child.id()));
+  EXPECT_EQ(created.routing_strategy(), jobwheel::v1::ROUTING_STRATEGY_SHARDING_BROADCAST);
+  EXPECT_EQ(FromProto(created.timeout()), absl::Seconds(90));
+
+  auto got = admin_->GetJob(created.id());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*got, created))
+      << got->DebugString() << "\nvs\n" << created.DebugString();
+  EXPECT_EQ(Sql("SELECT count(*) FROM apps WHERE name = 'billing'")[0][0].as<int>(), 1);
+  EXPECT_EQ(admin_->GetJob(9999).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(PgJobStoreTest, ScriptVersionsAreRecorded) {
+  Job in = CronJob("script");
+  in.clear_handler();
+  in.set_glue_type(jobwheel::v1::GLUE_TYPE_SCRIPT_PYTHON);
+  in.set_script_source("print('v1')");
+  Job job = MustCreate(in);
+  EXPECT_EQ(job.script_version(), 1);
+  Job patch;
+  patch.set_id(job.id());
+  patch.set_script_source("print('v2')");
+  google::protobuf::FieldMask mask;
+  mask.add_paths("script_source");
+  auto updated = admin_->UpdateJob(patch, mask);
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  EXPECT_EQ(updated->script_version(), 2);
+  pqxx::result r = Sql("SELECT version, glue_type, source FROM scripts WHERE job_id = " +
+                       std::to_string(job.id()) + " ORDER BY version");
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0][2].as<std::string>(), "print('v1')");
+  EXPECT_EQ(r[1][0].as<int>(), 2);
+  EXPECT_EQ(r[1][1].as<int>(), jobwheel::v1::GLUE_TYPE_SCRIPT_PYTHON);
+  EXPECT_EQ(r[1][2].as<std::string>(), "print('v2')");
+}
+
+TEST_F(PgJobStoreTest, ListPagingAndFiltersEscapeWildcards) {
+  for (const char* name : {"a_b", "axb", "100%", "1000", "Mixed Case"}) MustCreate(CronJob(name));
+  Job other = CronJob("other app");
+  other.set_app("other");
+  other.set_enabled(false);
+  MustCreate(other);
+
+  jobwheel::v1::ListJobsRequest req;
+  req.set_page_size(4);
+  auto first = admin_->ListJobs(req);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_EQ(first->jobs_size(), 4);
+  ASSERT_FALSE(first->next_page_token().empty());
+  req.set_page_token(first->next_page_token());
+  auto second = admin_->ListJobs(req);
+  ASSERT_TRUE(second.ok());
+  ASSERT_EQ(second->jobs_size(), 2);
+  EXPECT_GT(second->jobs(0).id(), first->jobs(3).id());
+  EXPECT_TRUE(second->next_page_token().empty());
+
+  auto names = [&](jobwheel::v1::ListJobsRequest r) {
+    std::vector<std::string> out;
+    auto page = admin_->ListJobs(r);
+    EXPECT_TRUE(page.ok()) << page.status();
+    for (const Job& j : page->jobs()) out.push_back(j.name());
+    return out;
+  };
+  jobwheel::v1::ListJobsRequest f;
+  f.set_name_contains("_");
+  EXPECT_THAT(names(f), ElementsAre("a_b"));
+  f.set_name_contains("%");
+  EXPECT_THAT(names(f), ElementsAre("100%"));
+  f.set_name_contains("mixed c");
+  EXPECT_THAT(names(f), ElementsAre("Mixed Case"));
+  f.clear_name_contains();
+  f.set_app("other");
+  EXPECT_THAT(names(f), ElementsAre("other app"));
+  f.clear_app();
+  f.set_enabled(false);
+  EXPECT_THAT(names(f), ElementsAre("other app"));
+  f.set_enabled(true);
+  EXPECT_EQ(names(f).size(), 5u);
+}
+
+TEST_F(PgJobStoreTest, UpdateDeletesPendingFutureFiresAndRecomputesNextFire) {
+  Job job = MustCreate(CronJob("moving"));
+  const std::string id = std::to_string(job.id());
+  // Pending schedule-driven fires in the past (about to be sent) and future (stale after the
+  // update), a dispatched future fire, and a pending manual fire.
+  Sql("INSERT INTO fires (job_id, scheduled_at, trigger_type, status) VALUES "
+      "(" + id + ", now() - interval '1 second', 1, 1), "
+      "(" + id + ", now() + interval '3 seconds', 1, 1), "
+      "(" + id + ", now() + interval '4 seconds', 2, 2), "
+      "(" + id + ", now() + interval '5 seconds', 3, 1)");
+  Job patch;
+  patch.set_id(job.id());
+  patch.mutable_schedule()->mutable_fix_rate()->set_interval_seconds(3600);
+  google::protobuf::FieldMask mask;
+  mask.add_paths("schedule");
+  auto updated = admin_->UpdateJob(patch, mask);
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  pqxx::result fires = Sql("SELECT trigger_type, status, scheduled_at < now() FROM fires "
+                           "WHERE job_id = " + id + " ORDER BY id");
+  ASSERT_EQ(fires.size(), 3u);
+  EXPECT_TRUE(fires[0][2].as<bool>());    // The overdue one stays.
+  EXPECT_EQ(fires[1][1].as<int>(), 2);    // Dispatched stays.
+  EXPECT_EQ(fires[2][0].as<int>(), 3);    // Manual stays.
+  // next_fire_at in the row is the one the response reports: creation + 1 h.
+  pqxx::result row = Sql("SELECT (EXTRACT(EPOCH FROM next_fire_at) * 1000000)::BIGINT, "
+                         "(EXTRACT(EPOCH FROM create_time) * 1000000)::BIGINT FROM jobs "
+                         "WHERE id = " + id);
+  EXPECT_EQ(FromMicros(row[0][0].as<int64_t>()), FromProto(updated->next_fire_time()));
+  const absl::Time created = FromMicros(row[0][1].as<int64_t>());
+  EXPECT_EQ(FromProto(updated->next_fire_time()),
+            absl::FromUnixSeconds(absl::ToUnixSeconds(created)) + absl::Hours(1));
+
+  auto paused = admin_->PauseJob(job.id());
+  ASSERT_TRUE(paused.ok());
+  EXPECT_TRUE(Sql("SELECT next_fire_at IS NULL AND NOT enabled FROM jobs WHERE id = " + id)[0][0]
+                  .as<bool>());
+}
+
+TEST_F(PgJobStoreTest, UpdateRejectsCycleAndLeavesRowAlone) {
+  Job a = MustCreate(CronJob("a"));
+  Job b_in = CronJob("b");
+  b_in.add_child_job_ids(a.id());
+  Job b = MustCreate(b_in);
+  Job patch;
+  patch.set_id(a.id());
+  patch.add_child_job_ids(b.id());
+  patch.set_param("must not be written");
+  google::protobuf::FieldMask mask;
+  mask.add_paths("child_job_ids");
+  mask.add_paths("param");
+  auto s = admin_->UpdateJob(patch, mask);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.status().message(), absl::StrCat("job.child_job_ids: cycle ", a.id(),
+                                               " \xE2\x86\x92 ", b.id(), " \xE2\x86\x92 ", a.id()));
+  EXPECT_EQ(admin_->GetJob(a.id())->param(), "");
+}
+
+TEST_F(PgJobStoreTest, ConcurrentUpdatesCannotCloseACycleBetweenThem) {
+  Job a = MustCreate(CronJob("a"));
+  Job b = MustCreate(CronJob("b"));
+  google::protobuf::FieldMask mask;
+  mask.add_paths("child_job_ids");
+  for (int round = 0; round < 10; ++round) {
+    Job a_to_b;
+    a_to_b.set_id(a.id());
+    a_to_b.add_child_job_ids(b.id());
+    Job b_to_a;
+    b_to_a.set_id(b.id());
+    b_to_a.add_child_job_ids(a.id());
+    absl::StatusOr<Job> first, second;
+    std::thread t1([&] { first = admin_->UpdateJob(a_to_b, mask); });
+    std::thread t2([&] { second = admin_->UpdateJob(b_to_a, mask); });
+    t1.join();
+    t2.join();
+    EXPECT_NE(first.ok(), second.ok()) << "round " << round << ": " << first.status() << " / "
+                                       << second.status();
+    // Reset both edges for the next round.
+    Job clear;
+    clear.set_id(a.id());
+    ASSERT_TRUE(admin_->UpdateJob(clear, mask).ok());
+    clear.set_id(b.id());
+    ASSERT_TRUE(admin_->UpdateJob(clear, mask).ok());
+  }
+}
+
+TEST_F(PgJobStoreTest, DeleteRemovesJobAndPendingFiresButKeepsRuns) {
+  Job child = MustCreate(CronJob("child"));
+  Job parent_in = CronJob("parent");
+  parent_in.add_child_job_ids(child.id());
+  Job parent = MustCreate(parent_in);
+  auto refused = admin_->DeleteJob(child.id());
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr(absl::StrCat("child of job(s) ", parent.id())));
+
+  const std::string id = std::to_string(parent.id());
+  Sql("INSERT INTO fires (job_id, scheduled_at, trigger_type, status) VALUES "
+      "(" + id + ", now() - interval '1 second', 1, 2), (" + id + ", now(), 3, 1)");
+  AddRun(parent.id(), "demo", 3, "a:1");
+  ASSERT_TRUE(admin_->DeleteJob(parent.id()).ok());
+  EXPECT_EQ(admin_->GetJob(parent.id()).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Sql("SELECT count(*) FROM fires WHERE status = 1 AND job_id = " + id)[0][0].as<int>(), 0);
+  EXPECT_EQ(Sql("SELECT count(*) FROM runs WHERE job_id = " + id)[0][0].as<int>(), 1);
+  EXPECT_TRUE(admin_->DeleteJob(child.id()).ok());
+  EXPECT_EQ(admin_->DeleteJob(child.id()).code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(PgJobStoreTest, TriggerInsertsManualFireOnlyForOnlineExecutorsOfTheApp) {
+  Job in = CronJob("manual");
+  in.set_enabled(false);
+  Job job = MustCreate(in);
+  AddExecutor("demo", "10.0.0.1:7200", true);
+  AddExecutor("demo", "10.0.0.2:7200", false);
+  AddExecutor("other", "10.0.0.3:7200", true);
+
+  jobwheel::v1::TriggerJobRequest req;
+  req.set_id(job.id());
+  auto plain = admin_->TriggerJob(req);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  for (const char* bad : {"127.0.0.1:22", "10.0.0.2:7200", "10.0.0.3:7200"}) {
+    req.set_executor_address(bad);
+    auto refused = admin_->TriggerJob(req);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << bad;
+    EXPECT_EQ(refused.status().message(),
+              absl::StrCat("executor_address: ", bad, " is not an online executor of app demo"));
+  }
+  req.set_executor_address("10.0.0.1:7200");
+  req.set_param("");  // An explicit empty override is kept apart from "no override".
+  req.set_shard_param("2/4");
+  auto targeted = admin_->TriggerJob(req);
+  ASSERT_TRUE(targeted.ok()) << targeted.status();
+
+  pqxx::result r = Sql("SELECT id, trigger_type, status, param IS NULL, param, shard_index, "
+                       "shard_total, executor_address, abs(EXTRACT(EPOCH FROM scheduled_at - "
+                       "now())) < 60 FROM fires ORDER BY id");
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0][0].as<int64_t>(), *plain);
+  EXPECT_EQ(r[0][1].as<int>(), jobwheel::v1::TRIGGER_TYPE_MANUAL);
+  EXPECT_EQ(r[0][2].as<int>(), jobwheel::v1::FIRE_STATUS_PENDING);
+  EXPECT_TRUE(r[0][3].as<bool>());
+  EXPECT_TRUE(r[0][8].as<bool>());
+  EXPECT_EQ(r[1][0].as<int64_t>(), *targeted);
+  EXPECT_FALSE(r[1][3].as<bool>());
+  EXPECT_EQ(r[1][5].as<int>(), 2);
+  EXPECT_EQ(r[1][6].as<int>(), 4);
+  EXPECT_EQ(r[1][7].as<std::string>(), "10.0.0.1:7200");
+
+  req.set_id(job.id() + 100);
+  EXPECT_EQ(admin_->TriggerJob(req).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(PgJobStoreTest, ListRunsFiltersAndPagesNewestFirst) {
+  const int64_t r1 = AddRun(1, "demo", 3, "a:1", "now() - interval '2 hours'");
+  const int64_t r2 = AddRun(1, "demo", 4, "a:1", "now() - interval '1 hour'");
+  const int64_t r3 = AddRun(2, "other", 2, "b:1", "now()");
+  const int64_t r4 = AddRun(1, "demo", 2, "a:1", "now()");
+  auto ids = [&](const jobwheel::v1::ListRunsRequest& req) {
+    std::vector<int64_t> out;
+    auto page = admin_->ListRuns(req);
+    EXPECT_TRUE(page.ok()) << page.status();
+    for (const auto& r : page->runs()) out.push_back(r.id());
+    return out;
+  };
+  jobwheel::v1::ListRunsRequest req;
+  EXPECT_THAT(ids(req), ElementsAre(r4, r3, r2, r1));
+  req.set_page_size(3);
+  auto page = admin_->ListRuns(req);
+  ASSERT_TRUE(page.ok());
+  req.set_page_token(page->next_page_token());
+  EXPECT_THAT(ids(req), ElementsAre(r1));
+
+  jobwheel::v1::ListRunsRequest f;
+  f.set_job_id(1);
+  EXPECT_THAT(ids(f), ElementsAre(r4, r2, r1));
+  f.add_statuses(jobwheel::v1::RUN_STATUS_SUCCEEDED);
+  f.add_statuses(jobwheel::v1::RUN_STATUS_FAILED);
+  EXPECT_THAT(ids(f), ElementsAre(r2, r1));
+  f.clear_statuses();
+  *f.mutable_start_time() = ToProto(absl::Now() - absl::Minutes(90));
+  EXPECT_THAT(ids(f), ElementsAre(r4, r2));
+  *f.mutable_end_time() = ToProto(absl::Now() - absl::Minutes(30));
+  EXPECT_THAT(ids(f), ElementsAre(r2));
+  jobwheel::v1::ListRunsRequest by_app;
+  by_app.set_app("other");
+  EXPECT_THAT(ids(by_app), ElementsAre(r3));
+
+  auto run = admin_->GetRun(r3);
+  ASSERT_TRUE(run.ok());
+  EXPECT_EQ(run->app(), "other");
+  EXPECT_EQ(run->status(), jobwheel::v1::RUN_STATUS_RUNNING);
+  EXPECT_EQ(admin_->GetRun(r4 + 10).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(PgJobStoreTest, KillRunOnUnreachableExecutorMarksKilledInDatabase) {
+  AddExecutor("demo", "10.0.0.1:7200", true);
+  const int64_t id = AddRun(1, "demo", 2, "10.0.0.1:7200");
+  executors_.SetKillResponse(absl::UnavailableError("connection refused"));
+  auto run = admin_->KillRun(id);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->status(), jobwheel::v1::RUN_STATUS_KILLED);
+  EXPECT_TRUE(run->has_end_time());
+  EXPECT_THAT(executors_.calls(), ElementsAre("Kill 10.0.0.1:7200"));
+  pqxx::result r = Sql("SELECT status, result_message FROM runs WHERE id = " + std::to_string(id));
+  EXPECT_EQ(r[0][0].as<int>(), 6);
+  EXPECT_EQ(r[0][1].as<std::string>(),
+            "killed by operator: executor unreachable: 10.0.0.1:7200: connection refused");
+  EXPECT_EQ(admin_->KillRun(id).status().message(), absl::StrCat("run ", id, " is already KILLED"));
+}
+
+}  // namespace
+}  // namespace jobwheel::scheduler::admin

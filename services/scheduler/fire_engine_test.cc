@@ -1,0 +1,218 @@
+// The fire engine against a real PostgreSQL: claims, misfires, stale entries, fencing and
+// takeover. Time is a FakeClock; the dispatcher is a recording fake.
+#include "services/scheduler/fire_engine.h"
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/proto_time.h"
+#include "common/testing/pg_test_db.h"
+#include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "services/scheduler/leader_elector.h"
+
+namespace jobwheel::scheduler {
+namespace {
+
+bool Eventually(const std::function<bool()>& cond, absl::Duration timeout = absl::Seconds(10)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!cond()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return true;
+}
+
+// Records batches and marks fires DISPATCHED as a real dispatcher would.
+class RecordingDispatcher : public DispatchClient {
+ public:
+  explicit RecordingDispatcher(std::string dsn) : conn_(dsn) {}
+  absl::StatusOr<jobwheel::v1::DispatchResponse> Dispatch(
+      const jobwheel::v1::DispatchRequest& request) override {
+    absl::MutexLock lock(&mu_);
+    jobwheel::v1::DispatchResponse response;
+    pqxx::work tx(conn_);
+    for (const auto& f : request.fires()) {
+      ids_.push_back(f.fire_id());
+      tx.exec_params("UPDATE fires SET status = 2 WHERE id = $1", f.fire_id());
+      auto* o = response.add_outcomes();
+      o->set_fire_id(f.fire_id());
+      o->set_status(jobwheel::v1::FIRE_STATUS_DISPATCHED);
+    }
+    tx.commit();
+    return response;
+  }
+  std::vector<int64_t> ids() {
+    absl::MutexLock lock(&mu_);
+    return ids_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  pqxx::connection conn_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> ids_ ABSL_GUARDED_BY(mu_);
+};
+
+// One scheduler replica: elector + engine wired as main.cc wires them.
+struct Replica {
+  Replica(const std::string& dsn, const std::string& id, FakeClock& clock,
+          DispatchClient& dispatcher, prometheus::Registry& registry,
+          absl::Duration retry = absl::Milliseconds(50))
+      : metrics(registry),
+        elector({dsn, id, retry, absl::Milliseconds(50)},
+                {[this](int64_t e) { engine->OnElected(e); }, [this] { engine->OnDeposed(); }}) {
+    engine = std::make_unique<FireEngine>(FireEngine::Options(), elector, dispatcher, clock,
+                                          metrics);
+  }
+  // The elector calls into the engine until it is shut down.
+  ~Replica() {
+    elector.Shutdown();
+    engine->Shutdown();
+  }
+  SchedulerMetrics metrics;
+  LeaderElector elector;
+  std::unique_ptr<FireEngine> engine;
+};
+
+class FireEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dsn = testing::CreateMigratedTestDatabase();
+    ASSERT_TRUE(dsn.ok()) << dsn.status();
+    dsn_ = *dsn;
+    conn_ = std::make_unique<pqxx::connection>(dsn_);
+    // Whole seconds, like cron times.
+    clock_.Set(absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now())));
+    dispatcher_ = std::make_unique<RecordingDispatcher>(dsn_);
+  }
+
+  int64_t InsertJob(absl::Time next_fire, int misfire = 1) {
+    pqxx::work tx(*conn_);
+    auto r = tx.exec_params(
+        "INSERT INTO jobs (app, name, schedule_kind, cron_expression, handler, misfire_strategy, "
+        "next_fire_at) VALUES ('demo', 'every-second', 'CRON', '* * * * * ?', 'echo', $1, "
+        "$2::timestamptz) RETURNING id",
+        misfire, ToPgTimestamp(next_fire));
+    tx.commit();
+    return r[0][0].as<int64_t>();
+  }
+
+  int64_t Count(const std::string& sql) {
+    pqxx::nontransaction tx(*conn_);
+    return tx.exec(sql)[0][0].as<int64_t>();
+  }
+
+  std::unique_ptr<Replica> Elect(const std::string& id,
+                                 absl::Duration retry = absl::Milliseconds(50)) {
+    auto r = std::make_unique<Replica>(dsn_, id, clock_, *dispatcher_, registry_, retry);
+    r->elector.Start();
+    EXPECT_TRUE(Eventually([&] { return r->elector.is_leader(); }));
+    return r;
+  }
+
+  std::string dsn_;
+  std::unique_ptr<pqxx::connection> conn_;
+  FakeClock clock_;
+  prometheus::Registry registry_;
+  std::unique_ptr<RecordingDispatcher> dispatcher_;
+};
+
+TEST_F(FireEngineTest, ClaimRecordsEachDueSecondOnceAndAdvances) {
+  const absl::Time now = clock_.Now();
+  const int64_t job = InsertJob(now + absl::Seconds(1));
+  auto leader = Elect("a");
+  auto claimed = leader->engine->ClaimOnce();
+  ASSERT_TRUE(claimed.ok()) << claimed.status();
+  EXPECT_EQ(*claimed, 1);
+  // now+1 .. now+5 inclusive.
+  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 1 AND trigger_type = 1"), 5);
+  EXPECT_EQ(leader->engine->held(), 5u);
+  EXPECT_EQ(Count(absl::StrCat("SELECT (EXTRACT(EPOCH FROM next_fire_at) * 1000000)::BIGINT "
+                               "FROM jobs WHERE id = ", job)),
+            absl::ToUnixMicros(now + absl::Seconds(6)));
+  // A second pass claims nothing new.
+  auto again = leader->engine->ClaimOnce();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM fires"), 5);
+}
+
+TEST_F(FireEngineTest, MisfireDoNothingSkipsAndRecordsIt) {
+  const absl::Time now = clock_.Now();
+  InsertJob(now - absl::Seconds(60), /*misfire=DO_NOTHING*/ 1);
+  auto leader = Elect("a");
+  ASSERT_TRUE(leader->engine->ClaimOnce().ok());
+  // 55 missed times (older than 5 s) become one SKIPPED row; the last 5 s still fire.
+  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 3 AND reason LIKE 'misfire: 55 %'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 1"), 11);  // now-5 .. now+5
+}
+
+TEST_F(FireEngineTest, MisfireFireOnceNowFiresOnce) {
+  const absl::Time now = clock_.Now();
+  InsertJob(now - absl::Seconds(60), /*misfire=FIRE_ONCE_NOW*/ 2);
+  auto leader = Elect("a");
+  ASSERT_TRUE(leader->engine->ClaimOnce().ok());
+  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 1 AND trigger_type = 4"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 3"), 0);
+}
+
+TEST_F(FireEngineTest, DueFiresAreHandedOffAndStaleOnesAreNot) {
+  const absl::Time now = clock_.Now();
+  const int64_t job = InsertJob(now + absl::Seconds(1));
+  auto leader = Elect("a");
+  leader->engine->Start();
+  ASSERT_TRUE(leader->engine->ClaimOnce().ok());
+  // As UpdateJob/PauseJob do: the future pending fires go away.
+  {
+    pqxx::work tx(*conn_);
+    tx.exec_params(
+        "DELETE FROM fires WHERE job_id = $1 AND status = 1 AND scheduled_at > $2::timestamptz",
+        job, ToPgTimestamp(now + absl::Seconds(2)));
+    tx.exec_params("UPDATE jobs SET enabled = false WHERE id = $1", job);
+    tx.commit();
+  }
+  clock_.Advance(absl::Seconds(10));
+  ASSERT_TRUE(Eventually([&] { return leader->engine->held() == 0; }));
+  // Only now+1 and now+2 survived the edit.
+  EXPECT_EQ(dispatcher_->ids().size(), 2u);
+  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 2"), 2);
+  leader->engine->Shutdown();
+}
+
+TEST_F(FireEngineTest, LosingTheLockSessionFencesTheLeader) {
+  InsertJob(clock_.Now() + absl::Seconds(1));
+  // A long retry interval so it cannot simply take the lock again during the test.
+  auto leader = Elect("a", absl::Seconds(60));
+  ASSERT_TRUE(leader->engine->ClaimOnce().ok());
+  const int64_t before = Count("SELECT count(*) FROM fires");
+  // Kill the session holding the advisory lock, as a network partition or server restart would.
+  Count(
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND "
+      "granted AND pid <> pg_backend_pid()");
+  {
+    pqxx::work tx(*conn_);
+    tx.exec("UPDATE jobs SET next_fire_at = now()");
+    tx.commit();
+  }
+  auto claimed = leader->engine->ClaimOnce();
+  EXPECT_FALSE(claimed.ok());
+  EXPECT_EQ(leader->engine->held(), 0u);
+  EXPECT_EQ(Count("SELECT count(*) FROM fires"), before);  // Nothing committed when deposed.
+  leader->elector.Shutdown();
+}
+
+TEST_F(FireEngineTest, NewLeaderTakesOverCommittedPendingFires) {
+  InsertJob(clock_.Now() + absl::Seconds(1));
+  auto a = Elect("a");
+  ASSERT_TRUE(a->engine->ClaimOnce().ok());
+  const int64_t epoch_a = a->elector.epoch();
+  a->elector.Shutdown();  // Releases the lock; its fires were never handed off.
+  auto b = Elect("b");
+  EXPECT_GT(b->elector.epoch(), epoch_a);
+  EXPECT_EQ(b->engine->held(), 5u);
+  b->elector.Shutdown();
+}
+
+}  // namespace
+}  // namespace jobwheel::scheduler

@@ -1,0 +1,377 @@
+#!/usr/bin/env bash
+# Offline checks of the deployment files: Helm chart layout and secure defaults, Grafana
+# dashboards (valid JSON, ${datasource} variable, only metric names and labels from
+# docs/metrics.md), chart copies of the dashboards identical to deploy/grafana/, Dockerfile
+# and .dockerignore. Needs bash, grep, awk, cmp and python3 or node; no helm, no cluster.
+# When a `helm` binary is on PATH it also lints and renders the chart.
+#
+#   bash tests/deploy/test_chart.sh        # ends with "N passed, N failed"; exit 1 on failure
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+CHART="$ROOT/deploy/k8s/jobwheel"
+GRAFANA="$ROOT/deploy/grafana"
+METRICS_DOC="$ROOT/docs/metrics.md"
+DASHBOARDS=(overview scheduler registry dispatcher executor)
+# Labels Prometheus attaches to every scraped series (target labels), usable on any metric.
+TARGET_LABELS=" namespace instance job pod service container endpoint "
+
+PASSED=0
+FAILED=0
+SKIPPED=0
+G_PASSED=0
+G_FAILED=0
+GROUP=""
+
+ok() { PASSED=$((PASSED + 1)); G_PASSED=$((G_PASSED + 1)); echo "ok   - $*"; }
+fail() { FAILED=$((FAILED + 1)); G_FAILED=$((G_FAILED + 1)); echo "FAIL - $*"; }
+skip() { SKIPPED=$((SKIPPED + 1)); echo "skip - $*"; }
+check() { # check DESCRIPTION COMMAND...: passes when COMMAND succeeds
+  local desc="$1"; shift
+  if "$@" >/dev/null 2>&1; then ok "$desc"; else fail "$desc"; fi
+}
+group() {
+  end_group
+  GROUP="$1"; G_PASSED=0; G_FAILED=0
+  echo "== $GROUP"
+}
+end_group() {
+  if [ -n "$GROUP" ]; then echo "== $GROUP: $G_PASSED passed, $G_FAILED failed"; echo; fi
+}
+
+JSON_TOOL=""
+if command -v python3 >/dev/null 2>&1; then JSON_TOOL=python3
+elif command -v node >/dev/null 2>&1; then JSON_TOOL=node
+fi
+
+# dashboard_scan FILE: parses a Grafana dashboard; prints "EXPR<TAB>expression" for every
+# PromQL expression and template-variable query, and "ERR<TAB>message" for structural problems.
+# Exit status is non-zero when the file is not valid JSON.
+dashboard_scan() {
+  if [ "$JSON_TOOL" = python3 ]; then
+    python3 - "$1" <<'PY'
+import json, sys
+with open(sys.argv[1], encoding="utf-8") as f:
+    d = json.load(f)
+def err(m): print("ERR\t" + m)
+if not isinstance(d, dict): err("top level is not an object"); sys.exit(0)
+for k in ("title", "uid", "panels", "templating", "schemaVersion"):
+    if k not in d: err("missing key " + k)
+tv = [v for v in d.get("templating", {}).get("list", []) if v.get("name") == "datasource"]
+if not tv or tv[0].get("type") != "datasource" or tv[0].get("query") != "prometheus":
+    err("no template variable 'datasource' of type datasource/prometheus")
+def panels(ps):
+    for p in ps:
+        yield p
+        yield from panels(p.get("panels", []))
+for p in panels(d.get("panels", [])):
+    if p.get("type") == "row": continue
+    title = p.get("title", "?")
+    for t in [p] + p.get("targets", []):
+        ds = t.get("datasource")
+        if not isinstance(ds, dict) or ds.get("uid") != "${datasource}":
+            err("panel %r: datasource is not ${datasource}" % title)
+    if not p.get("targets"): err("panel %r has no targets" % title)
+def walk(o):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if k in ("expr", "query", "definition") and isinstance(v, str):
+                print("EXPR\t" + v.replace("\n", " "))
+            walk(v)
+    elif isinstance(o, list):
+        for v in o: walk(v)
+walk(d)
+print("UID\t" + str(d.get("uid", "")))
+PY
+  else
+    node -e '
+const fs = require("fs");
+const d = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+const err = (m) => console.log("ERR\t" + m);
+for (const k of ["title", "uid", "panels", "templating", "schemaVersion"]) if (!(k in d)) err("missing key " + k);
+const tv = ((d.templating || {}).list || []).filter((v) => v.name === "datasource");
+if (!tv.length || tv[0].type !== "datasource" || tv[0].query !== "prometheus")
+  err("no template variable \x27datasource\x27 of type datasource/prometheus");
+const panels = (ps) => ps.flatMap((p) => [p, ...panels(p.panels || [])]);
+for (const p of panels(d.panels || [])) {
+  if (p.type === "row") continue;
+  for (const t of [p, ...(p.targets || [])]) {
+    if (!t.datasource || t.datasource.uid !== "${datasource}") err("panel " + JSON.stringify(p.title) + ": datasource is not ${datasource}");
+  }
+  if (!(p.targets || []).length) err("panel " + JSON.stringify(p.title) + " has no targets");
+}
+(function walk(o) {
+  if (Array.isArray(o)) o.forEach(walk);
+  else if (o && typeof o === "object") for (const [k, v] of Object.entries(o)) {
+    if (["expr", "query", "definition"].includes(k) && typeof v === "string") console.log("EXPR\t" + v.replace(/\n/g, " "));
+    walk(v);
+  }
+})(d);
+console.log("UID\t" + (d.uid || ""));
+' "$1"
+  fi
+}
+
+############################################################################ chart layout
+group "chart layout"
+check "chart directory deploy/k8s/jobwheel exists" test -d "$CHART"
+check "Chart.yaml exists" test -f "$CHART/Chart.yaml"
+check "Chart.yaml: apiVersion v2" grep -qE '^apiVersion:[[:space:]]*v2[[:space:]]*$' "$CHART/Chart.yaml"
+check "Chart.yaml: name jobwheel" grep -qE '^name:[[:space:]]*jobwheel[[:space:]]*$' "$CHART/Chart.yaml"
+check "Chart.yaml: SemVer version" grep -qE '^version:[[:space:]]*"?[0-9]+\.[0-9]+\.[0-9]+' "$CHART/Chart.yaml"
+check "Chart.yaml: appVersion" grep -qE '^appVersion:' "$CHART/Chart.yaml"
+check "values.yaml exists" test -f "$CHART/values.yaml"
+for t in _helpers.tpl NOTES.txt validate.yaml secret.yaml scheduler.yaml registry.yaml dispatcher.yaml \
+         demo-executor.yaml serviceaccount.yaml servicemonitor.yaml dashboards.yaml networkpolicy.yaml \
+         migrations-job.yaml; do
+  check "templates/$t exists" test -f "$CHART/templates/$t"
+done
+check "no tab characters in templates or values (YAML forbids them)" \
+  bash -c "! grep -lP '\t' '$CHART'/templates/*.yaml '$CHART/values.yaml' '$CHART/Chart.yaml'"
+# A template file's {{ and }} must balance, or Helm cannot parse it (NOTES.txt is left out:
+# its JSON examples contain a literal "}}").
+for f in "$CHART"/templates/*.yaml "$CHART"/templates/*.tpl; do
+  o=$(grep -o '{{' "$f" | wc -l); c=$(grep -o '}}' "$f" | wc -l)
+  if [ "$o" -eq "$c" ]; then ok "$(basename "$f"): balanced template delimiters ($o)"
+  else fail "$(basename "$f"): $o '{{' but $c '}}'"; fi
+done
+
+############################################################################ secure defaults
+group "secure defaults"
+V="$CHART/values.yaml"
+# value_of PATH: the scalar at a dotted path of values.yaml (simple two-level lookup).
+value_of() {
+  awk -v parent="${1%%.*}" -v key="${1#*.}" '
+    /^[A-Za-z]/ { in_p = ($0 ~ "^" parent ":") }
+    in_p && $0 ~ "^  " key ":" { sub("^  " key ":[[:space:]]*", ""); sub("[[:space:]]*#.*$", ""); print; exit }
+  ' "$V"
+}
+for k in db.dsn auth.clusterToken auth.executorToken auth.adminToken; do
+  val="$(value_of "$k")"
+  if [ "$val" = '""' ]; then ok "values.yaml: $k defaults to empty (no default secret)"
+  else fail "values.yaml: $k must default to \"\", found [$val]"; fi
+done
+check "values.yaml: insecureDev defaults to false" grep -qE '^insecureDev:[[:space:]]*false' "$V"
+check "values.yaml: existingSecret defaults to empty" grep -qE '^existingSecret:[[:space:]]*""' "$V"
+check "values.yaml: runAsNonRoot: true" grep -qE '^[[:space:]]+runAsNonRoot:[[:space:]]*true' "$V"
+check "values.yaml: runAsUser: 65532" grep -qE '^[[:space:]]+runAsUser:[[:space:]]*65532' "$V"
+check "values.yaml: readOnlyRootFilesystem: true" grep -qE '^[[:space:]]+readOnlyRootFilesystem:[[:space:]]*true' "$V"
+check "values.yaml: allowPrivilegeEscalation: false" grep -qE '^[[:space:]]+allowPrivilegeEscalation:[[:space:]]*false' "$V"
+check "values.yaml: capabilities drop ALL" grep -qE '^[[:space:]]+- ALL' "$V"
+check "values.yaml: seccompProfile RuntimeDefault" grep -qE '^[[:space:]]+type:[[:space:]]*RuntimeDefault' "$V"
+check "values.yaml: serviceMonitor off by default" \
+  awk '/^serviceMonitor:/{s=1;next} /^[A-Za-z]/{s=0} s&&/^  enabled:[[:space:]]*false/{f=1} END{exit !f}' "$V"
+check "values.yaml: migrations.job off by default" grep -qE '^    enabled:[[:space:]]*false' "$V"
+check "values.yaml: demoExecutor off by default" \
+  awk '/^demoExecutor:/{s=1;next} /^[A-Za-z]/{s=0} s&&/^  enabled:[[:space:]]*false/{f=1} END{exit !f}' "$V"
+check "validate.yaml fails the render when values are missing" grep -q 'fail (printf' "$CHART/templates/validate.yaml"
+check "validate.yaml requires a DSN" grep -q 'a PostgreSQL DSN is required' "$CHART/templates/validate.yaml"
+check "validate.yaml requires the tokens" grep -q 'authentication tokens are required' "$CHART/templates/validate.yaml"
+check "pods use native gRPC probes" grep -qE '^grpc:$' "$CHART/templates/_helpers.tpl"
+check "pods disable service links (no stray JOBWHEEL_* variables)" grep -q 'enableServiceLinks: false' "$CHART/templates/_helpers.tpl"
+check "pods mount an emptyDir at /tmp" grep -q 'mountPath: /tmp' "$CHART/templates/_helpers.tpl"
+check "headless Services for client-side balancing" grep -q 'clusterIP: None' "$CHART/templates/_helpers.tpl"
+check "HPA uses autoscaling/v2" grep -q 'apiVersion: autoscaling/v2' "$CHART/templates/_helpers.tpl"
+check "PDBs use policy/v1" grep -q 'apiVersion: policy/v1' "$CHART/templates/_helpers.tpl"
+check "dashboards ConfigMap reads the chart's dashboards with .Files.Glob" \
+  grep -q '.Files.Glob "dashboards/\*.json"' "$CHART/templates/dashboards.yaml"
+check "dashboards ConfigMap carries grafana_dashboard: \"1\"" grep -qE '^    grafana_dashboard: "1"' "$V"
+
+# Every leaf key of values.yaml is documented: it, or a map above it, follows a comment line.
+undocumented="$(awk '
+  function indent(s) { match(s, /^ */); return RLENGTH }
+  /^[[:space:]]*$/ { next }
+  /^[[:space:]]*#/ { prev_comment = 1; next }
+  /^[[:space:]]*- / { prev_comment = 0; next }
+  /^[[:space:]]*[A-Za-z_][A-Za-z0-9_.-]*:/ {
+    n = indent($0)
+    while (depth > 0 && ind[depth] >= n) depth--
+    covered = prev_comment
+    for (i = 1; i <= depth; i++) if (doc[i]) covered = 1
+    depth++; ind[depth] = n; doc[depth] = prev_comment
+    line = $0; sub(/^[[:space:]]*/, "", line)
+    leaf = (line !~ /:[[:space:]]*$/)
+    if (leaf && !covered) { key = line; sub(/:.*/, "", key); print NR ":" key }
+    prev_comment = 0
+  }
+' "$V")"
+if [ -z "$undocumented" ]; then ok "values.yaml: every key is documented"
+else fail "values.yaml: undocumented keys (line:key): $(echo $undocumented)"; fi
+
+############################################################################ flags
+# The chart passes flags as JOBWHEEL_<FLAG> variables, which a binary silently ignores when it
+# has no such flag: check every flag the chart sets against the ABSL_FLAG definitions.
+group "chart flags exist in the binaries"
+# component (source dir or file) and the flags the chart sets for it
+FLAG_TABLE="
+services/scheduler listen metrics_address db_dsn replica_id log_json log_level insecure_dev cluster_token_file admin_token_file dispatcher_target tls_cert tls_key tls_ca tls_client_ca migrate_only
+services/registry listen metrics_address db_dsn replica_id log_json log_level insecure_dev cluster_token_file admin_token_file executor_token_file tls_cert tls_key tls_client_ca
+services/dispatcher listen metrics_address db_dsn replica_id log_json log_level insecure_dev cluster_token_file executor_token_file registry_target tls_cert tls_key tls_ca tls_client_ca
+sdk/examples/demo_executor.cc listen metrics_address log_json log_level insecure_dev cluster_token_file executor_token_file registry_target dispatcher_target app advertise_address log_dir spool_dir tls_cert tls_key tls_ca tls_client_ca
+"
+ALL_FLAGS=" "
+while read -r src flags; do
+  [ -n "$src" ] || continue
+  if [ ! -e "$ROOT/$src" ]; then fail "$src: missing (the chart runs its binary)"; continue; fi
+  defined=" $(grep -rhoE 'ABSL_FLAG\([^,]+,[[:space:]]*[a-z0-9_]+' "$ROOT/$src" | sed -E 's/.*,[[:space:]]*//' | tr '\n' ' ') "
+  ALL_FLAGS="$ALL_FLAGS$defined"
+  missing=""
+  for f in $flags; do [[ "$defined" == *" $f "* ]] || missing="$missing --$f"; done
+  if [ -z "$missing" ]; then ok "$src defines every flag the chart sets ($(wc -w <<<"$flags"))"
+  else fail "$src lacks flags the chart sets:$missing"; fi
+done <<<"$FLAG_TABLE"
+# Every JOBWHEEL_* variable named in the templates maps to a flag of some binary.
+unknown=""
+for v in $(grep -rhoE 'JOBWHEEL_[A-Z][A-Z0-9_]*' "$CHART/templates" | sort -u); do
+  f="$(tr 'A-Z' 'a-z' <<<"${v#JOBWHEEL_}")"
+  [[ "$ALL_FLAGS" == *" $f "* ]] || unknown="$unknown $v"
+done
+if [ -z "$unknown" ]; then ok "every JOBWHEEL_* variable in the templates is a flag"
+else fail "JOBWHEEL_* variables in the templates that no binary defines:$unknown"; fi
+
+############################################################################ dashboards
+group "dashboards"
+if [ -z "$JSON_TOOL" ]; then
+  fail "neither python3 nor node is available to parse JSON"
+fi
+
+# Metric contract from docs/metrics.md: name -> type, name -> " label label ".
+declare -A MTYPE MLABELS
+if [ -f "$METRICS_DOC" ]; then
+  while IFS=$'\t' read -r name type labels; do
+    MTYPE[$name]="$type"
+    MLABELS[$name]=" $labels "
+  done < <(awk -F'|' '$2 ~ /`jobwheel_[a-z_]+`/ {
+      name = $2; gsub(/[` ]/, "", name)
+      type = $3; gsub(/ /, "", type)
+      labels = ""
+      s = $4
+      while (match(s, /`[a-z_]+`/)) { labels = labels " " substr(s, RSTART + 1, RLENGTH - 2); s = substr(s, RSTART + RLENGTH) }
+      sub(/^ /, "", labels)
+      print name "\t" type "\t" labels
+    }' "$METRICS_DOC")
+  check "docs/metrics.md lists metrics (${#MTYPE[@]})" test "${#MTYPE[@]}" -gt 0
+else
+  fail "docs/metrics.md is missing"
+fi
+
+# metric_base NAME: the documented metric NAME refers to, or "" when it is not in the contract.
+metric_base() {
+  local n="$1" b
+  if [ -n "${MTYPE[$n]:-}" ] && [ "${MTYPE[$n]}" != histogram ]; then echo "$n"; return; fi
+  for suf in _bucket _sum _count; do
+    b="${n%"$suf"}"
+    if [ "$b" != "$n" ] && [ "${MTYPE[$b]:-}" = histogram ]; then echo "$b"; return; fi
+  done
+  echo ""
+}
+
+declare -A USED UIDS
+for name in "${DASHBOARDS[@]}"; do
+  check "deploy/grafana/$name.json exists" test -f "$GRAFANA/$name.json"
+done
+for f in "$GRAFANA"/*.json; do
+  [ -f "$f" ] || continue
+  rel="deploy/grafana/$(basename "$f")"
+  [ -n "$JSON_TOOL" ] || continue
+  if ! scan="$(dashboard_scan "$f" 2>&1)"; then
+    fail "$rel: invalid JSON ($(grep -m1 -E "Error" <<<"$scan" || tail -1 <<<"$scan"))"
+    continue
+  fi
+  ok "$rel: valid JSON ($JSON_TOOL)"
+  errs="$(printf '%s\n' "$scan" | awk -F'\t' '$1 == "ERR" { print $2 }')"
+  if [ -z "$errs" ]; then ok "$rel: Grafana structure, every panel on \${datasource}"
+  else while IFS= read -r e; do fail "$rel: $e"; done <<<"$errs"; fi
+  uid="$(printf '%s\n' "$scan" | awk -F'\t' '$1 == "UID" { print $2 }')"
+  if [ -n "$uid" ] && [ -z "${UIDS[$uid]:-}" ]; then ok "$rel: unique uid $uid"; UIDS[$uid]="$rel"
+  else fail "$rel: uid '$uid' empty or also used by ${UIDS[$uid]:-?}"; fi
+
+  bad_metrics=""; bad_labels=""; n_expr=0
+  while IFS= read -r expr; do
+    n_expr=$((n_expr + 1))
+    allowed="$TARGET_LABELS"
+    for m in $(grep -oE 'jobwheel_[a-z_]+' <<<"$expr" | sort -u); do
+      b="$(metric_base "$m")"
+      if [ -z "$b" ]; then bad_metrics="$bad_metrics $m"; continue; fi
+      USED[$b]=1
+      allowed="$allowed${MLABELS[$b]}"
+      [ "$m" != "$b" ] && [ "${m%_bucket}" != "$m" ] && allowed="$allowed le "
+    done
+    # Label matchers inside metric selectors: only that metric's labels (plus target labels).
+    while IFS= read -r sel; do
+      [ -n "$sel" ] || continue
+      m="${sel%%\{*}"; b="$(metric_base "$m")"; [ -n "$b" ] || continue
+      ok_labels="$TARGET_LABELS${MLABELS[$b]}"; [ "${m%_bucket}" != "$m" ] && ok_labels="$ok_labels le "
+      for l in $(grep -oE '[a-zA-Z_][a-zA-Z0-9_]*[[:space:]]*(=~|!~|!=|=)' <<<"${sel#*\{}" | grep -oE '^[a-zA-Z_][a-zA-Z0-9_]*'); do
+        [[ "$ok_labels" == *" $l "* ]] || bad_labels="$bad_labels $m{$l}"
+      done
+    done < <(grep -oE 'jobwheel_[a-z_]+\{[^}]*\}' <<<"$expr")
+    # Grouping labels (by/without) and label_values(): labels of the metrics in the expression.
+    for l in $( { grep -oE '(by|without)[[:space:]]*\([^)]*\)' <<<"$expr" | sed -E 's/^[a-z]+[[:space:]]*\(//; s/\)$//';
+                  grep -oE 'label_values\([^)]*\)' <<<"$expr" | sed -E 's/.*,[[:space:]]*//; s/\)$//'; } | tr ',' ' '); do
+      [[ "$allowed" == *" $l "* ]] || bad_labels="$bad_labels $l"
+    done
+  done < <(printf '%s\n' "$scan" | awk -F'\t' '$1 == "EXPR" { print $2 }')
+  if [ "$n_expr" -gt 0 ]; then ok "$rel: has $n_expr queries"; else fail "$rel: has no queries"; fi
+  if [ -z "$bad_metrics" ]; then ok "$rel: every metric is in docs/metrics.md (histograms via _bucket/_sum/_count)"
+  else fail "$rel: metrics not in docs/metrics.md (or histogram used without _bucket/_sum/_count):$(tr ' ' '\n' <<<"$bad_metrics" | sort -u | tr '\n' ' ')"; fi
+  if [ -z "$bad_labels" ]; then ok "$rel: every label is listed for its metric in docs/metrics.md (or a target label)"
+  else fail "$rel: labels not in docs/metrics.md:$(tr ' ' '\n' <<<"$bad_labels" | sort -u | tr '\n' ' ')"; fi
+done
+unshown=""
+for m in "${!MTYPE[@]}"; do [ -n "${USED[$m]:-}" ] || unshown="$unshown $m"; done
+if [ -n "$unshown" ]; then echo "note - documented metrics on no dashboard:$unshown"; fi
+
+############################################################################ chart copies
+group "chart dashboards = deploy/grafana"
+check "chart has dashboards/" test -d "$CHART/dashboards"
+for f in "$GRAFANA"/*.json; do
+  [ -f "$f" ] || continue
+  b="$(basename "$f")"
+  if cmp -s "$f" "$CHART/dashboards/$b"; then ok "dashboards/$b identical to deploy/grafana/$b"
+  else fail "deploy/k8s/jobwheel/dashboards/$b differs from deploy/grafana/$b (run: cp deploy/grafana/*.json deploy/k8s/jobwheel/dashboards/)"; fi
+done
+for f in "$CHART"/dashboards/*; do
+  [ -e "$f" ] || continue
+  b="$(basename "$f")"
+  check "dashboards/$b has a source in deploy/grafana/" test -f "$GRAFANA/$b"
+done
+
+############################################################################ image
+group "Dockerfile and .dockerignore"
+D="$ROOT/Dockerfile"
+check "Dockerfile exists" test -f "$D"
+check "build stage on debian:bookworm" grep -qE '^FROM debian:bookworm AS build' "$D"
+check "runtime stage on debian:bookworm-slim" grep -qE '^FROM debian:bookworm-slim' "$D"
+check "builds with bazel --jobs=2" grep -q 'bazel build --jobs=2' "$D"
+for b in scheduler registry dispatcher demo_executor jobwheelctl; do
+  check "image gets $b" grep -qE "bazel-bin/.*/$b( |\\\\|$)" "$D"
+done
+check "binaries land in /usr/local/bin" grep -q 'COPY --from=build /out/ /usr/local/bin/' "$D"
+check "runs as USER 65532" grep -qE '^USER 65532' "$D"
+check "runtime installs no compiler or -dev package" \
+  bash -c "! sed -n '/^FROM debian:bookworm-slim/,\$p' '$D' | grep -qE 'g\\+\\+|-dev( |\$)|bazel'"
+for p in bazel-\\* .data node_modules .git; do
+  check ".dockerignore excludes $p" grep -qE "^(\\*\\*/)?${p}\$" "$ROOT/.dockerignore"
+done
+
+############################################################################ helm (optional)
+group "helm (optional)"
+if command -v helm >/dev/null 2>&1; then
+  T="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+  SETS=(--set "db.dsn=postgresql://u:p@db:5432/jobwheel" --set "auth.clusterToken=$T"
+        --set "auth.executorToken=${T}e" --set "auth.adminToken=${T}a")
+  check "helm lint with a DSN and tokens" helm lint "$CHART" "${SETS[@]}"
+  check "helm template with a DSN and tokens" helm template jw "$CHART" "${SETS[@]}"
+  check "helm template with existingSecret" helm template jw "$CHART" --set existingSecret=jw
+  out="$(helm template jw "$CHART" 2>&1)"; rc=$?
+  if [ "$rc" -ne 0 ] && grep -q 'authentication tokens are required' <<<"$out"; then
+    ok "helm template without secrets fails with a clear message"
+  else fail "helm template without secrets must fail (rc=$rc)"; fi
+else
+  skip "helm is not installed: lint/template checks skipped"
+fi
+end_group
+
+echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
+[ "$FAILED" -eq 0 ]
