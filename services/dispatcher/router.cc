@@ -103,7 +103,26 @@ RouteDecision Router::Failover(const std::vector<std::string>& addresses) {
   RouteDecision d;
   std::vector<std::string> skipped;
   for (const std::string& a : addresses) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = beat_failed_at_.find(a);
+      const absl::Time now = clock_.Now();
+      if (it != beat_failed_at_.end() && now - it->second < options_.probe_failure_ttl) {
+        skipped.push_back(absl::StrCat(a, " (beat failed ",
+                                       absl::FormatDuration(now - it->second), " ago)"));
+        continue;
+      }
+    }
     absl::Status s = probes_.Beat(a, options_.probe_deadline);
+    {
+      absl::MutexLock lock(&mu_);
+      if (s.ok()) {
+        beat_failed_at_.erase(a);
+      } else {
+        if (beat_failed_at_.size() > 10000) beat_failed_at_.clear();
+        beat_failed_at_[a] = clock_.Now();
+      }
+    }
     if (s.ok()) {
       d.targets.push_back({a, 0, 1});
       break;

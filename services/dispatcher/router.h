@@ -47,6 +47,9 @@ class Router {
  public:
   struct Options {
     absl::Duration probe_deadline = absl::Milliseconds(500);
+    // FAILOVER skips an executor whose Beat failed this recently without calling it again, so
+    // a batch of fires does not wait for the same dead executor once per fire.
+    absl::Duration probe_failure_ttl = absl::Seconds(2);
     absl::Duration state_ttl = absl::Hours(24);
   };
 
@@ -83,6 +86,7 @@ class Router {
   // Per job: address → access sequence number (LinkedHashMap in access order, as in XXL-JOB).
   absl::flat_hash_map<int64_t, std::map<std::string, uint64_t>> lru_seq_ ABSL_GUARDED_BY(mu_);
   uint64_t lru_clock_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<std::string, absl::Time> beat_failed_at_ ABSL_GUARDED_BY(mu_);
   ConsistentHashRings rings_;
 };
 

@@ -186,9 +186,22 @@ TEST_F(RouterTest, FailoverSkipsExecutorsThatDoNotAnswer) {
   EXPECT_THAT(d.message, HasSubstr("→ 10.0.0.11:7200"));
   EXPECT_THAT(d.message, HasSubstr("skipped 10.0.0.10:7200 (beat: UNAVAILABLE"));
   for (const auto& a : three_) probes_.SetDown(a, true);
+  clock_.Advance(absl::Seconds(3));  // Past the failed-probe memory.
   d = router_.Route(1, v1::ROUTING_STRATEGY_FAILOVER, three_);
   EXPECT_FALSE(d.ok());
   EXPECT_THAT(d.message, HasSubstr("no executor answered Beat"));
+}
+
+TEST_F(RouterTest, FailoverRemembersFailedBeatsBriefly) {
+  probes_.SetDown(three_[0], true);
+  ASSERT_EQ(One(1, v1::ROUTING_STRATEGY_FAILOVER, three_), three_[1]);
+  // Within the memory the dead executor is skipped without a call, even if it came back.
+  probes_.SetDown(three_[0], false);
+  RouteDecision d = router_.Route(2, v1::ROUTING_STRATEGY_FAILOVER, three_);
+  EXPECT_EQ(d.targets[0].address, three_[1]);
+  EXPECT_THAT(d.message, HasSubstr("10.0.0.10:7200 (beat failed 0 ago)"));
+  clock_.Advance(absl::Seconds(3));
+  EXPECT_EQ(One(3, v1::ROUTING_STRATEGY_FAILOVER, three_), three_[0]);
 }
 
 TEST_F(RouterTest, BusyoverSkipsBusyExecutors) {

@@ -208,6 +208,13 @@ void Registry::CloseSession(int64_t session) {
     ref = it->second.ref;
     sessions_.erase(it);
     if (metrics_ != nullptr) metrics_->sessions_open.Decrement();
+    if (online && draining_) {
+      // Told to move: it is probably registering on another replica right now. Taking the
+      // row offline here would flash a REMOVE to every watcher; TakeAllOffline does it later
+      // unless the newer session has taken the row over by then.
+      drained_.push_back(ref);
+      return;
+    }
   }
   if (!online) return;
   auto changed = store_.MarkOffline(ref);
@@ -339,6 +346,8 @@ void Registry::TakeAllOffline() {
   {
     absl::MutexLock lock(&mu_);
     draining_ = true;
+    for (SessionRef& ref : drained_) online.push_back({0, std::move(ref)});
+    drained_.clear();
     for (auto& [id, s] : sessions_) {
       if (s.state == State::kOnline) online.push_back({id, s.ref});
       if (s.state == State::kOnline || s.state == State::kRegistering) {

@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -73,9 +74,12 @@ class Registry {
 
   // Deadlines, then lease renewal and expiry when they are due.
   void Tick();
-  // Tells every session to move to another replica; new registrations are refused.
+  // Tells every session to move to another replica; new registrations are refused. Sessions
+  // that end from now on keep their rows until TakeAllOffline, so an executor moving to
+  // another replica never shows as offline.
   void Drain(const std::string& reason);
-  // Shutdown: takes every online session of this replica offline and closes its stream.
+  // Shutdown: takes every online (or drained, not yet re-registered) session of this replica
+  // offline and closes its stream.
   void TakeAllOffline();
 
   int open_sessions() const;
@@ -111,6 +115,8 @@ class Registry {
   int64_t next_session_ ABSL_GUARDED_BY(mu_) = 1;
   int64_t next_session_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  // Sessions that ended while draining; taken offline by TakeAllOffline.
+  std::vector<SessionRef> drained_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time next_renew_ ABSL_GUARDED_BY(mu_);
   absl::Time next_expire_ ABSL_GUARDED_BY(mu_);

@@ -293,5 +293,26 @@ TEST_F(RegistryTest, DrainInstructsEverySessionAndRefusesNewRegistrations) {
   EXPECT_EQ(a.closes[0].code(), absl::StatusCode::kUnavailable);
 }
 
+TEST_F(RegistryTest, SessionsEndingWhileDrainingStayOnlineUntilTakeAllOffline) {
+  Registry other(Options("r2"), store_, clock_, nullptr);
+  FakeSink moved_sink, gone_sink, new_sink;
+  const int64_t moved = registry_.OpenSession(&moved_sink);
+  const int64_t gone = registry_.OpenSession(&gone_sink);
+  ASSERT_TRUE(registry_.Register(moved, Reg("demo", "h:1")).ok());
+  ASSERT_TRUE(registry_.Register(gone, Reg("demo", "h:2")).ok());
+  registry_.Drain("bye");
+  // h:1 moves to r2 and closes its old stream; h:2 just disconnects.
+  const int64_t fresh = other.OpenSession(&new_sink);
+  ASSERT_TRUE(other.Register(fresh, Reg("demo", "h:1")).ok());
+  registry_.CloseSession(moved);
+  registry_.CloseSession(gone);
+  EXPECT_TRUE(Online("demo", "h:1"));
+  EXPECT_TRUE(Online("demo", "h:2"));  // No REMOVE flash while executors move.
+  registry_.TakeAllOffline();
+  EXPECT_TRUE(Online("demo", "h:1"));
+  EXPECT_EQ(store_.GetRow({"demo", "h:1"})->replica_id, "r2");
+  EXPECT_FALSE(Online("demo", "h:2"));
+}
+
 }  // namespace
 }  // namespace jobwheel::registry

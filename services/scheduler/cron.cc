@@ -381,8 +381,7 @@ absl::Status ParseDayOfWeek(FieldParser& parser, absl::string_view text,
     return absl::OkStatus();
   }
   return parser.Error(absl::StrCat(
-      "\"", text,
-      "\": '#' needs a single day before it (e.g. 6#3, FRI#3)"));
+      "\"", text, "\": '#' needs a single day before it (e.g. 6#3, FRI#3)"));
 }
 
 // Rejects names that would make absl/cctz read arbitrary files ("/dev/zero",

@@ -55,6 +55,8 @@ class FireEngine {
   // Loads PENDING fires not yet held; `all_types` on takeover, else manual/retry/child only.
   absl::StatusOr<int> LoadPending(bool all_types);
   size_t held() const;
+  // Whether this replica leads and the engine took over (after OnElected).
+  bool active() const;
 
  private:
   void ClaimLoop();
@@ -62,7 +64,6 @@ class FireEngine {
   void DispatchLoop();
   void DispatchBatch(std::vector<int64_t> ids);
   void Hold(jobwheel::v1::Fire fire);
-  bool active() const;
 
   const Options options_;
   LeaderElector& elector_;

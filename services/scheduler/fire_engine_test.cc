@@ -107,7 +107,7 @@ class FireEngineTest : public ::testing::Test {
                                  absl::Duration retry = absl::Milliseconds(50)) {
     auto r = std::make_unique<Replica>(dsn_, id, clock_, *dispatcher_, registry_, retry);
     r->elector.Start();
-    EXPECT_TRUE(Eventually([&] { return r->elector.is_leader(); }));
+    EXPECT_TRUE(Eventually([&] { return r->elector.is_leader() && r->engine->active(); }));
     return r;
   }
 
@@ -210,7 +210,8 @@ TEST_F(FireEngineTest, NewLeaderTakesOverCommittedPendingFires) {
   a->elector.Shutdown();  // Releases the lock; its fires were never handed off.
   auto b = Elect("b");
   EXPECT_GT(b->elector.epoch(), epoch_a);
-  EXPECT_EQ(b->engine->held(), 5u);
+  // on_elected runs right after the lock is taken.
+  EXPECT_TRUE(Eventually([&] { return b->engine->held() == 5u; }));
   b->elector.Shutdown();
 }
 

@@ -402,5 +402,41 @@ TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
   EXPECT_EQ(watcher.protocol_error(), "");
 }
 
+// SIGTERM of a replica: DRAIN moves its executors to the other replica without a REMOVE.
+TEST_F(RegistryFailoverTest, GracefulReplicaShutdownDrainsExecutorsToAnotherReplica) {
+  const std::string a = Target(a_port_), b = Target(b_port_);
+  Watcher watcher(b, kApp);
+  std::vector<Client> clients;
+  for (int i = 0; i < 3; ++i) {
+    clients.push_back(StartClient(absl::StrCat("d", i), a + "," + b, executor_token_));
+  }
+  auto all_on = [&](const std::string& replica) {
+    return [&clients, replica](const std::map<std::string, Watcher::Entry>& m) {
+      for (const Client& c : clients) {
+        auto it = m.find(c.address);
+        if (it == m.end() || !it->second.online || it->second.replica != replica) return false;
+      }
+      return true;
+    };
+  };
+  ASSERT_TRUE(watcher.WaitFor(all_on("A"), absl::Seconds(15)));
+  const absl::Time t0 = absl::Now();
+  a_->Signal(SIGTERM);
+  ASSERT_TRUE(watcher.WaitFor(all_on("B"), absl::Seconds(5)));
+  std::printf("SIGTERM replica A -> executors online through B: %s\n",
+              absl::FormatDuration(absl::Now() - t0).c_str());
+  for (const Client& c : clients) {
+    EXPECT_EQ(watcher.Get(c.address).removed_at, absl::Time()) << c.address << " flashed offline";
+  }
+  int exit_code = -1;
+  ASSERT_TRUE(a_->Wait(absl::Seconds(10), &exit_code).ok());
+  EXPECT_EQ(exit_code, 0);
+  for (const Client& c : clients) {
+    EXPECT_NE(ReadAll(c.log).find("instruction kind=DRAIN"), std::string::npos) << c.log;
+    EXPECT_TRUE(watcher.Get(c.address).online);
+  }
+  EXPECT_EQ(watcher.protocol_error(), "");
+}
+
 }  // namespace
 }  // namespace jobwheel::testing

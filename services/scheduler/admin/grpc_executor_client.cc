@@ -17,8 +17,7 @@ GrpcExecutorClient::Stub(absl::string_view address) {
   absl::MutexLock lock(&mu_);
   auto it = stubs_.find(address);
   if (it != stubs_.end()) return it->second;
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel =
-      MakeChannel(std::string(address), tls_);
+  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = MakeChannel(std::string(address), tls_);
   if (!channel.ok()) return channel.status();
   if (static_cast<int>(stubs_.size()) >= options_.max_channels) stubs_.clear();
   std::shared_ptr<jobwheel::v1::ExecutorService::StubInterface> stub =

@@ -65,8 +65,7 @@ ChildGraphReader InMemoryJobStore::GraphReader() {
     }
     for (const auto& [id, stored] : jobs_) {
       if (stored.job.child_job_ids_size() > 0) {
-        graph.children[id] = {stored.job.child_job_ids().begin(),
-                              stored.job.child_job_ids().end()};
+        graph.children[id] = {stored.job.child_job_ids().begin(), stored.job.child_job_ids().end()};
       }
     }
     return graph;
@@ -93,8 +92,8 @@ Job InMemoryJobStore::Apply(int64_t id, const JobWrite& write) {
     const bool scheduled = f.trigger_type == jobwheel::v1::TRIGGER_TYPE_CRON ||
                            f.trigger_type == jobwheel::v1::TRIGGER_TYPE_FIX_RATE ||
                            f.trigger_type == jobwheel::v1::TRIGGER_TYPE_MISFIRE;
-    const bool stale = f.scheduled_at > now ||
-                       (write.next_fire_at && f.scheduled_at >= *write.next_fire_at);
+    const bool stale =
+        f.scheduled_at > now || (write.next_fire_at && f.scheduled_at >= *write.next_fire_at);
     if (f.job_id == id && f.status == jobwheel::v1::FIRE_STATUS_PENDING && scheduled && stale) {
       it = fires_.erase(it);
     } else {

@@ -57,9 +57,8 @@ absl::StatusOr<JobWrite> JobAdmin::PrepareWrite(const Job& merged, const Job* cu
   JobWrite write;
   if (job.enabled()) write.next_fire_at = schedule.NextAfter(now);
   const int32_t version = current != nullptr ? current->script_version() : 0;
-  if (IsScript(job.glue_type()) &&
-      (current == nullptr || current->glue_type() != job.glue_type() ||
-       current->script_source() != job.script_source())) {
+  if (IsScript(job.glue_type()) && (current == nullptr || current->glue_type() != job.glue_type() ||
+                                    current->script_source() != job.script_source())) {
     job.set_script_version(version + 1);
     write.new_script_version = true;
   } else {
@@ -78,8 +77,8 @@ absl::StatusOr<Job> JobAdmin::CreateJob(const Job& job) {
   // Validate before opening a transaction; PrepareWrite repeats it with the graph.
   RETURN_IF_ERROR(NormalizeJob(input, now).status());
   return store_.CreateJob(
-      [&](const Job* current, const ChildGraphReader& read_graph)
-          -> absl::StatusOr<std::optional<JobWrite>> {
+      [&](const Job* current,
+          const ChildGraphReader& read_graph) -> absl::StatusOr<std::optional<JobWrite>> {
         ASSIGN_OR_RETURN(JobWrite write, PrepareWrite(input, current, read_graph, now));
         return std::optional<JobWrite>(std::move(write));
       });
@@ -92,8 +91,8 @@ absl::StatusOr<Job> JobAdmin::UpdateJob(const Job& job, const google::protobuf::
   const absl::Time now = clock_.Now();
   return store_.UpdateJob(
       job.id(),
-      [&](const Job* current, const ChildGraphReader& read_graph)
-          -> absl::StatusOr<std::optional<JobWrite>> {
+      [&](const Job* current,
+          const ChildGraphReader& read_graph) -> absl::StatusOr<std::optional<JobWrite>> {
         ASSIGN_OR_RETURN(Job merged, ApplyUpdateMask(*current, job, mask));
         merged.set_id(current->id());
         ASSIGN_OR_RETURN(JobWrite write, PrepareWrite(merged, current, read_graph, now));
@@ -137,8 +136,8 @@ absl::StatusOr<Job> JobAdmin::SetEnabled(int64_t id, bool enabled) {
   const absl::Time now = clock_.Now();
   return store_.UpdateJob(
       id,
-      [&](const Job* current, const ChildGraphReader& read_graph)
-          -> absl::StatusOr<std::optional<JobWrite>> {
+      [&](const Job* current,
+          const ChildGraphReader& read_graph) -> absl::StatusOr<std::optional<JobWrite>> {
         if (current->enabled() == enabled) return std::optional<JobWrite>();
         Job merged = *current;
         merged.set_enabled(enabled);
@@ -187,8 +186,7 @@ absl::StatusOr<jobwheel::v1::ListRunsResponse> JobAdmin::ListRuns(
   for (int i = 0; i < req.statuses_size(); ++i) {
     const int s = req.statuses(i);
     if (!jobwheel::v1::RunStatus_IsValid(s) || s == jobwheel::v1::RUN_STATUS_UNSPECIFIED) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("statuses[", i, "]: unknown run status ", s));
+      return absl::InvalidArgumentError(absl::StrCat("statuses[", i, "]: unknown run status ", s));
     }
     filter.statuses.push_back(static_cast<jobwheel::v1::RunStatus>(s));
   }
@@ -227,8 +225,8 @@ absl::StatusOr<Run> JobAdmin::KillRun(int64_t id) {
                      store_.GetExecutorState(run.app(), run.executor_address()));
     if (state == ExecutorState::kUnknown) {
       // Never call an address that is not a registered executor of the app.
-      unreachable = absl::StrCat(run.executor_address(), " is not a registered executor of app ",
-                                 run.app());
+      unreachable =
+          absl::StrCat(run.executor_address(), " is not a registered executor of app ", run.app());
     } else if (state == ExecutorState::kOffline) {
       unreachable = absl::StrCat(run.executor_address(), " is offline");
     } else {
@@ -242,16 +240,16 @@ absl::StatusOr<Run> JobAdmin::KillRun(int64_t id) {
         return store_.GetRun(id);
       }
       if (resp.ok()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "run ", id, ": executor ", run.executor_address(),
-            " has no such run running or queued (", resp->message(),
-            "); its result may still be on its way"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("run ", id, ": executor ", run.executor_address(),
+                         " has no such run running or queued (", resp->message(),
+                         "); its result may still be on its way"));
       }
       unreachable = absl::StrCat(run.executor_address(), ": ", resp.status().message());
     }
   }
-  return store_.MarkRunKilled(id,
-                              absl::StrCat("killed by operator: executor unreachable: ", unreachable));
+  return store_.MarkRunKilled(
+      id, absl::StrCat("killed by operator: executor unreachable: ", unreachable));
 }
 
 absl::StatusOr<jobwheel::v1::GetRunLogResponse> JobAdmin::GetRunLog(
@@ -286,8 +284,7 @@ absl::StatusOr<jobwheel::v1::GetRunLogResponse> JobAdmin::GetRunLog(
   resp.set_from_line(log->from_line());
   resp.set_to_line(log->to_line());
   // A finished run's log is complete once a read comes back short of a full page.
-  resp.set_end(log->end() ||
-               (!IsOpen(run.status()) && log->lines_size() < kLogMaxLines));
+  resp.set_end(log->end() || (!IsOpen(run.status()) && log->lines_size() < kLogMaxLines));
   return resp;
 }
 
@@ -300,8 +297,8 @@ absl::StatusOr<jobwheel::v1::PreviewFireTimesResponse> JobAdmin::PreviewFireTime
   int count = req.count();
   if (count == 0) count = kDefaultPreviewCount;
   if (count < 1 || count > kMaxPreviewCount) {
-    return absl::InvalidArgumentError(absl::StrCat("count: must be between 1 and ",
-                                                   kMaxPreviewCount, ", got ", req.count()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("count: must be between 1 and ", kMaxPreviewCount, ", got ", req.count()));
   }
   jobwheel::v1::PreviewFireTimesResponse resp;
   for (absl::Time t : schedule.Preview(after, count)) *resp.add_fire_times() = ToProto(t);

@@ -29,8 +29,7 @@ class JobAdmin {
   absl::StatusOr<jobwheel::v1::Job> UpdateJob(const jobwheel::v1::Job& job,
                                               const google::protobuf::FieldMask& mask);
   absl::StatusOr<jobwheel::v1::Job> GetJob(int64_t id);
-  absl::StatusOr<jobwheel::v1::ListJobsResponse> ListJobs(
-      const jobwheel::v1::ListJobsRequest& req);
+  absl::StatusOr<jobwheel::v1::ListJobsResponse> ListJobs(const jobwheel::v1::ListJobsRequest& req);
   absl::Status DeleteJob(int64_t id);
   // Idempotent: pausing a paused job (or resuming a running one) changes nothing.
   absl::StatusOr<jobwheel::v1::Job> PauseJob(int64_t id);
@@ -38,8 +37,7 @@ class JobAdmin {
   // Returns the id of the MANUAL fire. Works on paused jobs too.
   absl::StatusOr<int64_t> TriggerJob(const jobwheel::v1::TriggerJobRequest& req);
 
-  absl::StatusOr<jobwheel::v1::ListRunsResponse> ListRuns(
-      const jobwheel::v1::ListRunsRequest& req);
+  absl::StatusOr<jobwheel::v1::ListRunsResponse> ListRuns(const jobwheel::v1::ListRunsRequest& req);
   absl::StatusOr<jobwheel::v1::Run> GetRun(int64_t id);
   absl::StatusOr<jobwheel::v1::Run> KillRun(int64_t id);
   absl::StatusOr<jobwheel::v1::GetRunLogResponse> GetRunLog(

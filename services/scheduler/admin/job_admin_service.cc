@@ -17,8 +17,7 @@ absl::Status Reply(absl::StatusOr<T> result, Set set) {
 
 }  // namespace
 
-JobAdminService::JobAdminService(JobAdmin& core, TokenPolicy policy,
-                                 JobAdminServiceOptions options)
+JobAdminService::JobAdminService(JobAdmin& core, TokenPolicy policy, JobAdminServiceOptions options)
     : core_(core), policy_(std::move(policy)), pool_(options.worker_threads, options.max_queued) {
   pool_.Start();
 }
@@ -33,8 +32,8 @@ grpc::ServerUnaryReactor* JobAdminService::Handle(grpc::CallbackServerContext* c
     reactor->Finish(ToGrpcStatus(auth));
     return reactor;
   }
-  const bool queued = pool_.Submit(
-      [reactor, work = std::move(work)]() { reactor->Finish(ToGrpcStatus(work())); });
+  const bool queued =
+      pool_.Submit([reactor, work = std::move(work)]() { reactor->Finish(ToGrpcStatus(work())); });
   if (!queued) {
     reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                  "job admin: too many calls in progress; retry later"));

@@ -165,7 +165,8 @@ TEST_F(JobAdminTest, UpdateValidatesIdMaskAndMergedJob) {
   Job patch;
   google::protobuf::FieldMask mask;
   mask.add_paths("param");
-  EXPECT_EQ(admin_.UpdateJob(patch, mask).status().message(), "job.id: must be a positive id, got 0");
+  EXPECT_EQ(admin_.UpdateJob(patch, mask).status().message(),
+            "job.id: must be a positive id, got 0");
   patch.set_id(77);
   EXPECT_EQ(admin_.UpdateJob(patch, mask).status().code(), absl::StatusCode::kNotFound);
   patch.set_id(job.id());
@@ -237,13 +238,16 @@ TEST_F(JobAdminTest, DeleteRefusesParentsAndDropsPendingFires) {
   Job parent = MustCreate(parent_in);
   auto refused = admin_.DeleteJob(child.id());
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(refused.message(), "job 1 is a child of job(s) 2; remove it from their "
-                               "child_job_ids first");
-  ASSERT_TRUE(admin_.TriggerJob([&] {
-                jobwheel::v1::TriggerJobRequest r;
-                r.set_id(parent.id());
-                return r;
-              }()).ok());
+  EXPECT_EQ(refused.message(),
+            "job 1 is a child of job(s) 2; remove it from their "
+            "child_job_ids first");
+  ASSERT_TRUE(admin_
+                  .TriggerJob([&] {
+                    jobwheel::v1::TriggerJobRequest r;
+                    r.set_id(parent.id());
+                    return r;
+                  }())
+                  .ok());
   EXPECT_EQ(store_.fires().size(), 1u);
   EXPECT_TRUE(admin_.DeleteJob(parent.id()).ok());
   EXPECT_TRUE(store_.fires().empty());
@@ -324,7 +328,8 @@ TEST_F(JobAdminTest, ListJobsPagesAndFilters) {
 
   jobwheel::v1::ListJobsRequest bad;
   bad.set_page_size(501);
-  EXPECT_EQ(admin_.ListJobs(bad).status().message(), "page_size: must be between 0 and 500, got 501");
+  EXPECT_EQ(admin_.ListJobs(bad).status().message(),
+            "page_size: must be between 0 and 500, got 501");
   bad.set_page_size(0);
   bad.set_page_token("garbage");
   EXPECT_THAT(std::string(admin_.ListJobs(bad).status().message()), StartsWith("page_token: "));
@@ -430,9 +435,8 @@ TEST_F(JobAdminTest, GetRunLogProxiesToOnlineExecutorOnly) {
     return r;
   }());
   EXPECT_EQ(offline.status().code(), absl::StatusCode::kUnavailable);
-  EXPECT_EQ(offline.status().message(),
-            absl::StrCat("executor 10.0.0.5:7200 of run ", id,
-                         " is offline; its log is not reachable"));
+  EXPECT_EQ(offline.status().message(), absl::StrCat("executor 10.0.0.5:7200 of run ", id,
+                                                     " is offline; its log is not reachable"));
   EXPECT_TRUE(executors_.calls().empty());
 
   store_.AddExecutor("demo", "10.0.0.5:7200", true);

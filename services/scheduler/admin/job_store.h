@@ -27,8 +27,7 @@ struct ChildGraph {
 // Reads the child graph inside the current write transaction; `ids` are the child ids whose
 // existence matters. Serializes concurrent child-graph writers until the transaction ends, so
 // two writers cannot close a cycle between them.
-using ChildGraphReader =
-    std::function<absl::StatusOr<ChildGraph>(const std::vector<int64_t>& ids)>;
+using ChildGraphReader = std::function<absl::StatusOr<ChildGraph>(const std::vector<int64_t>& ids)>;
 
 // A validated job row to write.
 struct JobWrite {
@@ -47,17 +46,17 @@ using JobMutation = std::function<absl::StatusOr<std::optional<JobWrite>>(
     const jobwheel::v1::Job* current, const ChildGraphReader& read_graph)>;
 
 struct JobFilter {
-  std::string app;                // Empty: all.
-  std::optional<bool> enabled;    // Unset: both.
-  std::string name_contains;      // Case-insensitive substring; empty: all.
+  std::string app;              // Empty: all.
+  std::optional<bool> enabled;  // Unset: both.
+  std::string name_contains;    // Case-insensitive substring; empty: all.
 };
 
 struct RunFilter {
-  int64_t job_id = 0;  // Zero: all.
-  std::string app;     // Empty: all.
+  int64_t job_id = 0;                             // Zero: all.
+  std::string app;                                // Empty: all.
   std::vector<jobwheel::v1::RunStatus> statuses;  // Empty: all.
-  std::optional<absl::Time> triggered_from;   // trigger_time >= this.
-  std::optional<absl::Time> triggered_before; // trigger_time < this.
+  std::optional<absl::Time> triggered_from;       // trigger_time >= this.
+  std::optional<absl::Time> triggered_before;     // trigger_time < this.
 };
 
 // A fire requested by an operator (TriggerJob).
@@ -87,8 +86,7 @@ class JobStore {
   virtual absl::StatusOr<jobwheel::v1::Job> GetJob(int64_t id) = 0;
   // Jobs with id > after_id matching `filter`, by id ascending, at most `limit`.
   virtual absl::StatusOr<std::vector<jobwheel::v1::Job>> ListJobs(const JobFilter& filter,
-                                                                  int64_t after_id,
-                                                                  int limit) = 0;
+                                                                  int64_t after_id, int limit) = 0;
   // Removes the job, its scripts and its pending fires; runs stay. NOT_FOUND when missing;
   // FAILED_PRECONDITION when another job lists it as a child.
   virtual absl::Status DeleteJob(int64_t id) = 0;
@@ -100,8 +98,7 @@ class JobStore {
 
   // Runs with id < before_id (0: no bound) matching `filter`, newest (highest id) first.
   virtual absl::StatusOr<std::vector<jobwheel::v1::Run>> ListRuns(const RunFilter& filter,
-                                                                  int64_t before_id,
-                                                                  int limit) = 0;
+                                                                  int64_t before_id, int limit) = 0;
   virtual absl::StatusOr<jobwheel::v1::Run> GetRun(int64_t id) = 0;
   // Whether `address` is a registered executor of `app`, and whether it is online.
   virtual absl::StatusOr<ExecutorState> GetExecutorState(const std::string& app,

@@ -36,8 +36,8 @@ int64_t Utf8Length(absl::string_view s) {
 
 absl::Status CheckLength(absl::string_view field, absl::string_view value, int64_t max) {
   if (Utf8Length(value) > max) {
-    return Invalid(field, absl::StrCat("must be at most ", max, " characters, got ",
-                                       Utf8Length(value)));
+    return Invalid(field,
+                   absl::StrCat("must be at most ", max, " characters, got ", Utf8Length(value)));
   }
   return absl::OkStatus();
 }
@@ -47,17 +47,16 @@ absl::Status CheckToken(absl::string_view field, absl::string_view value, int ma
                         absl::string_view extra) {
   if (value.empty()) return Invalid(field, "must not be empty");
   if (static_cast<int>(value.size()) > max) {
-    return Invalid(field, absl::StrCat("must be at most ", max, " characters, got ",
-                                       value.size()));
+    return Invalid(field, absl::StrCat("must be at most ", max, " characters, got ", value.size()));
   }
   for (char c : value) {
     if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) &&
         extra.find(c) == absl::string_view::npos) {
       std::vector<std::string> allowed;
       for (char e : extra) allowed.push_back(absl::StrCat("'", std::string(1, e), "'"));
-      return Invalid(field, absl::StrCat("invalid character '", absl::CHexEscape(std::string(1, c)),
-                                         "' (allowed: letters, digits, ",
-                                         absl::StrJoin(allowed, ", "), ")"));
+      return Invalid(
+          field, absl::StrCat("invalid character '", absl::CHexEscape(std::string(1, c)),
+                              "' (allowed: letters, digits, ", absl::StrJoin(allowed, ", "), ")"));
     }
   }
   return absl::OkStatus();
@@ -110,7 +109,8 @@ absl::StatusOr<Job> NormalizeJob(const Job& in, absl::Time created) {
   absl::Status s = CheckToken("job.app", job.app(), kMaxAppLength, "_.-");
   if (!s.ok()) return s;
 
-  if (absl::StripAsciiWhitespace(job.name()).empty()) return Invalid("job.name", "must not be empty");
+  if (absl::StripAsciiWhitespace(job.name()).empty())
+    return Invalid("job.name", "must not be empty");
   if (!(s = CheckLength("job.name", job.name(), kMaxNameLength)).ok()) return s;
   if (!(s = CheckLength("job.description", job.description(), kMaxDescriptionLength)).ok()) {
     return s;
@@ -196,8 +196,9 @@ absl::StatusOr<Job> NormalizeJob(const Job& in, absl::Time created) {
     if (t.nanos() > 999999999) return Invalid("job.timeout", "nanos must be below 1e9");
     const absl::Duration d = FromProto(t);
     if (d > kMaxTimeout) {
-      return Invalid("job.timeout", absl::StrCat("must be at most ", absl::FormatDuration(kMaxTimeout),
-                                                 ", got ", absl::FormatDuration(d)));
+      return Invalid("job.timeout",
+                     absl::StrCat("must be at most ", absl::FormatDuration(kMaxTimeout), ", got ",
+                                  absl::FormatDuration(d)));
     }
     const absl::Duration ms = absl::Milliseconds(absl::ToInt64Milliseconds(d));
     if (ms == absl::ZeroDuration()) {
@@ -208,8 +209,9 @@ absl::StatusOr<Job> NormalizeJob(const Job& in, absl::Time created) {
   }
 
   if (job.fail_retry_count() < 0 || job.fail_retry_count() > kMaxFailRetryCount) {
-    return Invalid("job.fail_retry_count", absl::StrCat("must be between 0 and ", kMaxFailRetryCount,
-                                                        ", got ", job.fail_retry_count()));
+    return Invalid("job.fail_retry_count",
+                   absl::StrCat("must be between 0 and ", kMaxFailRetryCount, ", got ",
+                                job.fail_retry_count()));
   }
 
   if (job.child_job_ids_size() > kMaxChildJobs) {
@@ -303,8 +305,8 @@ absl::StatusOr<Job> ApplyUpdateMask(const Job& current, const Job& patch,
 
 absl::StatusOr<int> ValidatePageSize(int32_t page_size) {
   if (page_size < 0 || page_size > kMaxPageSize) {
-    return Invalid("page_size", absl::StrCat("must be between 0 and ", kMaxPageSize, ", got ",
-                                             page_size));
+    return Invalid("page_size",
+                   absl::StrCat("must be between 0 and ", kMaxPageSize, ", got ", page_size));
   }
   return page_size == 0 ? kDefaultPageSize : page_size;
 }
@@ -344,12 +346,12 @@ absl::StatusOr<ShardParam> ParseShardParam(absl::string_view text) {
   };
   if (parts.size() != 2 || !digits(parts[0]) || !digits(parts[1]) ||
       !absl::SimpleAtoi(parts[0], &i) || !absl::SimpleAtoi(parts[1], &n)) {
-    return Invalid("shard_param", absl::StrCat("must look like \"i/n\", got \"",
-                                               absl::CHexEscape(text), "\""));
+    return Invalid("shard_param",
+                   absl::StrCat("must look like \"i/n\", got \"", absl::CHexEscape(text), "\""));
   }
   if (n < 1 || n > kMaxShardTotal || i < 0 || i >= n) {
-    return Invalid("shard_param", absl::StrCat("need 0 <= i < n <= ", kMaxShardTotal, ", got \"",
-                                               text, "\""));
+    return Invalid("shard_param",
+                   absl::StrCat("need 0 <= i < n <= ", kMaxShardTotal, ", got \"", text, "\""));
   }
   return ShardParam{i, n};
 }

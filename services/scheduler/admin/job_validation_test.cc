@@ -68,8 +68,8 @@ TEST(NormalizeJobTest, TruncatesTimeoutToMilliseconds) {
 }
 
 struct BadCase {
-  std::string patch;     // Text-format Job fields merged over ValidJob().
-  std::string prefix;    // Expected start of the error message.
+  std::string patch;   // Text-format Job fields merged over ValidJob().
+  std::string prefix;  // Expected start of the error message.
 };
 
 class BadJobTest : public ::testing::TestWithParam<BadCase> {};
@@ -202,7 +202,8 @@ TEST(CheckChildGraphTest, LongCycleReportsPathInOrder) {
   job.add_child_job_ids(10);
   job.add_child_job_ids(20);
   // 1 → 20 → 21 → 22 → 1 (and a dead-end branch through 10).
-  auto s = CheckChildGraph(1, job, Graph({10, 20}, {{10, {11}}, {20, {21}}, {21, {22}}, {22, {1}}}));
+  auto s =
+      CheckChildGraph(1, job, Graph({10, 20}, {{10, {11}}, {20, {21}}, {21, {22}}, {22, {1}}}));
   EXPECT_EQ(s.message(),
             "job.child_job_ids: cycle 1 \xE2\x86\x92 20 \xE2\x86\x92 21 \xE2\x86\x92 22 "
             "\xE2\x86\x92 1");
@@ -221,7 +222,8 @@ TEST(CheckChildGraphTest, DiamondAndUnrelatedCycleAreFine) {
   job.add_child_job_ids(2);
   job.add_child_job_ids(3);
   // 2 → 4, 3 → 4 (diamond); 7 ↔ 8 is a cycle not through job 1 (not its business).
-  EXPECT_TRUE(CheckChildGraph(1, job, Graph({2, 3}, {{2, {4}}, {3, {4}}, {7, {8}}, {8, {7}}})).ok());
+  EXPECT_TRUE(
+      CheckChildGraph(1, job, Graph({2, 3}, {{2, {4}}, {3, {4}}, {7, {8}}, {8, {7}}})).ok());
 }
 
 TEST(CheckChildGraphTest, NewJobCannotCloseACycle) {

@@ -252,12 +252,12 @@ absl::StatusOr<std::vector<Job>> PgJobStore::ListJobs(const JobFilter& filter, i
   std::vector<Job> out;
   absl::Status s = pool_.Run("list jobs", [&](pqxx::connection& conn) {
     pqxx::read_transaction tx(conn);
-    pqxx::result r = tx.exec_params(
-        SelectJobSql("WHERE j.id > $1::bigint AND ($2 = '' OR j.app = $2) "
-                     "AND ($3::boolean IS NULL OR j.enabled = $3::boolean) "
-                     "AND ($4 = '' OR j.name ILIKE '%' || $4 || '%' ESCAPE '\\') "
-                     "ORDER BY j.id LIMIT $5::int"),
-        after_id, filter.app, filter.enabled, pattern, limit);
+    pqxx::result r =
+        tx.exec_params(SelectJobSql("WHERE j.id > $1::bigint AND ($2 = '' OR j.app = $2) "
+                                    "AND ($3::boolean IS NULL OR j.enabled = $3::boolean) "
+                                    "AND ($4 = '' OR j.name ILIKE '%' || $4 || '%' ESCAPE '\\') "
+                                    "ORDER BY j.id LIMIT $5::int"),
+                       after_id, filter.app, filter.enabled, pattern, limit);
     for (const pqxx::row& row : r) out.push_back(JobFromRow(row));
   });
   if (!s.ok()) return s;
@@ -307,8 +307,8 @@ absl::StatusOr<int64_t> PgJobStore::InsertManualFire(const ManualFire& fire) {
     const std::string app = r[0][0].as<std::string>();
     if (!fire.executor_address.empty() &&
         tx.exec_params(kOnlineExecutorSql, app, fire.executor_address).empty()) {
-      inner = absl::FailedPreconditionError(absl::StrCat("executor_address: ", fire.executor_address,
-                                                         " is not an online executor of app ", app));
+      inner = absl::FailedPreconditionError(absl::StrCat(
+          "executor_address: ", fire.executor_address, " is not an online executor of app ", app));
       return;
     }
     fire_id = tx.exec_params1(kInsertManualFireSql, fire.job_id, fire.param, fire.shard_index,

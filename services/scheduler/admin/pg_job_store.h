@@ -17,8 +17,8 @@ class PgJobStore : public JobStore {
   absl::StatusOr<jobwheel::v1::Job> CreateJob(const JobMutation& prepare) override;
   absl::StatusOr<jobwheel::v1::Job> UpdateJob(int64_t id, const JobMutation& mutate) override;
   absl::StatusOr<jobwheel::v1::Job> GetJob(int64_t id) override;
-  absl::StatusOr<std::vector<jobwheel::v1::Job>> ListJobs(const JobFilter& filter,
-                                                          int64_t after_id, int limit) override;
+  absl::StatusOr<std::vector<jobwheel::v1::Job>> ListJobs(const JobFilter& filter, int64_t after_id,
+                                                          int limit) override;
   absl::Status DeleteJob(int64_t id) override;
   absl::StatusOr<int64_t> InsertManualFire(const ManualFire& fire) override;
   absl::StatusOr<std::vector<jobwheel::v1::Run>> ListRuns(const RunFilter& filter,

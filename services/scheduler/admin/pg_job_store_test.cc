@@ -62,17 +62,18 @@ class PgJobStoreTest : public ::testing::Test {
 
   void AddExecutor(const std::string& app, const std::string& address, bool online) {
     Sql("INSERT INTO executors (app, address, replica_id, session_id, online, lease_until) "
-        "VALUES ('" + app + "', '" + address + "', 'r1', 's1', " + (online ? "true" : "false") +
+        "VALUES ('" +
+        app + "', '" + address + "', 'r1', 's1', " + (online ? "true" : "false") +
         ", now() + interval '1 minute')");
   }
 
   int64_t AddRun(int64_t job_id, const std::string& app, int status, const std::string& address,
                  const std::string& trigger_time = "now()") {
     return Sql("INSERT INTO runs (fire_id, job_id, app, trigger_type, status, executor_address, "
-               "scheduled_time, trigger_time) VALUES ((SELECT coalesce(max(fire_id), 0) + 1 FROM runs), " +
-               std::to_string(job_id) + ", '" + app +
-               "', 1, " + std::to_string(status) + ", '" + address + "', now(), " + trigger_time +
-               ") RETURNING id")[0][0]
+               "scheduled_time, trigger_time) VALUES ((SELECT coalesce(max(fire_id), 0) + 1 FROM "
+               "runs), " +
+               std::to_string(job_id) + ", '" + app + "', 1, " + std::to_string(status) + ", '" +
+               address + "', now(), " + trigger_time + ") RETURNING id")[0][0]
         .as<int64_t>();
   }
 
@@ -114,7 +115,8 @@ TEST_F(PgJobStoreTest, CreateGetRoundTripKeepsEveryField) {
   auto got = admin_->GetJob(created.id());
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(*got, created))
-      << got->DebugString() << "\nvs\n" << created.DebugString();
+      << got->DebugString() << "\nvs\n"
+      << created.DebugString();
   EXPECT_EQ(Sql("SELECT count(*) FROM apps WHERE name = 'billing'")[0][0].as<int>(), 1);
   EXPECT_EQ(admin_->GetJob(9999).status().code(), absl::StatusCode::kNotFound);
 }
@@ -193,10 +195,17 @@ TEST_F(PgJobStoreTest, UpdateDeletesPendingFutureFiresAndRecomputesNextFire) {
   // Pending schedule-driven fires in the past (about to be sent) and future (stale after the
   // update), a dispatched future fire, and a pending manual fire.
   Sql("INSERT INTO fires (job_id, scheduled_at, trigger_type, status) VALUES "
-      "(" + id + ", now() - interval '1 second', 1, 1), "
-      "(" + id + ", now() + interval '3 seconds', 1, 1), "
-      "(" + id + ", now() + interval '4 seconds', 2, 2), "
-      "(" + id + ", now() + interval '5 seconds', 3, 1)");
+      "(" +
+      id +
+      ", now() - interval '1 second', 1, 1), "
+      "(" +
+      id +
+      ", now() + interval '3 seconds', 1, 1), "
+      "(" +
+      id +
+      ", now() + interval '4 seconds', 2, 2), "
+      "(" +
+      id + ", now() + interval '5 seconds', 3, 1)");
   Job patch;
   patch.set_id(job.id());
   patch.mutable_schedule()->mutable_fix_rate()->set_interval_seconds(3600);
@@ -204,16 +213,20 @@ TEST_F(PgJobStoreTest, UpdateDeletesPendingFutureFiresAndRecomputesNextFire) {
   mask.add_paths("schedule");
   auto updated = admin_->UpdateJob(patch, mask);
   ASSERT_TRUE(updated.ok()) << updated.status();
-  pqxx::result fires = Sql("SELECT trigger_type, status, scheduled_at < now() FROM fires "
-                           "WHERE job_id = " + id + " ORDER BY id");
+  pqxx::result fires =
+      Sql("SELECT trigger_type, status, scheduled_at < now() FROM fires "
+          "WHERE job_id = " +
+          id + " ORDER BY id");
   ASSERT_EQ(fires.size(), 3u);
-  EXPECT_TRUE(fires[0][2].as<bool>());    // The overdue one stays.
-  EXPECT_EQ(fires[1][1].as<int>(), 2);    // Dispatched stays.
-  EXPECT_EQ(fires[2][0].as<int>(), 3);    // Manual stays.
+  EXPECT_TRUE(fires[0][2].as<bool>());  // The overdue one stays.
+  EXPECT_EQ(fires[1][1].as<int>(), 2);  // Dispatched stays.
+  EXPECT_EQ(fires[2][0].as<int>(), 3);  // Manual stays.
   // next_fire_at in the row is the one the response reports: creation + 1 h.
-  pqxx::result row = Sql("SELECT (EXTRACT(EPOCH FROM next_fire_at) * 1000000)::BIGINT, "
-                         "(EXTRACT(EPOCH FROM create_time) * 1000000)::BIGINT FROM jobs "
-                         "WHERE id = " + id);
+  pqxx::result row =
+      Sql("SELECT (EXTRACT(EPOCH FROM next_fire_at) * 1000000)::BIGINT, "
+          "(EXTRACT(EPOCH FROM create_time) * 1000000)::BIGINT FROM jobs "
+          "WHERE id = " +
+          id);
   EXPECT_EQ(FromMicros(row[0][0].as<int64_t>()), FromProto(updated->next_fire_time()));
   const absl::Time created = FromMicros(row[0][1].as<int64_t>());
   EXPECT_EQ(FromProto(updated->next_fire_time()),
@@ -261,8 +274,8 @@ TEST_F(PgJobStoreTest, ConcurrentUpdatesCannotCloseACycleBetweenThem) {
     std::thread t2([&] { second = admin_->UpdateJob(b_to_a, mask); });
     t1.join();
     t2.join();
-    EXPECT_NE(first.ok(), second.ok()) << "round " << round << ": " << first.status() << " / "
-                                       << second.status();
+    EXPECT_NE(first.ok(), second.ok())
+        << "round " << round << ": " << first.status() << " / " << second.status();
     // Reset both edges for the next round.
     Job clear;
     clear.set_id(a.id());
@@ -279,15 +292,18 @@ TEST_F(PgJobStoreTest, DeleteRemovesJobAndPendingFiresButKeepsRuns) {
   Job parent = MustCreate(parent_in);
   auto refused = admin_->DeleteJob(child.id());
   EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(refused.message()), HasSubstr(absl::StrCat("child of job(s) ", parent.id())));
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr(absl::StrCat("child of job(s) ", parent.id())));
 
   const std::string id = std::to_string(parent.id());
   Sql("INSERT INTO fires (job_id, scheduled_at, trigger_type, status) VALUES "
-      "(" + id + ", now() - interval '1 second', 1, 2), (" + id + ", now(), 3, 1)");
+      "(" +
+      id + ", now() - interval '1 second', 1, 2), (" + id + ", now(), 3, 1)");
   AddRun(parent.id(), "demo", 3, "a:1");
   ASSERT_TRUE(admin_->DeleteJob(parent.id()).ok());
   EXPECT_EQ(admin_->GetJob(parent.id()).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(Sql("SELECT count(*) FROM fires WHERE status = 1 AND job_id = " + id)[0][0].as<int>(), 0);
+  EXPECT_EQ(Sql("SELECT count(*) FROM fires WHERE status = 1 AND job_id = " + id)[0][0].as<int>(),
+            0);
   EXPECT_EQ(Sql("SELECT count(*) FROM runs WHERE job_id = " + id)[0][0].as<int>(), 1);
   EXPECT_TRUE(admin_->DeleteJob(child.id()).ok());
   EXPECT_EQ(admin_->DeleteJob(child.id()).code(), absl::StatusCode::kNotFound);
@@ -318,9 +334,10 @@ TEST_F(PgJobStoreTest, TriggerInsertsManualFireOnlyForOnlineExecutorsOfTheApp) {
   auto targeted = admin_->TriggerJob(req);
   ASSERT_TRUE(targeted.ok()) << targeted.status();
 
-  pqxx::result r = Sql("SELECT id, trigger_type, status, param IS NULL, param, shard_index, "
-                       "shard_total, executor_address, abs(EXTRACT(EPOCH FROM scheduled_at - "
-                       "now())) < 60 FROM fires ORDER BY id");
+  pqxx::result r =
+      Sql("SELECT id, trigger_type, status, param IS NULL, param, shard_index, "
+          "shard_total, executor_address, abs(EXTRACT(EPOCH FROM scheduled_at - "
+          "now())) < 60 FROM fires ORDER BY id");
   ASSERT_EQ(r.size(), 2u);
   EXPECT_EQ(r[0][0].as<int64_t>(), *plain);
   EXPECT_EQ(r[0][1].as<int>(), jobwheel::v1::TRIGGER_TYPE_MANUAL);

@@ -1,0 +1,161 @@
+#include "sdk/internal/script_runner.h"
+
+#include <signal.h>
+
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/testing/process.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "jobwheel/cancellation.h"
+
+namespace jobwheel::sdk {
+namespace {
+
+using ::jobwheel::testing::Eventually;
+using ::testing::ElementsAre;
+
+class ScriptRunnerTest : public ::testing::Test {
+ protected:
+  ScriptRunnerTest()
+      : dir_(jobwheel::testing::TestTempDir(
+            ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
+    options_.scripts_dir = dir_ + "/scripts";
+    options_.kill_grace = absl::Milliseconds(300);
+  }
+
+  std::vector<std::string> Lines() {
+    absl::MutexLock lock(&mu_);
+    return lines_;
+  }
+  std::function<void(absl::string_view)> Output() {
+    return [this](absl::string_view l) {
+      absl::MutexLock lock(&mu_);
+      lines_.emplace_back(l);
+    };
+  }
+
+  std::string dir_;
+  ScriptRunnerOptions options_;
+  absl::Mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+TEST_F(ScriptRunnerTest, RunsShellWithArgsAndCapturesOutput) {
+  ScriptRunner runner(options_);
+  auto path = runner.Materialize(5, 2, ScriptRunner::Language::kShell,
+                                 "echo \"a=$1 b=$2 c=$3\"\necho err >&2\nprintf tail\nexit 7\n");
+  ASSERT_TRUE(path.ok());
+  EXPECT_EQ(*path, dir_ + "/scripts/5_v2.sh");
+  CancellationToken token;
+  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, {"x y", "0", "1"}, token,
+                            Output());
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_TRUE(outcome->exited);
+  EXPECT_EQ(outcome->exit_code, 7);
+  EXPECT_THAT(Lines(), ElementsAre("a=x y b=0 c=1", "err", "tail"));
+}
+
+TEST_F(ScriptRunnerTest, RunsPython) {
+  ScriptRunner runner(options_);
+  auto path = runner.Materialize(6, 1, ScriptRunner::Language::kPython,
+                                 "import sys\nprint('py', sys.argv[1])\nsys.exit(0)\n");
+  ASSERT_TRUE(path.ok());
+  EXPECT_EQ(*path, dir_ + "/scripts/6_v1.py");
+  CancellationToken token;
+  auto outcome = runner.Run(ScriptRunner::Language::kPython, *path, {"hi", "0", "0"}, token,
+                            Output());
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_TRUE(outcome->exited);
+  EXPECT_EQ(outcome->exit_code, 0);
+  EXPECT_THAT(Lines(), ElementsAre("py hi"));
+}
+
+TEST_F(ScriptRunnerTest, MaterializeRewritesOnlyChangedSources) {
+  ScriptRunner runner(options_);
+  auto a = runner.Materialize(1, 1, ScriptRunner::Language::kShell, "echo one\n");
+  ASSERT_TRUE(a.ok());
+  auto b = runner.Materialize(1, 1, ScriptRunner::Language::kShell, "echo two\n");
+  ASSERT_TRUE(b.ok());
+  std::ifstream in(*b);
+  std::string content((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(content, "echo two\n");
+  EXPECT_FALSE(runner.Materialize(0, 1, ScriptRunner::Language::kShell, "x").ok());
+}
+
+bool Gone(pid_t pid) {
+  if (::kill(pid, 0) != 0) return true;
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string content((std::istreambuf_iterator<char>(stat)), {});
+  size_t close = content.rfind(')');
+  return close != std::string::npos && close + 2 < content.size() && content[close + 2] == 'Z';
+}
+
+TEST_F(ScriptRunnerTest, CancelKillsTheWholeProcessGroup) {
+  ScriptRunner runner(options_);
+  // The shell ignores SIGTERM, so only SIGKILL after the grace ends it; its `sleep 100`
+  // child must die too.
+  auto path = runner.Materialize(
+      2, 1, ScriptRunner::Language::kShell,
+      "trap '' TERM\nsleep 100 &\necho \"child $!\"\nwait\nwait\nwait\n");
+  ASSERT_TRUE(path.ok());
+  CancellationToken token;
+  pid_t group = 0;
+  absl::StatusOr<ScriptOutcome> outcome;
+  std::thread t([&] {
+    outcome = runner.Run(ScriptRunner::Language::kShell, *path, {"", "0", "0"}, token, Output(),
+                         [&](pid_t pg) { group = pg; });
+  });
+  pid_t child = 0;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (const auto& l : Lines()) {
+          if (l.rfind("child ", 0) == 0) child = std::stoi(l.substr(6));
+        }
+        return child > 0;
+      },
+      absl::Seconds(10)));
+  EXPECT_FALSE(Gone(child));
+  token.Cancel(CancelReason::kKilled, "test");
+  t.join();
+  ASSERT_TRUE(outcome.ok());
+  EXPECT_FALSE(outcome->exited);
+  EXPECT_EQ(outcome->term_signal, SIGKILL);
+  EXPECT_GT(group, 0);
+  EXPECT_TRUE(Eventually([&] { return Gone(child); }, absl::Seconds(10)));
+}
+
+TEST_F(ScriptRunnerTest, LeftoverBackgroundChildrenAreKilledWhenTheScriptExits) {
+  ScriptRunner runner(options_);
+  auto path = runner.Materialize(3, 1, ScriptRunner::Language::kShell,
+                                 "sleep 100 &\necho \"child $!\"\nexit 0\n");
+  ASSERT_TRUE(path.ok());
+  CancellationToken token;
+  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, {"", "0", "0"}, token, Output());
+  ASSERT_TRUE(outcome.ok());
+  EXPECT_EQ(outcome->exit_code, 0);
+  pid_t child = 0;
+  for (const auto& l : Lines()) {
+    if (l.rfind("child ", 0) == 0) child = std::stoi(l.substr(6));
+  }
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(Eventually([&] { return Gone(child); }, absl::Seconds(10)));
+}
+
+TEST_F(ScriptRunnerTest, MissingInterpreterFails) {
+  options_.python_binary = "/nonexistent/python3";
+  ScriptRunner runner(options_);
+  auto path = runner.Materialize(4, 1, ScriptRunner::Language::kPython, "print(1)\n");
+  ASSERT_TRUE(path.ok());
+  CancellationToken token;
+  auto outcome = runner.Run(ScriptRunner::Language::kPython, *path, {}, token, Output());
+  EXPECT_FALSE(outcome.ok());
+}
+
+}  // namespace
+}  // namespace jobwheel::sdk

@@ -1,0 +1,370 @@
+// RegistryService and AppAdminService in process on port 0, on the real test PostgreSQL.
+
+#include "services/registry/registry_service.h"
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/auth.h"
+#include "common/clock.h"
+#include "common/grpc_server.h"
+#include "common/pg_pool.h"
+#include "common/testing/pg_test_db.h"
+#include "common/testing/process.h"
+#include "gtest/gtest.h"
+#include "jobwheel/v1/app_admin.grpc.pb.h"
+#include "jobwheel/v1/registry.grpc.pb.h"
+#include "pqxx/pqxx"
+#include "prometheus/registry.h"
+#include "services/registry/app_admin_service.h"
+#include "services/registry/executor_view.h"
+#include "services/registry/pg_app_store.h"
+#include "services/registry/pg_executor_store.h"
+#include "services/registry/registry.h"
+#include "services/registry/view_syncer.h"
+#include "services/registry/work_pool.h"
+
+namespace jobwheel::registry {
+namespace {
+
+using ::jobwheel::testing::Eventually;
+
+constexpr char kExecutorToken[] = "exec";
+constexpr char kClusterToken[] = "cluster";
+constexpr char kAdminToken[] = "admin";
+
+TokenPolicy Policy(const std::string& token) { return TokenPolicy{false, {token}}; }
+
+class RegistryServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dsn = testing::CreateMigratedTestDatabase();
+    ASSERT_TRUE(dsn.ok()) << dsn.status();
+    dsn_ = *dsn;
+    pool_ = std::make_unique<PgPool>(dsn_, 4);
+    executor_store_ = std::make_unique<PgExecutorStore>(*pool_);
+    app_store_ = std::make_unique<PgAppStore>(*pool_);
+    view_ = std::make_unique<ExecutorView>(&metrics_, 1);
+    syncer_ = std::make_unique<ViewSyncer>(*executor_store_, std::make_unique<PgChangeFeed>(dsn_),
+                                           *view_, &metrics_, RealClock::Get(),
+                                           ViewSyncer::Options());
+    ASSERT_TRUE(syncer_->Start().ok());
+    work_ = std::make_unique<WorkPool>(3, 100);
+    RegistryOptions options;
+    options.replica_id = "r1";
+    registry_ = std::make_unique<Registry>(options, *executor_store_, RealClock::Get(), &metrics_);
+    registry_->Start();
+    RegistryService::Options service_options;
+    service_options.executor_policy = Policy(kExecutorToken);
+    service_options.cluster_policy = Policy(kClusterToken);
+    service_ = std::make_unique<RegistryService>(*registry_, *view_, *work_, &metrics_,
+                                                 service_options);
+    admin_ = std::make_unique<AppAdminService>(*app_store_, *view_, *work_, Policy(kAdminToken));
+    int port = 0;
+    auto server = StartGrpcServer("127.0.0.1:0", {service_.get(), admin_.get()}, {}, &port);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(server).value();
+    auto channel = MakeChannel(absl::StrCat("127.0.0.1:", port));
+    registry_stub_ = v1::RegistryService::NewStub(*channel);
+    admin_stub_ = v1::AppAdminService::NewStub(*channel);
+  }
+
+  void TearDown() override {
+    if (server_ == nullptr) return;
+    registry_->Shutdown();
+    registry_->TakeAllOffline();
+    service_->CloseWatchers();
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    syncer_->Shutdown();
+    work_->Shutdown();
+  }
+
+  std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token) {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    AddBearer(*ctx, token);
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return ctx;
+  }
+
+  v1::HeartbeatRequest Register(const std::string& app, const std::string& address) {
+    v1::HeartbeatRequest req;
+    req.mutable_register_()->set_app(app);
+    req.mutable_register_()->set_address(address);
+    req.mutable_register_()->add_handlers("echo");
+    return req;
+  }
+
+  std::vector<std::string> Listed(const std::string& app) {
+    auto ctx = Ctx(kClusterToken);
+    v1::ListExecutorsRequest req;
+    req.set_app(app);
+    v1::ListExecutorsResponse resp;
+    grpc::Status s = registry_stub_->ListExecutors(ctx.get(), req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    std::vector<std::string> out;
+    for (const auto& e : resp.executors()) out.push_back(e.address());
+    return out;
+  }
+
+  int64_t JobsFor(const std::string& app, int n) {
+    pqxx::connection conn(dsn_);
+    pqxx::work tx(conn);
+    for (int i = 0; i < n; ++i) {
+      tx.exec_params("INSERT INTO jobs (app, name, schedule_kind) VALUES ($1, $2, 'NONE')", app,
+                     absl::StrCat("job", i));
+    }
+    tx.commit();
+    return n;
+  }
+
+  prometheus::Registry prom_;
+  RegistryMetrics metrics_{prom_};
+  std::string dsn_;
+  std::unique_ptr<PgPool> pool_;
+  std::unique_ptr<PgExecutorStore> executor_store_;
+  std::unique_ptr<PgAppStore> app_store_;
+  std::unique_ptr<ExecutorView> view_;
+  std::unique_ptr<ViewSyncer> syncer_;
+  std::unique_ptr<WorkPool> work_;
+  std::unique_ptr<Registry> registry_;
+  std::unique_ptr<RegistryService> service_;
+  std::unique_ptr<AppAdminService> admin_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::RegistryService::Stub> registry_stub_;
+  std::unique_ptr<v1::AppAdminService::Stub> admin_stub_;
+};
+
+TEST_F(RegistryServiceTest, HeartbeatRegisterBeatGoodbye) {
+  auto ctx = Ctx(kExecutorToken);
+  auto stream = registry_stub_->Heartbeat(ctx.get());
+  ASSERT_TRUE(stream->Write(Register("demo", "127.0.0.1:7200")));
+  v1::HeartbeatResponse resp;
+  ASSERT_TRUE(stream->Read(&resp));
+  ASSERT_TRUE(resp.has_registered());
+  EXPECT_EQ(resp.registered().replica_id(), "r1");
+  EXPECT_TRUE(Eventually([&] { return Listed("demo").size() == 1; }, absl::Seconds(5)));
+  EXPECT_EQ(metrics_.sessions_open.Value(), 1);
+
+  v1::HeartbeatRequest beat;
+  beat.mutable_beat()->set_seq(42);
+  ASSERT_TRUE(stream->Write(beat));
+  ASSERT_TRUE(stream->Read(&resp));
+  ASSERT_TRUE(resp.has_ack());
+  EXPECT_EQ(resp.ack().seq(), 42);
+
+  v1::HeartbeatRequest bye;
+  bye.mutable_goodbye()->set_reason("test");
+  ASSERT_TRUE(stream->Write(bye));
+  stream->WritesDone();
+  EXPECT_FALSE(stream->Read(&resp));
+  grpc::Status s = stream->Finish();
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  // Committed before the stream finished.
+  EXPECT_TRUE(executor_store_->GetOnline({{"demo", "127.0.0.1:7200"}})->empty());
+  EXPECT_EQ(metrics_.offline_goodbye.Value(), 1);
+  // The app was created with defaults.
+  auto actx = Ctx(kAdminToken);
+  v1::GetAppRequest get;
+  get.set_name("demo");
+  v1::GetAppResponse got;
+  ASSERT_TRUE(admin_stub_->GetApp(actx.get(), get, &got).ok());
+  EXPECT_EQ(got.app().address_type(), v1::ADDRESS_TYPE_AUTO);
+}
+
+TEST_F(RegistryServiceTest, HeartbeatRejectsBadInputAndBadTokens) {
+  {
+    auto ctx = Ctx(kExecutorToken);
+    auto stream = registry_stub_->Heartbeat(ctx.get());
+    ASSERT_TRUE(stream->Write(Register("demo", "no-port")));
+    v1::HeartbeatResponse resp;
+    EXPECT_FALSE(stream->Read(&resp));
+    grpc::Status s = stream->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("register.address"), std::string::npos) << s.error_message();
+  }
+  {
+    auto ctx = Ctx(kExecutorToken);
+    auto stream = registry_stub_->Heartbeat(ctx.get());
+    v1::HeartbeatRequest beat;
+    beat.mutable_beat()->set_seq(1);
+    ASSERT_TRUE(stream->Write(beat));
+    v1::HeartbeatResponse resp;
+    EXPECT_FALSE(stream->Read(&resp));
+    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  }
+  {
+    auto ctx = Ctx(kClusterToken);  // Not the executor token.
+    auto stream = registry_stub_->Heartbeat(ctx.get());
+    stream->Write(Register("demo", "h:1"));
+    v1::HeartbeatResponse resp;
+    EXPECT_FALSE(stream->Read(&resp));
+    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+  EXPECT_EQ(metrics_.registrations_rejected.Value(), 2);  // Bad address + bad token.
+  auto ctx = Ctx(kExecutorToken);
+  v1::ListExecutorsResponse resp;
+  EXPECT_EQ(registry_stub_->ListExecutors(ctx.get(), {}, &resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST_F(RegistryServiceTest, StreamCancelTakesOfflineAndWatchersSeeIt) {
+  auto wctx = Ctx(kClusterToken);
+  wctx->set_deadline(std::chrono::system_clock::time_point::max());
+  v1::WatchExecutorsRequest wreq;
+  wreq.set_app("demo");
+  auto watch = registry_stub_->WatchExecutors(wctx.get(), wreq);
+  v1::WatchExecutorsResponse event;
+  ASSERT_TRUE(watch->Read(&event));
+  EXPECT_EQ(event.type(), v1::WATCH_EVENT_TYPE_SNAPSHOT);
+  EXPECT_EQ(event.executors_size(), 0);
+  EXPECT_TRUE(Eventually([&] { return metrics_.watchers.Value() == 1; }, absl::Seconds(5)));
+
+  auto ctx = Ctx(kExecutorToken);
+  auto stream = registry_stub_->Heartbeat(ctx.get());
+  ASSERT_TRUE(stream->Write(Register("demo", "h:1")));
+  v1::HeartbeatResponse resp;
+  ASSERT_TRUE(stream->Read(&resp));
+  ASSERT_TRUE(watch->Read(&event));
+  EXPECT_EQ(event.type(), v1::WATCH_EVENT_TYPE_UPSERT);
+  ASSERT_EQ(event.executors_size(), 1);
+  EXPECT_EQ(event.executors(0).address(), "h:1");
+  EXPECT_EQ(event.executors(0).handlers(0), "echo");
+  const int64_t v1 = event.version();
+
+  ctx->TryCancel();
+  stream->Finish();
+  ASSERT_TRUE(watch->Read(&event));
+  EXPECT_EQ(event.type(), v1::WATCH_EVENT_TYPE_REMOVE);
+  EXPECT_GT(event.version(), v1);
+  EXPECT_EQ(metrics_.offline_stream_closed.Value(), 1);
+
+  wctx->TryCancel();
+  while (watch->Read(&event)) {
+  }
+  watch->Finish();
+  EXPECT_TRUE(Eventually([&] { return metrics_.watchers.Value() == 0; }, absl::Seconds(5)));
+}
+
+TEST_F(RegistryServiceTest, AppAdminCrudAndManualAddresses) {
+  v1::CreateAppRequest create;
+  create.mutable_app()->set_name("m");
+  create.mutable_app()->set_title("Manual");
+  create.mutable_app()->set_address_type(v1::ADDRESS_TYPE_MANUAL);
+  v1::CreateAppResponse created;
+  {
+    auto ctx = Ctx(kAdminToken);
+    grpc::Status s = admin_stub_->CreateApp(ctx.get(), create, &created);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("app.manual_addresses"), std::string::npos);
+  }
+  create.mutable_app()->add_manual_addresses("10.0.0.9:7200");
+  {
+    auto ctx = Ctx(kAdminToken);
+    ASSERT_TRUE(admin_stub_->CreateApp(ctx.get(), create, &created).ok());
+    EXPECT_EQ(created.app().title(), "Manual");
+    EXPECT_GT(created.app().create_time().seconds(), 0);
+  }
+  {
+    auto ctx = Ctx(kAdminToken);
+    EXPECT_EQ(admin_stub_->CreateApp(ctx.get(), create, &created).error_code(),
+              grpc::StatusCode::ALREADY_EXISTS);
+  }
+  {
+    auto ctx = Ctx(kClusterToken);  // Not the admin token.
+    EXPECT_EQ(admin_stub_->CreateApp(ctx.get(), create, &created).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED);
+  }
+  // Watchers of a MANUAL app see its addresses.
+  EXPECT_TRUE(Eventually(
+      [&] { return Listed("m") == std::vector<std::string>{"10.0.0.9:7200"}; },
+      absl::Seconds(5)));
+
+  // A registered executor shows in online_addresses but not in the manual app's set.
+  auto hctx = Ctx(kExecutorToken);
+  auto stream = registry_stub_->Heartbeat(hctx.get());
+  ASSERT_TRUE(stream->Write(Register("m", "h:1")));
+  v1::HeartbeatResponse hresp;
+  ASSERT_TRUE(stream->Read(&hresp));
+  EXPECT_TRUE(Eventually([&] { return view_->RegisteredAddresses("m").size() == 1; },
+                         absl::Seconds(5)));
+  {
+    auto ctx = Ctx(kAdminToken);
+    v1::GetAppRequest get;
+    get.set_name("m");
+    v1::GetAppResponse got;
+    ASSERT_TRUE(admin_stub_->GetApp(ctx.get(), get, &got).ok());
+    ASSERT_EQ(got.app().online_addresses_size(), 1);
+    EXPECT_EQ(got.app().online_addresses(0), "h:1");
+  }
+  EXPECT_EQ(Listed("m"), std::vector<std::string>{"10.0.0.9:7200"});
+
+  // Back to AUTO: the registered executor is the set.
+  v1::UpdateAppRequest update;
+  update.mutable_app()->set_name("m");
+  update.mutable_app()->set_title("Auto now");
+  v1::UpdateAppResponse updated;
+  {
+    auto ctx = Ctx(kAdminToken);
+    ASSERT_TRUE(admin_stub_->UpdateApp(ctx.get(), update, &updated).ok());
+    EXPECT_EQ(updated.app().address_type(), v1::ADDRESS_TYPE_AUTO);
+    EXPECT_EQ(updated.app().title(), "Auto now");
+  }
+  EXPECT_TRUE(Eventually([&] { return Listed("m") == std::vector<std::string>{"h:1"}; },
+                         absl::Seconds(5)));
+  update.mutable_app()->set_name("missing");
+  {
+    auto ctx = Ctx(kAdminToken);
+    grpc::Status s = admin_stub_->UpdateApp(ctx.get(), update, &updated);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_NE(s.error_message().find("missing"), std::string::npos);
+  }
+  {
+    auto ctx = Ctx(kAdminToken);
+    v1::ListAppsResponse apps;
+    ASSERT_TRUE(admin_stub_->ListApps(ctx.get(), {}, &apps).ok());
+    ASSERT_EQ(apps.apps_size(), 1);
+    EXPECT_EQ(apps.apps(0).online_addresses_size(), 1);
+  }
+  hctx->TryCancel();
+  stream->Finish();
+
+  // Delete: refused while jobs use it, naming the count.
+  JobsFor("m", 3);
+  v1::DeleteAppRequest del;
+  del.set_name("m");
+  v1::DeleteAppResponse deleted;
+  {
+    auto ctx = Ctx(kAdminToken);
+    grpc::Status s = admin_stub_->DeleteApp(ctx.get(), del, &deleted);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+    EXPECT_NE(s.error_message().find("3 jobs"), std::string::npos) << s.error_message();
+  }
+  {
+    pqxx::connection conn(dsn_);
+    pqxx::work tx(conn);
+    tx.exec("DELETE FROM jobs");
+    tx.commit();
+  }
+  {
+    auto ctx = Ctx(kAdminToken);
+    EXPECT_TRUE(admin_stub_->DeleteApp(ctx.get(), del, &deleted).ok());
+  }
+  {
+    auto ctx = Ctx(kAdminToken);
+    EXPECT_EQ(admin_stub_->DeleteApp(ctx.get(), del, &deleted).error_code(),
+              grpc::StatusCode::NOT_FOUND);
+  }
+  {
+    auto ctx = Ctx(kAdminToken);
+    v1::GetAppRequest get;
+    get.set_name("bad name");
+    v1::GetAppResponse got;
+    grpc::Status s = admin_stub_->GetApp(ctx.get(), get, &got);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(s.error_message().find("name:"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace jobwheel::registry
