@@ -1,0 +1,231 @@
+#include "sdk/internal/executor_grpc_service.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "common/auth.h"
+#include "common/clock.h"
+#include "common/grpc_server.h"
+#include "common/testing/process.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "sdk/internal/executor_metrics.h"
+#include "sdk/internal/result_sink.h"
+#include "sdk/internal/run_log.h"
+#include "sdk/internal/run_manager.h"
+
+namespace jobwheel::sdk {
+namespace {
+
+using ::jobwheel::testing::Eventually;
+using ::testing::HasSubstr;
+
+constexpr char kToken[] = "cluster-secret";
+
+class CountingSink : public ResultSink {
+ public:
+  void Submit(const jobwheel::v1::RunResult& r) override {
+    absl::MutexLock lock(&mu_);
+    ids_.push_back(r.run_id());
+  }
+  bool Has(int64_t id) const {
+    absl::MutexLock lock(&mu_);
+    return std::find(ids_.begin(), ids_.end(), id) != ids_.end();
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::vector<int64_t> ids_;
+};
+
+class ExecutorGrpcServiceTest : public ::testing::Test {
+ protected:
+  ExecutorGrpcServiceTest()
+      : dir_(jobwheel::testing::TestTempDir(
+            ::testing::UnitTest::GetInstance()->current_test_info()->name())),
+        metrics_(registry_),
+        logs_(dir_ + "/logs", RealClock::Get()) {}
+
+  void SetUp() override {
+    ASSERT_TRUE(logs_.Init().ok());
+    HandlerMap handlers;
+    handlers["lines"] = [](JobContext& ctx) {
+      for (int i = 1; i <= 5; ++i) ctx.Logf("payload %d", i);
+      return Result::Ok();
+    };
+    handlers["wait"] = [this](JobContext& ctx) {
+      ctx.Log("waiting");
+      while (!release_.HasBeenNotified() && !ctx.cancelled()) {
+        release_.WaitForNotificationWithTimeout(absl::Milliseconds(10));
+      }
+      return Result::Ok();
+    };
+    runs_ = std::make_unique<RunManager>(RunManagerOptions{}, std::move(handlers), &logs_,
+                                         nullptr, &sink_, RealClock::Get(), metrics_);
+    runs_->Start();
+    TokenPolicy policy;
+    policy.tokens = {kToken};
+    service_ = std::make_unique<ExecutorGrpcService>(runs_.get(), &logs_, policy);
+    int port = 0;
+    auto server = StartGrpcServer("127.0.0.1:0", {service_.get()}, {}, &port);
+    ASSERT_TRUE(server.ok());
+    server_ = std::move(*server);
+    stub_ = jobwheel::v1::ExecutorService::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  }
+
+  void TearDown() override {
+    release_.Notify();
+    server_->Shutdown();
+    runs_->Shutdown(absl::Seconds(5), absl::Seconds(5));
+  }
+
+  std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token = kToken) {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    AddBearer(*ctx, token);
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    return ctx;
+  }
+
+  grpc::Status Run(int64_t run_id, int64_t job_id, const std::string& handler,
+                   jobwheel::v1::RunResponse* resp, const std::string& token = kToken) {
+    jobwheel::v1::RunRequest req;
+    req.set_run_id(run_id);
+    req.set_job_id(job_id);
+    req.set_handler(handler);
+    return stub_->Run(Ctx(token).get(), req, resp);
+  }
+
+  grpc::Status Log(int64_t run_id, int from, int max, jobwheel::v1::LogResponse* resp) {
+    jobwheel::v1::LogRequest req;
+    req.set_run_id(run_id);
+    req.set_from_line(from);
+    req.set_max_lines(max);
+    return stub_->Log(Ctx().get(), req, resp);
+  }
+
+  std::string dir_;
+  prometheus::Registry registry_;
+  ExecutorMetrics metrics_;
+  RunLogStore logs_;
+  CountingSink sink_;
+  absl::Notification release_;
+  std::unique_ptr<RunManager> runs_;
+  std::unique_ptr<ExecutorGrpcService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<jobwheel::v1::ExecutorService::Stub> stub_;
+};
+
+TEST_F(ExecutorGrpcServiceTest, EveryCallNeedsTheClusterToken) {
+  jobwheel::v1::RunResponse run;
+  EXPECT_EQ(Run(1, 1, "lines", &run, "").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Run(1, 1, "lines", &run, "wrong").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_FALSE(runs_->IsActive(1));
+  jobwheel::v1::KillRequest kill;
+  kill.set_run_id(1);
+  jobwheel::v1::KillResponse kill_resp;
+  EXPECT_EQ(stub_->Kill(Ctx("").get(), kill, &kill_resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  jobwheel::v1::BeatResponse beat;
+  EXPECT_EQ(stub_->Beat(Ctx("").get(), {}, &beat).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(stub_->Beat(Ctx().get(), {}, &beat).ok());
+  jobwheel::v1::IdleBeatRequest idle;
+  idle.set_job_id(1);
+  jobwheel::v1::IdleBeatResponse idle_resp;
+  EXPECT_EQ(stub_->IdleBeat(Ctx("").get(), idle, &idle_resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  jobwheel::v1::LogRequest log;
+  log.set_run_id(1);
+  jobwheel::v1::LogResponse log_resp;
+  EXPECT_EQ(stub_->Log(Ctx("").get(), log, &log_resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST_F(ExecutorGrpcServiceTest, RunKillIdleBeat) {
+  jobwheel::v1::RunResponse resp;
+  ASSERT_TRUE(Run(1, 9, "wait", &resp).ok());
+  EXPECT_EQ(resp.disposition(), jobwheel::v1::RUN_DISPOSITION_STARTED);
+  ASSERT_TRUE(Run(2, 9, "wait", &resp).ok());
+  EXPECT_EQ(resp.disposition(), jobwheel::v1::RUN_DISPOSITION_QUEUED);
+  ASSERT_TRUE(Run(3, 10, "missing", &resp).ok());
+  EXPECT_EQ(resp.disposition(), jobwheel::v1::RUN_DISPOSITION_REJECTED);
+  grpc::Status bad = Run(0, 9, "wait", &resp);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(bad.error_message(), HasSubstr("run_id"));
+
+  jobwheel::v1::IdleBeatRequest idle;
+  idle.set_job_id(9);
+  jobwheel::v1::IdleBeatResponse idle_resp;
+  ASSERT_TRUE(stub_->IdleBeat(Ctx().get(), idle, &idle_resp).ok());
+  EXPECT_FALSE(idle_resp.idle());
+  EXPECT_EQ(idle_resp.running() + idle_resp.queued(), 2);
+  idle.set_job_id(11);
+  ASSERT_TRUE(stub_->IdleBeat(Ctx().get(), idle, &idle_resp).ok());
+  EXPECT_TRUE(idle_resp.idle());
+  idle.set_job_id(0);
+  EXPECT_EQ(stub_->IdleBeat(Ctx().get(), idle, &idle_resp).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+
+  jobwheel::v1::KillRequest kill;
+  kill.set_run_id(2);
+  jobwheel::v1::KillResponse kill_resp;
+  ASSERT_TRUE(stub_->Kill(Ctx().get(), kill, &kill_resp).ok());
+  EXPECT_TRUE(kill_resp.killed());
+  kill.set_run_id(424242);
+  ASSERT_TRUE(stub_->Kill(Ctx().get(), kill, &kill_resp).ok());
+  EXPECT_FALSE(kill_resp.killed());
+  EXPECT_THAT(kill_resp.message(), HasSubstr("424242"));
+  kill.set_run_id(-1);
+  EXPECT_EQ(stub_->Kill(Ctx().get(), kill, &kill_resp).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(ExecutorGrpcServiceTest, LogPagesAndSaysWhenTheRunEnded) {
+  jobwheel::v1::RunResponse resp;
+  ASSERT_TRUE(Run(5, 1, "wait", &resp).ok());
+  jobwheel::v1::LogResponse log;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return Log(5, 0, 0, &log).ok() && !log.lines().empty() &&
+               log.lines(log.lines_size() - 1).find("waiting") != std::string::npos;
+      },
+      absl::Seconds(10)));
+  EXPECT_FALSE(log.end());  // Still running.
+  release_.Notify();
+  ASSERT_TRUE(Eventually([&] { return sink_.Has(5); }, absl::Seconds(10)));
+  ASSERT_TRUE(Eventually([&] { return !runs_->IsActive(5); }, absl::Seconds(10)));
+
+  ASSERT_TRUE(Run(6, 2, "lines", &resp).ok());
+  ASSERT_TRUE(Eventually([&] { return !runs_->IsActive(6) && sink_.Has(6); }, absl::Seconds(10)));
+  ASSERT_TRUE(Log(6, 0, 0, &log).ok());
+  const int total = log.lines_size();
+  EXPECT_TRUE(log.end());
+  EXPECT_EQ(log.from_line(), 1);
+  EXPECT_EQ(log.to_line(), total);
+  // accepted, started, 5 payload lines, ended.
+  EXPECT_EQ(total, 8);
+  ASSERT_TRUE(Log(6, 3, 2, &log).ok());
+  ASSERT_EQ(log.lines_size(), 2);
+  EXPECT_THAT(log.lines(0), HasSubstr("payload 1"));
+  EXPECT_THAT(log.lines(1), HasSubstr("payload 2"));
+  EXPECT_EQ(log.from_line(), 3);
+  EXPECT_EQ(log.to_line(), 4);
+  EXPECT_FALSE(log.end());
+  ASSERT_TRUE(Log(6, total + 1, 10, &log).ok());
+  EXPECT_EQ(log.lines_size(), 0);
+  EXPECT_TRUE(log.end());
+
+  EXPECT_EQ(Log(999, 1, 10, &log).error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Log(0, 1, 10, &log).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Log(6, -1, 10, &log).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Log(6, 1, -1, &log).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace jobwheel::sdk
