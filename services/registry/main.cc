@@ -150,7 +150,7 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
 int Run() {
   auto config_or = ConfigFromFlags();
   if (!config_or.ok()) {
-    spdlog::critical("registry: {}", std::string(config_or.status().message()));
+    spdlog::critical("{}", std::string(config_or.status().message()));
     return 2;
   }
   const ServerConfig config = *std::move(config_or);
@@ -168,12 +168,12 @@ int Run() {
   {
     auto conn = PgPool::Connect(config.db_dsn);
     if (!conn.ok()) {
-      spdlog::critical("registry: {}", conn.status().ToString());
+      spdlog::critical("{}", conn.status().ToString());
       return 1;
     }
     absl::Status s = ApplyMigrations(**conn);
     if (!s.ok()) {
-      spdlog::critical("registry: {}", s.ToString());
+      spdlog::critical("{}", s.ToString());
       return 1;
     }
   }
@@ -186,7 +186,7 @@ int Run() {
       exposer = std::make_unique<prometheus::Exposer>(config.metrics_address);
       exposer->RegisterCollectable(prom);
     } catch (const std::exception& e) {
-      spdlog::critical("registry: --metrics_address {}: {}", config.metrics_address, e.what());
+      spdlog::critical("--metrics_address {}: {}", config.metrics_address, e.what());
       return 1;
     }
   }
@@ -203,7 +203,7 @@ int Run() {
                     &metrics, clock, ViewSyncer::Options());
   absl::Status s = syncer.Start();
   if (!s.ok()) {
-    spdlog::critical("registry: loading executors: {}", s.ToString());
+    spdlog::critical("loading executors: {}", s.ToString());
     return 1;
   }
   // Leave one connection for the lease and deadline thread.
@@ -219,7 +219,7 @@ int Run() {
   int port = 0;
   auto server = StartGrpcServer(config.listen, {&registry_service, &app_admin}, config.tls, &port);
   if (!server.ok()) {
-    spdlog::critical("registry: {}", server.status().ToString());
+    spdlog::critical("{}", server.status().ToString());
     return 1;
   }
   spdlog::info("registry {} serving on {} (port {}), beat {} deadline {} lease {}",
@@ -230,7 +230,7 @@ int Run() {
 
   int sig = 0;
   sigwait(&signals, &sig);
-  spdlog::info("registry: signal {}, draining {} sessions", sig, registry.open_sessions());
+  spdlog::info("signal {}, draining {} sessions", sig, registry.open_sessions());
 
   // Executors move to another replica; what is left after the grace period goes offline.
   registry.Drain(absl::StrCat("registry replica ", config.registry.replica_id, " shutting down"));
@@ -244,7 +244,7 @@ int Run() {
   (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   syncer.Shutdown();
   work.Shutdown();
-  spdlog::info("registry: stopped");
+  spdlog::info("stopped");
   return 0;
 }
 
