@@ -125,7 +125,11 @@ bool Eventually(const std::function<bool()>& condition, absl::Duration timeout) 
 }
 
 absl::Status WaitForServing(const std::string& target, absl::Duration timeout) {
-  auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 20);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 20);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 100);
+  auto channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
   auto stub = grpc::health::v1::Health::NewStub(channel);
   const absl::Time deadline = absl::Now() + timeout;
   std::string last;

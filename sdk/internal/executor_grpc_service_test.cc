@@ -81,7 +81,7 @@ class ExecutorGrpcServiceTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    release_.Notify();
+    if (!release_.HasBeenNotified()) release_.Notify();
     server_->Shutdown();
     runs_->Shutdown(absl::Seconds(5), absl::Seconds(5));
   }

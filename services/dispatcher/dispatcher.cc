@@ -6,7 +6,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/proto_time.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::dispatcher {

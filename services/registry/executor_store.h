@@ -17,17 +17,18 @@ struct ExecutorKey {
   std::string app;
   std::string address;
 
-  friend bool operator<(const ExecutorKey& a, const ExecutorKey& b) {
+  friend bool operator<(const ExecutorKey &a, const ExecutorKey &b) {
     return std::tie(a.app, a.address) < std::tie(b.app, b.address);
   }
-  friend bool operator==(const ExecutorKey& a, const ExecutorKey& b) {
+  friend bool operator==(const ExecutorKey &a, const ExecutorKey &b) {
     return a.app == b.app && a.address == b.address;
   }
 };
 
-// One heartbeat session's claim on an executor row. A row is only renewed or taken offline
-// through the session that wrote it last, so a stale session (the executor has since
-// reconnected, perhaps to another replica) can never overwrite a newer one.
+// One heartbeat session's claim on an executor row. A row is only renewed or
+// taken offline through the session that wrote it last, so a stale session (the
+// executor has since reconnected, perhaps to another replica) can never
+// overwrite a newer one.
 struct SessionRef {
   ExecutorKey key;
   std::string session_id;
@@ -43,7 +44,8 @@ struct LeaseRenewal {
 
 // Why a renewal did not find its row.
 enum class LostReason {
-  kSuperseded,  // Another session now owns the row (the executor registered again elsewhere).
+  kSuperseded,  // Another session now owns the row (the executor registered
+                // again elsewhere).
   kMissing,     // The row is offline or gone (lease expired, database failed over).
 };
 
@@ -59,37 +61,41 @@ struct AppConfig {
   std::vector<std::string> manual_addresses;
 };
 
-// A change announced on channel `jobwheel_executors`. Receivers re-read the named row.
+// A change announced on channel `jobwheel_executors`. Receivers re-read the
+// named row.
 struct Change {
   enum class Kind { kExecutor, kApp };
   Kind kind = Kind::kExecutor;
   std::string app;
-  std::string address;       // kExecutor only.
-  absl::Time committed_at;   // When the writer sent it (for the notify-lag metric).
+  std::string address;      // kExecutor only.
+  absl::Time committed_at;  // When the writer sent it (for the notify-lag metric).
 };
 
-// Durable executor registrations shared by all registry replicas. Every change that affects
-// the live set is announced to all replicas (see ChangeFeed) in the same transaction.
-// Implementations are thread-safe. Lease times are the store's (database) clock.
+// Durable executor registrations shared by all registry replicas. Every change
+// that affects the live set is announced to all replicas (see ChangeFeed) in
+// the same transaction. Implementations are thread-safe. Lease times are the
+// store's (database) clock.
 class ExecutorStore {
  public:
   virtual ~ExecutorStore() = default;
 
-  // Inserts or replaces the row of `executor.app()`/`executor.address()` as online, owned by
-  // (replica_id, session_id), leased for `lease`. Creates the app (AUTO) when it does not exist.
-  // Returns the stored row (register_time set).
-  virtual absl::StatusOr<v1::Executor> Register(const v1::Executor& executor,
-                                                const std::string& replica_id,
-                                                const std::string& session_id,
+  // Inserts or replaces the row of `executor.app()`/`executor.address()` as
+  // online, owned by (replica_id, session_id), leased for `lease`. Creates the
+  // app (AUTO) when it does not exist. Returns the stored row (register_time
+  // set).
+  virtual absl::StatusOr<v1::Executor> Register(const v1::Executor &executor,
+                                                const std::string &replica_id,
+                                                const std::string &session_id,
                                                 absl::Duration lease) = 0;
 
-  // Marks the row offline if `session` still owns it and it is online. Returns whether it did.
-  virtual absl::StatusOr<bool> MarkOffline(const SessionRef& session) = 0;
+  // Marks the row offline if `session` still owns it and it is online. Returns
+  // whether it did.
+  virtual absl::StatusOr<bool> MarkOffline(const SessionRef &session) = 0;
 
-  // Extends the leases of the rows these sessions own (and records their beat stats).
-  // Returns the sessions whose rows were not renewed.
+  // Extends the leases of the rows these sessions own (and records their beat
+  // stats). Returns the sessions whose rows were not renewed.
   virtual absl::StatusOr<std::vector<LostSession>> RenewLeases(
-      const std::string& replica_id, const std::vector<LeaseRenewal>& renewals,
+      const std::string &replica_id, const std::vector<LeaseRenewal> &renewals,
       absl::Duration lease) = 0;
 
   // Takes every online row whose lease has run out offline. Returns how many.
@@ -98,22 +104,26 @@ class ExecutorStore {
   // Online rows: all of them, or those with the given keys.
   virtual absl::StatusOr<std::vector<v1::Executor>> ListOnline() = 0;
   virtual absl::StatusOr<std::vector<v1::Executor>> GetOnline(
-      const std::vector<ExecutorKey>& keys) = 0;
+      const std::vector<ExecutorKey> &keys) = 0;
 
-  // App address configuration: all apps, or those named (missing ones are left out).
+  // App address configuration: all apps, or those named (missing ones are left
+  // out).
   virtual absl::StatusOr<std::vector<AppConfig>> ListAppConfigs() = 0;
   virtual absl::StatusOr<std::vector<AppConfig>> GetAppConfigs(
-      const std::vector<std::string>& names) = 0;
+      const std::vector<std::string> &names) = 0;
 };
 
-// Delivers the changes every replica announces. Not thread-safe: one reader thread.
+// Delivers the changes every replica announces. Not thread-safe: one reader
+// thread.
 class ChangeFeed {
  public:
   virtual ~ChangeFeed() = default;
-  // (Re)connects and subscribes. Changes committed after it returns are delivered.
+  // (Re)connects and subscribes. Changes committed after it returns are
+  // delivered.
   virtual absl::Status Connect() = 0;
-  // Waits up to `timeout` for changes; an empty list on timeout. UNAVAILABLE when the
-  // subscription is lost (call Connect again, then re-read everything).
+  // Waits up to `timeout` for changes; an empty list on timeout. UNAVAILABLE
+  // when the subscription is lost (call Connect again, then re-read
+  // everything).
   virtual absl::StatusOr<std::vector<Change>> Wait(absl::Duration timeout) = 0;
 };
 

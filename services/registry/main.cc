@@ -1,5 +1,6 @@
-// The registry: executor liveness (heartbeat streams, leases in PostgreSQL, LISTEN/NOTIFY
-// between replicas, WatchExecutors for dispatchers) and app administration.
+// The registry: executor liveness (heartbeat streams, leases in PostgreSQL,
+// LISTEN/NOTIFY between replicas, WatchExecutors for dispatchers) and app
+// administration.
 
 #include <signal.h>
 #include <unistd.h>
@@ -42,10 +43,12 @@ ABSL_FLAG(absl::Duration, beat_interval, absl::Seconds(1), "How often executors 
 ABSL_FLAG(absl::Duration, beat_deadline, absl::Seconds(3),
           "An executor with no beat for this long is offline");
 ABSL_FLAG(absl::Duration, lease, absl::Seconds(10),
-          "Lease of a registration in the database; a dead replica's executors go offline "
+          "Lease of a registration in the database; a dead replica's executors "
+          "go offline "
           "after it");
 ABSL_FLAG(absl::Duration, drain_grace, absl::Seconds(2),
-          "On SIGTERM: how long executors get to move to another replica before the rest are "
+          "On SIGTERM: how long executors get to move to another replica "
+          "before the rest are "
           "taken offline");
 ABSL_FLAG(std::string, executor_token_file, "", "Token executors present on Heartbeat");
 ABSL_FLAG(std::string, cluster_token_file, "",
@@ -84,15 +87,18 @@ struct ServerConfig {
     if (!executor_policy.insecure_dev) {
       if (executor_policy.tokens.empty()) {
         return absl::InvalidArgumentError(
-            "--executor_token_file is required (or --insecure_dev for development)");
+            "--executor_token_file is required (or --insecure_dev for "
+            "development)");
       }
       if (cluster_policy.tokens.empty()) {
         return absl::InvalidArgumentError(
-            "--cluster_token_file is required (or --insecure_dev for development)");
+            "--cluster_token_file is required (or --insecure_dev for "
+            "development)");
       }
       if (admin_policy.tokens.empty()) {
         return absl::InvalidArgumentError(
-            "--admin_token_file is required (or --insecure_dev for development)");
+            "--admin_token_file is required (or "
+            "--insecure_dev for development)");
       }
     }
     if (tls.cert_file.empty() != tls.key_file.empty()) {
@@ -102,7 +108,7 @@ struct ServerConfig {
   }
 };
 
-absl::StatusOr<TokenPolicy> Policy(const std::string& path, const char* flag, bool insecure) {
+absl::StatusOr<TokenPolicy> Policy(const std::string &path, const char *flag, bool insecure) {
   TokenPolicy policy;
   policy.insecure_dev = insecure;
   auto token = ReadTokenFile(path, flag);
@@ -128,12 +134,11 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   c.registry.beat_deadline = absl::GetFlag(FLAGS_beat_deadline);
   c.registry.lease = absl::GetFlag(FLAGS_lease);
   const bool insecure = absl::GetFlag(FLAGS_insecure_dev);
-  auto executor = Policy(absl::GetFlag(FLAGS_executor_token_file), "--executor_token_file",
-                         insecure);
+  auto executor =
+      Policy(absl::GetFlag(FLAGS_executor_token_file), "--executor_token_file", insecure);
   if (!executor.ok()) return executor.status();
   c.executor_policy = *executor;
-  auto cluster = Policy(absl::GetFlag(FLAGS_cluster_token_file), "--cluster_token_file",
-                        insecure);
+  auto cluster = Policy(absl::GetFlag(FLAGS_cluster_token_file), "--cluster_token_file", insecure);
   if (!cluster.ok()) return cluster.status();
   c.cluster_policy = *cluster;
   auto admin = Policy(absl::GetFlag(FLAGS_admin_token_file), "--admin_token_file", insecure);
@@ -155,7 +160,9 @@ int Run() {
   }
   const ServerConfig config = *std::move(config_or);
   if (config.executor_policy.insecure_dev) {
-    spdlog::warn("--insecure_dev: accepting unauthenticated calls; never use this in production");
+    spdlog::warn(
+        "--insecure_dev: accepting unauthenticated calls; never use "
+        "this in production");
   }
 
   // Signals go to the sigwait below, not to whichever thread happens to run.
@@ -185,7 +192,7 @@ int Run() {
     try {
       exposer = std::make_unique<prometheus::Exposer>(config.metrics_address);
       exposer->RegisterCollectable(prom);
-    } catch (const std::exception& e) {
+    } catch (const std::exception &e) {
       spdlog::critical("--metrics_address {}: {}", config.metrics_address, e.what());
       return 1;
     }
@@ -197,10 +204,10 @@ int Run() {
               });
   PgExecutorStore executor_store(pool);
   PgAppStore app_store(pool);
-  Clock& clock = RealClock::Get();
+  Clock &clock = RealClock::Get();
   ExecutorView view(&metrics, absl::ToUnixMicros(clock.Now()));
-  ViewSyncer syncer(executor_store, std::make_unique<PgChangeFeed>(config.db_dsn), view,
-                    &metrics, clock, ViewSyncer::Options());
+  ViewSyncer syncer(executor_store, std::make_unique<PgChangeFeed>(config.db_dsn), view, &metrics,
+                    clock, ViewSyncer::Options());
   absl::Status s = syncer.Start();
   if (!s.ok()) {
     spdlog::critical("loading executors: {}", s.ToString());
@@ -232,7 +239,8 @@ int Run() {
   sigwait(&signals, &sig);
   spdlog::info("signal {}, draining {} sessions", sig, registry.open_sessions());
 
-  // Executors move to another replica; what is left after the grace period goes offline.
+  // Executors move to another replica; what is left after the grace period goes
+  // offline.
   registry.Drain(absl::StrCat("registry replica ", config.registry.replica_id, " shutting down"));
   const absl::Time grace_end = absl::Now() + config.drain_grace;
   while (registry.open_sessions() > 0 && absl::Now() < grace_end) {
@@ -251,9 +259,8 @@ int Run() {
 }  // namespace
 }  // namespace jobwheel::registry
 
-int main(int argc, char** argv) {
-  jobwheel::ParseFlagsWithEnv(argc, argv,
-                              "registry: executor liveness and app admin for jobwheel");
+int main(int argc, char **argv) {
+  jobwheel::ParseFlagsWithEnv(argc, argv, "registry: executor liveness and app admin for jobwheel");
   jobwheel::InitLogging("registry", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
   return jobwheel::registry::Run();
 }

@@ -6,20 +6,21 @@
 
 namespace jobwheel::registry {
 
-// AppStore on PostgreSQL table `apps`; changes notify channel `jobwheel_executors` with
-// payload "a|<unix micros>|<name>" in the same transaction. Thread-safe.
+// AppStore on PostgreSQL table `apps`; changes notify channel
+// `jobwheel_executors` with payload "a|<unix micros>|<name>" in the same
+// transaction. Thread-safe.
 class PgAppStore : public AppStore {
  public:
-  explicit PgAppStore(PgPool& pool) : pool_(pool) {}
+  explicit PgAppStore(PgPool &pool) : pool_(pool) {}
 
-  absl::StatusOr<v1::App> Create(const v1::App& app) override;
-  absl::StatusOr<v1::App> Update(const v1::App& app) override;
-  absl::StatusOr<v1::App> Get(const std::string& name) override;
+  absl::StatusOr<v1::App> Create(const v1::App &app) override;
+  absl::StatusOr<v1::App> Update(const v1::App &app) override;
+  absl::StatusOr<v1::App> Get(const std::string &name) override;
   absl::StatusOr<std::vector<v1::App>> List() override;
-  absl::Status Delete(const std::string& name) override;
+  absl::Status Delete(const std::string &name) override;
 
  private:
-  PgPool& pool_;
+  PgPool &pool_;
 };
 
 }  // namespace jobwheel::registry

@@ -39,8 +39,8 @@ absl::Duration RegistryOptions::EffectiveRenewInterval() const {
   return std::min(absl::Seconds(1), lease / 3);
 }
 
-Registry::Registry(RegistryOptions options, ExecutorStore& store, Clock& clock,
-                   RegistryMetrics* metrics)
+Registry::Registry(RegistryOptions options, ExecutorStore &store, Clock &clock,
+                   RegistryMetrics *metrics)
     : options_(std::move(options)),
       store_(store),
       clock_(clock),
@@ -52,7 +52,7 @@ Registry::Registry(RegistryOptions options, ExecutorStore& store, Clock& clock,
 
 Registry::~Registry() { Shutdown(); }
 
-int64_t Registry::OpenSession(SessionSink* sink) {
+int64_t Registry::OpenSession(SessionSink *sink) {
   absl::MutexLock lock(&mu_);
   const int64_t id = next_session_++;
   sessions_[id].sink = sink;
@@ -60,8 +60,8 @@ int64_t Registry::OpenSession(SessionSink* sink) {
   return id;
 }
 
-absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
-    int64_t session, const v1::ExecutorRegistration& reg) {
+absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(int64_t session,
+                                                           const v1::ExecutorRegistration &reg) {
   absl::Status valid = ValidateRegistration(reg);
   if (!valid.ok()) {
     if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
@@ -79,7 +79,7 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
       return absl::UnavailableError(
           absl::StrCat("registry replica ", options_.replica_id, " is draining"));
     }
-    Session& s = it->second;
+    Session &s = it->second;
     if (s.state == State::kRegistering) {
       return absl::FailedPreconditionError("register: a registration is already in progress");
     }
@@ -88,15 +88,16 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
       had_previous = true;
     }
     s.state = State::kRegistering;
-    ref.session_id =
-        absl::StrCat(options_.replica_id, "/", incarnation_, "/", next_session_id_++);
+    ref.session_id = absl::StrCat(options_.replica_id, "/", incarnation_, "/", next_session_id_++);
   }
   if (had_previous) {
     auto off = store_.MarkOffline(previous);
     if (!off.ok()) {
-      spdlog::warn("executor {}/{}: re-registered as {}/{}, old row not taken offline: {}",
-                   previous.key.app, previous.key.address, ref.key.app, ref.key.address,
-                   off.status().ToString());
+      spdlog::warn(
+          "executor {}/{}: re-registered as {}/{}, old row not taken "
+          "offline: {}",
+          previous.key.app, previous.key.address, ref.key.app, ref.key.address,
+          off.status().ToString());
     }
   }
   v1::Executor executor;
@@ -118,15 +119,16 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
     } else if (!stored.ok()) {
       it->second.state = State::kNew;
     } else {
-      Session& s = it->second;
+      Session &s = it->second;
       s.state = State::kOnline;
       s.ref = ref;
       s.registration = reg;
       s.last_beat = clock_.Now();
       s.running = 0;
       s.queued = 0;
-      // Another local stream of the same executor (e.g. a half-open one) is now stale.
-      for (auto& [other_id, other] : sessions_) {
+      // Another local stream of the same executor (e.g. a half-open one) is now
+      // stale.
+      for (auto &[other_id, other] : sessions_) {
         if (other_id == session || other.state != State::kOnline || !(other.ref.key == ref.key)) {
           continue;
         }
@@ -139,17 +141,16 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
     }
   }
   if (!stored.ok()) {
-    return absl::Status(stored.status().code(),
-                        absl::StrCat("register ", reg.app(), "/", reg.address(), ": ",
-                                     stored.status().message()));
+    return absl::Status(
+        stored.status().code(),
+        absl::StrCat("register ", reg.app(), "/", reg.address(), ": ", stored.status().message()));
   }
   if (orphaned) {
     (void)store_.MarkOffline(ref);
     return absl::UnavailableError("session closed during registration");
   }
   if (metrics_ != nullptr) metrics_->registrations_accepted.Increment();
-  spdlog::info("executor {}/{} registered (session {})", reg.app(), reg.address(),
-               ref.session_id);
+  spdlog::info("executor {}/{} registered (session {})", reg.app(), reg.address(), ref.session_id);
   v1::HeartbeatRegistered out;
   out.set_replica_id(options_.replica_id);
   *out.mutable_beat_interval() = ToProtoDuration(options_.beat_interval);
@@ -157,11 +158,11 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
   return out;
 }
 
-absl::StatusOr<int64_t> Registry::Beat(int64_t session, const v1::ExecutorBeat& beat) {
+absl::StatusOr<int64_t> Registry::Beat(int64_t session, const v1::ExecutorBeat &beat) {
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(session);
   if (it == sessions_.end()) return absl::FailedPreconditionError("session is closed");
-  Session& s = it->second;
+  Session &s = it->second;
   if (s.state == State::kNew) {
     return absl::FailedPreconditionError("beat: the first message must be register");
   }
@@ -172,7 +173,7 @@ absl::StatusOr<int64_t> Registry::Beat(int64_t session, const v1::ExecutorBeat& 
   return beat.seq();
 }
 
-absl::Status Registry::Goodbye(int64_t session, const std::string& reason) {
+absl::Status Registry::Goodbye(int64_t session, const std::string &reason) {
   SessionRef ref;
   {
     absl::MutexLock lock(&mu_);
@@ -209,9 +210,10 @@ void Registry::CloseSession(int64_t session) {
     sessions_.erase(it);
     if (metrics_ != nullptr) metrics_->sessions_open.Decrement();
     if (online && draining_) {
-      // Told to move: it is probably registering on another replica right now. Taking the
-      // row offline here would flash a REMOVE to every watcher; TakeAllOffline does it later
-      // unless the newer session has taken the row over by then.
+      // Told to move: it is probably registering on another replica right now.
+      // Taking the row offline here would flash a REMOVE to every watcher;
+      // TakeAllOffline does it later unless the newer session has taken the row
+      // over by then.
       drained_.push_back(ref);
       return;
     }
@@ -219,8 +221,10 @@ void Registry::CloseSession(int64_t session) {
   if (!online) return;
   auto changed = store_.MarkOffline(ref);
   if (!changed.ok()) {
-    spdlog::warn("executor {}/{}: stream closed, not marked offline (lease will expire): {}",
-                 ref.key.app, ref.key.address, changed.status().ToString());
+    spdlog::warn(
+        "executor {}/{}: stream closed, not marked offline (lease "
+        "will expire): {}",
+        ref.key.app, ref.key.address, changed.status().ToString());
     return;
   }
   if (*changed) {
@@ -233,7 +237,7 @@ void Registry::CheckDeadlines(absl::Time now) {
   std::vector<std::pair<int64_t, SessionRef>> expired;
   {
     absl::MutexLock lock(&mu_);
-    for (auto& [id, s] : sessions_) {
+    for (auto &[id, s] : sessions_) {
       if (s.state == State::kOnline && now - s.last_beat > options_.beat_deadline) {
         s.state = State::kOffline;
         expired.push_back({id, s.ref});
@@ -241,11 +245,13 @@ void Registry::CheckDeadlines(absl::Time now) {
     }
   }
   if (expired.empty()) return;
-  for (const auto& [id, ref] : expired) {
+  for (const auto &[id, ref] : expired) {
     auto changed = store_.MarkOffline(ref);
     if (!changed.ok()) {
-      spdlog::warn("executor {}/{}: missed beats, not marked offline (lease will expire): {}",
-                   ref.key.app, ref.key.address, changed.status().ToString());
+      spdlog::warn(
+          "executor {}/{}: missed beats, not marked offline (lease "
+          "will expire): {}",
+          ref.key.app, ref.key.address, changed.status().ToString());
     } else if (*changed) {
       if (metrics_ != nullptr) metrics_->offline_deadline.Increment();
       spdlog::info("executor {}/{} offline: no beat for {}", ref.key.app, ref.key.address,
@@ -253,7 +259,7 @@ void Registry::CheckDeadlines(absl::Time now) {
     }
   }
   absl::MutexLock lock(&mu_);
-  for (const auto& [id, ref] : expired) {
+  for (const auto &[id, ref] : expired) {
     auto it = sessions_.find(id);
     if (it == sessions_.end() || it->second.sink == nullptr) continue;
     it->second.sink->Close(absl::DeadlineExceededError(
@@ -266,7 +272,7 @@ void Registry::RenewLeases() {
   std::vector<LeaseRenewal> renewals;
   {
     absl::MutexLock lock(&mu_);
-    for (const auto& [id, s] : sessions_) {
+    for (const auto &[id, s] : sessions_) {
       if (s.state != State::kOnline) continue;
       renewals.push_back({s.ref, s.last_beat, s.running, s.queued});
     }
@@ -279,21 +285,22 @@ void Registry::RenewLeases() {
   }
   if (lost->empty()) return;
   absl::MutexLock lock(&mu_);
-  for (const LostSession& l : *lost) {
-    for (auto& [id, s] : sessions_) {
+  for (const LostSession &l : *lost) {
+    for (auto &[id, s] : sessions_) {
       if (s.state != State::kOnline || s.ref.session_id != l.session_id) continue;
       s.state = State::kOffline;
       if (s.sink == nullptr) break;
       if (l.reason == LostReason::kSuperseded) {
         spdlog::info("executor {}/{}: session {} superseded", s.ref.key.app, s.ref.key.address,
                      l.session_id);
-        s.sink->Close(absl::AbortedError(absl::StrCat(
-            "executor ", s.ref.key.app, "/", s.ref.key.address,
-            ": superseded by a newer session")));
+        s.sink->Close(
+            absl::AbortedError(absl::StrCat("executor ", s.ref.key.app, "/", s.ref.key.address,
+                                            ": superseded by a newer session")));
       } else {
-        spdlog::info("executor {}/{}: row lost (lease expired or database failed over); "
-                     "asking it to register again",
-                     s.ref.key.app, s.ref.key.address);
+        spdlog::info(
+            "executor {}/{}: row lost (lease expired or database failed over); "
+            "asking it to register again",
+            s.ref.key.app, s.ref.key.address);
         s.sink->SendInstruction(v1::INSTRUCTION_KIND_REREGISTER,
                                 "registration lost in the database; register again");
       }
@@ -333,10 +340,10 @@ void Registry::Tick() {
   if (expire) ExpireLeases();
 }
 
-void Registry::Drain(const std::string& reason) {
+void Registry::Drain(const std::string &reason) {
   absl::MutexLock lock(&mu_);
   draining_ = true;
-  for (auto& [id, s] : sessions_) {
+  for (auto &[id, s] : sessions_) {
     if (s.sink != nullptr) s.sink->SendInstruction(v1::INSTRUCTION_KIND_DRAIN, reason);
   }
 }
@@ -346,23 +353,23 @@ void Registry::TakeAllOffline() {
   {
     absl::MutexLock lock(&mu_);
     draining_ = true;
-    for (SessionRef& ref : drained_) online.push_back({0, std::move(ref)});
+    for (SessionRef &ref : drained_) online.push_back({0, std::move(ref)});
     drained_.clear();
-    for (auto& [id, s] : sessions_) {
+    for (auto &[id, s] : sessions_) {
       if (s.state == State::kOnline) online.push_back({id, s.ref});
       if (s.state == State::kOnline || s.state == State::kRegistering) {
         s.state = State::kOffline;
       }
     }
   }
-  for (const auto& [id, ref] : online) {
+  for (const auto &[id, ref] : online) {
     auto changed = store_.MarkOffline(ref);
     if (changed.ok() && *changed && metrics_ != nullptr) {
       metrics_->offline_stream_closed.Increment();
     }
   }
   absl::MutexLock lock(&mu_);
-  for (auto& [id, s] : sessions_) {
+  for (auto &[id, s] : sessions_) {
     if (s.sink != nullptr) {
       s.sink->Close(absl::UnavailableError(
           absl::StrCat("registry replica ", options_.replica_id, " is shutting down")));

@@ -21,11 +21,13 @@ namespace jobwheel::registry {
 struct RegistryOptions {
   std::string replica_id;
   absl::Duration beat_interval = absl::Seconds(1);
-  // A session with no beat for this long is taken offline and its stream closed.
+  // A session with no beat for this long is taken offline and its stream
+  // closed.
   absl::Duration beat_deadline = absl::Seconds(3);
   // How long a row stays online without renewal (covers a dead replica).
   absl::Duration lease = absl::Seconds(10);
-  // How often this replica renews its sessions' leases: min(1 s, lease / 3) when zero.
+  // How often this replica renews its sessions' leases: min(1 s, lease / 3)
+  // when zero.
   absl::Duration renew_interval = absl::ZeroDuration();
   // How often this replica expires the leases of dead replicas.
   absl::Duration expire_interval = absl::Seconds(1);
@@ -36,50 +38,55 @@ struct RegistryOptions {
   absl::Duration EffectiveRenewInterval() const;
 };
 
-// What the registry says to one heartbeat stream; implemented by the stream's reactor.
-// Called with the registry's lock held: implementations must only queue work and must not
-// call back into the Registry synchronously.
+// What the registry says to one heartbeat stream; implemented by the stream's
+// reactor. Called with the registry's lock held: implementations must only
+// queue work and must not call back into the Registry synchronously.
 class SessionSink {
  public:
   virtual ~SessionSink() = default;
-  virtual void SendInstruction(v1::InstructionKind kind, const std::string& reason) = 0;
-  // The registry has given up on this session (missed-beat deadline, superseded, shutdown):
-  // end the stream with `status`, then call CloseSession.
-  virtual void Close(const absl::Status& status) = 0;
+  virtual void SendInstruction(v1::InstructionKind kind, const std::string &reason) = 0;
+  // The registry has given up on this session (missed-beat deadline,
+  // superseded, shutdown): end the stream with `status`, then call
+  // CloseSession.
+  virtual void Close(const absl::Status &status) = 0;
 };
 
-// Executor liveness on this replica: the heartbeat sessions, their beat deadlines and the
-// leases of their rows in the store. Methods that write to the store block on it (callers
-// keep them off gRPC reactor threads); Beat and OpenSession never touch the store.
-// Thread-safe. Start() runs Tick() periodically; Shutdown() (idempotent, joining) stops it.
+// Executor liveness on this replica: the heartbeat sessions, their beat
+// deadlines and the leases of their rows in the store. Methods that write to
+// the store block on it (callers keep them off gRPC reactor threads); Beat and
+// OpenSession never touch the store. Thread-safe. Start() runs Tick()
+// periodically; Shutdown() (idempotent, joining) stops it.
 class Registry {
  public:
-  Registry(RegistryOptions options, ExecutorStore& store, Clock& clock,
-           RegistryMetrics* metrics);
+  Registry(RegistryOptions options, ExecutorStore &store, Clock &clock, RegistryMetrics *metrics);
   ~Registry();
 
   // A new stream. The returned id names it in the other calls.
-  int64_t OpenSession(SessionSink* sink);
-  // Registers (first message) or re-registers (after REREGISTER) the executor of a session.
-  // INVALID_ARGUMENT for bad input, UNAVAILABLE while draining or when the store fails.
+  int64_t OpenSession(SessionSink *sink);
+  // Registers (first message) or re-registers (after REREGISTER) the executor
+  // of a session. INVALID_ARGUMENT for bad input, UNAVAILABLE while draining or
+  // when the store fails.
   absl::StatusOr<v1::HeartbeatRegistered> Register(int64_t session,
-                                                   const v1::ExecutorRegistration& reg);
-  // Records a beat; returns the seq to acknowledge. FAILED_PRECONDITION before Register.
-  absl::StatusOr<int64_t> Beat(int64_t session, const v1::ExecutorBeat& beat);
-  // Graceful deregistration: the row is offline (committed, announced) when this returns OK.
-  absl::Status Goodbye(int64_t session, const std::string& reason);
-  // The stream ended: forgets the session (the sink is not called after this returns) and
-  // takes its executor offline if it still was online.
+                                                   const v1::ExecutorRegistration &reg);
+  // Records a beat; returns the seq to acknowledge. FAILED_PRECONDITION before
+  // Register.
+  absl::StatusOr<int64_t> Beat(int64_t session, const v1::ExecutorBeat &beat);
+  // Graceful deregistration: the row is offline (committed, announced) when
+  // this returns OK.
+  absl::Status Goodbye(int64_t session, const std::string &reason);
+  // The stream ended: forgets the session (the sink is not called after this
+  // returns) and takes its executor offline if it still was online.
   void CloseSession(int64_t session);
 
   // Deadlines, then lease renewal and expiry when they are due.
   void Tick();
-  // Tells every session to move to another replica; new registrations are refused. Sessions
-  // that end from now on keep their rows until TakeAllOffline, so an executor moving to
-  // another replica never shows as offline.
-  void Drain(const std::string& reason);
-  // Shutdown: takes every online (or drained, not yet re-registered) session of this replica
-  // offline and closes its stream.
+  // Tells every session to move to another replica; new registrations are
+  // refused. Sessions that end from now on keep their rows until
+  // TakeAllOffline, so an executor moving to another replica never shows as
+  // offline.
+  void Drain(const std::string &reason);
+  // Shutdown: takes every online (or drained, not yet re-registered) session of
+  // this replica offline and closes its stream.
   void TakeAllOffline();
 
   int open_sessions() const;
@@ -90,7 +97,7 @@ class Registry {
  private:
   enum class State { kNew, kRegistering, kOnline, kOffline };
   struct Session {
-    SessionSink* sink = nullptr;
+    SessionSink *sink = nullptr;
     State state = State::kNew;
     SessionRef ref;
     v1::ExecutorRegistration registration;
@@ -105,9 +112,9 @@ class Registry {
   void Loop();
 
   const RegistryOptions options_;
-  ExecutorStore& store_;
-  Clock& clock_;
-  RegistryMetrics* const metrics_;
+  ExecutorStore &store_;
+  Clock &clock_;
+  RegistryMetrics *const metrics_;
   const int64_t incarnation_;
 
   mutable absl::Mutex mu_;

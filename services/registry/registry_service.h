@@ -14,44 +14,46 @@
 
 namespace jobwheel::registry {
 
-// The RegistryService gRPC surface: authenticates, then hands heartbeat streams to the
-// Registry (blocking calls on the WorkPool) and serves ListExecutors/WatchExecutors from the
-// ExecutorView. Thread-safe.
+// The RegistryService gRPC surface: authenticates, then hands heartbeat streams
+// to the Registry (blocking calls on the WorkPool) and serves
+// ListExecutors/WatchExecutors from the ExecutorView. Thread-safe.
 class RegistryService final : public v1::RegistryService::CallbackService {
  public:
   struct Options {
     TokenPolicy executor_policy;  // Heartbeat.
     TokenPolicy cluster_policy;   // ListExecutors, WatchExecutors.
-    // A watcher this many events behind is cut off (it reconnects and gets a snapshot).
+    // A watcher this many events behind is cut off (it reconnects and gets a
+    // snapshot).
     size_t max_watch_backlog = 10000;
   };
 
-  RegistryService(Registry& registry, ExecutorView& view, WorkPool& pool,
-                  RegistryMetrics* metrics, Options options);
+  RegistryService(Registry &registry, ExecutorView &view, WorkPool &pool, RegistryMetrics *metrics,
+                  Options options);
 
-  grpc::ServerBidiReactor<v1::HeartbeatRequest, v1::HeartbeatResponse>* Heartbeat(
-      grpc::CallbackServerContext* context) override;
-  grpc::ServerUnaryReactor* ListExecutors(grpc::CallbackServerContext* context,
-                                          const v1::ListExecutorsRequest* request,
-                                          v1::ListExecutorsResponse* response) override;
-  grpc::ServerWriteReactor<v1::WatchExecutorsResponse>* WatchExecutors(
-      grpc::CallbackServerContext* context, const v1::WatchExecutorsRequest* request) override;
+  grpc::ServerBidiReactor<v1::HeartbeatRequest, v1::HeartbeatResponse> *Heartbeat(
+      grpc::CallbackServerContext *context) override;
+  grpc::ServerUnaryReactor *ListExecutors(grpc::CallbackServerContext *context,
+                                          const v1::ListExecutorsRequest *request,
+                                          v1::ListExecutorsResponse *response) override;
+  grpc::ServerWriteReactor<v1::WatchExecutorsResponse> *WatchExecutors(
+      grpc::CallbackServerContext *context, const v1::WatchExecutorsRequest *request) override;
 
-  // Ends every WatchExecutors stream with UNAVAILABLE (shutdown: watchers move elsewhere).
+  // Ends every WatchExecutors stream with UNAVAILABLE (shutdown: watchers move
+  // elsewhere).
   void CloseWatchers();
 
  private:
   class HeartbeatReactor;
   class WatchReactor;
 
-  Registry& registry_;
-  ExecutorView& view_;
-  WorkPool& pool_;
-  RegistryMetrics* const metrics_;
+  Registry &registry_;
+  ExecutorView &view_;
+  WorkPool &pool_;
+  RegistryMetrics *const metrics_;
   const Options options_;
 
   absl::Mutex mu_;
-  std::set<WatchReactor*> watchers_ ABSL_GUARDED_BY(mu_);
+  std::set<WatchReactor *> watchers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace jobwheel::registry

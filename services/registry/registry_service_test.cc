@@ -1,4 +1,5 @@
-// RegistryService and AppAdminService in process on port 0, on the real test PostgreSQL.
+// RegistryService and AppAdminService in process on port 0, on the real test
+// PostgreSQL.
 
 #include "services/registry/registry_service.h"
 
@@ -34,7 +35,7 @@ constexpr char kExecutorToken[] = "exec";
 constexpr char kClusterToken[] = "cluster";
 constexpr char kAdminToken[] = "admin";
 
-TokenPolicy Policy(const std::string& token) { return TokenPolicy{false, {token}}; }
+TokenPolicy Policy(const std::string &token) { return TokenPolicy{false, {token}}; }
 
 class RegistryServiceTest : public ::testing::Test {
  protected:
@@ -46,9 +47,9 @@ class RegistryServiceTest : public ::testing::Test {
     executor_store_ = std::make_unique<PgExecutorStore>(*pool_);
     app_store_ = std::make_unique<PgAppStore>(*pool_);
     view_ = std::make_unique<ExecutorView>(&metrics_, 1);
-    syncer_ = std::make_unique<ViewSyncer>(*executor_store_, std::make_unique<PgChangeFeed>(dsn_),
-                                           *view_, &metrics_, RealClock::Get(),
-                                           ViewSyncer::Options());
+    syncer_ =
+        std::make_unique<ViewSyncer>(*executor_store_, std::make_unique<PgChangeFeed>(dsn_), *view_,
+                                     &metrics_, RealClock::Get(), ViewSyncer::Options());
     ASSERT_TRUE(syncer_->Start().ok());
     work_ = std::make_unique<WorkPool>(3, 100);
     RegistryOptions options;
@@ -58,8 +59,8 @@ class RegistryServiceTest : public ::testing::Test {
     RegistryService::Options service_options;
     service_options.executor_policy = Policy(kExecutorToken);
     service_options.cluster_policy = Policy(kClusterToken);
-    service_ = std::make_unique<RegistryService>(*registry_, *view_, *work_, &metrics_,
-                                                 service_options);
+    service_ =
+        std::make_unique<RegistryService>(*registry_, *view_, *work_, &metrics_, service_options);
     admin_ = std::make_unique<AppAdminService>(*app_store_, *view_, *work_, Policy(kAdminToken));
     int port = 0;
     auto server = StartGrpcServer("127.0.0.1:0", {service_.get(), admin_.get()}, {}, &port);
@@ -80,14 +81,14 @@ class RegistryServiceTest : public ::testing::Test {
     work_->Shutdown();
   }
 
-  std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token) {
+  std::unique_ptr<grpc::ClientContext> Ctx(const std::string &token) {
     auto ctx = std::make_unique<grpc::ClientContext>();
     AddBearer(*ctx, token);
     ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     return ctx;
   }
 
-  v1::HeartbeatRequest Register(const std::string& app, const std::string& address) {
+  v1::HeartbeatRequest Register(const std::string &app, const std::string &address) {
     v1::HeartbeatRequest req;
     req.mutable_register_()->set_app(app);
     req.mutable_register_()->set_address(address);
@@ -95,7 +96,7 @@ class RegistryServiceTest : public ::testing::Test {
     return req;
   }
 
-  std::vector<std::string> Listed(const std::string& app) {
+  std::vector<std::string> Listed(const std::string &app) {
     auto ctx = Ctx(kClusterToken);
     v1::ListExecutorsRequest req;
     req.set_app(app);
@@ -103,11 +104,11 @@ class RegistryServiceTest : public ::testing::Test {
     grpc::Status s = registry_stub_->ListExecutors(ctx.get(), req, &resp);
     EXPECT_TRUE(s.ok()) << s.error_message();
     std::vector<std::string> out;
-    for (const auto& e : resp.executors()) out.push_back(e.address());
+    for (const auto &e : resp.executors()) out.push_back(e.address());
     return out;
   }
 
-  int64_t JobsFor(const std::string& app, int n) {
+  int64_t JobsFor(const std::string &app, int n) {
     pqxx::connection conn(dsn_);
     pqxx::work tx(conn);
     for (int i = 0; i < n; ++i) {
@@ -201,7 +202,8 @@ TEST_F(RegistryServiceTest, HeartbeatRejectsBadInputAndBadTokens) {
     EXPECT_FALSE(stream->Read(&resp));
     EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
   }
-  EXPECT_EQ(metrics_.registrations_rejected.Value(), 2);  // Bad address + bad token.
+  EXPECT_EQ(metrics_.registrations_rejected.Value(),
+            2);  // Bad address + bad token.
   auto ctx = Ctx(kExecutorToken);
   v1::ListExecutorsResponse resp;
   EXPECT_EQ(registry_stub_->ListExecutors(ctx.get(), {}, &resp).error_code(),
@@ -276,18 +278,18 @@ TEST_F(RegistryServiceTest, AppAdminCrudAndManualAddresses) {
               grpc::StatusCode::UNAUTHENTICATED);
   }
   // Watchers of a MANUAL app see its addresses.
-  EXPECT_TRUE(Eventually(
-      [&] { return Listed("m") == std::vector<std::string>{"10.0.0.9:7200"}; },
-      absl::Seconds(5)));
+  EXPECT_TRUE(Eventually([&] { return Listed("m") == std::vector<std::string>{"10.0.0.9:7200"}; },
+                         absl::Seconds(5)));
 
-  // A registered executor shows in online_addresses but not in the manual app's set.
+  // A registered executor shows in online_addresses but not in the manual app's
+  // set.
   auto hctx = Ctx(kExecutorToken);
   auto stream = registry_stub_->Heartbeat(hctx.get());
   ASSERT_TRUE(stream->Write(Register("m", "h:1")));
   v1::HeartbeatResponse hresp;
   ASSERT_TRUE(stream->Read(&hresp));
-  EXPECT_TRUE(Eventually([&] { return view_->RegisteredAddresses("m").size() == 1; },
-                         absl::Seconds(5)));
+  EXPECT_TRUE(
+      Eventually([&] { return view_->RegisteredAddresses("m").size() == 1; }, absl::Seconds(5)));
   {
     auto ctx = Ctx(kAdminToken);
     v1::GetAppRequest get;
@@ -310,8 +312,8 @@ TEST_F(RegistryServiceTest, AppAdminCrudAndManualAddresses) {
     EXPECT_EQ(updated.app().address_type(), v1::ADDRESS_TYPE_AUTO);
     EXPECT_EQ(updated.app().title(), "Auto now");
   }
-  EXPECT_TRUE(Eventually([&] { return Listed("m") == std::vector<std::string>{"h:1"}; },
-                         absl::Seconds(5)));
+  EXPECT_TRUE(
+      Eventually([&] { return Listed("m") == std::vector<std::string>{"h:1"}; }, absl::Seconds(5)));
   update.mutable_app()->set_name("missing");
   {
     auto ctx = Ctx(kAdminToken);

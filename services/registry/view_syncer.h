@@ -14,10 +14,11 @@
 
 namespace jobwheel::registry {
 
-// Keeps an ExecutorView in step with the store: subscribes to the change feed, loads the full
-// state, then re-reads each announced row and applies it. After losing the feed it
-// reconnects (with backoff) and reloads everything; it also reloads every `resync_interval`
-// as a safety net. Start() once, Shutdown() (idempotent, joining) before destruction.
+// Keeps an ExecutorView in step with the store: subscribes to the change feed,
+// loads the full state, then re-reads each announced row and applies it. After
+// losing the feed it reconnects (with backoff) and reloads everything; it also
+// reloads every `resync_interval` as a safety net. Start() once, Shutdown()
+// (idempotent, joining) before destruction.
 class ViewSyncer {
  public:
   struct Options {
@@ -26,17 +27,18 @@ class ViewSyncer {
     absl::Duration max_backoff = absl::Seconds(2);
   };
 
-  ViewSyncer(ExecutorStore& store, std::unique_ptr<ChangeFeed> feed, ExecutorView& view,
-             RegistryMetrics* metrics, Clock& clock, Options options);
+  ViewSyncer(ExecutorStore &store, std::unique_ptr<ChangeFeed> feed, ExecutorView &view,
+             RegistryMetrics *metrics, Clock &clock, Options options);
   ~ViewSyncer();
 
-  // Subscribes and loads the initial state synchronously (so the view is complete when the
-  // server starts serving), then starts the background thread.
+  // Subscribes and loads the initial state synchronously (so the view is
+  // complete when the server starts serving), then starts the background
+  // thread.
   absl::Status Start();
   void Shutdown();
 
-  // One step of the loop (exposed for tests): waits for changes up to wait_slice and applies
-  // them; reconnects and reloads when needed.
+  // One step of the loop (exposed for tests): waits for changes up to
+  // wait_slice and applies them; reconnects and reloads when needed.
   absl::Status Step();
 
  private:
@@ -44,11 +46,11 @@ class ViewSyncer {
   absl::Status Load();
   void Loop();
 
-  ExecutorStore& store_;
+  ExecutorStore &store_;
   std::unique_ptr<ChangeFeed> feed_;
-  ExecutorView& view_;
-  RegistryMetrics* const metrics_;
-  Clock& clock_;
+  ExecutorView &view_;
+  RegistryMetrics *const metrics_;
+  Clock &clock_;
   const Options options_;
   bool connected_ = false;
   absl::Time last_load_ = absl::InfinitePast();

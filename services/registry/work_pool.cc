@@ -35,7 +35,7 @@ void WorkPool::Shutdown() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  for (std::thread& t : threads_) {
+  for (std::thread &t : threads_) {
     if (t.joinable()) t.join();
   }
 }
@@ -45,9 +45,8 @@ void WorkPool::Worker() {
     std::function<void()> fn;
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !queue_.empty();
-      };
+      auto ready = [this]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || !queue_.empty(); };
       mu_.Await(absl::Condition(&ready));
       if (queue_.empty()) return;  // Stopping and drained.
       fn = std::move(queue_.front());

@@ -10,17 +10,20 @@
 
 namespace jobwheel::registry {
 
-// A fixed set of threads running blocking work (database calls) for gRPC reactors, with a
-// bounded queue. Thread-safe. Shutdown() (idempotent, joining) runs what is queued first.
+// A fixed set of threads running blocking work (database calls) for gRPC
+// reactors, with a bounded queue. Thread-safe. Shutdown() (idempotent, joining)
+// runs what is queued first.
 class WorkPool {
  public:
   WorkPool(int threads, size_t max_queue);
   ~WorkPool();
 
-  // Queues `fn`; false when the queue is full or the pool is shut down (`fn` is not run).
+  // Queues `fn`; false when the queue is full or the pool is shut down (`fn` is
+  // not run).
   bool Submit(std::function<void()> fn);
-  // Queues `fn` even when the queue is full (for work that must run, like closing a stream).
-  // Runs it on a new detached thread when the pool is shut down.
+  // Queues `fn` even when the queue is full (for work that must run, like
+  // closing a stream). Runs it on a new detached thread when the pool is shut
+  // down.
   void SubmitMustRun(std::function<void()> fn);
   void Shutdown();
 

@@ -1,7 +1,8 @@
-// A minimal real executor for registry tests: speaks the Heartbeat protocol (register, beat
-// at the interval the registry asks for, goodbye on SIGTERM), reconnecting over a list of
-// registry addresses with jittered exponential backoff. Prints one line per event with a
-// wall-clock timestamp (at_us) so tests can order what happened:
+// A minimal real executor for registry tests: speaks the Heartbeat protocol
+// (register, beat at the interval the registry asks for, goodbye on SIGTERM),
+// reconnecting over a list of registry addresses with jittered exponential
+// backoff. Prints one line per event with a wall-clock timestamp (at_us) so
+// tests can order what happened:
 //   registered replica=<id> at_us=<t>
 //   stream_ended status=<code> message=<text> at_us=<t>
 //   instruction kind=<REREGISTER|DRAIN> at_us=<t>
@@ -46,7 +47,7 @@ bool stop_requested = false;
 
 int64_t NowUs() { return absl::ToUnixMicros(absl::Now()); }
 
-void Print(const std::string& line) {
+void Print(const std::string &line) {
   std::printf("%s at_us=%lld\n", line.c_str(), static_cast<long long>(NowUs()));
   std::fflush(stdout);
 }
@@ -56,17 +57,18 @@ enum class Outcome { kGoodbyeDone, kStopped, kFailed, kDrain };
 // One stream to one registry.
 class Session {
  public:
-  Session(v1::RegistryService::Stub& stub, const std::string& token) {
+  Session(v1::RegistryService::Stub &stub, const std::string &token) {
     AddBearer(ctx_, token);
     stream_ = stub.Heartbeat(&ctx_);
   }
 
-  Outcome Run(bool* registered_out) {
+  Outcome Run(bool *registered_out) {
     v1::HeartbeatRequest reg;
-    auto* r = reg.mutable_register_();
+    auto *r = reg.mutable_register_();
     r->set_app(absl::GetFlag(FLAGS_app));
     r->set_address(absl::GetFlag(FLAGS_address));
-    for (absl::string_view h : absl::StrSplit(absl::GetFlag(FLAGS_handlers), ',', absl::SkipEmpty())) {
+    for (absl::string_view h :
+         absl::StrSplit(absl::GetFlag(FLAGS_handlers), ',', absl::SkipEmpty())) {
       r->add_handlers(std::string(h));
     }
     r->set_sdk_version("heartbeat_client");
@@ -80,8 +82,8 @@ class Session {
     Outcome outcome = Outcome::kFailed;
     std::unique_lock<std::mutex> lock(mu);
     while (true) {
-      cv.wait_for(lock, absl::ToChronoNanoseconds(std::max(absl::ZeroDuration(),
-                                                           next_beat - absl::Now())));
+      cv.wait_for(
+          lock, absl::ToChronoNanoseconds(std::max(absl::ZeroDuration(), next_beat - absl::Now())));
       if (registered_ && interval_ != absl::ZeroDuration()) interval = interval_;
       *registered_out = registered_;
       if (ended_) break;
@@ -234,7 +236,7 @@ int Main() {
 }  // namespace
 }  // namespace jobwheel::testing
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
   jobwheel::ParseFlagsWithEnv(argc, argv, "heartbeat_client: a test executor for the registry");
   return jobwheel::testing::Main();
 }
