@@ -10,9 +10,9 @@ FakeDispatcher::FakeDispatcher(std::string token) : token_(std::move(token)) {}
 
 FakeDispatcher::~FakeDispatcher() { Stop(); }
 
-absl::StatusOr<std::string> FakeDispatcher::Start() {
+absl::StatusOr<std::string> FakeDispatcher::Start(const std::string& address) {
   int port = 0;
-  auto server = StartGrpcServer("127.0.0.1:0", {this}, {}, &port);
+  auto server = StartGrpcServer(address, {this}, {}, &port);
   if (!server.ok()) return server.status();
   server_ = std::move(*server);
   return absl::StrCat("127.0.0.1:", port);

@@ -21,7 +21,8 @@ class FakeDispatcher final : public jobwheel::v1::DispatcherService::Service {
   explicit FakeDispatcher(std::string token = "");
   ~FakeDispatcher() override;
 
-  absl::StatusOr<std::string> Start();  // "127.0.0.1:<port>"
+  // Serves on `address` (default any free port); returns "127.0.0.1:<port>".
+  absl::StatusOr<std::string> Start(const std::string& address = "127.0.0.1:0");
   void Stop();
 
   grpc::Status ReportResults(grpc::ServerContext* ctx,

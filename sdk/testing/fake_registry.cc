@@ -17,9 +17,9 @@ FakeRegistry::FakeRegistry(std::string token, absl::Duration beat_interval)
 
 FakeRegistry::~FakeRegistry() { Stop(); }
 
-absl::StatusOr<std::string> FakeRegistry::Start() {
+absl::StatusOr<std::string> FakeRegistry::Start(const std::string& address) {
   int port = 0;
-  auto server = StartGrpcServer("127.0.0.1:0", {this}, {}, &port);
+  auto server = StartGrpcServer(address, {this}, {}, &port);
   if (!server.ok()) return server.status();
   server_ = std::move(*server);
   return absl::StrCat("127.0.0.1:", port);

@@ -24,8 +24,8 @@ class FakeRegistry final : public jobwheel::v1::RegistryService::Service {
                         absl::Duration beat_interval = absl::Milliseconds(100));
   ~FakeRegistry() override;
 
-  // Serves on 127.0.0.1:0; returns "127.0.0.1:<port>".
-  absl::StatusOr<std::string> Start();
+  // Serves on `address` (default any free port); returns "127.0.0.1:<port>".
+  absl::StatusOr<std::string> Start(const std::string& address = "127.0.0.1:0");
   void Stop();
 
   grpc::Status Heartbeat(grpc::ServerContext* ctx,

@@ -8,7 +8,7 @@
 namespace jobwheel::registry {
 namespace {
 
-v1::App Normalized(const v1::App &in) {
+v1::App Normalized(const v1::App& in) {
   v1::App app;
   app.set_name(in.name());
   app.set_title(in.title());
@@ -20,13 +20,13 @@ v1::App Normalized(const v1::App &in) {
 
 }  // namespace
 
-AppAdminService::AppAdminService(AppStore &store, ExecutorView &view, WorkPool &pool,
+AppAdminService::AppAdminService(AppStore& store, ExecutorView& view, WorkPool& pool,
                                  TokenPolicy admin_policy)
     : store_(store), view_(view), pool_(pool), admin_policy_(std::move(admin_policy)) {}
 
-grpc::ServerUnaryReactor *AppAdminService::Run(grpc::CallbackServerContext *context,
+grpc::ServerUnaryReactor* AppAdminService::Run(grpc::CallbackServerContext* context,
                                                std::function<absl::Status()> fn) {
-  grpc::ServerUnaryReactor *reactor = context->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::Status auth = CheckBearer(context->client_metadata(), admin_policy_);
   if (!auth.ok()) {
     reactor->Finish(ToGrpcStatus(auth));
@@ -38,16 +38,16 @@ grpc::ServerUnaryReactor *AppAdminService::Run(grpc::CallbackServerContext *cont
   return reactor;
 }
 
-void AppAdminService::FillOnline(v1::App *app) const {
+void AppAdminService::FillOnline(v1::App* app) const {
   app->clear_online_addresses();
-  for (std::string &a : view_.RegisteredAddresses(app->name())) {
+  for (std::string& a : view_.RegisteredAddresses(app->name())) {
     app->add_online_addresses(std::move(a));
   }
 }
 
-grpc::ServerUnaryReactor *AppAdminService::CreateApp(grpc::CallbackServerContext *context,
-                                                     const v1::CreateAppRequest *request,
-                                                     v1::CreateAppResponse *response) {
+grpc::ServerUnaryReactor* AppAdminService::CreateApp(grpc::CallbackServerContext* context,
+                                                     const v1::CreateAppRequest* request,
+                                                     v1::CreateAppResponse* response) {
   return Run(context, [this, request, response]() -> absl::Status {
     v1::App app = Normalized(request->app());
     absl::Status s = ValidateApp(app);
@@ -60,9 +60,9 @@ grpc::ServerUnaryReactor *AppAdminService::CreateApp(grpc::CallbackServerContext
   });
 }
 
-grpc::ServerUnaryReactor *AppAdminService::UpdateApp(grpc::CallbackServerContext *context,
-                                                     const v1::UpdateAppRequest *request,
-                                                     v1::UpdateAppResponse *response) {
+grpc::ServerUnaryReactor* AppAdminService::UpdateApp(grpc::CallbackServerContext* context,
+                                                     const v1::UpdateAppRequest* request,
+                                                     v1::UpdateAppResponse* response) {
   return Run(context, [this, request, response]() -> absl::Status {
     v1::App app = Normalized(request->app());
     absl::Status s = ValidateApp(app);
@@ -75,9 +75,9 @@ grpc::ServerUnaryReactor *AppAdminService::UpdateApp(grpc::CallbackServerContext
   });
 }
 
-grpc::ServerUnaryReactor *AppAdminService::GetApp(grpc::CallbackServerContext *context,
-                                                  const v1::GetAppRequest *request,
-                                                  v1::GetAppResponse *response) {
+grpc::ServerUnaryReactor* AppAdminService::GetApp(grpc::CallbackServerContext* context,
+                                                  const v1::GetAppRequest* request,
+                                                  v1::GetAppResponse* response) {
   return Run(context, [this, request, response]() -> absl::Status {
     absl::Status s = ValidateAppName(request->name(), "name");
     if (!s.ok()) return s;
@@ -89,13 +89,13 @@ grpc::ServerUnaryReactor *AppAdminService::GetApp(grpc::CallbackServerContext *c
   });
 }
 
-grpc::ServerUnaryReactor *AppAdminService::ListApps(grpc::CallbackServerContext *context,
-                                                    const v1::ListAppsRequest * /*request*/,
-                                                    v1::ListAppsResponse *response) {
+grpc::ServerUnaryReactor* AppAdminService::ListApps(grpc::CallbackServerContext* context,
+                                                    const v1::ListAppsRequest* /*request*/,
+                                                    v1::ListAppsResponse* response) {
   return Run(context, [this, response]() -> absl::Status {
     auto apps = store_.List();
     if (!apps.ok()) return apps.status();
-    for (v1::App &app : *apps) {
+    for (v1::App& app : *apps) {
       FillOnline(&app);
       *response->add_apps() = std::move(app);
     }
@@ -103,9 +103,9 @@ grpc::ServerUnaryReactor *AppAdminService::ListApps(grpc::CallbackServerContext 
   });
 }
 
-grpc::ServerUnaryReactor *AppAdminService::DeleteApp(grpc::CallbackServerContext *context,
-                                                     const v1::DeleteAppRequest *request,
-                                                     v1::DeleteAppResponse * /*response*/) {
+grpc::ServerUnaryReactor* AppAdminService::DeleteApp(grpc::CallbackServerContext* context,
+                                                     const v1::DeleteAppRequest* request,
+                                                     v1::DeleteAppResponse* /*response*/) {
   return Run(context, [this, request]() -> absl::Status {
     absl::Status s = ValidateAppName(request->name(), "name");
     if (!s.ok()) return s;

@@ -14,33 +14,33 @@ namespace jobwheel::registry {
 // (on the WorkPool); online_addresses come from the ExecutorView. Thread-safe.
 class AppAdminService final : public v1::AppAdminService::CallbackService {
  public:
-  AppAdminService(AppStore &store, ExecutorView &view, WorkPool &pool, TokenPolicy admin_policy);
+  AppAdminService(AppStore& store, ExecutorView& view, WorkPool& pool, TokenPolicy admin_policy);
 
-  grpc::ServerUnaryReactor *CreateApp(grpc::CallbackServerContext *context,
-                                      const v1::CreateAppRequest *request,
-                                      v1::CreateAppResponse *response) override;
-  grpc::ServerUnaryReactor *UpdateApp(grpc::CallbackServerContext *context,
-                                      const v1::UpdateAppRequest *request,
-                                      v1::UpdateAppResponse *response) override;
-  grpc::ServerUnaryReactor *GetApp(grpc::CallbackServerContext *context,
-                                   const v1::GetAppRequest *request,
-                                   v1::GetAppResponse *response) override;
-  grpc::ServerUnaryReactor *ListApps(grpc::CallbackServerContext *context,
-                                     const v1::ListAppsRequest *request,
-                                     v1::ListAppsResponse *response) override;
-  grpc::ServerUnaryReactor *DeleteApp(grpc::CallbackServerContext *context,
-                                      const v1::DeleteAppRequest *request,
-                                      v1::DeleteAppResponse *response) override;
+  grpc::ServerUnaryReactor* CreateApp(grpc::CallbackServerContext* context,
+                                      const v1::CreateAppRequest* request,
+                                      v1::CreateAppResponse* response) override;
+  grpc::ServerUnaryReactor* UpdateApp(grpc::CallbackServerContext* context,
+                                      const v1::UpdateAppRequest* request,
+                                      v1::UpdateAppResponse* response) override;
+  grpc::ServerUnaryReactor* GetApp(grpc::CallbackServerContext* context,
+                                   const v1::GetAppRequest* request,
+                                   v1::GetAppResponse* response) override;
+  grpc::ServerUnaryReactor* ListApps(grpc::CallbackServerContext* context,
+                                     const v1::ListAppsRequest* request,
+                                     v1::ListAppsResponse* response) override;
+  grpc::ServerUnaryReactor* DeleteApp(grpc::CallbackServerContext* context,
+                                      const v1::DeleteAppRequest* request,
+                                      v1::DeleteAppResponse* response) override;
 
  private:
   // Authenticates, then runs `fn` on the pool and finishes with its status.
-  grpc::ServerUnaryReactor *Run(grpc::CallbackServerContext *context,
+  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context,
                                 std::function<absl::Status()> fn);
-  void FillOnline(v1::App *app) const;
+  void FillOnline(v1::App* app) const;
 
-  AppStore &store_;
-  ExecutorView &view_;
-  WorkPool &pool_;
+  AppStore& store_;
+  ExecutorView& view_;
+  WorkPool& pool_;
   const TokenPolicy admin_policy_;
 };
 

@@ -17,14 +17,14 @@ class AppStore {
  public:
   virtual ~AppStore() = default;
   // ALREADY_EXISTS when the name is taken.
-  virtual absl::StatusOr<v1::App> Create(const v1::App &app) = 0;
+  virtual absl::StatusOr<v1::App> Create(const v1::App& app) = 0;
   // Replaces title, address_type and manual_addresses. NOT_FOUND when missing.
-  virtual absl::StatusOr<v1::App> Update(const v1::App &app) = 0;
-  virtual absl::StatusOr<v1::App> Get(const std::string &name) = 0;
+  virtual absl::StatusOr<v1::App> Update(const v1::App& app) = 0;
+  virtual absl::StatusOr<v1::App> Get(const std::string& name) = 0;
   virtual absl::StatusOr<std::vector<v1::App>> List() = 0;
   // FAILED_PRECONDITION (naming the job count) while jobs use the app;
   // NOT_FOUND when missing.
-  virtual absl::Status Delete(const std::string &name) = 0;
+  virtual absl::Status Delete(const std::string& name) = 0;
 };
 
 }  // namespace jobwheel::registry

@@ -17,10 +17,10 @@ struct ExecutorKey {
   std::string app;
   std::string address;
 
-  friend bool operator<(const ExecutorKey &a, const ExecutorKey &b) {
+  friend bool operator<(const ExecutorKey& a, const ExecutorKey& b) {
     return std::tie(a.app, a.address) < std::tie(b.app, b.address);
   }
-  friend bool operator==(const ExecutorKey &a, const ExecutorKey &b) {
+  friend bool operator==(const ExecutorKey& a, const ExecutorKey& b) {
     return a.app == b.app && a.address == b.address;
   }
 };
@@ -83,19 +83,19 @@ class ExecutorStore {
   // online, owned by (replica_id, session_id), leased for `lease`. Creates the
   // app (AUTO) when it does not exist. Returns the stored row (register_time
   // set).
-  virtual absl::StatusOr<v1::Executor> Register(const v1::Executor &executor,
-                                                const std::string &replica_id,
-                                                const std::string &session_id,
+  virtual absl::StatusOr<v1::Executor> Register(const v1::Executor& executor,
+                                                const std::string& replica_id,
+                                                const std::string& session_id,
                                                 absl::Duration lease) = 0;
 
   // Marks the row offline if `session` still owns it and it is online. Returns
   // whether it did.
-  virtual absl::StatusOr<bool> MarkOffline(const SessionRef &session) = 0;
+  virtual absl::StatusOr<bool> MarkOffline(const SessionRef& session) = 0;
 
   // Extends the leases of the rows these sessions own (and records their beat
   // stats). Returns the sessions whose rows were not renewed.
   virtual absl::StatusOr<std::vector<LostSession>> RenewLeases(
-      const std::string &replica_id, const std::vector<LeaseRenewal> &renewals,
+      const std::string& replica_id, const std::vector<LeaseRenewal>& renewals,
       absl::Duration lease) = 0;
 
   // Takes every online row whose lease has run out offline. Returns how many.
@@ -104,13 +104,13 @@ class ExecutorStore {
   // Online rows: all of them, or those with the given keys.
   virtual absl::StatusOr<std::vector<v1::Executor>> ListOnline() = 0;
   virtual absl::StatusOr<std::vector<v1::Executor>> GetOnline(
-      const std::vector<ExecutorKey> &keys) = 0;
+      const std::vector<ExecutorKey>& keys) = 0;
 
   // App address configuration: all apps, or those named (missing ones are left
   // out).
   virtual absl::StatusOr<std::vector<AppConfig>> ListAppConfigs() = 0;
   virtual absl::StatusOr<std::vector<AppConfig>> GetAppConfigs(
-      const std::vector<std::string> &names) = 0;
+      const std::vector<std::string>& names) = 0;
 };
 
 // Delivers the changes every replica announces. Not thread-safe: one reader

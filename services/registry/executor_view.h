@@ -28,31 +28,31 @@ namespace jobwheel::registry {
 // view's lock held and must not call back into the view.
 class ExecutorView {
  public:
-  using Listener = std::function<void(const v1::WatchExecutorsResponse &)>;
+  using Listener = std::function<void(const v1::WatchExecutorsResponse&)>;
 
-  ExecutorView(RegistryMetrics *metrics, int64_t initial_version);
+  ExecutorView(RegistryMetrics* metrics, int64_t initial_version);
 
   // Replaces the whole state (after (re)subscribing to the feed), emitting the
   // differences.
-  void Reset(const std::vector<v1::Executor> &online, const std::vector<AppConfig> &apps);
+  void Reset(const std::vector<v1::Executor>& online, const std::vector<AppConfig>& apps);
   // For each key: its row in `online` if present (upsert), else offline
   // (remove).
-  void ApplyExecutors(const std::vector<ExecutorKey> &keys,
-                      const std::vector<v1::Executor> &online);
+  void ApplyExecutors(const std::vector<ExecutorKey>& keys,
+                      const std::vector<v1::Executor>& online);
   // For each name: its config in `present` if there, else the app row is gone
   // (AUTO).
-  void ApplyApps(const std::vector<std::string> &names, const std::vector<AppConfig> &present);
+  void ApplyApps(const std::vector<std::string>& names, const std::vector<AppConfig>& present);
 
   // The effective set of `app`, or of all apps when empty.
-  std::vector<v1::Executor> List(const std::string &app) const;
+  std::vector<v1::Executor> List(const std::string& app) const;
   // Addresses of the online registered executors of `app` (whatever its address
   // type).
-  std::vector<std::string> RegisteredAddresses(const std::string &app) const;
+  std::vector<std::string> RegisteredAddresses(const std::string& app) const;
 
   // Calls `listener` at once with a SNAPSHOT of `app` (all apps when empty),
   // then with each later event concerning it. Returns an id for Unsubscribe;
   // after Unsubscribe returns the listener is not called again.
-  int64_t Subscribe(const std::string &app, Listener listener);
+  int64_t Subscribe(const std::string& app, Listener listener);
   void Unsubscribe(int64_t id);
 
   int64_t version() const;
@@ -60,14 +60,14 @@ class ExecutorView {
  private:
   using ExecutorMap = std::map<std::string, v1::Executor>;  // By address.
 
-  ExecutorMap EffectiveLocked(const std::string &app) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  ExecutorMap EffectiveLocked(const std::string& app) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::set<std::string> AllAppsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void EmitLocked(const std::string &app, v1::WatchEventType type,
+  void EmitLocked(const std::string& app, v1::WatchEventType type,
                   std::vector<v1::Executor> executors) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void DiffLocked(const std::string &app, const ExecutorMap &before, const ExecutorMap &after)
+  void DiffLocked(const std::string& app, const ExecutorMap& before, const ExecutorMap& after)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `mutate` and emits the differences of the effective sets of `apps`.
-  void MutateLocked(const std::set<std::string> &apps, const std::function<void()> &mutate)
+  void MutateLocked(const std::set<std::string>& apps, const std::function<void()>& mutate)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   struct Subscriber {
@@ -75,7 +75,7 @@ class ExecutorView {
     Listener listener;
   };
 
-  RegistryMetrics *const metrics_;
+  RegistryMetrics* const metrics_;
   mutable absl::Mutex mu_;
   std::map<std::string, ExecutorMap> registered_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, AppConfig> apps_ ABSL_GUARDED_BY(mu_);

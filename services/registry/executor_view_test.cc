@@ -9,8 +9,8 @@
 namespace jobwheel::registry {
 namespace {
 
-v1::Executor Exec(const std::string &app, const std::string &address,
-                  const std::string &replica = "r1") {
+v1::Executor Exec(const std::string& app, const std::string& address,
+                  const std::string& replica = "r1") {
   v1::Executor e;
   e.set_app(app);
   e.set_address(address);
@@ -19,9 +19,9 @@ v1::Executor Exec(const std::string &app, const std::string &address,
   return e;
 }
 
-std::vector<std::string> Addresses(const v1::WatchExecutorsResponse &r) {
+std::vector<std::string> Addresses(const v1::WatchExecutorsResponse& r) {
   std::vector<std::string> out;
-  for (const auto &e : r.executors()) out.push_back(e.address());
+  for (const auto& e : r.executors()) out.push_back(e.address());
   return out;
 }
 
@@ -33,10 +33,10 @@ class ExecutorViewTest : public ::testing::Test {
   std::vector<v1::WatchExecutorsResponse> all_, demo_;
 
   void SubscribeBoth() {
-    view_.Subscribe("", [this](const v1::WatchExecutorsResponse &e) { all_.push_back(e); });
-    view_.Subscribe("demo", [this](const v1::WatchExecutorsResponse &e) { demo_.push_back(e); });
+    view_.Subscribe("", [this](const v1::WatchExecutorsResponse& e) { all_.push_back(e); });
+    view_.Subscribe("demo", [this](const v1::WatchExecutorsResponse& e) { demo_.push_back(e); });
   }
-  double Gauge(const std::string &app) {
+  double Gauge(const std::string& app) {
     return metrics_.executors_online.Add({{"app", app}}).Value();
   }
 };
@@ -119,7 +119,7 @@ TEST_F(ExecutorViewTest, ResetEmitsOnlyDifferences) {
 TEST_F(ExecutorViewTest, UnsubscribeStopsEvents) {
   std::vector<v1::WatchExecutorsResponse> got;
   const int64_t id =
-      view_.Subscribe("", [&](const v1::WatchExecutorsResponse &e) { got.push_back(e); });
+      view_.Subscribe("", [&](const v1::WatchExecutorsResponse& e) { got.push_back(e); });
   view_.Unsubscribe(id);
   view_.ApplyExecutors({{"demo", "h:1"}}, {Exec("demo", "h:1")});
   EXPECT_EQ(got.size(), 1u);

@@ -12,8 +12,8 @@ absl::Status InMemoryExecutorStore::Check() const {
   return absl::OkStatus();
 }
 
-void InMemoryExecutorStore::Announce(Change::Kind kind, const std::string &app,
-                                     const std::string &address) {
+void InMemoryExecutorStore::Announce(Change::Kind kind, const std::string& app,
+                                     const std::string& address) {
   Change c;
   c.kind = kind;
   c.app = app;
@@ -22,9 +22,9 @@ void InMemoryExecutorStore::Announce(Change::Kind kind, const std::string &app,
   changes_.push_back(std::move(c));
 }
 
-absl::StatusOr<v1::Executor> InMemoryExecutorStore::Register(const v1::Executor &executor,
-                                                             const std::string &replica_id,
-                                                             const std::string &session_id,
+absl::StatusOr<v1::Executor> InMemoryExecutorStore::Register(const v1::Executor& executor,
+                                                             const std::string& replica_id,
+                                                             const std::string& session_id,
                                                              absl::Duration lease) {
   absl::MutexLock lock(&mu_);
   absl::Status s = Check();
@@ -33,7 +33,7 @@ absl::StatusOr<v1::Executor> InMemoryExecutorStore::Register(const v1::Executor 
     apps_[executor.app()] = AppConfig{executor.app(), v1::ADDRESS_TYPE_AUTO, {}};
     Announce(Change::Kind::kApp, executor.app(), "");
   }
-  Row &row = rows_[{executor.app(), executor.address()}];
+  Row& row = rows_[{executor.app(), executor.address()}];
   row.executor = executor;
   row.executor.set_registry_replica(replica_id);
   *row.executor.mutable_register_time() = ToProto(clock_.Now());
@@ -46,7 +46,7 @@ absl::StatusOr<v1::Executor> InMemoryExecutorStore::Register(const v1::Executor 
   return row.executor;
 }
 
-absl::StatusOr<bool> InMemoryExecutorStore::MarkOffline(const SessionRef &session) {
+absl::StatusOr<bool> InMemoryExecutorStore::MarkOffline(const SessionRef& session) {
   absl::MutexLock lock(&mu_);
   absl::Status s = Check();
   if (!s.ok()) return s;
@@ -60,14 +60,14 @@ absl::StatusOr<bool> InMemoryExecutorStore::MarkOffline(const SessionRef &sessio
 }
 
 absl::StatusOr<std::vector<LostSession>> InMemoryExecutorStore::RenewLeases(
-    const std::string &replica_id, const std::vector<LeaseRenewal> &renewals,
+    const std::string& replica_id, const std::vector<LeaseRenewal>& renewals,
     absl::Duration lease) {
   absl::MutexLock lock(&mu_);
   ++renew_calls_;
   absl::Status s = Check();
   if (!s.ok()) return s;
   std::vector<LostSession> lost;
-  for (const LeaseRenewal &r : renewals) {
+  for (const LeaseRenewal& r : renewals) {
     auto it = rows_.find(r.session.key);
     if (it != rows_.end() && it->second.online && it->second.session_id == r.session.session_id &&
         it->second.replica_id == replica_id) {
@@ -89,7 +89,7 @@ absl::StatusOr<int> InMemoryExecutorStore::ExpireLeases() {
   absl::Status s = Check();
   if (!s.ok()) return s;
   int n = 0;
-  for (auto &[key, row] : rows_) {
+  for (auto& [key, row] : rows_) {
     if (row.online && row.lease_until < clock_.Now()) {
       row.online = false;
       ++n;
@@ -104,19 +104,19 @@ absl::StatusOr<std::vector<v1::Executor>> InMemoryExecutorStore::ListOnline() {
   absl::Status s = Check();
   if (!s.ok()) return s;
   std::vector<v1::Executor> out;
-  for (const auto &[key, row] : rows_) {
+  for (const auto& [key, row] : rows_) {
     if (row.online) out.push_back(row.executor);
   }
   return out;
 }
 
 absl::StatusOr<std::vector<v1::Executor>> InMemoryExecutorStore::GetOnline(
-    const std::vector<ExecutorKey> &keys) {
+    const std::vector<ExecutorKey>& keys) {
   absl::MutexLock lock(&mu_);
   absl::Status s = Check();
   if (!s.ok()) return s;
   std::vector<v1::Executor> out;
-  for (const ExecutorKey &k : keys) {
+  for (const ExecutorKey& k : keys) {
     auto it = rows_.find(k);
     if (it != rows_.end() && it->second.online) out.push_back(it->second.executor);
   }
@@ -128,17 +128,17 @@ absl::StatusOr<std::vector<AppConfig>> InMemoryExecutorStore::ListAppConfigs() {
   absl::Status s = Check();
   if (!s.ok()) return s;
   std::vector<AppConfig> out;
-  for (const auto &[name, app] : apps_) out.push_back(app);
+  for (const auto& [name, app] : apps_) out.push_back(app);
   return out;
 }
 
 absl::StatusOr<std::vector<AppConfig>> InMemoryExecutorStore::GetAppConfigs(
-    const std::vector<std::string> &names) {
+    const std::vector<std::string>& names) {
   absl::MutexLock lock(&mu_);
   absl::Status s = Check();
   if (!s.ok()) return s;
   std::vector<AppConfig> out;
-  for (const std::string &n : names) {
+  for (const std::string& n : names) {
     auto it = apps_.find(n);
     if (it != apps_.end()) out.push_back(it->second);
   }
@@ -150,7 +150,7 @@ void InMemoryExecutorStore::SetFailing(bool failing) {
   failing_ = failing;
 }
 
-void InMemoryExecutorStore::SetApp(const AppConfig &app) {
+void InMemoryExecutorStore::SetApp(const AppConfig& app) {
   absl::MutexLock lock(&mu_);
   apps_[app.name] = app;
   Announce(Change::Kind::kApp, app.name, "");
@@ -158,12 +158,12 @@ void InMemoryExecutorStore::SetApp(const AppConfig &app) {
 
 void InMemoryExecutorStore::DropAllRows() {
   absl::MutexLock lock(&mu_);
-  for (const auto &[key, row] : rows_) Announce(Change::Kind::kExecutor, key.app, key.address);
+  for (const auto& [key, row] : rows_) Announce(Change::Kind::kExecutor, key.app, key.address);
   rows_.clear();
 }
 
 absl::optional<InMemoryExecutorStore::Row> InMemoryExecutorStore::GetRow(
-    const ExecutorKey &key) const {
+    const ExecutorKey& key) const {
   absl::MutexLock lock(&mu_);
   auto it = rows_.find(key);
   if (it == rows_.end()) return absl::nullopt;

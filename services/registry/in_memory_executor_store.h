@@ -25,39 +25,39 @@ class InMemoryExecutorStore : public ExecutorStore {
     absl::Time lease_until;
   };
 
-  explicit InMemoryExecutorStore(Clock &clock) : clock_(clock) {}
+  explicit InMemoryExecutorStore(Clock& clock) : clock_(clock) {}
 
-  absl::StatusOr<v1::Executor> Register(const v1::Executor &executor, const std::string &replica_id,
-                                        const std::string &session_id,
+  absl::StatusOr<v1::Executor> Register(const v1::Executor& executor, const std::string& replica_id,
+                                        const std::string& session_id,
                                         absl::Duration lease) override;
-  absl::StatusOr<bool> MarkOffline(const SessionRef &session) override;
-  absl::StatusOr<std::vector<LostSession>> RenewLeases(const std::string &replica_id,
-                                                       const std::vector<LeaseRenewal> &renewals,
+  absl::StatusOr<bool> MarkOffline(const SessionRef& session) override;
+  absl::StatusOr<std::vector<LostSession>> RenewLeases(const std::string& replica_id,
+                                                       const std::vector<LeaseRenewal>& renewals,
                                                        absl::Duration lease) override;
   absl::StatusOr<int> ExpireLeases() override;
   absl::StatusOr<std::vector<v1::Executor>> ListOnline() override;
   absl::StatusOr<std::vector<v1::Executor>> GetOnline(
-      const std::vector<ExecutorKey> &keys) override;
+      const std::vector<ExecutorKey>& keys) override;
   absl::StatusOr<std::vector<AppConfig>> ListAppConfigs() override;
   absl::StatusOr<std::vector<AppConfig>> GetAppConfigs(
-      const std::vector<std::string> &names) override;
+      const std::vector<std::string>& names) override;
 
   // Test controls.
   void SetFailing(bool failing);
-  void SetApp(const AppConfig &app);
+  void SetApp(const AppConfig& app);
   // Simulates a database failover that lost every row.
   void DropAllRows();
-  absl::optional<Row> GetRow(const ExecutorKey &key) const;
+  absl::optional<Row> GetRow(const ExecutorKey& key) const;
   int renew_calls() const;
   // Changes not yet taken by a feed.
   std::vector<Change> TakeChanges();
 
  private:
   absl::Status Check() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Announce(Change::Kind kind, const std::string &app, const std::string &address)
+  void Announce(Change::Kind kind, const std::string& app, const std::string& address)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  Clock &clock_;
+  Clock& clock_;
   mutable absl::Mutex mu_;
   std::map<ExecutorKey, Row> rows_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, AppConfig> apps_ ABSL_GUARDED_BY(mu_);
@@ -70,12 +70,12 @@ class InMemoryExecutorStore : public ExecutorStore {
 // made to fail.
 class InMemoryChangeFeed : public ChangeFeed {
  public:
-  explicit InMemoryChangeFeed(InMemoryExecutorStore &store) : store_(store) {}
+  explicit InMemoryChangeFeed(InMemoryExecutorStore& store) : store_(store) {}
   absl::Status Connect() override;
   absl::StatusOr<std::vector<Change>> Wait(absl::Duration timeout) override;
 
  private:
-  InMemoryExecutorStore &store_;
+  InMemoryExecutorStore& store_;
 };
 
 }  // namespace jobwheel::registry

@@ -108,7 +108,7 @@ struct ServerConfig {
   }
 };
 
-absl::StatusOr<TokenPolicy> Policy(const std::string &path, const char *flag, bool insecure) {
+absl::StatusOr<TokenPolicy> Policy(const std::string& path, const char* flag, bool insecure) {
   TokenPolicy policy;
   policy.insecure_dev = insecure;
   auto token = ReadTokenFile(path, flag);
@@ -192,7 +192,7 @@ int Run() {
     try {
       exposer = std::make_unique<prometheus::Exposer>(config.metrics_address);
       exposer->RegisterCollectable(prom);
-    } catch (const std::exception &e) {
+    } catch (const std::exception& e) {
       spdlog::critical("--metrics_address {}: {}", config.metrics_address, e.what());
       return 1;
     }
@@ -204,7 +204,7 @@ int Run() {
               });
   PgExecutorStore executor_store(pool);
   PgAppStore app_store(pool);
-  Clock &clock = RealClock::Get();
+  Clock& clock = RealClock::Get();
   ExecutorView view(&metrics, absl::ToUnixMicros(clock.Now()));
   ViewSyncer syncer(executor_store, std::make_unique<PgChangeFeed>(config.db_dsn), view, &metrics,
                     clock, ViewSyncer::Options());
@@ -259,7 +259,7 @@ int Run() {
 }  // namespace
 }  // namespace jobwheel::registry
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   jobwheel::ParseFlagsWithEnv(argc, argv, "registry: executor liveness and app admin for jobwheel");
   jobwheel::InitLogging("registry", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
   return jobwheel::registry::Run();

@@ -33,31 +33,31 @@ constexpr char kCountJobsSql[] = "SELECT count(*) FROM jobs WHERE app = $1";
 constexpr char kDeleteSql[] = "DELETE FROM apps WHERE name = $1";
 constexpr char kDeleteOfflineExecutorsSql[] = "DELETE FROM executors WHERE app = $1 AND NOT online";
 
-const char *AddressTypeName(v1::AddressType t) {
+const char* AddressTypeName(v1::AddressType t) {
   return t == v1::ADDRESS_TYPE_MANUAL ? "MANUAL" : "AUTO";
 }
 
-v1::App AppFromRow(const pqxx::row &row) {
+v1::App AppFromRow(const pqxx::row& row) {
   v1::App app;
   app.set_name(row[0].as<std::string>());
   app.set_title(row[1].as<std::string>());
   app.set_address_type(row[2].as<std::string>() == "MANUAL" ? v1::ADDRESS_TYPE_MANUAL
                                                             : v1::ADDRESS_TYPE_AUTO);
-  for (std::string &a : FromPgArray(row[3])) app.add_manual_addresses(std::move(a));
+  for (std::string& a : FromPgArray(row[3])) app.add_manual_addresses(std::move(a));
   *app.mutable_create_time() = ToProto(FromMicros(row[4].as<int64_t>()));
   *app.mutable_update_time() = ToProto(FromMicros(row[5].as<int64_t>()));
   return app;
 }
 
-std::vector<std::string> Addresses(const v1::App &app) {
+std::vector<std::string> Addresses(const v1::App& app) {
   return {app.manual_addresses().begin(), app.manual_addresses().end()};
 }
 
 }  // namespace
 
-absl::StatusOr<v1::App> PgAppStore::Create(const v1::App &app) {
+absl::StatusOr<v1::App> PgAppStore::Create(const v1::App& app) {
   v1::App out;
-  absl::Status s = pool_.Run("create_app", [&](pqxx::connection &conn) {
+  absl::Status s = pool_.Run("create_app", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
     out =
         AppFromRow(tx.exec_params1(kCreateSql, app.name(), app.title(),
@@ -72,10 +72,10 @@ absl::StatusOr<v1::App> PgAppStore::Create(const v1::App &app) {
   return out;
 }
 
-absl::StatusOr<v1::App> PgAppStore::Update(const v1::App &app) {
+absl::StatusOr<v1::App> PgAppStore::Update(const v1::App& app) {
   v1::App out;
   bool found = false;
-  absl::Status s = pool_.Run("update_app", [&](pqxx::connection &conn) {
+  absl::Status s = pool_.Run("update_app", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
     pqxx::result r = tx.exec_params(kUpdateSql, app.name(), app.title(),
                                     AddressTypeName(app.address_type()), ToPgArray(Addresses(app)));
@@ -90,10 +90,10 @@ absl::StatusOr<v1::App> PgAppStore::Update(const v1::App &app) {
   return out;
 }
 
-absl::StatusOr<v1::App> PgAppStore::Get(const std::string &name) {
+absl::StatusOr<v1::App> PgAppStore::Get(const std::string& name) {
   v1::App out;
   bool found = false;
-  absl::Status s = pool_.Run("get_app", [&](pqxx::connection &conn) {
+  absl::Status s = pool_.Run("get_app", [&](pqxx::connection& conn) {
     pqxx::nontransaction tx(conn);
     pqxx::result r = tx.exec_params(kGetSql, name);
     found = !r.empty();
@@ -106,20 +106,20 @@ absl::StatusOr<v1::App> PgAppStore::Get(const std::string &name) {
 
 absl::StatusOr<std::vector<v1::App>> PgAppStore::List() {
   std::vector<v1::App> out;
-  absl::Status s = pool_.Run("list_apps", [&](pqxx::connection &conn) {
+  absl::Status s = pool_.Run("list_apps", [&](pqxx::connection& conn) {
     pqxx::nontransaction tx(conn);
     pqxx::result r = tx.exec(kListSql);
     out.clear();
-    for (const auto &row : r) out.push_back(AppFromRow(row));
+    for (const auto& row : r) out.push_back(AppFromRow(row));
   });
   if (!s.ok()) return s;
   return out;
 }
 
-absl::Status PgAppStore::Delete(const std::string &name) {
+absl::Status PgAppStore::Delete(const std::string& name) {
   int64_t jobs = 0;
   bool found = false;
-  absl::Status s = pool_.Run("delete_app", [&](pqxx::connection &conn) {
+  absl::Status s = pool_.Run("delete_app", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
     // Lock the app row so a concurrent job creation check sees a consistent
     // answer.

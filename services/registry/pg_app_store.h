@@ -11,16 +11,16 @@ namespace jobwheel::registry {
 // transaction. Thread-safe.
 class PgAppStore : public AppStore {
  public:
-  explicit PgAppStore(PgPool &pool) : pool_(pool) {}
+  explicit PgAppStore(PgPool& pool) : pool_(pool) {}
 
-  absl::StatusOr<v1::App> Create(const v1::App &app) override;
-  absl::StatusOr<v1::App> Update(const v1::App &app) override;
-  absl::StatusOr<v1::App> Get(const std::string &name) override;
+  absl::StatusOr<v1::App> Create(const v1::App& app) override;
+  absl::StatusOr<v1::App> Update(const v1::App& app) override;
+  absl::StatusOr<v1::App> Get(const std::string& name) override;
   absl::StatusOr<std::vector<v1::App>> List() override;
-  absl::Status Delete(const std::string &name) override;
+  absl::Status Delete(const std::string& name) override;
 
  private:
-  PgPool &pool_;
+  PgPool& pool_;
 };
 
 }  // namespace jobwheel::registry

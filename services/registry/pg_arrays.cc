@@ -2,7 +2,7 @@
 
 namespace jobwheel::registry {
 
-std::string ToPgArray(const std::vector<std::string> &values) {
+std::string ToPgArray(const std::vector<std::string>& values) {
   std::string out = "{";
   for (size_t i = 0; i < values.size(); ++i) {
     if (i > 0) out += ',';
@@ -17,7 +17,7 @@ std::string ToPgArray(const std::vector<std::string> &values) {
   return out;
 }
 
-std::vector<std::string> FromPgArray(const pqxx::field &field) {
+std::vector<std::string> FromPgArray(const pqxx::field& field) {
   std::vector<std::string> out;
   if (field.is_null()) return out;
   pqxx::array_parser parser = field.as_array();

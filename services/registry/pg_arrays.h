@@ -10,10 +10,10 @@ namespace jobwheel::registry {
 
 // A PostgreSQL array literal of quoted, escaped elements: {"a","b\"c"}. Pass it
 // as a text parameter and cast it in SQL ($1::text[]).
-std::string ToPgArray(const std::vector<std::string> &values);
+std::string ToPgArray(const std::vector<std::string>& values);
 
 // Reads a one-dimensional text[] column (NULL elements become "").
-std::vector<std::string> FromPgArray(const pqxx::field &field);
+std::vector<std::string> FromPgArray(const pqxx::field& field);
 
 }  // namespace jobwheel::registry
 

@@ -103,11 +103,11 @@ constexpr char kGetAppConfigsSql[] =
     "SELECT name, address_type, manual_addresses FROM apps WHERE name = "
     "ANY($1::text[])";
 
-v1::Executor ExecutorFromRow(const pqxx::row &row) {
+v1::Executor ExecutorFromRow(const pqxx::row& row) {
   v1::Executor e;
   e.set_app(row[0].as<std::string>());
   e.set_address(row[1].as<std::string>());
-  for (std::string &h : FromPgArray(row[2])) e.add_handlers(std::move(h));
+  for (std::string& h : FromPgArray(row[2])) e.add_handlers(std::move(h));
   e.set_sdk_version(row[3].as<std::string>());
   e.set_capacity(row[4].as<int>());
   std::vector<std::string> keys = FromPgArray(row[5]);
@@ -124,7 +124,7 @@ v1::Executor ExecutorFromRow(const pqxx::row &row) {
   return e;
 }
 
-AppConfig AppConfigFromRow(const pqxx::row &row) {
+AppConfig AppConfigFromRow(const pqxx::row& row) {
   AppConfig app;
   app.name = row[0].as<std::string>();
   app.address_type =
@@ -133,11 +133,11 @@ AppConfig AppConfigFromRow(const pqxx::row &row) {
   return app;
 }
 
-void SplitKeys(const std::vector<ExecutorKey> &keys, std::string *apps, std::string *addresses) {
+void SplitKeys(const std::vector<ExecutorKey>& keys, std::string* apps, std::string* addresses) {
   std::vector<std::string> a, b;
   a.reserve(keys.size());
   b.reserve(keys.size());
-  for (const ExecutorKey &k : keys) {
+  for (const ExecutorKey& k : keys) {
     a.push_back(k.app);
     b.push_back(k.address);
   }
@@ -147,19 +147,19 @@ void SplitKeys(const std::vector<ExecutorKey> &keys, std::string *apps, std::str
 
 }  // namespace
 
-absl::StatusOr<v1::Executor> PgExecutorStore::Register(const v1::Executor &executor,
-                                                       const std::string &replica_id,
-                                                       const std::string &session_id,
+absl::StatusOr<v1::Executor> PgExecutorStore::Register(const v1::Executor& executor,
+                                                       const std::string& replica_id,
+                                                       const std::string& session_id,
                                                        absl::Duration lease) {
   std::vector<std::string> handlers(executor.handlers().begin(), executor.handlers().end());
   std::map<std::string, std::string> labels(executor.labels().begin(), executor.labels().end());
   std::vector<std::string> label_keys, label_values;
-  for (const auto &[k, v] : labels) {
+  for (const auto& [k, v] : labels) {
     label_keys.push_back(k);
     label_values.push_back(v);
   }
   int64_t register_micros = 0;
-  absl::Status s = pool_.Run("register", [&](pqxx::connection &conn) {
+  absl::Status s = pool_.Run("register", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
     tx.exec_params(kCreateAppSql, executor.app());
     pqxx::row row = tx.exec_params1(
@@ -179,9 +179,9 @@ absl::StatusOr<v1::Executor> PgExecutorStore::Register(const v1::Executor &execu
   return stored;
 }
 
-absl::StatusOr<bool> PgExecutorStore::MarkOffline(const SessionRef &session) {
+absl::StatusOr<bool> PgExecutorStore::MarkOffline(const SessionRef& session) {
   bool changed = false;
-  absl::Status s = pool_.Run("mark_offline", [&](pqxx::connection &conn) {
+  absl::Status s = pool_.Run("mark_offline", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
     pqxx::result r =
         tx.exec_params(kMarkOfflineSql, session.key.app, session.key.address, session.session_id);
@@ -193,13 +193,13 @@ absl::StatusOr<bool> PgExecutorStore::MarkOffline(const SessionRef &session) {
 }
 
 absl::StatusOr<std::vector<LostSession>> PgExecutorStore::RenewLeases(
-    const std::string &replica_id, const std::vector<LeaseRenewal> &renewals,
+    const std::string& replica_id, const std::vector<LeaseRenewal>& renewals,
     absl::Duration lease) {
   std::vector<LostSession> lost;
   if (renewals.empty()) return lost;
   std::vector<std::string> apps, addresses, sessions, beats, running, queued;
   std::vector<ExecutorKey> keys;
-  for (const LeaseRenewal &r : renewals) {
+  for (const LeaseRenewal& r : renewals) {
     apps.push_back(r.session.key.app);
     addresses.push_back(r.session.key.address);
     sessions.push_back(r.session.session_id);
@@ -209,35 +209,35 @@ absl::StatusOr<std::vector<LostSession>> PgExecutorStore::RenewLeases(
     keys.push_back(r.session.key);
   }
   std::set<std::string> renewed;
-  absl::Status s = pool_.Run("renew_leases", [&](pqxx::connection &conn) {
+  absl::Status s = pool_.Run("renew_leases", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
     pqxx::result r = tx.exec_params(kRenewSql, replica_id, ToPgArray(apps), ToPgArray(addresses),
                                     ToPgArray(sessions), ToPgArray(beats), ToPgArray(running),
                                     ToPgArray(queued), absl::ToInt64Microseconds(lease));
     tx.commit();
-    for (const auto &row : r) renewed.insert(row[0].as<std::string>());
+    for (const auto& row : r) renewed.insert(row[0].as<std::string>());
   });
   if (!s.ok()) return s;
   if (renewed.size() == renewals.size()) return lost;
 
   // Rare: find out why the others were not renewed.
   std::vector<ExecutorKey> lost_keys;
-  for (const LeaseRenewal &r : renewals) {
+  for (const LeaseRenewal& r : renewals) {
     if (renewed.count(r.session.session_id) == 0) lost_keys.push_back(r.session.key);
   }
   std::map<ExecutorKey, std::pair<std::string, bool>> owners;
   std::string key_apps, key_addresses;
   SplitKeys(lost_keys, &key_apps, &key_addresses);
-  s = pool_.Run("lease_owners", [&](pqxx::connection &conn) {
+  s = pool_.Run("lease_owners", [&](pqxx::connection& conn) {
     pqxx::nontransaction tx(conn);
     pqxx::result r = tx.exec_params(kOwnersSql, key_apps, key_addresses);
-    for (const auto &row : r) {
+    for (const auto& row : r) {
       owners[{row[0].as<std::string>(), row[1].as<std::string>()}] = {row[2].as<std::string>(),
                                                                       row[3].as<bool>()};
     }
   });
   if (!s.ok()) return s;
-  for (const LeaseRenewal &r : renewals) {
+  for (const LeaseRenewal& r : renewals) {
     if (renewed.count(r.session.session_id) > 0) continue;
     auto it = owners.find(r.session.key);
     const bool superseded =
@@ -250,7 +250,7 @@ absl::StatusOr<std::vector<LostSession>> PgExecutorStore::RenewLeases(
 
 absl::StatusOr<int> PgExecutorStore::ExpireLeases() {
   int expired = 0;
-  absl::Status s = pool_.Run("expire_leases", [&](pqxx::connection &conn) {
+  absl::Status s = pool_.Run("expire_leases", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
     pqxx::result r = tx.exec(kExpireSql);
     tx.commit();
@@ -262,27 +262,27 @@ absl::StatusOr<int> PgExecutorStore::ExpireLeases() {
 
 absl::StatusOr<std::vector<v1::Executor>> PgExecutorStore::ListOnline() {
   std::vector<v1::Executor> out;
-  absl::Status s = pool_.Run("list_online", [&](pqxx::connection &conn) {
+  absl::Status s = pool_.Run("list_online", [&](pqxx::connection& conn) {
     pqxx::nontransaction tx(conn);
     pqxx::result r = tx.exec(kListOnlineSql);
     out.clear();
-    for (const auto &row : r) out.push_back(ExecutorFromRow(row));
+    for (const auto& row : r) out.push_back(ExecutorFromRow(row));
   });
   if (!s.ok()) return s;
   return out;
 }
 
 absl::StatusOr<std::vector<v1::Executor>> PgExecutorStore::GetOnline(
-    const std::vector<ExecutorKey> &keys) {
+    const std::vector<ExecutorKey>& keys) {
   std::vector<v1::Executor> out;
   if (keys.empty()) return out;
   std::string apps, addresses;
   SplitKeys(keys, &apps, &addresses);
-  absl::Status s = pool_.Run("get_online", [&](pqxx::connection &conn) {
+  absl::Status s = pool_.Run("get_online", [&](pqxx::connection& conn) {
     pqxx::nontransaction tx(conn);
     pqxx::result r = tx.exec_params(kGetOnlineSql, apps, addresses);
     out.clear();
-    for (const auto &row : r) out.push_back(ExecutorFromRow(row));
+    for (const auto& row : r) out.push_back(ExecutorFromRow(row));
   });
   if (!s.ok()) return s;
   return out;
@@ -290,31 +290,31 @@ absl::StatusOr<std::vector<v1::Executor>> PgExecutorStore::GetOnline(
 
 absl::StatusOr<std::vector<AppConfig>> PgExecutorStore::ListAppConfigs() {
   std::vector<AppConfig> out;
-  absl::Status s = pool_.Run("list_app_configs", [&](pqxx::connection &conn) {
+  absl::Status s = pool_.Run("list_app_configs", [&](pqxx::connection& conn) {
     pqxx::nontransaction tx(conn);
     pqxx::result r = tx.exec(kListAppConfigsSql);
     out.clear();
-    for (const auto &row : r) out.push_back(AppConfigFromRow(row));
+    for (const auto& row : r) out.push_back(AppConfigFromRow(row));
   });
   if (!s.ok()) return s;
   return out;
 }
 
 absl::StatusOr<std::vector<AppConfig>> PgExecutorStore::GetAppConfigs(
-    const std::vector<std::string> &names) {
+    const std::vector<std::string>& names) {
   std::vector<AppConfig> out;
   if (names.empty()) return out;
-  absl::Status s = pool_.Run("get_app_configs", [&](pqxx::connection &conn) {
+  absl::Status s = pool_.Run("get_app_configs", [&](pqxx::connection& conn) {
     pqxx::nontransaction tx(conn);
     pqxx::result r = tx.exec_params(kGetAppConfigsSql, ToPgArray(names));
     out.clear();
-    for (const auto &row : r) out.push_back(AppConfigFromRow(row));
+    for (const auto& row : r) out.push_back(AppConfigFromRow(row));
   });
   if (!s.ok()) return s;
   return out;
 }
 
-bool ParseChangePayload(const std::string &payload, Change *change) {
+bool ParseChangePayload(const std::string& payload, Change* change) {
   std::vector<std::string> parts = absl::StrSplit(payload, absl::MaxSplits('|', 3));
   if (parts.size() < 3) return false;
   int64_t micros = 0;
@@ -336,14 +336,14 @@ bool ParseChangePayload(const std::string &payload, Change *change) {
 
 class PgChangeFeed::Receiver : public pqxx::notification_receiver {
  public:
-  Receiver(pqxx::connection_base &conn, std::vector<std::string> *sink)
+  Receiver(pqxx::connection_base& conn, std::vector<std::string>* sink)
       : pqxx::notification_receiver(conn, kChangeChannel), sink_(sink) {}
-  void operator()(const std::string &payload, int /*backend_pid*/) override {
+  void operator()(const std::string& payload, int /*backend_pid*/) override {
     sink_->push_back(payload);
   }
 
  private:
-  std::vector<std::string> *sink_;
+  std::vector<std::string>* sink_;
 };
 
 PgChangeFeed::PgChangeFeed(std::string dsn) : dsn_(std::move(dsn)) {}
@@ -364,7 +364,7 @@ absl::Status PgChangeFeed::Connect() {
     // The receiver issues LISTEN on construction.
     receiver_ = std::make_unique<Receiver>(*conn_, &payloads_);
     pqxx::nontransaction(*conn_).exec("SELECT 1");
-  } catch (const std::exception &e) {
+  } catch (const std::exception& e) {
     Disconnect();
     return PgErrorToStatus(e, "listen");
   }
@@ -388,13 +388,13 @@ absl::StatusOr<std::vector<Change>> PgChangeFeed::Wait(absl::Duration timeout) {
       Disconnect();
       return absl::UnavailableError("change feed: connection closed");
     }
-  } catch (const std::exception &e) {
+  } catch (const std::exception& e) {
     Disconnect();
     absl::Status s = PgErrorToStatus(e, "change feed");
     return absl::UnavailableError(s.message());
   }
   std::vector<Change> changes;
-  for (const std::string &p : payloads_) {
+  for (const std::string& p : payloads_) {
     Change c;
     if (ParseChangePayload(p, &c)) changes.push_back(std::move(c));
   }

@@ -21,25 +21,25 @@ inline constexpr char kChangeChannel[] = "jobwheel_executors";
 // transaction. Thread-safe.
 class PgExecutorStore : public ExecutorStore {
  public:
-  explicit PgExecutorStore(PgPool &pool) : pool_(pool) {}
+  explicit PgExecutorStore(PgPool& pool) : pool_(pool) {}
 
-  absl::StatusOr<v1::Executor> Register(const v1::Executor &executor, const std::string &replica_id,
-                                        const std::string &session_id,
+  absl::StatusOr<v1::Executor> Register(const v1::Executor& executor, const std::string& replica_id,
+                                        const std::string& session_id,
                                         absl::Duration lease) override;
-  absl::StatusOr<bool> MarkOffline(const SessionRef &session) override;
-  absl::StatusOr<std::vector<LostSession>> RenewLeases(const std::string &replica_id,
-                                                       const std::vector<LeaseRenewal> &renewals,
+  absl::StatusOr<bool> MarkOffline(const SessionRef& session) override;
+  absl::StatusOr<std::vector<LostSession>> RenewLeases(const std::string& replica_id,
+                                                       const std::vector<LeaseRenewal>& renewals,
                                                        absl::Duration lease) override;
   absl::StatusOr<int> ExpireLeases() override;
   absl::StatusOr<std::vector<v1::Executor>> ListOnline() override;
   absl::StatusOr<std::vector<v1::Executor>> GetOnline(
-      const std::vector<ExecutorKey> &keys) override;
+      const std::vector<ExecutorKey>& keys) override;
   absl::StatusOr<std::vector<AppConfig>> ListAppConfigs() override;
   absl::StatusOr<std::vector<AppConfig>> GetAppConfigs(
-      const std::vector<std::string> &names) override;
+      const std::vector<std::string>& names) override;
 
  private:
-  PgPool &pool_;
+  PgPool& pool_;
 };
 
 // ChangeFeed on a dedicated connection that LISTENs on kChangeChannel. Pings
@@ -64,7 +64,7 @@ class PgChangeFeed : public ChangeFeed {
 };
 
 // Parses a kChangeChannel payload; false when malformed.
-bool ParseChangePayload(const std::string &payload, Change *change);
+bool ParseChangePayload(const std::string& payload, Change* change);
 
 }  // namespace jobwheel::registry
 

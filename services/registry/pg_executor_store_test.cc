@@ -12,7 +12,7 @@
 namespace jobwheel::registry {
 namespace {
 
-v1::Executor Exec(const std::string &app, const std::string &address) {
+v1::Executor Exec(const std::string& app, const std::string& address) {
   v1::Executor e;
   e.set_app(app);
   e.set_address(address);
@@ -36,7 +36,7 @@ class PgExecutorStoreTest : public ::testing::Test {
     store_ = std::make_unique<PgExecutorStore>(*pool_);
   }
 
-  void Sql(const std::string &sql) {
+  void Sql(const std::string& sql) {
     pqxx::connection conn(dsn_);
     pqxx::work tx(conn);
     tx.exec(sql);
@@ -44,7 +44,7 @@ class PgExecutorStoreTest : public ::testing::Test {
   }
 
   // Waits for changes until `want` arrived or 2 s passed.
-  std::vector<Change> WaitFor(ChangeFeed &feed, size_t want) {
+  std::vector<Change> WaitFor(ChangeFeed& feed, size_t want) {
     std::vector<Change> got;
     const absl::Time deadline = absl::Now() + absl::Seconds(2);
     while (got.size() < want && absl::Now() < deadline) {
@@ -70,7 +70,7 @@ TEST_F(PgExecutorStoreTest, RegisterRoundTripsAndCreatesTheApp) {
   auto online = store_->ListOnline();
   ASSERT_TRUE(online.ok()) << online.status();
   ASSERT_EQ(online->size(), 1u);
-  const v1::Executor &e = (*online)[0];
+  const v1::Executor& e = (*online)[0];
   EXPECT_EQ(e.app(), "demo");
   EXPECT_EQ(e.address(), "10.0.0.1:7200");
   ASSERT_EQ(e.handlers_size(), 2);
@@ -119,7 +119,7 @@ TEST_F(PgExecutorStoreTest, RenewReportsSupersededAndMissingSessions) {
                                   absl::Seconds(30));
   ASSERT_TRUE(lost.ok()) << lost.status();
   ASSERT_EQ(lost->size(), 2u);
-  for (const LostSession &l : *lost) {
+  for (const LostSession& l : *lost) {
     if (l.session_id == "s2") {
       EXPECT_EQ(l.reason, LostReason::kSuperseded);
     } else {

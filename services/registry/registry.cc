@@ -39,8 +39,8 @@ absl::Duration RegistryOptions::EffectiveRenewInterval() const {
   return std::min(absl::Seconds(1), lease / 3);
 }
 
-Registry::Registry(RegistryOptions options, ExecutorStore &store, Clock &clock,
-                   RegistryMetrics *metrics)
+Registry::Registry(RegistryOptions options, ExecutorStore& store, Clock& clock,
+                   RegistryMetrics* metrics)
     : options_(std::move(options)),
       store_(store),
       clock_(clock),
@@ -52,7 +52,7 @@ Registry::Registry(RegistryOptions options, ExecutorStore &store, Clock &clock,
 
 Registry::~Registry() { Shutdown(); }
 
-int64_t Registry::OpenSession(SessionSink *sink) {
+int64_t Registry::OpenSession(SessionSink* sink) {
   absl::MutexLock lock(&mu_);
   const int64_t id = next_session_++;
   sessions_[id].sink = sink;
@@ -61,7 +61,7 @@ int64_t Registry::OpenSession(SessionSink *sink) {
 }
 
 absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(int64_t session,
-                                                           const v1::ExecutorRegistration &reg) {
+                                                           const v1::ExecutorRegistration& reg) {
   absl::Status valid = ValidateRegistration(reg);
   if (!valid.ok()) {
     if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
@@ -79,7 +79,7 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(int64_t session,
       return absl::UnavailableError(
           absl::StrCat("registry replica ", options_.replica_id, " is draining"));
     }
-    Session &s = it->second;
+    Session& s = it->second;
     if (s.state == State::kRegistering) {
       return absl::FailedPreconditionError("register: a registration is already in progress");
     }
@@ -119,7 +119,7 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(int64_t session,
     } else if (!stored.ok()) {
       it->second.state = State::kNew;
     } else {
-      Session &s = it->second;
+      Session& s = it->second;
       s.state = State::kOnline;
       s.ref = ref;
       s.registration = reg;
@@ -128,7 +128,7 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(int64_t session,
       s.queued = 0;
       // Another local stream of the same executor (e.g. a half-open one) is now
       // stale.
-      for (auto &[other_id, other] : sessions_) {
+      for (auto& [other_id, other] : sessions_) {
         if (other_id == session || other.state != State::kOnline || !(other.ref.key == ref.key)) {
           continue;
         }
@@ -158,11 +158,11 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(int64_t session,
   return out;
 }
 
-absl::StatusOr<int64_t> Registry::Beat(int64_t session, const v1::ExecutorBeat &beat) {
+absl::StatusOr<int64_t> Registry::Beat(int64_t session, const v1::ExecutorBeat& beat) {
   absl::MutexLock lock(&mu_);
   auto it = sessions_.find(session);
   if (it == sessions_.end()) return absl::FailedPreconditionError("session is closed");
-  Session &s = it->second;
+  Session& s = it->second;
   if (s.state == State::kNew) {
     return absl::FailedPreconditionError("beat: the first message must be register");
   }
@@ -173,7 +173,7 @@ absl::StatusOr<int64_t> Registry::Beat(int64_t session, const v1::ExecutorBeat &
   return beat.seq();
 }
 
-absl::Status Registry::Goodbye(int64_t session, const std::string &reason) {
+absl::Status Registry::Goodbye(int64_t session, const std::string& reason) {
   SessionRef ref;
   {
     absl::MutexLock lock(&mu_);
@@ -237,7 +237,7 @@ void Registry::CheckDeadlines(absl::Time now) {
   std::vector<std::pair<int64_t, SessionRef>> expired;
   {
     absl::MutexLock lock(&mu_);
-    for (auto &[id, s] : sessions_) {
+    for (auto& [id, s] : sessions_) {
       if (s.state == State::kOnline && now - s.last_beat > options_.beat_deadline) {
         s.state = State::kOffline;
         expired.push_back({id, s.ref});
@@ -245,7 +245,7 @@ void Registry::CheckDeadlines(absl::Time now) {
     }
   }
   if (expired.empty()) return;
-  for (const auto &[id, ref] : expired) {
+  for (const auto& [id, ref] : expired) {
     auto changed = store_.MarkOffline(ref);
     if (!changed.ok()) {
       spdlog::warn(
@@ -259,7 +259,7 @@ void Registry::CheckDeadlines(absl::Time now) {
     }
   }
   absl::MutexLock lock(&mu_);
-  for (const auto &[id, ref] : expired) {
+  for (const auto& [id, ref] : expired) {
     auto it = sessions_.find(id);
     if (it == sessions_.end() || it->second.sink == nullptr) continue;
     it->second.sink->Close(absl::DeadlineExceededError(
@@ -272,7 +272,7 @@ void Registry::RenewLeases() {
   std::vector<LeaseRenewal> renewals;
   {
     absl::MutexLock lock(&mu_);
-    for (const auto &[id, s] : sessions_) {
+    for (const auto& [id, s] : sessions_) {
       if (s.state != State::kOnline) continue;
       renewals.push_back({s.ref, s.last_beat, s.running, s.queued});
     }
@@ -285,8 +285,8 @@ void Registry::RenewLeases() {
   }
   if (lost->empty()) return;
   absl::MutexLock lock(&mu_);
-  for (const LostSession &l : *lost) {
-    for (auto &[id, s] : sessions_) {
+  for (const LostSession& l : *lost) {
+    for (auto& [id, s] : sessions_) {
       if (s.state != State::kOnline || s.ref.session_id != l.session_id) continue;
       s.state = State::kOffline;
       if (s.sink == nullptr) break;
@@ -340,10 +340,10 @@ void Registry::Tick() {
   if (expire) ExpireLeases();
 }
 
-void Registry::Drain(const std::string &reason) {
+void Registry::Drain(const std::string& reason) {
   absl::MutexLock lock(&mu_);
   draining_ = true;
-  for (auto &[id, s] : sessions_) {
+  for (auto& [id, s] : sessions_) {
     if (s.sink != nullptr) s.sink->SendInstruction(v1::INSTRUCTION_KIND_DRAIN, reason);
   }
 }
@@ -353,23 +353,23 @@ void Registry::TakeAllOffline() {
   {
     absl::MutexLock lock(&mu_);
     draining_ = true;
-    for (SessionRef &ref : drained_) online.push_back({0, std::move(ref)});
+    for (SessionRef& ref : drained_) online.push_back({0, std::move(ref)});
     drained_.clear();
-    for (auto &[id, s] : sessions_) {
+    for (auto& [id, s] : sessions_) {
       if (s.state == State::kOnline) online.push_back({id, s.ref});
       if (s.state == State::kOnline || s.state == State::kRegistering) {
         s.state = State::kOffline;
       }
     }
   }
-  for (const auto &[id, ref] : online) {
+  for (const auto& [id, ref] : online) {
     auto changed = store_.MarkOffline(ref);
     if (changed.ok() && *changed && metrics_ != nullptr) {
       metrics_->offline_stream_closed.Increment();
     }
   }
   absl::MutexLock lock(&mu_);
-  for (auto &[id, s] : sessions_) {
+  for (auto& [id, s] : sessions_) {
     if (s.sink != nullptr) {
       s.sink->Close(absl::UnavailableError(
           absl::StrCat("registry replica ", options_.replica_id, " is shutting down")));

@@ -44,11 +44,11 @@ struct RegistryOptions {
 class SessionSink {
  public:
   virtual ~SessionSink() = default;
-  virtual void SendInstruction(v1::InstructionKind kind, const std::string &reason) = 0;
+  virtual void SendInstruction(v1::InstructionKind kind, const std::string& reason) = 0;
   // The registry has given up on this session (missed-beat deadline,
   // superseded, shutdown): end the stream with `status`, then call
   // CloseSession.
-  virtual void Close(const absl::Status &status) = 0;
+  virtual void Close(const absl::Status& status) = 0;
 };
 
 // Executor liveness on this replica: the heartbeat sessions, their beat
@@ -58,22 +58,22 @@ class SessionSink {
 // periodically; Shutdown() (idempotent, joining) stops it.
 class Registry {
  public:
-  Registry(RegistryOptions options, ExecutorStore &store, Clock &clock, RegistryMetrics *metrics);
+  Registry(RegistryOptions options, ExecutorStore& store, Clock& clock, RegistryMetrics* metrics);
   ~Registry();
 
   // A new stream. The returned id names it in the other calls.
-  int64_t OpenSession(SessionSink *sink);
+  int64_t OpenSession(SessionSink* sink);
   // Registers (first message) or re-registers (after REREGISTER) the executor
   // of a session. INVALID_ARGUMENT for bad input, UNAVAILABLE while draining or
   // when the store fails.
   absl::StatusOr<v1::HeartbeatRegistered> Register(int64_t session,
-                                                   const v1::ExecutorRegistration &reg);
+                                                   const v1::ExecutorRegistration& reg);
   // Records a beat; returns the seq to acknowledge. FAILED_PRECONDITION before
   // Register.
-  absl::StatusOr<int64_t> Beat(int64_t session, const v1::ExecutorBeat &beat);
+  absl::StatusOr<int64_t> Beat(int64_t session, const v1::ExecutorBeat& beat);
   // Graceful deregistration: the row is offline (committed, announced) when
   // this returns OK.
-  absl::Status Goodbye(int64_t session, const std::string &reason);
+  absl::Status Goodbye(int64_t session, const std::string& reason);
   // The stream ended: forgets the session (the sink is not called after this
   // returns) and takes its executor offline if it still was online.
   void CloseSession(int64_t session);
@@ -84,7 +84,7 @@ class Registry {
   // refused. Sessions that end from now on keep their rows until
   // TakeAllOffline, so an executor moving to another replica never shows as
   // offline.
-  void Drain(const std::string &reason);
+  void Drain(const std::string& reason);
   // Shutdown: takes every online (or drained, not yet re-registered) session of
   // this replica offline and closes its stream.
   void TakeAllOffline();
@@ -97,7 +97,7 @@ class Registry {
  private:
   enum class State { kNew, kRegistering, kOnline, kOffline };
   struct Session {
-    SessionSink *sink = nullptr;
+    SessionSink* sink = nullptr;
     State state = State::kNew;
     SessionRef ref;
     v1::ExecutorRegistration registration;
@@ -112,9 +112,9 @@ class Registry {
   void Loop();
 
   const RegistryOptions options_;
-  ExecutorStore &store_;
-  Clock &clock_;
-  RegistryMetrics *const metrics_;
+  ExecutorStore& store_;
+  Clock& clock_;
+  RegistryMetrics* const metrics_;
   const int64_t incarnation_;
 
   mutable absl::Mutex mu_;

@@ -3,15 +3,15 @@
 namespace jobwheel::registry {
 namespace {
 
-const prometheus::Histogram::BucketBoundaries &LatencyBuckets() {
-  static const auto *buckets = new prometheus::Histogram::BucketBoundaries{
+const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
+  static const auto* buckets = new prometheus::Histogram::BucketBoundaries{
       0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
   return *buckets;
 }
 
 }  // namespace
 
-RegistryMetrics::RegistryMetrics(prometheus::Registry &registry)
+RegistryMetrics::RegistryMetrics(prometheus::Registry& registry)
     : executors_online(prometheus::BuildGauge()
                            .Name("jobwheel_registry_executors_online")
                            .Help("Executors online (all replicas), by app")
@@ -59,7 +59,7 @@ RegistryMetrics::RegistryMetrics(prometheus::Registry &registry)
                     .Help("Failed PostgreSQL round trips")
                     .Register(registry)) {}
 
-void RegistryMetrics::SetExecutorsOnline(const std::string &app, int count) {
+void RegistryMetrics::SetExecutorsOnline(const std::string& app, int count) {
   executors_online.Add({{"app", app}}).Set(count);
 }
 

@@ -18,7 +18,7 @@ class RegistryService::HeartbeatReactor final
     : public grpc::ServerBidiReactor<v1::HeartbeatRequest, v1::HeartbeatResponse>,
       public SessionSink {
  public:
-  HeartbeatReactor(RegistryService *service, grpc::CallbackServerContext *context)
+  HeartbeatReactor(RegistryService* service, grpc::CallbackServerContext* context)
       : service_(service) {
     absl::Status auth = CheckBearer(context->client_metadata(), service_->options_.executor_policy);
     if (!auth.ok()) {
@@ -78,7 +78,7 @@ class RegistryService::HeartbeatReactor final
   }
 
   void OnWriteDone(bool ok) override {
-    const v1::HeartbeatResponse *next = nullptr;
+    const v1::HeartbeatResponse* next = nullptr;
     bool finish = false;
     {
       absl::MutexLock lock(&mu_);
@@ -99,16 +99,16 @@ class RegistryService::HeartbeatReactor final
   void OnDone() override { delete this; }
 
   // SessionSink (called with the Registry's lock held: only queue work).
-  void SendInstruction(v1::InstructionKind kind, const std::string &reason) override {
+  void SendInstruction(v1::InstructionKind kind, const std::string& reason) override {
     v1::HeartbeatResponse r;
     r.mutable_instruction()->set_kind(kind);
     r.mutable_instruction()->set_reason(reason);
     Enqueue(std::move(r));
   }
-  void Close(const absl::Status &status) override { BeginClose(ToGrpcStatus(status)); }
+  void Close(const absl::Status& status) override { BeginClose(ToGrpcStatus(status)); }
 
  private:
-  void DoRegister(const v1::ExecutorRegistration &reg) {
+  void DoRegister(const v1::ExecutorRegistration& reg) {
     auto registered = service_->registry_.Register(session_, reg);
     if (!registered.ok()) {
       spdlog::info("registration of {}/{} failed: {}", reg.app(), reg.address(),
@@ -131,7 +131,7 @@ class RegistryService::HeartbeatReactor final
   }
 
   void Enqueue(v1::HeartbeatResponse response) {
-    const v1::HeartbeatResponse *start = nullptr;
+    const v1::HeartbeatResponse* start = nullptr;
     {
       absl::MutexLock lock(&mu_);
       if (finish_requested_) return;
@@ -158,7 +158,7 @@ class RegistryService::HeartbeatReactor final
     });
   }
 
-  void FinishAfterWrites(const grpc::Status &status) {
+  void FinishAfterWrites(const grpc::Status& status) {
     {
       absl::MutexLock lock(&mu_);
       if (finish_requested_) return;
@@ -170,7 +170,7 @@ class RegistryService::HeartbeatReactor final
     Finish(status);
   }
 
-  RegistryService *const service_;
+  RegistryService* const service_;
   int64_t session_ = 0;
   v1::HeartbeatRequest request_;
 
@@ -187,8 +187,8 @@ class RegistryService::HeartbeatReactor final
 class RegistryService::WatchReactor final
     : public grpc::ServerWriteReactor<v1::WatchExecutorsResponse> {
  public:
-  WatchReactor(RegistryService *service, grpc::CallbackServerContext *context,
-               const v1::WatchExecutorsRequest *request)
+  WatchReactor(RegistryService* service, grpc::CallbackServerContext* context,
+               const v1::WatchExecutorsRequest* request)
       : service_(service) {
     absl::Status s = CheckBearer(context->client_metadata(), service_->options_.cluster_policy);
     if (s.ok() && !request->app().empty()) s = ValidateAppName(request->app(), "app");
@@ -204,11 +204,11 @@ class RegistryService::WatchReactor final
     registered_ = true;
     if (service_->metrics_ != nullptr) service_->metrics_->watchers.Increment();
     subscription_ = service_->view_.Subscribe(
-        request->app(), [this](const v1::WatchExecutorsResponse &e) { Enqueue(e); });
+        request->app(), [this](const v1::WatchExecutorsResponse& e) { Enqueue(e); });
   }
 
   void OnWriteDone(bool ok) override {
-    const v1::WatchExecutorsResponse *next = nullptr;
+    const v1::WatchExecutorsResponse* next = nullptr;
     bool finish = false;
     {
       absl::MutexLock lock(&mu_);
@@ -246,7 +246,7 @@ class RegistryService::WatchReactor final
     delete this;
   }
 
-  void Close(const grpc::Status &status) {
+  void Close(const grpc::Status& status) {
     {
       absl::MutexLock lock(&mu_);
       if (finish_requested_) return;
@@ -260,8 +260,8 @@ class RegistryService::WatchReactor final
 
  private:
   // Called with the view's lock held.
-  void Enqueue(const v1::WatchExecutorsResponse &event) {
-    const v1::WatchExecutorsResponse *start = nullptr;
+  void Enqueue(const v1::WatchExecutorsResponse& event) {
+    const v1::WatchExecutorsResponse* start = nullptr;
     {
       absl::MutexLock lock(&mu_);
       if (finish_requested_) return;
@@ -283,7 +283,7 @@ class RegistryService::WatchReactor final
     if (start != nullptr) StartWrite(start);
   }
 
-  RegistryService *const service_;
+  RegistryService* const service_;
   bool registered_ = false;
   int64_t subscription_ = 0;
 
@@ -295,40 +295,40 @@ class RegistryService::WatchReactor final
   grpc::Status finish_status_;
 };
 
-RegistryService::RegistryService(Registry &registry, ExecutorView &view, WorkPool &pool,
-                                 RegistryMetrics *metrics, Options options)
+RegistryService::RegistryService(Registry& registry, ExecutorView& view, WorkPool& pool,
+                                 RegistryMetrics* metrics, Options options)
     : registry_(registry),
       view_(view),
       pool_(pool),
       metrics_(metrics),
       options_(std::move(options)) {}
 
-grpc::ServerBidiReactor<v1::HeartbeatRequest, v1::HeartbeatResponse> *RegistryService::Heartbeat(
-    grpc::CallbackServerContext *context) {
+grpc::ServerBidiReactor<v1::HeartbeatRequest, v1::HeartbeatResponse>* RegistryService::Heartbeat(
+    grpc::CallbackServerContext* context) {
   return new HeartbeatReactor(this, context);
 }
 
-grpc::ServerUnaryReactor *RegistryService::ListExecutors(grpc::CallbackServerContext *context,
-                                                         const v1::ListExecutorsRequest *request,
-                                                         v1::ListExecutorsResponse *response) {
-  grpc::ServerUnaryReactor *reactor = context->DefaultReactor();
+grpc::ServerUnaryReactor* RegistryService::ListExecutors(grpc::CallbackServerContext* context,
+                                                         const v1::ListExecutorsRequest* request,
+                                                         v1::ListExecutorsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::Status s = CheckBearer(context->client_metadata(), options_.cluster_policy);
   if (s.ok() && !request->app().empty()) s = ValidateAppName(request->app(), "app");
   if (s.ok()) {
-    for (v1::Executor &e : view_.List(request->app())) *response->add_executors() = std::move(e);
+    for (v1::Executor& e : view_.List(request->app())) *response->add_executors() = std::move(e);
   }
   reactor->Finish(ToGrpcStatus(s));
   return reactor;
 }
 
-grpc::ServerWriteReactor<v1::WatchExecutorsResponse> *RegistryService::WatchExecutors(
-    grpc::CallbackServerContext *context, const v1::WatchExecutorsRequest *request) {
+grpc::ServerWriteReactor<v1::WatchExecutorsResponse>* RegistryService::WatchExecutors(
+    grpc::CallbackServerContext* context, const v1::WatchExecutorsRequest* request) {
   return new WatchReactor(this, context, request);
 }
 
 void RegistryService::CloseWatchers() {
   absl::MutexLock lock(&mu_);
-  for (WatchReactor *w : watchers_) {
+  for (WatchReactor* w : watchers_) {
     w->Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "registry replica shutting down"));
   }
 }

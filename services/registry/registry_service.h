@@ -27,16 +27,16 @@ class RegistryService final : public v1::RegistryService::CallbackService {
     size_t max_watch_backlog = 10000;
   };
 
-  RegistryService(Registry &registry, ExecutorView &view, WorkPool &pool, RegistryMetrics *metrics,
+  RegistryService(Registry& registry, ExecutorView& view, WorkPool& pool, RegistryMetrics* metrics,
                   Options options);
 
-  grpc::ServerBidiReactor<v1::HeartbeatRequest, v1::HeartbeatResponse> *Heartbeat(
-      grpc::CallbackServerContext *context) override;
-  grpc::ServerUnaryReactor *ListExecutors(grpc::CallbackServerContext *context,
-                                          const v1::ListExecutorsRequest *request,
-                                          v1::ListExecutorsResponse *response) override;
-  grpc::ServerWriteReactor<v1::WatchExecutorsResponse> *WatchExecutors(
-      grpc::CallbackServerContext *context, const v1::WatchExecutorsRequest *request) override;
+  grpc::ServerBidiReactor<v1::HeartbeatRequest, v1::HeartbeatResponse>* Heartbeat(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* ListExecutors(grpc::CallbackServerContext* context,
+                                          const v1::ListExecutorsRequest* request,
+                                          v1::ListExecutorsResponse* response) override;
+  grpc::ServerWriteReactor<v1::WatchExecutorsResponse>* WatchExecutors(
+      grpc::CallbackServerContext* context, const v1::WatchExecutorsRequest* request) override;
 
   // Ends every WatchExecutors stream with UNAVAILABLE (shutdown: watchers move
   // elsewhere).
@@ -46,14 +46,14 @@ class RegistryService final : public v1::RegistryService::CallbackService {
   class HeartbeatReactor;
   class WatchReactor;
 
-  Registry &registry_;
-  ExecutorView &view_;
-  WorkPool &pool_;
-  RegistryMetrics *const metrics_;
+  Registry& registry_;
+  ExecutorView& view_;
+  WorkPool& pool_;
+  RegistryMetrics* const metrics_;
   const Options options_;
 
   absl::Mutex mu_;
-  std::set<WatchReactor *> watchers_ ABSL_GUARDED_BY(mu_);
+  std::set<WatchReactor*> watchers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace jobwheel::registry

@@ -35,7 +35,7 @@ constexpr char kExecutorToken[] = "exec";
 constexpr char kClusterToken[] = "cluster";
 constexpr char kAdminToken[] = "admin";
 
-TokenPolicy Policy(const std::string &token) { return TokenPolicy{false, {token}}; }
+TokenPolicy Policy(const std::string& token) { return TokenPolicy{false, {token}}; }
 
 class RegistryServiceTest : public ::testing::Test {
  protected:
@@ -81,14 +81,14 @@ class RegistryServiceTest : public ::testing::Test {
     work_->Shutdown();
   }
 
-  std::unique_ptr<grpc::ClientContext> Ctx(const std::string &token) {
+  std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token) {
     auto ctx = std::make_unique<grpc::ClientContext>();
     AddBearer(*ctx, token);
     ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     return ctx;
   }
 
-  v1::HeartbeatRequest Register(const std::string &app, const std::string &address) {
+  v1::HeartbeatRequest Register(const std::string& app, const std::string& address) {
     v1::HeartbeatRequest req;
     req.mutable_register_()->set_app(app);
     req.mutable_register_()->set_address(address);
@@ -96,7 +96,7 @@ class RegistryServiceTest : public ::testing::Test {
     return req;
   }
 
-  std::vector<std::string> Listed(const std::string &app) {
+  std::vector<std::string> Listed(const std::string& app) {
     auto ctx = Ctx(kClusterToken);
     v1::ListExecutorsRequest req;
     req.set_app(app);
@@ -104,11 +104,11 @@ class RegistryServiceTest : public ::testing::Test {
     grpc::Status s = registry_stub_->ListExecutors(ctx.get(), req, &resp);
     EXPECT_TRUE(s.ok()) << s.error_message();
     std::vector<std::string> out;
-    for (const auto &e : resp.executors()) out.push_back(e.address());
+    for (const auto& e : resp.executors()) out.push_back(e.address());
     return out;
   }
 
-  int64_t JobsFor(const std::string &app, int n) {
+  int64_t JobsFor(const std::string& app, int n) {
     pqxx::connection conn(dsn_);
     pqxx::work tx(conn);
     for (int i = 0; i < n; ++i) {

@@ -14,16 +14,16 @@ namespace {
 
 class FakeSink : public SessionSink {
  public:
-  void SendInstruction(v1::InstructionKind kind, const std::string &reason) override {
+  void SendInstruction(v1::InstructionKind kind, const std::string& reason) override {
     instructions.push_back(kind);
   }
-  void Close(const absl::Status &status) override { closes.push_back(status); }
+  void Close(const absl::Status& status) override { closes.push_back(status); }
 
   std::vector<v1::InstructionKind> instructions;
   std::vector<absl::Status> closes;
 };
 
-v1::ExecutorRegistration Reg(const std::string &app, const std::string &address) {
+v1::ExecutorRegistration Reg(const std::string& app, const std::string& address) {
   v1::ExecutorRegistration reg;
   reg.set_app(app);
   reg.set_address(address);
@@ -41,7 +41,7 @@ v1::ExecutorBeat BeatMsg(int64_t seq) {
   return b;
 }
 
-RegistryOptions Options(const std::string &replica) {
+RegistryOptions Options(const std::string& replica) {
   RegistryOptions o;
   o.replica_id = replica;
   o.beat_interval = absl::Seconds(1);
@@ -58,7 +58,7 @@ class RegistryTest : public ::testing::Test {
   RegistryMetrics metrics_{prom_};
   Registry registry_{Options("r1"), store_, clock_, &metrics_};
 
-  bool Online(const std::string &app, const std::string &address) {
+  bool Online(const std::string& app, const std::string& address) {
     auto row = store_.GetRow({app, address});
     return row.has_value() && row->online;
   }

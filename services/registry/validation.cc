@@ -81,7 +81,7 @@ absl::Status ValidateAddress(absl::string_view address, absl::string_view field)
   return absl::OkStatus();
 }
 
-absl::Status ValidateRegistration(const v1::ExecutorRegistration &reg) {
+absl::Status ValidateRegistration(const v1::ExecutorRegistration& reg) {
   absl::Status s = ValidateAppName(reg.app(), "register.app");
   if (!s.ok()) return s;
   s = ValidateAddress(reg.address(), "register.address");
@@ -90,7 +90,7 @@ absl::Status ValidateRegistration(const v1::ExecutorRegistration &reg) {
     return Invalid("register.handlers", absl::StrCat("more than ", kMaxHandlers, " handlers"));
   }
   for (int i = 0; i < reg.handlers_size(); ++i) {
-    const std::string &h = reg.handlers(i);
+    const std::string& h = reg.handlers(i);
     const std::string field = absl::StrCat("register.handlers[", i, "]");
     if (h.empty()) return Invalid(field, "must not be empty");
     if (h.size() > kMaxHandlerName) {
@@ -107,7 +107,7 @@ absl::Status ValidateRegistration(const v1::ExecutorRegistration &reg) {
   if (reg.labels_size() > kMaxLabels) {
     return Invalid("register.labels", absl::StrCat("more than ", kMaxLabels, " labels"));
   }
-  for (const auto &[key, value] : reg.labels()) {
+  for (const auto& [key, value] : reg.labels()) {
     const std::string field = absl::StrCat("register.labels[", key, "]");
     if (key.empty()) return Invalid("register.labels", "keys must not be empty");
     if (key.size() > kMaxLabelKey) {
@@ -121,7 +121,7 @@ absl::Status ValidateRegistration(const v1::ExecutorRegistration &reg) {
   return absl::OkStatus();
 }
 
-absl::Status ValidateApp(const v1::App &app) {
+absl::Status ValidateApp(const v1::App& app) {
   absl::Status s = ValidateAppName(app.name(), "app.name");
   if (!s.ok()) return s;
   if (app.title().size() > kMaxTitle) {

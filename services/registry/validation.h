@@ -20,10 +20,10 @@ absl::Status ValidateAppName(absl::string_view name, absl::string_view field);
 absl::Status ValidateAddress(absl::string_view address, absl::string_view field);
 
 // The first message of a heartbeat stream.
-absl::Status ValidateRegistration(const v1::ExecutorRegistration &reg);
+absl::Status ValidateRegistration(const v1::ExecutorRegistration& reg);
 
 // An app for CreateApp/UpdateApp (output-only fields are ignored).
-absl::Status ValidateApp(const v1::App &app);
+absl::Status ValidateApp(const v1::App& app);
 
 }  // namespace jobwheel::registry
 

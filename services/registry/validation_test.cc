@@ -5,7 +5,7 @@
 namespace jobwheel::registry {
 namespace {
 
-bool Mentions(const absl::Status &s, absl::string_view text) {
+bool Mentions(const absl::Status& s, absl::string_view text) {
   return s.code() == absl::StatusCode::kInvalidArgument &&
          s.message().find(text) != absl::string_view::npos;
 }

@@ -8,8 +8,8 @@
 
 namespace jobwheel::registry {
 
-ViewSyncer::ViewSyncer(ExecutorStore &store, std::unique_ptr<ChangeFeed> feed, ExecutorView &view,
-                       RegistryMetrics *metrics, Clock &clock, Options options)
+ViewSyncer::ViewSyncer(ExecutorStore& store, std::unique_ptr<ChangeFeed> feed, ExecutorView& view,
+                       RegistryMetrics* metrics, Clock& clock, Options options)
     : store_(store),
       feed_(std::move(feed)),
       view_(view),
@@ -68,7 +68,7 @@ absl::Status ViewSyncer::Step() {
   const absl::Time now = clock_.Now();
   std::set<ExecutorKey> keys;
   std::set<std::string> apps;
-  for (const Change &c : *changes) {
+  for (const Change& c : *changes) {
     if (metrics_ != nullptr) {
       metrics_->notify_lag.Observe(std::max(0.0, absl::ToDoubleSeconds(now - c.committed_at)));
     }

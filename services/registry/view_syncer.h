@@ -27,8 +27,8 @@ class ViewSyncer {
     absl::Duration max_backoff = absl::Seconds(2);
   };
 
-  ViewSyncer(ExecutorStore &store, std::unique_ptr<ChangeFeed> feed, ExecutorView &view,
-             RegistryMetrics *metrics, Clock &clock, Options options);
+  ViewSyncer(ExecutorStore& store, std::unique_ptr<ChangeFeed> feed, ExecutorView& view,
+             RegistryMetrics* metrics, Clock& clock, Options options);
   ~ViewSyncer();
 
   // Subscribes and loads the initial state synchronously (so the view is
@@ -46,11 +46,11 @@ class ViewSyncer {
   absl::Status Load();
   void Loop();
 
-  ExecutorStore &store_;
+  ExecutorStore& store_;
   std::unique_ptr<ChangeFeed> feed_;
-  ExecutorView &view_;
-  RegistryMetrics *const metrics_;
-  Clock &clock_;
+  ExecutorView& view_;
+  RegistryMetrics* const metrics_;
+  Clock& clock_;
   const Options options_;
   bool connected_ = false;
   absl::Time last_load_ = absl::InfinitePast();

@@ -10,7 +10,7 @@
 namespace jobwheel::registry {
 namespace {
 
-v1::Executor Exec(const std::string &app, const std::string &address) {
+v1::Executor Exec(const std::string& app, const std::string& address) {
   v1::Executor e;
   e.set_app(app);
   e.set_address(address);
@@ -19,7 +19,7 @@ v1::Executor Exec(const std::string &app, const std::string &address) {
 
 class FlakyFeed : public ChangeFeed {
  public:
-  explicit FlakyFeed(InMemoryExecutorStore &store) : inner_(store) {}
+  explicit FlakyFeed(InMemoryExecutorStore& store) : inner_(store) {}
   absl::Status Connect() override {
     ++connects;
     return inner_.Connect();
@@ -46,7 +46,7 @@ TEST(ViewSyncerTest, LoadsThenFollowsChangesAndReloadsAfterLosingTheFeed) {
   ExecutorView view(&metrics, 1);
   ASSERT_TRUE(store.Register(Exec("demo", "h:1"), "r1", "s1", absl::Seconds(10)).ok());
   auto feed = std::make_unique<FlakyFeed>(store);
-  FlakyFeed *flaky = feed.get();
+  FlakyFeed* flaky = feed.get();
   ViewSyncer syncer(store, std::move(feed), view, &metrics, clock, ViewSyncer::Options());
   ASSERT_TRUE(syncer.Step().ok());  // Connects and loads.
   EXPECT_EQ(view.List("demo").size(), 1u);

@@ -35,7 +35,7 @@ void WorkPool::Shutdown() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  for (std::thread &t : threads_) {
+  for (std::thread& t : threads_) {
     if (t.joinable()) t.join();
   }
 }

@@ -677,7 +677,7 @@ std::optional<absl::Time> CronExpression::NextAfter(absl::Time after) const {
   absl::TimeZone::CivilTransition trans;
   if (tz.PrevTransition(after + absl::Seconds(1), &trans) &&
       trans.to > trans.from) {
-    const absl::Time trans_time = tz.At(trans.to).pre;
+    const absl::Time trans_time = tz.At(trans.to).trans;
     const int64_t gap = trans.to - trans.from;
     if (trans_time <= after && after < trans_time + absl::Seconds(gap)) {
       lo = now - gap;

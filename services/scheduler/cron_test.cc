@@ -489,8 +489,8 @@ TEST(CronExpressionTest, ChainsAreStrictlyIncreasingAcrossTransitions) {
     absl::Time from = T("2011-01-01T00:00:00Z");
     absl::TimeZone::CivilTransition trans;
     while (tz.NextTransition(from, &trans) &&
-           tz.At(trans.to).pre < T("2013-01-01T00:00:00Z")) {
-      const absl::Time at = tz.At(trans.to).pre;
+           tz.At(trans.to).trans < T("2013-01-01T00:00:00Z")) {
+      const absl::Time at = tz.At(trans.to).trans;
       from = at;
       for (absl::string_view expr :
            {"*/5 * * * * ?", "0 */7 * * * ?", "0 30 2 * * ?", "0 0 0 * * ?",

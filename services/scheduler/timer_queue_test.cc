@@ -1,6 +1,9 @@
 #include "services/scheduler/timer_queue.h"
 
+#include <atomic>
 #include <thread>
+
+#include "absl/time/clock.h"
 
 #include "gtest/gtest.h"
 
@@ -41,8 +44,16 @@ TEST(TimerQueueTest, ClearDropsEverythingAndWakesTheWaiter) {
   TimerQueue q;
   q.Add(1, absl::InfiniteFuture());
   std::vector<int64_t> got = {42};
-  std::thread waiter([&] { got = q.WaitDue([] { return kT0; }, 10); });
-  q.Clear();
+  std::atomic<bool> returned{false};
+  std::thread waiter([&] {
+    got = q.WaitDue([] { return kT0; }, 10);
+    returned = true;
+  });
+  // The waiter may start waiting after a Clear; clear until it has returned.
+  while (!returned) {
+    q.Clear();
+    absl::SleepFor(absl::Milliseconds(1));
+  }
   waiter.join();
   EXPECT_TRUE(got.empty());
   EXPECT_EQ(q.size(), 0u);

@@ -47,7 +47,7 @@ bool stop_requested = false;
 
 int64_t NowUs() { return absl::ToUnixMicros(absl::Now()); }
 
-void Print(const std::string &line) {
+void Print(const std::string& line) {
   std::printf("%s at_us=%lld\n", line.c_str(), static_cast<long long>(NowUs()));
   std::fflush(stdout);
 }
@@ -57,14 +57,14 @@ enum class Outcome { kGoodbyeDone, kStopped, kFailed, kDrain };
 // One stream to one registry.
 class Session {
  public:
-  Session(v1::RegistryService::Stub &stub, const std::string &token) {
+  Session(v1::RegistryService::Stub& stub, const std::string& token) {
     AddBearer(ctx_, token);
     stream_ = stub.Heartbeat(&ctx_);
   }
 
-  Outcome Run(bool *registered_out) {
+  Outcome Run(bool* registered_out) {
     v1::HeartbeatRequest reg;
-    auto *r = reg.mutable_register_();
+    auto* r = reg.mutable_register_();
     r->set_app(absl::GetFlag(FLAGS_app));
     r->set_address(absl::GetFlag(FLAGS_address));
     for (absl::string_view h :
@@ -236,7 +236,7 @@ int Main() {
 }  // namespace
 }  // namespace jobwheel::testing
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   jobwheel::ParseFlagsWithEnv(argc, argv, "heartbeat_client: a test executor for the registry");
   return jobwheel::testing::Main();
 }

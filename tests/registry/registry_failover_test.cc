@@ -37,13 +37,13 @@ constexpr char kExecutorToken[] = "executor-secret";
 constexpr char kClusterToken[] = "cluster-secret";
 constexpr char kAdminToken[] = "admin-secret";
 
-std::string WriteFile(const std::string &dir, const std::string &name, const std::string &content) {
+std::string WriteFile(const std::string& dir, const std::string& name, const std::string& content) {
   const std::string path = dir + "/" + name;
   std::ofstream(path) << content << "\n";
   return path;
 }
 
-std::string ReadAll(const std::string &path) {
+std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -51,7 +51,7 @@ std::string ReadAll(const std::string &path) {
 }
 
 // The at_us of the first line of `log` starting with `prefix`, or -1.
-int64_t EventTime(const std::string &log, absl::string_view prefix) {
+int64_t EventTime(const std::string& log, absl::string_view prefix) {
   for (absl::string_view line : absl::StrSplit(log, '\n')) {
     if (!absl::StartsWith(line, prefix)) continue;
     const size_t at = line.rfind("at_us=");
@@ -85,7 +85,7 @@ class Watcher {
     bool alive_when_removed = false;  // Per the watched pid (see WatchPid).
   };
 
-  Watcher(const std::string &target, const std::string &app) {
+  Watcher(const std::string& target, const std::string& app) {
     auto channel = MakeChannel(target);
     stub_ = v1::RegistryService::NewStub(*channel);
     AddBearer(ctx_, kClusterToken);
@@ -102,12 +102,12 @@ class Watcher {
 
   // When `address` is removed, record whether `pid` was still alive at that
   // moment.
-  void WatchPid(const std::string &address, pid_t pid) {
+  void WatchPid(const std::string& address, pid_t pid) {
     absl::MutexLock lock(&mu_);
     pids_[address] = pid;
   }
 
-  bool WaitFor(const std::function<bool(const std::map<std::string, Entry> &)> &pred,
+  bool WaitFor(const std::function<bool(const std::map<std::string, Entry>&)>& pred,
                absl::Duration timeout) {
     absl::MutexLock lock(&mu_);
     auto cond = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pred(entries_) || ended_; };
@@ -115,16 +115,16 @@ class Watcher {
     return pred(entries_);
   }
 
-  bool WaitOffline(const std::string &address, absl::Duration timeout) {
+  bool WaitOffline(const std::string& address, absl::Duration timeout) {
     return WaitFor(
-        [&](const std::map<std::string, Entry> &m) {
+        [&](const std::map<std::string, Entry>& m) {
           auto it = m.find(address);
           return it != m.end() && !it->second.online;
         },
         timeout);
   }
 
-  Entry Get(const std::string &address) {
+  Entry Get(const std::string& address) {
     absl::MutexLock lock(&mu_);
     return entries_[address];
   }
@@ -150,8 +150,8 @@ class Watcher {
       }
       first = false;
       last_version = event.version();
-      for (const v1::Executor &e : event.executors()) {
-        Entry &entry = entries_[e.address()];
+      for (const v1::Executor& e : event.executors()) {
+        Entry& entry = entries_[e.address()];
         if (event.type() == v1::WATCH_EVENT_TYPE_REMOVE) {
           entry.online = false;
           entry.removed_at = now;
@@ -200,7 +200,7 @@ class RegistryFailoverTest : public ::testing::Test {
 
   static std::string Target(int port) { return absl::StrCat("127.0.0.1:", port); }
 
-  std::unique_ptr<Process> StartRegistry(const std::string &name, int port) {
+  std::unique_ptr<Process> StartRegistry(const std::string& name, int port) {
     auto p = std::make_unique<Process>();
     absl::Status s =
         p->Start(RunfilePath("services/registry/registry"),
@@ -219,8 +219,8 @@ class RegistryFailoverTest : public ::testing::Test {
     std::string log;
   };
 
-  Client StartClient(const std::string &name, const std::string &registries,
-                     const std::string &token_file) {
+  Client StartClient(const std::string& name, const std::string& registries,
+                     const std::string& token_file) {
     Client c;
     c.process = std::make_unique<Process>();
     c.address = absl::StrCat("127.0.0.1:", 20000 + clients_started_++);
@@ -250,8 +250,8 @@ TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
     clients.push_back(StartClient(absl::StrCat("c", i), i == 3 ? a : a + "," + b, executor_token_));
   }
   ASSERT_TRUE(watcher.WaitFor(
-      [&](const std::map<std::string, Watcher::Entry> &m) {
-        for (const Client &c : clients) {
+      [&](const std::map<std::string, Watcher::Entry>& m) {
+        for (const Client& c : clients) {
           auto it = m.find(c.address);
           if (it == m.end() || !it->second.online || it->second.replica != "A") return false;
         }
@@ -261,7 +261,7 @@ TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
       << "not all clients visible on B through A";
   // Registered on A → visible on B (LISTEN/NOTIFY).
   std::vector<double> lags_ms;
-  for (const Client &c : clients) {
+  for (const Client& c : clients) {
     // B may see the row before the client has read the reply.
     int64_t registered_us = -1;
     ASSERT_TRUE(Eventually(
@@ -278,7 +278,7 @@ TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
 
   // 1. kill -9: the stream closes, B sees the executor offline within 1 s.
   {
-    Client &c = clients[0];
+    Client& c = clients[0];
     const absl::Time t0 = absl::Now();
     c.process->Signal(SIGKILL);
     ASSERT_TRUE(watcher.WaitOffline(c.address, absl::Seconds(5)));
@@ -291,7 +291,7 @@ TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
   // 2. SIGSTOP: nothing closes; the missed-beat deadline (3 s) takes it
   // offline.
   {
-    Client &c = clients[1];
+    Client& c = clients[1];
     const absl::Time t0 = absl::Now();
     c.process->Signal(SIGSTOP);
     ASSERT_TRUE(watcher.WaitOffline(c.address, absl::Seconds(10)));
@@ -304,14 +304,14 @@ TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
     // Resumed, it registers again (its stream was closed by the registry).
     c.process->Signal(SIGCONT);
     EXPECT_TRUE(watcher.WaitFor(
-        [&](const std::map<std::string, Watcher::Entry> &m) { return m.at(c.address).online; },
+        [&](const std::map<std::string, Watcher::Entry>& m) { return m.at(c.address).online; },
         absl::Seconds(10)))
         << "SIGCONT'd executor did not come back";
   }
 
   // 3. SIGTERM: goodbye; B sees it offline while the process is still alive.
   {
-    Client &c = clients[2];
+    Client& c = clients[2];
     watcher.WatchPid(c.address, c.process->pid());
     const absl::Time t0 = absl::Now();
     c.process->Signal(SIGTERM);
@@ -374,14 +374,14 @@ TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
   // knows only
   //    A goes offline when its lease (2 s) expires on B.
   {
-    std::vector<Client *> movers = {&clients[4], &clients[5]};
-    for (Client *c : movers) ASSERT_EQ(watcher.Get(c->address).replica, "A");
+    std::vector<Client*> movers = {&clients[4], &clients[5]};
+    for (Client* c : movers) ASSERT_EQ(watcher.Get(c->address).replica, "A");
     const absl::Time t0 = absl::Now();
     a_->Signal(SIGKILL);
     ASSERT_TRUE(watcher.WaitFor(
-        [&](const std::map<std::string, Watcher::Entry> &m) {
-          for (Client *c : movers) {
-            const Watcher::Entry &e = m.at(c->address);
+        [&](const std::map<std::string, Watcher::Entry>& m) {
+          for (Client* c : movers) {
+            const Watcher::Entry& e = m.at(c->address);
             if (!e.online || e.replica != "B") return false;
           }
           return true;
@@ -389,14 +389,14 @@ TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
         absl::Seconds(10)))
         << "executors did not move to B";
     absl::Duration slowest;
-    for (Client *c : movers) {
+    for (Client* c : movers) {
       slowest = std::max(slowest, watcher.Get(c->address).upserted_at - t0);
     }
     std::printf("kill -9 replica A -> executors online through B: %s\n",
                 absl::FormatDuration(slowest).c_str());
     EXPECT_LE(slowest, absl::Seconds(3));
 
-    const Client &stranded = clients[3];
+    const Client& stranded = clients[3];
     ASSERT_TRUE(watcher.WaitOffline(stranded.address, absl::Seconds(10)));
     const absl::Duration expired = watcher.Get(stranded.address).removed_at - t0;
     std::printf("kill -9 replica A -> A-only executor offline on B (lease 2s): %s\n",
@@ -416,9 +416,9 @@ TEST_F(RegistryFailoverTest, GracefulReplicaShutdownDrainsExecutorsToAnotherRepl
   for (int i = 0; i < 3; ++i) {
     clients.push_back(StartClient(absl::StrCat("d", i), a + "," + b, executor_token_));
   }
-  auto all_on = [&](const std::string &replica) {
-    return [&clients, replica](const std::map<std::string, Watcher::Entry> &m) {
-      for (const Client &c : clients) {
+  auto all_on = [&](const std::string& replica) {
+    return [&clients, replica](const std::map<std::string, Watcher::Entry>& m) {
+      for (const Client& c : clients) {
         auto it = m.find(c.address);
         if (it == m.end() || !it->second.online || it->second.replica != replica) return false;
       }
@@ -431,13 +431,13 @@ TEST_F(RegistryFailoverTest, GracefulReplicaShutdownDrainsExecutorsToAnotherRepl
   ASSERT_TRUE(watcher.WaitFor(all_on("B"), absl::Seconds(5)));
   std::printf("SIGTERM replica A -> executors online through B: %s\n",
               absl::FormatDuration(absl::Now() - t0).c_str());
-  for (const Client &c : clients) {
+  for (const Client& c : clients) {
     EXPECT_EQ(watcher.Get(c.address).removed_at, absl::Time()) << c.address << " flashed offline";
   }
   int exit_code = -1;
   ASSERT_TRUE(a_->Wait(absl::Seconds(10), &exit_code).ok());
   EXPECT_EQ(exit_code, 0);
-  for (const Client &c : clients) {
+  for (const Client& c : clients) {
     EXPECT_NE(ReadAll(c.log).find("instruction kind=DRAIN"), std::string::npos) << c.log;
     EXPECT_TRUE(watcher.Get(c.address).online);
   }

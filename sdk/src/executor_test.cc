@@ -1,0 +1,192 @@
+#include "jobwheel/executor.h"
+
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "common/auth.h"
+#include "common/testing/process.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "jobwheel/v1/executor.grpc.pb.h"
+#include "prometheus/registry.h"
+#include "sdk/testing/fake_dispatcher.h"
+#include "sdk/testing/fake_registry.h"
+
+namespace jobwheel {
+namespace {
+
+using ::jobwheel::sdk::testing::FakeDispatcher;
+using ::jobwheel::sdk::testing::FakeRegistry;
+using ::jobwheel::testing::Eventually;
+using ::testing::HasSubstr;
+
+constexpr char kExecutorToken[] = "exec";
+constexpr char kClusterToken[] = "cluster";
+constexpr absl::Duration kWait = absl::Seconds(10);
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = jobwheel::testing::TestTempDir(
+        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    auto r = registry_.Start();
+    ASSERT_TRUE(r.ok());
+    auto d = dispatcher_.Start();
+    ASSERT_TRUE(d.ok());
+    options_.app = "billing";
+    options_.listen_address = "127.0.0.1:0";
+    options_.registry_target = *r;
+    options_.dispatcher_target = *d;
+    options_.executor_token = kExecutorToken;
+    options_.cluster_token = kClusterToken;
+    options_.log_dir = dir_ + "/logs";
+    options_.spool_dir = dir_ + "/spool";
+    options_.handle_signals = false;
+    options_.grace_period = absl::Seconds(5);
+  }
+
+  grpc::Status Run(Executor& exec, int64_t run_id, int64_t job_id, const std::string& handler,
+                   const std::string& param, jobwheel::v1::RunResponse* resp) {
+    auto stub = jobwheel::v1::ExecutorService::NewStub(grpc::CreateChannel(
+        exec.advertise_address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    AddBearer(ctx, kClusterToken);
+    jobwheel::v1::RunRequest req;
+    req.set_run_id(run_id);
+    req.set_job_id(job_id);
+    req.set_handler(handler);
+    req.set_param(param);
+    return stub->Run(&ctx, req, resp);
+  }
+
+  std::string dir_;
+  FakeRegistry registry_{kExecutorToken, absl::Milliseconds(50)};
+  FakeDispatcher dispatcher_{kExecutorToken};
+  ExecutorOptions options_;
+};
+
+TEST_F(ExecutorTest, BadRegistrationsAndOptionsFailStart) {
+  {
+    Executor exec(options_);
+    EXPECT_FALSE(exec.Register("", [](JobContext&) { return Result::Ok(); }).ok());
+    EXPECT_TRUE(exec.Register("a", [](JobContext&) { return Result::Ok(); }).ok());
+    EXPECT_FALSE(exec.Register("a", [](JobContext&) { return Result::Ok(); }).ok());
+    EXPECT_FALSE(exec.Register("b", nullptr).ok());
+    absl::Status st = exec.Start();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  }
+  {
+    ExecutorOptions o = options_;
+    o.cluster_token.clear();
+    Executor exec(o);
+    absl::Status st = exec.Start();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(st.message()), HasSubstr("cluster_token"));
+  }
+}
+
+TEST_F(ExecutorTest, EndToEndWithGracefulShutdown) {
+  auto metrics = std::make_shared<prometheus::Registry>();
+  options_.metrics_registry = metrics;
+  Executor exec(options_);
+  ASSERT_TRUE(exec.Register("greet", [](JobContext& ctx) {
+                    ctx.Log("hello " + ctx.param());
+                    return Result::Ok("greeted " + ctx.param());
+                  }).ok());
+  ASSERT_TRUE(exec.Register("slow", [](JobContext& ctx) {
+                    ctx.SleepFor(absl::Milliseconds(300));
+                    return Result::Ok("slow done");
+                  }).ok());
+  ASSERT_TRUE(exec.Start().ok());
+  EXPECT_FALSE(exec.Register("late", [](JobContext&) { return Result::Ok(); }).ok());
+  ASSERT_GT(exec.port(), 0);
+  EXPECT_EQ(exec.advertise_address(), absl::StrCat("127.0.0.1:", exec.port()));
+  ASSERT_TRUE(Eventually([&] { return !registry_.registrations().empty(); }, kWait));
+  EXPECT_EQ(registry_.registrations()[0].address(), exec.advertise_address());
+  EXPECT_EQ(registry_.registrations()[0].app(), "billing");
+
+  jobwheel::v1::RunResponse resp;
+  ASSERT_TRUE(Run(exec, 1, 1, "greet", "bob", &resp).ok());
+  ASSERT_TRUE(Eventually([&] { return dispatcher_.Has(1); }, kWait));
+  EXPECT_EQ(dispatcher_.Get(1).message(), "greeted bob");
+
+  // In flight at shutdown, finishes within the grace period.
+  ASSERT_TRUE(Run(exec, 2, 2, "slow", "", &resp).ok());
+  ASSERT_EQ(resp.disposition(), jobwheel::v1::RUN_DISPOSITION_STARTED);
+  exec.Shutdown();
+  EXPECT_EQ(registry_.goodbyes().size(), 1u);
+  ASSERT_TRUE(dispatcher_.Has(2));  // Flushed before Shutdown returned.
+  EXPECT_EQ(dispatcher_.Get(2).status(), jobwheel::v1::RUN_STATUS_SUCCEEDED);
+  exec.Shutdown();  // Idempotent.
+
+  std::set<std::string> names;
+  for (const auto& family : metrics->Collect()) names.insert(family.name);
+  for (const char* name : {"jobwheel_executor_runs_total", "jobwheel_executor_run_duration_seconds",
+                           "jobwheel_executor_queue_depth", "jobwheel_executor_running",
+                           "jobwheel_executor_spool_size",
+                           "jobwheel_executor_heartbeat_connected"}) {
+    EXPECT_TRUE(names.count(name)) << name;
+  }
+}
+
+TEST_F(ExecutorTest, RunBlocksUntilShutdownAndFailsRunsBeyondGrace) {
+  options_.grace_period = absl::Milliseconds(100);
+  Executor exec(options_);
+  ASSERT_TRUE(exec.Register("forever", [](JobContext& ctx) {
+                    ctx.SleepFor(absl::Hours(1));
+                    return Result::Ok();
+                  }).ok());
+  absl::Notification returned;
+  std::thread runner([&] {
+    EXPECT_TRUE(exec.Run().ok());
+    returned.Notify();
+  });
+  ASSERT_TRUE(Eventually([&] { return exec.port() > 0; }, kWait));
+  ASSERT_TRUE(Eventually([&] { return !registry_.registrations().empty(); }, kWait));
+  jobwheel::v1::RunResponse resp;
+  ASSERT_TRUE(Run(exec, 7, 7, "forever", "", &resp).ok());
+  EXPECT_FALSE(returned.HasBeenNotified());
+  exec.Shutdown();
+  ASSERT_TRUE(returned.WaitForNotificationWithTimeout(kWait));
+  runner.join();
+  ASSERT_TRUE(dispatcher_.Has(7));
+  EXPECT_EQ(dispatcher_.Get(7).status(), jobwheel::v1::RUN_STATUS_FAILED);
+  EXPECT_EQ(dispatcher_.Get(7).message(), "executor shut down");
+}
+
+TEST_F(ExecutorTest, RejectsRunsWhileShuttingDown) {
+  options_.grace_period = absl::Seconds(2);
+  Executor exec(options_);
+  absl::Notification started;
+  ASSERT_TRUE(exec.Register("hold", [&](JobContext& ctx) {
+                    started.Notify();
+                    ctx.SleepFor(absl::Milliseconds(800));
+                    return Result::Ok();
+                  }).ok());
+  ASSERT_TRUE(exec.Register("echo", [](JobContext&) { return Result::Ok(); }).ok());
+  ASSERT_TRUE(exec.Start().ok());
+  jobwheel::v1::RunResponse resp;
+  ASSERT_TRUE(Run(exec, 1, 1, "hold", "", &resp).ok());
+  ASSERT_TRUE(started.WaitForNotificationWithTimeout(kWait));
+  std::thread stopper([&] { exec.Shutdown(); });
+  // While the held run finishes, the server is still up but refuses new runs.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        jobwheel::v1::RunResponse r;
+        return Run(exec, 2, 2, "echo", "", &r).ok() &&
+               r.disposition() == jobwheel::v1::RUN_DISPOSITION_REJECTED &&
+               r.message() == "shutting down";
+      },
+      kWait));
+  stopper.join();
+  EXPECT_EQ(dispatcher_.Get(1).status(), jobwheel::v1::RUN_STATUS_SUCCEEDED);
+  EXPECT_FALSE(dispatcher_.Has(2));
+}
+
+}  // namespace
+}  // namespace jobwheel
