@@ -13,10 +13,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
 
@@ -104,203 +106,200 @@ constexpr FieldSpec kFieldSpecs[7] = {
     {"year", kMinYear, kMaxYear, kMaxYear - kMinYear, nullptr, 0},
 };
 
-// Parses one field. Errors are plain reasons; Parse() adds the expression and
+// Field parsing errors are plain reasons; Parse() prefixes the expression and
 // the field name.
-class FieldParser {
- public:
-  FieldParser(const FieldSpec& spec, absl::string_view text)
-      : spec_(spec), text_(text) {}
+absl::Status FieldError(absl::string_view reason) {
+  return absl::InvalidArgumentError(reason);
+}
 
-  // Parses `text` as a comma-separated list of `*`, `*/n`, `/n`, `v`, `v/n`,
-  // `v-w`, `v-w/n` and sets bit `value - bit_offset` of `bits` for each value.
-  template <typename Bits>
-  absl::Status ParseList(Bits& bits, int bit_offset) {
-    for (absl::string_view item : absl::StrSplit(text_, ',')) {
-      if (item.empty()) return Error("empty list item");
-      absl::Status status = ParseItem(item, bits, bit_offset);
-      if (!status.ok()) return status;
-    }
-    return absl::OkStatus();
-  }
+// `text` quoted and escaped for an error message.
+std::string Quoted(absl::string_view text) {
+  return absl::StrCat("\"", absl::CHexEscape(text), "\"");
+}
 
-  // Parses a value (number or, where the field has them, a name) at the start
-  // of `*s`, consuming it.
-  absl::StatusOr<int> ParseValue(absl::string_view* s, bool* is_name) const {
-    *is_name = false;
-    if (s->empty()) return Error("missing value");
-    if (absl::ascii_isdigit(s->front())) {
-      int64_t v = 0;
-      size_t i = 0;
-      for (; i < s->size() && absl::ascii_isdigit((*s)[i]); ++i) {
-        v = std::min<int64_t>(v * 10 + ((*s)[i] - '0'), 1000000);
-      }
-      s->remove_prefix(i);
-      if (v < spec_.min || v > spec_.max) {
-        return Error(absl::StrCat("value ", v, " out of range ", spec_.min, "-",
-                                  spec_.max));
-      }
-      return static_cast<int>(v);
-    }
-    if (absl::ascii_isalpha(s->front())) {
-      size_t i = 0;
-      while (i < s->size() && absl::ascii_isalpha((*s)[i])) ++i;
-      absl::string_view word = s->substr(0, i);
-      if (spec_.names == nullptr) {
-        return Error(absl::StrCat("unexpected name \"", word, "\""));
-      }
-      for (int n = 0; n < spec_.name_count; ++n) {
-        if (word == spec_.names[n]) {
-          s->remove_prefix(i);
-          *is_name = true;
-          return spec_.min + n;
-        }
-      }
-      return Error(absl::StrCat("unknown name \"", word, "\""));
-    }
-    return Error(absl::StrCat("unexpected character '", s->substr(0, 1), "'"));
-  }
-
-  absl::Status Error(absl::string_view reason) const {
-    return absl::InvalidArgumentError(reason);
-  }
-
- private:
-  // Parses the step after '/', which must end the item.
-  absl::StatusOr<int> ParseStep(absl::string_view s) const {
-    if (s.empty()) return Error("'/' must be followed by an increment");
-    int64_t v = 0;
-    for (char c : s) {
-      if (!absl::ascii_isdigit(c)) {
-        return Error(absl::StrCat("unexpected character '", std::string(1, c),
-                                  "' in increment"));
-      }
-      v = std::min<int64_t>(v * 10 + (c - '0'), 1000000);
-    }
-    if (v < 1 || v > spec_.max_step) {
-      return Error(
-          absl::StrCat("increment ", v, " out of range 1-", spec_.max_step));
-    }
-    return static_cast<int>(v);
-  }
-
-  template <typename Bits>
-  absl::Status ParseItem(absl::string_view item, Bits& bits, int bit_offset) {
-    int start = spec_.min;
-    int end = spec_.max;
-    int step = 1;
-    if (item.front() == '*' || item.front() == '/') {
-      // `*`, `*/n` and Quartz's shorthand `/n`.
-      absl::string_view rest = item.substr(item.front() == '*' ? 1 : 0);
-      if (!rest.empty()) {
-        if (rest.front() != '/') {
-          return Error(absl::StrCat("unexpected character '", rest.substr(0, 1),
-                                    "' after '*'"));
-        }
-        absl::StatusOr<int> s = ParseStep(rest.substr(1));
-        if (!s.ok()) return s.status();
-        step = *s;
-      }
-    } else {
-      absl::string_view rest = item;
-      bool start_is_name = false;
-      absl::StatusOr<int> v = ParseValue(&rest, &start_is_name);
-      if (!v.ok()) return v.status();
-      start = *v;
-      bool has_range = false;
-      bool end_is_name = false;
-      if (!rest.empty() && rest.front() == '-') {
-        rest.remove_prefix(1);
-        absl::StatusOr<int> w = ParseValue(&rest, &end_is_name);
-        if (!w.ok()) return w.status();
-        end = *w;
-        has_range = true;
-      }
-      if (!rest.empty() && rest.front() == '/') {
-        if (start_is_name || end_is_name) {
-          // Quartz parses `MON-FRI/2` as `MON-FRI`, silently.
-          return Error(
-              "an increment after a name is not supported (Quartz ignores "
-              "it); use numbers, e.g. 2-6/2");
-        }
-        absl::StatusOr<int> s = ParseStep(rest.substr(1));
-        if (!s.ok()) return s.status();
-        step = *s;
-        rest = absl::string_view();
-      } else if (!has_range) {
-        end = start;
-      }
-      if (!rest.empty()) {
-        return Error(absl::StrCat("unexpected character '", rest.substr(0, 1),
-                                  "' in \"", item, "\""));
-      }
-    }
-    int span = spec_.max - spec_.min + 1;
-    int stop = end;
-    if (end < start) {
-      if (spec_.min == kMinYear) {
-        return Error(absl::StrCat("range ", start, "-", end,
-                                  " is reversed (years do not wrap around)"));
-      }
-      stop = end + span;  // Wrap-around range such as 22-2 or FRI-MON.
-    }
-    for (int i = start; i <= stop; i += step) {
-      int value = (i - spec_.min) % span + spec_.min;
-      bits.set(static_cast<size_t>(value - bit_offset));
-    }
-    return absl::OkStatus();
-  }
-
-  const FieldSpec& spec_;
-  absl::string_view text_;
+struct Number {
+  int value;  // Clamped to 999999: far out of every field's range.
+  absl::string_view text;
 };
 
-// A std::bitset-like view over a uint64_t.
+// Consumes the leading decimal digits of `*s`, if any.
+std::optional<Number> ConsumeNumber(absl::string_view* s) {
+  size_t n = 0;
+  int value = 0;
+  while (n < s->size() && absl::ascii_isdigit((*s)[n])) {
+    value = std::min(value * 10 + ((*s)[n] - '0'), 999999);
+    ++n;
+  }
+  if (n == 0) return std::nullopt;
+  Number number{value, s->substr(0, n)};
+  s->remove_prefix(n);
+  return number;
+}
+
+// Consumes a value of the field (a number or, in month and day-of-week, a
+// name) from the start of `*s`.
+absl::StatusOr<int> ConsumeValue(const FieldSpec& spec, absl::string_view* s,
+                                 bool* is_name = nullptr) {
+  if (is_name != nullptr) *is_name = false;
+  if (s->empty()) return FieldError("missing value");
+  if (std::optional<Number> number = ConsumeNumber(s)) {
+    if (number->value < spec.min || number->value > spec.max) {
+      return FieldError(absl::StrCat("value ", number->text, " out of range ",
+                                     spec.min, "-", spec.max));
+    }
+    return number->value;
+  }
+  size_t n = 0;
+  while (n < s->size() && absl::ascii_isalpha((*s)[n])) ++n;
+  if (n == 0) {
+    return FieldError(
+        absl::StrCat("unexpected character ", Quoted(s->substr(0, 1))));
+  }
+  const absl::string_view word = s->substr(0, n);
+  for (int i = 0; i < spec.name_count; ++i) {
+    if (word == spec.names[i]) {
+      s->remove_prefix(n);
+      if (is_name != nullptr) *is_name = true;
+      return spec.min + i;
+    }
+  }
+  return FieldError(
+      absl::StrCat(spec.names == nullptr ? "unexpected name " : "unknown name ",
+                   Quoted(word)));
+}
+
+// Parses the increment after '/', which must end the item.
+absl::StatusOr<int> ParseStep(const FieldSpec& spec, absl::string_view s) {
+  std::optional<Number> step = ConsumeNumber(&s);
+  if (!step.has_value() || !s.empty()) {
+    return FieldError("'/' must be followed by an increment (a number)");
+  }
+  if (step->value < 1 || step->value > spec.max_step) {
+    return FieldError(absl::StrCat("increment ", step->text, " out of range 1-",
+                                   spec.max_step));
+  }
+  return step->value;
+}
+
+// Parses one list item (`*`, `*/n`, `/n`, `v`, `v/n`, `v-w`, `v-w/n`) and
+// sets bit `value - bit_offset` of `bits` for each value it selects.
+template <typename Bits>
+absl::Status ParseItem(const FieldSpec& spec, absl::string_view item,
+                       Bits& bits, int bit_offset) {
+  int start = spec.min;
+  int end = spec.max;
+  int step = 1;
+  absl::string_view rest = item;
+  if (rest.front() == '*' || rest.front() == '/') {
+    // `*`, `*/n` and Quartz's shorthand `/n`.
+    if (rest.front() == '*') rest.remove_prefix(1);
+    if (!rest.empty()) {
+      if (rest.front() != '/') {
+        return FieldError(absl::StrCat(
+            "unexpected character ", Quoted(rest.substr(0, 1)), " after '*'"));
+      }
+      absl::StatusOr<int> s = ParseStep(spec, rest.substr(1));
+      if (!s.ok()) return s.status();
+      step = *s;
+    }
+  } else {
+    bool start_is_name = false;
+    bool end_is_name = false;
+    absl::StatusOr<int> v = ConsumeValue(spec, &rest, &start_is_name);
+    if (!v.ok()) return v.status();
+    start = end = *v;
+    if (!rest.empty() && rest.front() == '-') {
+      rest.remove_prefix(1);
+      absl::StatusOr<int> w = ConsumeValue(spec, &rest, &end_is_name);
+      if (!w.ok()) return w.status();
+      end = *w;
+    } else if (!rest.empty() && rest.front() == '/') {
+      end = spec.max;  // `v/n`: v, v+n, ... up to the field's maximum.
+    }
+    if (!rest.empty() && rest.front() == '/') {
+      if (start_is_name || end_is_name) {
+        // Quartz reads `MON-FRI/2` as `MON-FRI` and `JAN/3` as `JAN`.
+        return FieldError(
+            "an increment after a name is not supported (Quartz ignores it); "
+            "use numbers, e.g. 2-6/2");
+      }
+      absl::StatusOr<int> s = ParseStep(spec, rest.substr(1));
+      if (!s.ok()) return s.status();
+      step = *s;
+      rest = absl::string_view();
+    }
+    if (!rest.empty()) {
+      return FieldError(absl::StrCat("unexpected character ",
+                                     Quoted(rest.substr(0, 1)), " in ",
+                                     Quoted(item)));
+    }
+  }
+  const int span = spec.max - spec.min + 1;
+  int stop = end;
+  if (end < start) {
+    if (spec.min == kMinYear) {
+      return FieldError(absl::StrCat("range ", start, "-", end,
+                                     " is reversed (years do not wrap)"));
+    }
+    stop = end + span;  // Wrap-around range such as 22-2 or FRI-MON.
+  }
+  for (int i = start; i <= stop; i += step) {
+    const int value = (i - spec.min) % span + spec.min;
+    bits.set(static_cast<size_t>(value - bit_offset));
+  }
+  return absl::OkStatus();
+}
+
+// Parses a comma-separated list of items.
+template <typename Bits>
+absl::Status ParseList(const FieldSpec& spec, absl::string_view text,
+                       Bits& bits, int bit_offset) {
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    if (item.empty()) return FieldError("empty list item");
+    absl::Status status = ParseItem(spec, item, bits, bit_offset);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
+// A std::bitset-like view of a uint64_t.
 struct Bits64 {
   uint64_t* word;
   void set(size_t i) { *word |= uint64_t{1} << i; }
 };
 
-absl::Status ParseDayOfMonth(FieldParser& parser, absl::string_view text,
-                             CronRep& rep) {
-  bool special = text.find_first_of("LW") != absl::string_view::npos;
-  if (!special) {
+absl::Status ParseDayOfMonth(absl::string_view text, CronRep& rep) {
+  const FieldSpec& spec = kFieldSpecs[kDayOfMonth];
+  if (text.find_first_of("LW") == absl::string_view::npos) {
     rep.dom_kind = DayOfMonthKind::kSet;
     Bits64 bits{&rep.dom_bits};
-    return parser.ParseList(bits, 0);
+    return ParseList(spec, text, bits, 0);
   }
-  if (text.find(',') != absl::string_view::npos) {
-    return parser.Error(
+  if (absl::StrContains(text, ',')) {
+    return FieldError(
         "'L' and 'W' must be the only item in the field (Quartz does not "
         "support them in lists)");
   }
-  if (text.front() == 'L') {
-    absl::string_view rest = text.substr(1);
+  absl::string_view rest = text;
+  if (rest.front() == 'L') {  // `L`, `L-n`, `LW`, `L-nW`.
+    rest.remove_prefix(1);
     int offset = 0;
     if (!rest.empty() && rest.front() == '-') {
       rest.remove_prefix(1);
-      if (rest.empty() || !absl::ascii_isdigit(rest.front())) {
-        return parser.Error("'L-' must be followed by a number of days");
+      std::optional<Number> n = ConsumeNumber(&rest);
+      if (!n.has_value()) {
+        return FieldError("'L-' must be followed by a number of days");
       }
-      int64_t v = 0;
-      while (!rest.empty() && absl::ascii_isdigit(rest.front())) {
-        v = std::min<int64_t>(v * 10 + (rest.front() - '0'), 1000000);
-        rest.remove_prefix(1);
+      if (n->value > 30) {
+        return FieldError(absl::StrCat("offset from last day ", n->text,
+                                       " out of range 0-30"));
       }
-      if (v > 30) {
-        return parser.Error(
-            absl::StrCat("offset from last day ", v, " out of range 0-30"));
-      }
-      offset = static_cast<int>(v);
+      offset = n->value;
     }
-    bool weekday = false;
-    if (!rest.empty() && rest.front() == 'W') {
-      weekday = true;
-      rest.remove_prefix(1);
-    }
+    const bool weekday = absl::ConsumePrefix(&rest, "W");
     if (!rest.empty()) {
-      return parser.Error(absl::StrCat("unexpected character '",
-                                       rest.substr(0, 1), "' in \"", text,
-                                       "\" (expected L, LW, L-n or L-nW)"));
+      return FieldError(
+          absl::StrCat(Quoted(text), ": expected L, LW, L-n or L-nW"));
     }
     rep.dom_kind =
         weekday ? DayOfMonthKind::kLastWeekday : DayOfMonthKind::kLast;
@@ -308,18 +307,16 @@ absl::Status ParseDayOfMonth(FieldParser& parser, absl::string_view text,
     return absl::OkStatus();
   }
   // `nW`.
-  if (!absl::ascii_isdigit(text.front())) {
-    return parser.Error(absl::StrCat(
-        "\"", text, "\": 'W' must follow a day of the month (e.g. 15W)"));
+  if (!absl::ascii_isdigit(rest.front())) {
+    return FieldError(absl::StrCat(
+        Quoted(text), ": 'W' must follow a day of the month (e.g. 15W)"));
   }
-  absl::string_view rest = text;
-  bool is_name = false;
-  absl::StatusOr<int> day = parser.ParseValue(&rest, &is_name);
+  absl::StatusOr<int> day = ConsumeValue(spec, &rest);
   if (!day.ok()) return day.status();
   if (rest != "W") {
-    return parser.Error(absl::StrCat(
-        "\"", text,
-        "\": 'W' must follow a single day (e.g. 15W) and 'L' must start the "
+    return FieldError(absl::StrCat(
+        Quoted(text),
+        ": 'W' must follow a single day (e.g. 15W), and 'L' must begin the "
         "field (L, LW, L-n, L-nW)"));
   }
   rep.dom_kind = DayOfMonthKind::kNearestWeekday;
@@ -327,16 +324,15 @@ absl::Status ParseDayOfMonth(FieldParser& parser, absl::string_view text,
   return absl::OkStatus();
 }
 
-absl::Status ParseDayOfWeek(FieldParser& parser, absl::string_view text,
-                            CronRep& rep) {
-  bool special = text.find_first_of("L#") != absl::string_view::npos;
-  if (!special) {
+absl::Status ParseDayOfWeek(absl::string_view text, CronRep& rep) {
+  const FieldSpec& spec = kFieldSpecs[kDayOfWeek];
+  if (text.find_first_of("L#") == absl::string_view::npos) {
     rep.dow_kind = DayOfWeekKind::kSet;
     Bits64 bits{&rep.dow_bits};
-    return parser.ParseList(bits, 0);
+    return ParseList(spec, text, bits, 0);
   }
-  if (text.find(',') != absl::string_view::npos) {
-    return parser.Error(
+  if (absl::StrContains(text, ',')) {
+    return FieldError(
         "'L' and '#' must be the only item in the field (Quartz does not "
         "support them in lists)");
   }
@@ -345,43 +341,34 @@ absl::Status ParseDayOfWeek(FieldParser& parser, absl::string_view text,
     rep.dow_bits = uint64_t{1} << 7;
     return absl::OkStatus();
   }
-  if (text.back() == 'L') {  // `6L`, `FRIL`: the last such day of the month.
-    absl::string_view rest = text.substr(0, text.size() - 1);
-    bool is_name = false;
-    absl::StatusOr<int> day = parser.ParseValue(&rest, &is_name);
+  absl::string_view rest = text;
+  if (absl::ConsumeSuffix(&rest, "L")) {  // `6L`, `FRIL`: the last Friday.
+    absl::StatusOr<int> day = ConsumeValue(spec, &rest);
     if (!day.ok()) return day.status();
     if (!rest.empty()) {
-      return parser.Error(absl::StrCat(
-          "\"", text, "\": 'L' needs a single day before it (e.g. 6L)"));
+      return FieldError(absl::StrCat(
+          Quoted(text), ": 'L' needs a single day before it (e.g. 6L)"));
     }
     rep.dow_kind = DayOfWeekKind::kLast;
     rep.dow_value = *day;
     return absl::OkStatus();
   }
-  absl::string_view rest = text;
-  bool is_name = false;
-  absl::StatusOr<int> day = parser.ParseValue(&rest, &is_name);
+  // `6#3`, `FRI#3`: the third Friday.
+  absl::StatusOr<int> day = ConsumeValue(spec, &rest);
   if (!day.ok()) return day.status();
-  if (!rest.empty() && rest.front() == '#') {
-    rest.remove_prefix(1);
-    int64_t n = 0;
-    bool digits = !rest.empty();
-    for (char c : rest) {
-      if (!absl::ascii_isdigit(c)) digits = false;
-      n = std::min<int64_t>(n * 10 + (c - '0'), 1000000);
-    }
-    if (!digits || n < 1 || n > 5) {
-      return parser.Error(absl::StrCat("\"", text,
-                                       "\": '#' must be followed by an "
-                                       "occurrence 1-5"));
-    }
-    rep.dow_kind = DayOfWeekKind::kNth;
-    rep.dow_value = *day;
-    rep.dow_nth = static_cast<int>(n);
-    return absl::OkStatus();
+  if (!absl::ConsumePrefix(&rest, "#")) {
+    return FieldError(absl::StrCat(
+        Quoted(text), ": '#' needs a single day before it (e.g. 6#3)"));
   }
-  return parser.Error(absl::StrCat(
-      "\"", text, "\": '#' needs a single day before it (e.g. 6#3, FRI#3)"));
+  std::optional<Number> nth = ConsumeNumber(&rest);
+  if (!nth.has_value() || !rest.empty() || nth->value < 1 || nth->value > 5) {
+    return FieldError(absl::StrCat(
+        Quoted(text), ": '#' must be followed by an occurrence 1-5"));
+  }
+  rep.dow_kind = DayOfWeekKind::kNth;
+  rep.dow_value = *day;
+  rep.dow_nth = nth->value;
+  return absl::OkStatus();
 }
 
 // Rejects names that would make absl/cctz read arbitrary files ("/dev/zero",
@@ -575,11 +562,11 @@ absl::StatusOr<CronExpression> CronExpression::Parse(
   if (!IsPlausibleZoneName(time_zone) ||
       !absl::LoadTimeZone(std::string(time_zone), &rep->time_zone)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("time_zone: unknown time zone \"", time_zone, "\""));
+        absl::StrCat("time_zone: unknown time zone ", Quoted(time_zone)));
   }
 
   const std::string prefix =
-      absl::StrCat("cron expression \"", expression, "\": ");
+      absl::StrCat("cron expression ", Quoted(expression), ": ");
   const std::string upper = absl::AsciiStrToUpper(expression);
   std::vector<absl::string_view> fields =
       absl::StrSplit(upper, absl::ByAnyChar(" \t\n\r\f\v"), absl::SkipEmpty());
@@ -595,53 +582,50 @@ absl::StatusOr<CronExpression> CronExpression::Parse(
   for (int f = 0; f < 7; ++f) {
     const FieldSpec& spec = kFieldSpecs[f];
     const absl::string_view text = fields[f];
-    FieldParser parser(spec, text);
     absl::Status status;
+    Bits64 bits{nullptr};
     if (text == "?") {
       if (f != kDayOfMonth && f != kDayOfWeek) {
         status =
-            parser.Error("'?' is only allowed in day-of-month and day-of-week");
+            FieldError("'?' is only allowed in day-of-month and day-of-week");
       } else if (f == kDayOfWeek && rep->dom_kind == DayOfMonthKind::kNone) {
-        status = parser.Error(
-            "'?' cannot be used in both day-of-month and day-of-week");
+        status = FieldError(
+            "'?' cannot be used in both day-of-month and "
+            "day-of-week");
       }
-    } else if (text.find('?') != absl::string_view::npos) {
-      status = parser.Error("'?' must be the whole field");
+    } else if (absl::StrContains(text, '?')) {
+      status = FieldError("'?' must be the whole field");
     } else {
       switch (f) {
-        case kSecond: {
-          Bits64 bits{&rep->seconds};
-          status = parser.ParseList(bits, 0);
+        case kSecond:
+          bits.word = &rep->seconds;
+          status = ParseList(spec, text, bits, 0);
           break;
-        }
-        case kMinute: {
-          Bits64 bits{&rep->minutes};
-          status = parser.ParseList(bits, 0);
+        case kMinute:
+          bits.word = &rep->minutes;
+          status = ParseList(spec, text, bits, 0);
           break;
-        }
-        case kHour: {
-          Bits64 bits{&rep->hours};
-          status = parser.ParseList(bits, 0);
+        case kHour:
+          bits.word = &rep->hours;
+          status = ParseList(spec, text, bits, 0);
           break;
-        }
         case kDayOfMonth:
-          status = ParseDayOfMonth(parser, text, *rep);
+          status = ParseDayOfMonth(text, *rep);
           break;
-        case kMonth: {
-          Bits64 bits{&rep->months};
-          status = parser.ParseList(bits, 0);
+        case kMonth:
+          bits.word = &rep->months;
+          status = ParseList(spec, text, bits, 0);
           break;
-        }
         case kDayOfWeek:
-          status = ParseDayOfWeek(parser, text, *rep);
+          status = ParseDayOfWeek(text, *rep);
           if (status.ok() && rep->dom_kind != DayOfMonthKind::kNone) {
-            status = parser.Error(
-                "one of day-of-month and day-of-week must be '?' (Quartz "
-                "does not support specifying both)");
+            status = FieldError(
+                "one of day-of-month and day-of-week must be '?' (Quartz does "
+                "not support specifying both)");
           }
           break;
         case kYear:
-          status = parser.ParseList(rep->years, kMinYear);
+          status = ParseList(spec, text, rep->years, kMinYear);
           break;
       }
     }

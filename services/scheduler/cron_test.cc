@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/civil_time.h"
@@ -309,6 +310,14 @@ const std::vector<NextCase>& NextCases() {
        "Europe/Berlin",
        "2024-10-26T12:00:00+02:00",
        {"2024-10-27T02:30:00+02:00", "2024-10-28T02:30:00+01:00"}},
+      // Australia/Lord_Howe moves from +10:30 to +11:00 at 02:00 on
+      // 2024-10-06, skipping 02:00-02:30: 02:20 fires shifted to 02:50, after
+      // 02:40, which exists.
+      {"0 20,40 2 * * ?",
+       "Australia/Lord_Howe",
+       "2024-10-05T12:00:00+10:30",
+       {"2024-10-06T02:40:00+11:00", "2024-10-06T02:50:00+11:00",
+        "2024-10-07T02:20:00+11:00"}},
       // Last Sunday of March at 02:30 never exists in Berlin; it fires at
       // 03:30 CEST every year.
       {"0 30 2 ? 3 1L",
@@ -418,7 +427,8 @@ TEST(CronExpressionTest, ParseErrorsNameTheField) {
     EXPECT_THAT(cron.status().message(), HasSubstr(c.message_part));
     EXPECT_THAT(
         cron.status().message(),
-        HasSubstr(absl::StrCat("cron expression \"", c.expression, "\": ")));
+        HasSubstr(absl::StrCat("cron expression \"",
+                               absl::CHexEscape(c.expression), "\": ")));
   }
 }
 
