@@ -35,7 +35,13 @@ ExecutorMetrics::ExecutorMetrics(prometheus::Registry& registry)
       runs_total_(prometheus::BuildCounter()
                       .Name("jobwheel_executor_runs_total")
                       .Help("Runs finished on this executor")
-                      .Register(registry)) {}
+                      .Register(registry)) {
+  // Every terminal status exists (at 0) from the first scrape, so rate() and ratios work
+  // before the first run of each kind.
+  for (const char* status : {"succeeded", "failed", "timed_out", "killed", "discarded"}) {
+    runs_total_.Add({{"status", status}});
+  }
+}
 
 prometheus::Counter& ExecutorMetrics::RunsTotal(absl::string_view status) {
   return runs_total_.Add({{"status", std::string(status)}});

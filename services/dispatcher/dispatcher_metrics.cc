@@ -42,7 +42,23 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry)
                      .Name("jobwheel_dispatcher_db_errors_total")
                      .Help("Failed PostgreSQL round trips, by operation.")
                      .Register(registry)) {
-  for (const char* pool : {"fast", "slow"}) PoolDepth(pool, 0);
+  // Every documented label value exists (at 0) from the first scrape, so rate() and ratios
+  // work before the first event of each kind.
+  for (const char* pool : {"fast", "slow"}) {
+    PoolDepth(pool, 0);
+    trigger_latency_.Add({{"pool", pool}}, LatencyBuckets());
+  }
+  for (const char* outcome : {"dispatched", "failed", "duplicate"}) {
+    fires_.Add({{"outcome", outcome}});
+  }
+  for (const char* outcome : {"recorded", "duplicate", "unknown"}) {
+    results_.Add({{"outcome", outcome}});
+  }
+  for (v1::RunStatus status : {v1::RUN_STATUS_SUCCEEDED, v1::RUN_STATUS_FAILED,
+                               v1::RUN_STATUS_TIMED_OUT, v1::RUN_STATUS_KILLED,
+                               v1::RUN_STATUS_LOST, v1::RUN_STATUS_DISCARDED}) {
+    finished_.Add({{"status", StatusLabel(status)}});
+  }
 }
 
 const prometheus::Histogram::BucketBoundaries& DispatcherMetrics::LatencyBuckets() {
@@ -51,16 +67,24 @@ const prometheus::Histogram::BucketBoundaries& DispatcherMetrics::LatencyBuckets
   return *buckets;
 }
 
-void DispatcherMetrics::RunFinished(v1::RunStatus status) {
+std::string DispatcherMetrics::StatusLabel(v1::RunStatus status) {
   std::string name = v1::RunStatus_Name(status);
   constexpr absl::string_view kPrefix = "RUN_STATUS_";
   if (absl::string_view(name).substr(0, kPrefix.size()) == kPrefix) name = name.substr(kPrefix.size());
-  finished_.Add({{"status", absl::AsciiStrToLower(name)}}).Increment();
+  return absl::AsciiStrToLower(name);
+}
+
+void DispatcherMetrics::RunFinished(v1::RunStatus status) {
+  finished_.Add({{"status", StatusLabel(status)}}).Increment();
 }
 
 void DispatcherMetrics::DbQuery(absl::string_view op, absl::Duration d, bool ok) {
-  db_duration_.Add({{"op", std::string(op)}}, LatencyBuckets()).Observe(absl::ToDoubleSeconds(d));
-  if (!ok) db_errors_.Add({{"op", std::string(op)}}).Increment();
+  const std::string label(op);
+  db_duration_.Add({{"op", label}}, LatencyBuckets()).Observe(absl::ToDoubleSeconds(d));
+  // Added on success too, so the error series of every operation exists (at 0) from its first
+  // round trip: rate() and alerts need a series before the first error.
+  prometheus::Counter& errors = db_errors_.Add({{"op", label}});
+  if (!ok) errors.Increment();
 }
 
 }  // namespace jobwheel::dispatcher

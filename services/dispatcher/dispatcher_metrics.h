@@ -44,6 +44,8 @@ class DispatcherMetrics {
 
  private:
   static const prometheus::Histogram::BucketBoundaries& LatencyBuckets();
+  // "succeeded" for RUN_STATUS_SUCCEEDED, ...
+  static std::string StatusLabel(v1::RunStatus status);
 
   prometheus::Family<prometheus::Counter>& fires_;
   prometheus::Family<prometheus::Counter>& triggered_;

@@ -66,7 +66,10 @@ void RegistryMetrics::SetExecutorsOnline(const std::string& app, int count) {
 void RegistryMetrics::ObserveDb(absl::string_view op, absl::Duration duration, bool ok) {
   const std::string name(op);
   db_duration.Add({{"op", name}}, LatencyBuckets()).Observe(absl::ToDoubleSeconds(duration));
-  if (!ok) db_errors.Add({{"op", name}}).Increment();
+  // Added on success too, so the error series of every operation exists (at 0) from its first
+  // round trip: rate() and alerts need a series before the first error.
+  prometheus::Counter& errors = db_errors.Add({{"op", name}});
+  if (!ok) errors.Increment();
 }
 
 }  // namespace jobwheel::registry

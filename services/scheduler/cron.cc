@@ -4,6 +4,7 @@
 #include <array>
 #include <bitset>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
 
@@ -44,9 +46,18 @@ enum class DayOfWeekKind {
   kLast,  // `dL`: the last weekday `dow_value` of the month
 };
 
+// A spring-forward gap: the civil times in [begin, end) do not exist.
+struct Gap {
+  absl::CivilSecond begin;
+  absl::CivilSecond end;
+};
+
 struct CronRep {
   std::string expression;
   absl::TimeZone time_zone;
+  // The gaps of time_zone from 1970 to kMaxYear, in order; shared by all
+  // expressions in the zone.
+  std::shared_ptr<const std::vector<Gap>> gaps;
   uint64_t seconds = 0;  // bit i: second i
   uint64_t minutes = 0;  // bit i: minute i
   uint64_t hours = 0;    // bit i: hour i
@@ -68,6 +79,7 @@ namespace {
 using cron_internal::CronRep;
 using cron_internal::DayOfMonthKind;
 using cron_internal::DayOfWeekKind;
+using cron_internal::Gap;
 using cron_internal::kMaxYear;
 using cron_internal::kMinYear;
 
@@ -484,70 +496,151 @@ int NextBit(uint64_t mask, int from) {
   return m == 0 ? -1 : __builtin_ctzll(m);
 }
 
-// The first civil time strictly after `after` that all fields accept, or
-// nullopt if there is none up to the end of kMaxYear. Advances field by field
-// (year, month, day, hour, minute, second) like Quartz's getTimeAfter, so the
-// cost is bounded by the number of months scanned, not seconds.
-std::optional<absl::CivilSecond> NextMatch(const CronRep& rep,
-                                           absl::CivilSecond after) {
-  if (after.year() > kMaxYear) return std::nullopt;
-  if (after.year() < kMinYear)
-    after = absl::CivilSecond(kMinYear - 1, 12, 31, 23, 59, 59);
-  const absl::CivilSecond t = after + 1;
-  int64_t year = t.year();
-  int month = t.month(), day = t.day(), hour = t.hour(), minute = t.minute(),
-      second = t.second();
-  // Each pass either returns or moves (year, month, day, hour, minute) forward;
-  // values past their field's end (hour 24, month 13, ...) carry on the next
-  // pass. The pass count is bounded by roughly (months scanned) * 5.
+// The spring-forward gaps of `tz` from 1970 to kMaxYear, in order. Computed
+// once per zone (tens of microseconds for a zone with DST) and shared, so that
+// NextAfter can step through gaps without asking the zone again.
+std::shared_ptr<const std::vector<Gap>> ZoneGaps(const absl::TimeZone& tz) {
+  static absl::Mutex* const mu = new absl::Mutex;
+  static auto* const cache =
+      new std::map<std::string, std::shared_ptr<const std::vector<Gap>>>;
+  absl::MutexLock lock(mu);
+  std::shared_ptr<const std::vector<Gap>>& gaps = (*cache)[tz.name()];
+  if (gaps == nullptr) {
+    auto found = std::make_shared<std::vector<Gap>>();
+    absl::Time from = absl::FromCivil(absl::CivilSecond(kMinYear - 1, 12, 30),
+                                      absl::UTCTimeZone());
+    absl::TimeZone::CivilTransition trans;
+    while (tz.NextTransition(from, &trans) && trans.from.year() <= kMaxYear) {
+      from = tz.At(trans.to).trans;
+      if (trans.to > trans.from) found->push_back(Gap{trans.from, trans.to});
+    }
+    gaps = std::move(found);
+  }
+  return gaps;
+}
+
+// Quartz computes with a lenient java.util.GregorianCalendar, which resolves a
+// civil time inside a spring-forward gap with the pre-transition offset: the
+// time moves forward by the length of the gap (02:30 becomes 03:30 on
+// 2024-03-10 in America/New_York, 02:10 becomes 02:40 on 2024-10-06 in
+// Australia/Lord_Howe). A repeated civil time keeps its fields (Java picks its
+// second occurrence, see NextAfter). GapResolver applies that shift; the civil
+// times it is given must not decrease.
+class GapResolver {
+ public:
+  GapResolver(const std::vector<Gap>& gaps, absl::CivilSecond from)
+      : next_(std::upper_bound(
+            gaps.begin(), gaps.end(), from,
+            [](absl::CivilSecond c, const Gap& gap) { return c < gap.end; })),
+        end_(gaps.end()) {}
+
+  // The civil time Java's Calendar shows after its fields are set to `c`.
+  absl::CivilSecond Resolve(absl::CivilSecond c) {
+    while (next_ != end_ && c >= next_->end) ++next_;
+    if (next_ != end_ && c >= next_->begin) c += next_->end - next_->begin;
+    return c;
+  }
+
+ private:
+  std::vector<Gap>::const_iterator next_;  // The first gap ending after c.
+  std::vector<Gap>::const_iterator end_;
+};
+
+// Quartz's setCalendarHour: sets the hour (the other fields as given); if a
+// gap moved the result to another hour, sets hour + 1 on the moved fields.
+absl::CivilSecond SetHour(GapResolver& gaps, int64_t year, int month, int day,
+                          int hour, int minute, int second) {
+  absl::CivilSecond c =
+      gaps.Resolve(absl::CivilSecond(year, month, day, hour, minute, second));
+  if (c.hour() != hour && hour != 24) {
+    c = gaps.Resolve(absl::CivilSecond(c.year(), c.month(), c.day(), hour + 1,
+                                       c.minute(), c.second()));
+  }
+  return c;
+}
+
+bool YearMatches(const CronRep& rep, int64_t year) {
+  return year >= kMinYear && year <= kMaxYear &&
+         rep.years.test(static_cast<size_t>(year - kMinYear));
+}
+
+// The first civil time at or after `c` (an existing civil time) that the
+// expression accepts, found the way Quartz 2.3.2's getTimeAfter finds it, or
+// nullopt if there is none up to the end of kMaxYear. Quartz fixes the second,
+// then the minute, hour, day, month and year, and starts over from the second
+// whenever the minute or a larger field changes; every change goes through
+// `gaps` as through Java's Calendar, and hours are set by SetHour. Without a
+// gap this is simply the first matching civil time at or after `c`; the order
+// of the steps decides which times around a gap fire (see cron.h). The cost is
+// bounded by the number of months scanned.
+//
+// Two shortcuts Quartz does not take: a year or month that cannot match is
+// skipped whole, and a day that does not match moves to the next matching day
+// of the month (or the 1st of the next month) where Quartz sometimes stops at
+// other days in between. Both only skip civil times that cannot fire, so they
+// change nothing unless a gap spanned a day, month or year boundary.
+std::optional<absl::CivilSecond> QuartzWalk(const CronRep& rep,
+                                            GapResolver& gaps,
+                                            absl::CivilSecond c) {
+  const int first_second = __builtin_ctzll(rep.seconds);
+  const int first_minute = __builtin_ctzll(rep.minutes);
+  const int first_hour = __builtin_ctzll(rep.hours);
   while (true) {
+    const int64_t year = c.year();
     if (year > kMaxYear) return std::nullopt;
-    if (!rep.years.test(static_cast<size_t>(year - kMinYear))) {
-      do {
-        ++year;
-      } while (year <= kMaxYear &&
-               !rep.years.test(static_cast<size_t>(year - kMinYear)));
-      month = 1, day = 1, hour = 0, minute = 0, second = 0;
+    if (!YearMatches(rep, year)) {
+      int64_t next = std::max<int64_t>(year + 1, kMinYear);
+      while (next <= kMaxYear && !YearMatches(rep, next)) ++next;
+      if (next > kMaxYear) return std::nullopt;
+      c = gaps.Resolve(absl::CivilSecond(next, 1, 1, 0, 0, 0));
       continue;
     }
-    int next_month = NextBit(rep.months, month);
-    if (next_month < 0) {
-      ++year, month = 1, day = 1, hour = 0, minute = 0, second = 0;
+    if ((rep.months >> c.month() & 1) == 0) {
+      const int month = NextBit(rep.months, c.month());
+      c = gaps.Resolve(month < 0 ? absl::CivilSecond(year + 1, 1, 1, 0, 0, 0)
+                                 : absl::CivilSecond(year, month, 1, 0, 0, 0));
       continue;
     }
-    if (next_month != month) {
-      month = next_month, day = 1, hour = 0, minute = 0, second = 0;
+    // Second (a carry sets the next minute without starting over).
+    const int second = NextBit(rep.seconds, c.second());
+    if (second < 0) {
+      c = gaps.Resolve(absl::CivilSecond(c.year(), c.month(), c.day(), c.hour(),
+                                         c.minute() + 1, first_second));
+    } else if (second != c.second()) {
+      c = gaps.Resolve(absl::CivilSecond(c.year(), c.month(), c.day(), c.hour(),
+                                         c.minute(), second));
     }
-    int next_day = NextBit(DayMask(rep, static_cast<int>(year), month), day);
-    if (next_day < 0) {
-      ++month, day = 1, hour = 0, minute = 0, second = 0;
+    // Minute.
+    const int minute = NextBit(rep.minutes, c.minute());
+    if (minute != c.minute()) {
+      c = minute < 0 ? SetHour(gaps, c.year(), c.month(), c.day(), c.hour() + 1,
+                               first_minute, 0)
+                     : SetHour(gaps, c.year(), c.month(), c.day(), c.hour(),
+                               minute, 0);
       continue;
     }
-    if (next_day != day) {
-      day = next_day, hour = 0, minute = 0, second = 0;
-    }
-    int next_hour = NextBit(rep.hours, hour);
-    if (next_hour < 0 || next_hour > 23) {
-      ++day, hour = 0, minute = 0, second = 0;
+    // Hour.
+    const int hour = NextBit(rep.hours, c.hour());
+    if (hour != c.hour()) {
+      c = hour < 0 ? SetHour(gaps, c.year(), c.month(), c.day() + 1, first_hour,
+                             0, 0)
+                   : SetHour(gaps, c.year(), c.month(), c.day(), hour, 0, 0);
       continue;
     }
-    if (next_hour != hour) {
-      hour = next_hour, minute = 0, second = 0;
-    }
-    int next_minute = NextBit(rep.minutes, minute);
-    if (next_minute < 0 || next_minute > 59) {
-      ++hour, minute = 0, second = 0;
+    // Day.
+    const int day = NextBit(
+        DayMask(rep, static_cast<int>(c.year()), c.month()), c.day());
+    if (day != c.day()) {
+      c = gaps.Resolve(
+          day < 0 ? absl::CivilSecond(c.year(), c.month() + 1, 1, 0, 0, 0)
+                  : absl::CivilSecond(c.year(), c.month(), day, 0, 0, 0));
       continue;
     }
-    if (next_minute != minute) {
-      minute = next_minute, second = 0;
-    }
-    int next_second = NextBit(rep.seconds, second);
-    if (next_second < 0 || next_second > 59) {
-      ++minute, second = 0;
+    // Month and year: the carries above may have left the checked ones.
+    if ((rep.months >> c.month() & 1) == 0 || !YearMatches(rep, c.year())) {
       continue;
     }
-    return absl::CivilSecond(year, month, day, hour, minute, next_second);
+    return c;
   }
 }
 
@@ -564,6 +657,7 @@ absl::StatusOr<CronExpression> CronExpression::Parse(
     return absl::InvalidArgumentError(
         absl::StrCat("time_zone: unknown time zone ", Quoted(time_zone)));
   }
+  rep->gaps = ZoneGaps(rep->time_zone);
 
   const std::string prefix =
       absl::StrCat("cron expression ", Quoted(expression), ": ");
@@ -646,59 +740,28 @@ std::optional<absl::Time> CronExpression::NextAfter(absl::Time after) const {
   if (after == absl::InfiniteFuture()) return std::nullopt;
   if (after < kEarliest) after = kEarliest;
 
-  // The fire time of civil time c is tz.At(c).pre: for a unique civil time its
-  // instant; for a skipped one (spring-forward gap) the instant under the
-  // pre-transition offset, i.e. shifted forward by the gap, like lenient
-  // java.util.Calendar; for a repeated one (fall-back) the first occurrence.
-  // That map is increasing except inside gaps, whose shifted fire times
-  // interleave with the civil times right after the gap.
-  const absl::CivilSecond now = absl::ToCivilSecond(after, tz);
-  if (now.year() > kMaxYear) return std::nullopt;
-
-  // If `after` lies within one gap length after a spring-forward transition,
-  // civil times inside the gap may still fire after it.
-  absl::CivilSecond lo = now;
-  absl::TimeZone::CivilTransition trans;
-  if (tz.PrevTransition(after + absl::Seconds(1), &trans) &&
-      trans.to > trans.from) {
-    const absl::Time trans_time = tz.At(trans.to).trans;
-    const int64_t gap = trans.to - trans.from;
-    if (trans_time <= after && after < trans_time + absl::Seconds(gap)) {
-      lo = now - gap;
-    }
-  }
-
-  std::optional<absl::CivilSecond> c = NextMatch(rep, lo);
-  absl::TimeZone::TimeInfo info;
+  // Like Quartz: the search starts one second later, truncated to the second,
+  // as civil time (its occurrence does not matter, see below).
+  const absl::Time start = after + absl::Seconds(1);
+  absl::CivilSecond c = absl::ToCivilSecond(start, tz);
+  if (c.year() > kMaxYear) return std::nullopt;
+  if (c.year() < kMinYear) c = absl::CivilSecond(kMinYear, 1, 1, 0, 0, 0);
+  GapResolver gaps(*rep.gaps, c);
   while (true) {
-    if (!c.has_value()) return std::nullopt;
-    info = tz.At(*c);
-    if (info.pre > after) break;
-    if (info.kind == absl::TimeZone::TimeInfo::REPEATED) {
-      // `after` is in the second occurrence of a repeated interval; its civil
-      // times fired at their first occurrence. Skip to the interval's end.
-      const absl::CivilSecond repeat_end =
-          absl::ToCivilSecond(info.trans, tz) +
-          absl::ToInt64Seconds(info.post - info.pre);
-      c = NextMatch(rep, std::max(*c, repeat_end - 1));
-    } else {
-      // A civil time between the gap and `after` (fired already).
-      c = NextMatch(rep, std::max(*c, now));
-    }
+    std::optional<absl::CivilSecond> match =
+        QuartzWalk(rep, gaps, gaps.Resolve(c));
+    if (!match.has_value()) return std::nullopt;
+    // Java's Calendar gives a repeated civil time (fall-back) the
+    // post-transition offset, so it fires at its second occurrence only; the
+    // walk never yields a skipped one.
+    const absl::TimeZone::TimeInfo info = tz.At(*match);
+    const absl::Time t =
+        info.kind == absl::TimeZone::TimeInfo::REPEATED ? info.post : info.pre;
+    // Always true as civil time only moves forward from `start`; kept so a
+    // zone with odd data cannot make a chain of fire times stall.
+    if (t > after) return t;
+    c = *match + 1;
   }
-  absl::Time best = info.pre;
-  if (info.kind == absl::TimeZone::TimeInfo::SKIPPED) {
-    // The first match at or after the end of the gap may fire earlier than
-    // the shifted gap time.
-    const absl::CivilSecond gap_end = absl::ToCivilSecond(info.trans, tz);
-    std::optional<absl::CivilSecond> c2 =
-        NextMatch(rep, std::max(now, gap_end - 1));
-    if (c2.has_value()) {
-      const absl::Time t2 = tz.At(*c2).pre;
-      if (t2 > after && t2 < best) best = t2;
-    }
-  }
-  return best;
 }
 
 const std::string& CronExpression::expression() const {

@@ -36,6 +36,8 @@ class FireEngine {
     absl::Duration misfire_threshold = absl::Seconds(5);
     absl::Duration claim_interval = absl::Milliseconds(200);
     int claim_batch = 2000;
+    // Pending fires read per page when loading them (takeover, manual/retry/child pick-up).
+    int load_batch = 20000;
     int dispatch_batch = 500;
     int dispatch_threads = 4;
   };
@@ -52,7 +54,8 @@ class FireEngine {
 
   // One claim pass; returns how many jobs it claimed (exposed for tests).
   absl::StatusOr<int> ClaimOnce();
-  // Loads PENDING fires not yet held; `all_types` on takeover, else manual/retry/child only.
+  // Loads PENDING fires not yet held, page by page; `all_types` on takeover, else
+  // manual/retry/child only. Returns how many it added.
   absl::StatusOr<int> LoadPending(bool all_types);
   size_t held() const;
   // Whether this replica leads and the engine took over (after OnElected).
@@ -64,6 +67,8 @@ class FireEngine {
   void DispatchLoop();
   void DispatchBatch(std::vector<int64_t> ids);
   void Hold(jobwheel::v1::Fire fire);
+  // Puts held fires back on the timer with a per-fire backoff (they stay PENDING).
+  void Requeue(const std::vector<int64_t>& ids);
 
   const Options options_;
   LeaderElector& elector_;
@@ -74,6 +79,8 @@ class FireEngine {
   TimerQueue timer_;
   mutable absl::Mutex mu_;
   bool active_ ABSL_GUARDED_BY(mu_) = false;
+  // Set on takeover until the load of all pending fires succeeded; the claim loop retries it.
+  bool takeover_load_due_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_map<int64_t, jobwheel::v1::Fire> fires_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, int> retries_ ABSL_GUARDED_BY(mu_);
   std::deque<std::vector<int64_t>> ready_ ABSL_GUARDED_BY(mu_);

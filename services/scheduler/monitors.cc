@@ -41,7 +41,10 @@ void Monitors::Shutdown() {
 void Monitors::Loop() {
   absl::Time last_retention = absl::Now();
   while (!stop_.WaitForNotificationWithTimeout(options_.interval)) {
-    if (!elector_.is_leader()) continue;
+    if (!elector_.is_leader()) {
+      metrics_.jobs.Set(0);  // Only the leader counts enabled jobs.
+      continue;
+    }
     auto counts = RunOnce();
     if (!counts.ok() && counts.status().code() != absl::StatusCode::kFailedPrecondition) {
       spdlog::warn("monitors: {}", counts.status().ToString());
@@ -60,9 +63,11 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
   const absl::Time now = clock_.Now();
   const absl::Time start = absl::Now();
   const int64_t epoch = elector_.epoch();  // Not inside RunFenced: it holds the elector's lock.
+  int64_t enabled_jobs = 0;
   absl::Status s = elector_.RunFenced("monitors", [&](pqxx::work& tx) {
     counts = Counts();
     alarms.clear();
+    enabled_jobs = tx.exec1("SELECT count(*) FROM jobs WHERE enabled")[0].as<int64_t>();
     pqxx::result rows = tx.exec_params(
         "SELECT r.id, r.job_id, r.status, r.attempt, r.shard_index, r.shard_total, "
         "r.result_message, r.trigger_message, f.param, f.trigger_type, j.id IS NULL, "
@@ -170,6 +175,7 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
   });
   metrics_.DbQuery("monitors", absl::Now() - start, s.ok());
   if (!s.ok()) return s;
+  metrics_.jobs.Set(static_cast<double>(enabled_jobs));
   metrics_.retries.Increment(counts.retries);
   metrics_.child_fires.Increment(counts.children);
   metrics_.lost_runs.Increment(counts.lost + counts.stale_pending);

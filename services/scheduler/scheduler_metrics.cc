@@ -126,7 +126,10 @@ void SchedulerMetrics::Misfires(jobwheel::v1::MisfireStrategy strategy, int64_t 
 void SchedulerMetrics::DbQuery(absl::string_view op, absl::Duration d, bool ok) {
   const std::string label(op);
   db_duration_.Add({{"op", label}}, LatencyBuckets()).Observe(absl::ToDoubleSeconds(d));
-  if (!ok) db_errors_.Add({{"op", label}}).Increment();
+  // Added on success too, so the error series of every operation exists (at 0) from its first
+  // round trip: rate() and alerts need a series before the first error.
+  prometheus::Counter& errors = db_errors_.Add({{"op", label}});
+  if (!ok) errors.Increment();
 }
 
 }  // namespace jobwheel::scheduler
