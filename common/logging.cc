@@ -1,17 +1,50 @@
 #include "common/logging.h"
 
+#include "spdlog/pattern_formatter.h"
 #include "spdlog/sinks/stdout_sinks.h"
 
 namespace jobwheel {
+namespace {
+
+// %* in a pattern: the message as the inside of a JSON string (quotes, backslashes and control
+// characters escaped), so every JSON log line parses whatever a message contains.
+class JsonEscapedMessage : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    static constexpr char kHex[] = "0123456789abcdef";
+    for (char c : std::string_view(msg.payload.data(), msg.payload.size())) {
+      switch (c) {
+        case '"': dest.append(std::string_view("\\\"")); break;
+        case '\\': dest.append(std::string_view("\\\\")); break;
+        case '\n': dest.append(std::string_view("\\n")); break;
+        case '\r': dest.append(std::string_view("\\r")); break;
+        case '\t': dest.append(std::string_view("\\t")); break;
+        default:
+          if (static_cast<unsigned char>(c) < 0x20) {
+            const char esc[] = {'\\', 'u', '0', '0', kHex[(c >> 4) & 0xf], kHex[c & 0xf]};
+            dest.append(esc, esc + sizeof(esc));
+          } else {
+            dest.push_back(c);
+          }
+      }
+    }
+  }
+  std::unique_ptr<spdlog::custom_flag_formatter> clone() const override {
+    return std::make_unique<JsonEscapedMessage>();
+  }
+};
+
+}  // namespace
 
 void InitLogging(const std::string& component, bool json, const std::string& level) {
   auto logger = spdlog::stderr_logger_mt(component);
   if (json) {
-    // The message is escaped by callers that log user data; component and level are fixed.
-    logger->set_pattern(
+    auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
+    formatter->add_flag<JsonEscapedMessage>('*').set_pattern(
         "{\"time\":\"%Y-%m-%dT%H:%M:%S.%fZ\",\"level\":\"%l\",\"component\":\"%n\","
-        "\"msg\":\"%v\"}",
-        spdlog::pattern_time_type::utc);
+        "\"msg\":\"%*\"}");
+    logger->set_formatter(std::move(formatter));
   } else {
     logger->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%L%$ %n: %v");
   }

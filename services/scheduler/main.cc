@@ -64,8 +64,7 @@ std::string DefaultReplicaId() {
 }
 
 int Fail(const std::string& message) {
-  spdlog::critical("{}", message);
-  std::cerr << "scheduler: " << message << "\n";
+  spdlog::critical("{}", message);  // spdlog writes to stderr, as text or as JSON.
   return 2;
 }
 
