@@ -88,7 +88,9 @@ void FireEngine::OnElected(int64_t epoch) {
   {
     absl::MutexLock lock(&mu_);
     active_ = true;
+    load_due_epoch_ = 0;
     fires_.clear();
+    retries_.clear();
     ready_.clear();
   }
   timer_.Clear();
@@ -99,7 +101,12 @@ void FireEngine::OnElected(int64_t epoch) {
   if (loaded.ok()) {
     spdlog::info("epoch {}: took over {} pending fires", epoch, *loaded);
   } else {
-    spdlog::warn("epoch {}: loading pending fires: {}", epoch, loaded.status().ToString());
+    // Nothing else loads the previous leader's CRON/FIX_RATE fires: without a retry they would
+    // stay PENDING forever. The claim loop retries until it succeeds (or we are deposed).
+    spdlog::warn("epoch {}: loading pending fires: {}; retrying", epoch,
+                 loaded.status().ToString());
+    absl::MutexLock lock(&mu_);
+    if (active_) load_due_epoch_ = epoch;
   }
 }
 
@@ -107,7 +114,9 @@ void FireEngine::OnDeposed() {
   {
     absl::MutexLock lock(&mu_);
     active_ = false;
+    load_due_epoch_ = 0;
     fires_.clear();
+    retries_.clear();
     ready_.clear();
   }
   timer_.Clear();
@@ -238,62 +247,95 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
 }
 
 absl::StatusOr<int> FireEngine::LoadPending(bool all_types) {
-  std::vector<Fire> loaded;
-  std::vector<int64_t> orphans;
-  const absl::Time start = absl::Now();
-  absl::Status s = elector_.RunFenced("load pending fires", [&](pqxx::work& tx) {
-    loaded.clear();
-    orphans.clear();
-    pqxx::result rows = tx.exec(absl::StrCat(
-        kPendingFiresSql, kJobColumns,
-        " FROM fires f LEFT JOIN jobs j ON j.id = f.job_id WHERE f.status = 1",
-        all_types ? "" : " AND f.trigger_type IN (3, 5, 6)",
-        " ORDER BY f.scheduled_at LIMIT 20000"));
-    for (const pqxx::row& r : rows) {
-      const int64_t id = r[0].as<int64_t>();
-      if (r[9].as<bool>()) {
-        orphans.push_back(id);
-        continue;
-      }
-      Fire fire;
-      fire.set_fire_id(id);
-      *fire.mutable_scheduled_time() = ToProto(FromMicros(r[2].as<int64_t>()));
-      fire.set_trigger_type(static_cast<jobwheel::v1::TriggerType>(r[3].as<int>()));
-      if (!r[4].is_null()) fire.set_param(r[4].as<std::string>());
-      fire.set_shard_index(r[5].as<int>());
-      fire.set_shard_total(r[6].as<int>());
-      fire.set_executor_address(r[7].as<std::string>());
-      fire.set_attempt(r[8].as<int>());
-      *fire.mutable_job() = JobFromRow(r, 10);
-      loaded.push_back(std::move(fire));
-    }
-    if (!orphans.empty()) {
-      tx.exec_params(
-          "UPDATE fires SET status = 4, reason = 'job was deleted before dispatch', "
-          "dispatch_time = now() WHERE id = ANY($1::bigint[]) AND status = 1",
-          NumArray(orphans));
-    }
-  });
-  metrics_.DbQuery("load_pending", absl::Now() - start, s.ok());
-  if (!s.ok()) return s;
+  // Page by (scheduled_at, id). A page's fires stay PENDING until dispatched, so re-reading
+  // from the start would return the same page again: on a takeover with more pending fires
+  // than one page (e.g. 5,000 every-second jobs × the 5 s pre-read window), the rest used to
+  // be stranded PENDING forever.
+  std::string after_time = "-infinity";
+  int64_t after_id = 0;
   int added = 0;
-  for (Fire& f : loaded) {
-    bool known;
-    {
-      absl::MutexLock lock(&mu_);
-      known = fires_.contains(f.fire_id());
+  while (true) {
+    std::vector<Fire> loaded;
+    std::vector<int64_t> orphans;
+    size_t page = 0;
+    const absl::Time start = absl::Now();
+    absl::Status s = elector_.RunFenced("load pending fires", [&](pqxx::work& tx) {
+      loaded.clear();
+      orphans.clear();
+      pqxx::result rows = tx.exec_params(
+          absl::StrCat(kPendingFiresSql, kJobColumns,
+                       " FROM fires f LEFT JOIN jobs j ON j.id = f.job_id WHERE f.status = 1",
+                       all_types ? "" : " AND f.trigger_type IN (3, 5, 6)",
+                       " AND (f.scheduled_at, f.id) > ($1::timestamptz, $2) "
+                       "ORDER BY f.scheduled_at, f.id LIMIT $3"),
+          after_time, after_id, options_.load_batch);
+      page = rows.size();
+      if (!rows.empty()) {
+        const pqxx::row last = rows[rows.size() - 1];
+        after_time = ToPgTimestamp(FromMicros(last[2].as<int64_t>()));
+        after_id = last[0].as<int64_t>();
+      }
+      for (const pqxx::row& r : rows) {
+        const int64_t id = r[0].as<int64_t>();
+        if (r[9].as<bool>()) {
+          orphans.push_back(id);
+          continue;
+        }
+        Fire fire;
+        fire.set_fire_id(id);
+        *fire.mutable_scheduled_time() = ToProto(FromMicros(r[2].as<int64_t>()));
+        fire.set_trigger_type(static_cast<jobwheel::v1::TriggerType>(r[3].as<int>()));
+        if (!r[4].is_null()) fire.set_param(r[4].as<std::string>());
+        fire.set_shard_index(r[5].as<int>());
+        fire.set_shard_total(r[6].as<int>());
+        fire.set_executor_address(r[7].as<std::string>());
+        fire.set_attempt(r[8].as<int>());
+        *fire.mutable_job() = JobFromRow(r, 10);
+        loaded.push_back(std::move(fire));
+      }
+      if (!orphans.empty()) {
+        tx.exec_params(
+            "UPDATE fires SET status = 4, reason = 'job was deleted before dispatch', "
+            "dispatch_time = now() WHERE id = ANY($1::bigint[]) AND status = 1",
+            NumArray(orphans));
+      }
+    });
+    metrics_.DbQuery("load_pending", absl::Now() - start, s.ok());
+    if (!s.ok()) return s;
+    for (Fire& f : loaded) {
+      bool known;
+      {
+        absl::MutexLock lock(&mu_);
+        known = fires_.contains(f.fire_id());
+      }
+      if (known) continue;
+      Hold(std::move(f));
+      ++added;
     }
-    if (known) continue;
-    Hold(std::move(f));
-    ++added;
+    if (page < static_cast<size_t>(options_.load_batch)) return added;
   }
-  return added;
 }
 
 void FireEngine::ClaimLoop() {
   absl::Time last_manual = absl::InfinitePast();
   while (!stop_.HasBeenNotified()) {
     if (active()) {
+      int64_t load_due_epoch;
+      {
+        absl::MutexLock lock(&mu_);
+        load_due_epoch = load_due_epoch_;
+      }
+      if (load_due_epoch != 0) {  // The takeover load failed: retry it.
+        auto loaded = LoadPending(/*all_types=*/true);
+        if (loaded.ok()) {
+          spdlog::info("epoch {}: took over {} pending fires", load_due_epoch, *loaded);
+          absl::MutexLock lock(&mu_);
+          if (load_due_epoch_ == load_due_epoch) load_due_epoch_ = 0;
+        } else {
+          spdlog::warn("epoch {}: loading pending fires: {}", load_due_epoch,
+                       loaded.status().ToString());
+        }
+      }
       auto n = ClaimOnce();
       if (!n.ok() && n.status().code() != absl::StatusCode::kFailedPrecondition) {
         spdlog::warn("claim: {}", n.status().ToString());
@@ -339,6 +381,22 @@ void FireEngine::DispatchLoop() {
   }
 }
 
+void FireEngine::Requeue(const std::vector<int64_t>& ids) {
+  std::vector<std::pair<int64_t, absl::Duration>> requeue;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!active_) return;
+    for (int64_t id : ids) {
+      if (!fires_.contains(id)) continue;  // Dropped meanwhile (edit, or a new term).
+      int& n = retries_[id];
+      n = std::min(n + 1, 5);
+      requeue.emplace_back(id, absl::Milliseconds(100) * (1 << (n - 1)));
+    }
+  }
+  // Same ids again: the fire rows stay PENDING until a dispatcher takes them.
+  for (const auto& [id, backoff] : requeue) timer_.Add(id, clock_.Now() + backoff);
+}
+
 void FireEngine::DispatchBatch(std::vector<int64_t> ids) {
   // Fenced confirmation: only fires still PENDING go out (edits and deletes remove them),
   // and a deposed leader sends nothing.
@@ -351,7 +409,16 @@ void FireEngine::DispatchBatch(std::vector<int64_t> ids) {
     for (const pqxx::row& row : r) live.push_back(row[0].as<int64_t>());
   });
   metrics_.DbQuery("confirm", absl::Now() - start, s.ok());
-  if (!s.ok()) return;  // Not leader any more: the next leader loads them from the table.
+  if (!s.ok()) {
+    // Deposed: the next leader loads them from the table (Requeue does nothing when inactive).
+    // Still leader (a failed query): retry later. Dropping them here used to leave them
+    // PENDING in the table and held by nobody until the next takeover.
+    if (s.code() != absl::StatusCode::kFailedPrecondition) {
+      spdlog::warn("confirming {} fires failed, retrying: {}", ids.size(), s.ToString());
+    }
+    Requeue(ids);
+    return;
+  }
 
   jobwheel::v1::DispatchRequest request;
   {
@@ -363,6 +430,7 @@ void FireEngine::DispatchBatch(std::vector<int64_t> ids) {
       if (it == fires_.end()) continue;
       if (!alive.contains(id)) {
         fires_.erase(it);  // Removed by an edit, pause or delete.
+        retries_.erase(id);
         continue;
       }
       *request.add_fires() = it->second;
@@ -375,18 +443,10 @@ void FireEngine::DispatchBatch(std::vector<int64_t> ids) {
   if (!response.ok()) {
     spdlog::warn("dispatch of {} fires failed, retrying: {}", request.fires_size(),
                  response.status().ToString());
-    std::vector<std::pair<int64_t, absl::Duration>> requeue;
-    {
-      absl::MutexLock lock(&mu_);
-      if (!active_) return;
-      for (const Fire& f : request.fires()) {
-        int& n = retries_[f.fire_id()];
-        n = std::min(n + 1, 5);
-        requeue.emplace_back(f.fire_id(), absl::Milliseconds(100) * (1 << (n - 1)));
-      }
-    }
-    // Same ids again: the fire rows stay PENDING until a dispatcher takes them.
-    for (const auto& [id, backoff] : requeue) timer_.Add(id, clock_.Now() + backoff);
+    std::vector<int64_t> sent_ids;
+    sent_ids.reserve(request.fires_size());
+    for (const Fire& f : request.fires()) sent_ids.push_back(f.fire_id());
+    Requeue(sent_ids);
     return;
   }
   absl::flat_hash_map<int64_t, bool> dispatched;

@@ -79,8 +79,9 @@ class FireEngine {
   TimerQueue timer_;
   mutable absl::Mutex mu_;
   bool active_ ABSL_GUARDED_BY(mu_) = false;
-  // Set on takeover until the load of all pending fires succeeded; the claim loop retries it.
-  bool takeover_load_due_ ABSL_GUARDED_BY(mu_) = false;
+  // The epoch whose takeover load of all pending fires failed (0: none); the claim loop
+  // retries it.
+  int64_t load_due_epoch_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<int64_t, jobwheel::v1::Fire> fires_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, int> retries_ ABSL_GUARDED_BY(mu_);
   std::deque<std::vector<int64_t>> ready_ ABSL_GUARDED_BY(mu_);

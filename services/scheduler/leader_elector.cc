@@ -56,6 +56,17 @@ bool LeaderElector::TryAcquire() {
   if (conn_ == nullptr || !conn_->is_open()) {
     try {
       conn_ = std::make_unique<pqxx::connection>(options_.dsn);
+      // The lock is only released when the server ends this session. A leader killed on this
+      // host closes its socket and the server notices at once; a leader whose node dies or is
+      // cut off sends nothing more, and with the OS defaults (2 h keepalive idle) the server
+      // would keep the session — and the lock — for hours: no standby could take over. So the
+      // server probes this session after 2 s idle and drops it after 3 unanswered probes 1 s
+      // apart, or when data it sent stays unacknowledged for 5 s. The peer's kernel answers
+      // probes, so a busy but alive leader is never dropped. (Ignored over Unix sockets.)
+      pqxx::nontransaction ntx(*conn_);
+      ntx.exec(
+          "SET tcp_keepalives_idle = 2; SET tcp_keepalives_interval = 1; "
+          "SET tcp_keepalives_count = 3; SET tcp_user_timeout = 5000");
     } catch (const std::exception& e) {
       spdlog::warn("schedule lock: cannot connect to database: {}", e.what());
       conn_.reset();
