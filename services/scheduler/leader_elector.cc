@@ -74,10 +74,17 @@ bool LeaderElector::TryAcquire() {
     }
   }
   try {
-    pqxx::nontransaction ntx(*conn_);
-    pqxx::result r =
-        ntx.exec("SELECT pg_try_advisory_lock(" + std::to_string(options_.lock_key) + ")");
-    if (!r[0][0].as<bool>()) return false;
+    bool acquired = false;
+    {
+      pqxx::nontransaction ntx(*conn_);
+      pqxx::result r =
+          ntx.exec("SELECT pg_try_advisory_lock(" + std::to_string(options_.lock_key) + ")");
+      acquired = r[0][0].as<bool>();
+    }
+    if (!acquired) {
+      EndSilentHolder();
+      return false;
+    }
   } catch (const std::exception& e) {
     spdlog::warn("schedule lock: {}", e.what());
     conn_.reset();
@@ -106,6 +113,24 @@ void LeaderElector::Depose(absl::string_view why) {
   spdlog::error("lost the schedule lock (epoch {}): {}", epoch_, std::string(why));
   leader_ = false;
   conn_.reset();
+}
+
+void LeaderElector::EndSilentHolder() {
+  if (options_.takeover_after <= absl::ZeroDuration()) return;
+  pqxx::nontransaction ntx(*conn_);
+  // 'active' means the server is working for the holder: it is alive, however long that takes.
+  pqxx::result r = ntx.exec_params(
+      "SELECT a.pid, EXTRACT(EPOCH FROM now() - GREATEST(a.query_start, a.state_change))::FLOAT8 "
+      "FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+      "WHERE l.locktype = 'advisory' AND l.granted AND "
+      "((l.classid::bigint << 32) | l.objid::bigint) = $1 AND a.state <> 'active' AND "
+      "now() - GREATEST(a.query_start, a.state_change) > make_interval(secs => $2)",
+      options_.lock_key, absl::ToDoubleSeconds(options_.takeover_after));
+  for (const pqxx::row& row : r) {
+    spdlog::warn("schedule lock holder (backend pid {}) silent for {:.1f} s: ending its session",
+                 row[0].as<int64_t>(), row[1].as<double>());
+    ntx.exec_params("SELECT pg_terminate_backend($1)", row[0].as<int64_t>());
+  }
 }
 
 void LeaderElector::Loop() {

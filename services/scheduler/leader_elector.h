@@ -37,6 +37,11 @@ class LeaderElector {
     // How often the leader checks that its session is alive when idle.
     absl::Duration check_interval = absl::Milliseconds(200);
     int64_t lock_key = 0x6a77736368656431;  // "jwsched1"
+    // A standby ends the lock holder's session when that session has been silent this long
+    // (not running a query, no statement started): a leader that is frozen (SIGSTOP, a VM
+    // pause) but whose socket is alive would otherwise keep the lock until it wakes up.
+    // A live leader touches its session every check_interval. Zero disables.
+    absl::Duration takeover_after = absl::Seconds(4);
   };
   // Called on the elector thread. on_elected runs before any RunFenced succeeds for the new
   // term; on_deposed runs after leadership ended (no RunFenced succeeds afterwards).
@@ -67,6 +72,8 @@ class LeaderElector {
  private:
   void Loop();
   bool TryAcquire() ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
+  // Ends the holder's session if it has been silent longer than takeover_after.
+  void EndSilentHolder() ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
   void Depose(absl::string_view why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
 
   const Options options_;

@@ -1,5 +1,6 @@
-// The scheduler: JobAdminService and LeadershipService, and — on the replica holding the
-// schedule lock — the fire engine and monitors. Flags only; the logic lives in the libraries.
+// The scheduler: JobAdminService, TokenAdminService and LeadershipService, and — on the replica
+// holding the schedule lock — the fire engine and monitors. Flags only; the logic lives in the
+// libraries. LeadershipService (read-only, no secrets), health and reflection need no token.
 #include <unistd.h>
 
 #include <iostream>
@@ -8,6 +9,8 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
+#include "common/pg_token_store.h"
+#include "common/token_auth.h"
 #include "common/clock.h"
 #include "common/flags.h"
 #include "common/grpc_server.h"
@@ -21,6 +24,8 @@
 #include "services/scheduler/admin/job_admin.h"
 #include "services/scheduler/admin/job_admin_service.h"
 #include "services/scheduler/admin/pg_job_store.h"
+#include "services/scheduler/admin/token_admin.h"
+#include "services/scheduler/admin/token_admin_service.h"
 #include "services/scheduler/dispatch_client.h"
 #include "services/scheduler/fire_engine.h"
 #include "services/scheduler/leader_elector.h"
@@ -35,6 +40,9 @@ ABSL_FLAG(std::string, db_dsn, "", "PostgreSQL connection string (libpq)");
 ABSL_FLAG(std::string, replica_id, "", "This replica's id; default hostname-pid");
 ABSL_FLAG(std::string, dispatcher_target, "127.0.0.1:7102",
           "Dispatcher gRPC target (several: ipv4:a:1,b:2 or dns:///name:port)");
+ABSL_FLAG(absl::Duration, leader_silence_takeover, absl::Seconds(4),
+          "A standby ends the leader's lock session after it has been silent this long (a frozen "
+          "leader); 0 disables");
 ABSL_FLAG(absl::Duration, lock_retry_interval, absl::Milliseconds(500),
           "How often a standby tries the schedule lock");
 ABSL_FLAG(absl::Duration, preread_window, absl::Seconds(5), "How far ahead fires are recorded");
@@ -44,7 +52,11 @@ ABSL_FLAG(absl::Duration, lost_run_after, absl::Minutes(10),
           "A RUNNING run on an offline executor older than this becomes LOST");
 ABSL_FLAG(int, retention_days, 30, "Fires and runs older than this are deleted");
 ABSL_FLAG(std::string, alarm_webhook_url, "", "http:// URL that receives failure alarms as JSON");
-ABSL_FLAG(std::string, admin_token_file, "", "File holding the admin API bearer token");
+ABSL_FLAG(std::string, alarm_webhook_allowlist, "",
+          "Comma list of host or host:port that --alarm_webhook_url may name (required with it)");
+ABSL_FLAG(std::string, admin_token_file, "",
+          "File holding the bootstrap admin token (ADMIN role; create further tokens with "
+          "TokenAdminService)");
 ABSL_FLAG(std::string, cluster_token_file, "", "File holding the cluster token (to dispatchers and executors)");
 ABSL_FLAG(bool, insecure_dev, false, "Run without authentication (development only)");
 ABSL_FLAG(bool, migrate_only, false, "Apply schema migrations and exit");
@@ -52,6 +64,9 @@ ABSL_FLAG(std::string, tls_cert, "", "Server certificate (PEM); enables TLS");
 ABSL_FLAG(std::string, tls_key, "", "Server private key (PEM)");
 ABSL_FLAG(std::string, tls_client_ca, "", "CA for client certificates (mutual TLS)");
 ABSL_FLAG(std::string, tls_ca, "", "CA to verify dispatchers and executors (client TLS)");
+ABSL_FLAG(std::string, tls_client_cert, "",
+          "Client certificate (PEM) for mutual TLS to dispatchers and executors; default --tls_cert");
+ABSL_FLAG(std::string, tls_client_key, "", "Private key of --tls_client_cert; default --tls_key");
 ABSL_FLAG(bool, log_json, false, "Log JSON lines instead of text");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 
@@ -104,6 +119,17 @@ int main(int argc, char** argv) {
         "for a development setup without authentication");
   }
   if (insecure) spdlog::warn("INSECURE DEV MODE: the admin API accepts unauthenticated calls");
+  if (absl::GetFlag(FLAGS_tls_cert).empty() != absl::GetFlag(FLAGS_tls_key).empty()) {
+    return Fail("--tls_cert and --tls_key go together");
+  }
+  if (absl::GetFlag(FLAGS_tls_client_cert).empty() != absl::GetFlag(FLAGS_tls_client_key).empty()) {
+    return Fail("--tls_client_cert and --tls_client_key go together");
+  }
+  if (!absl::GetFlag(FLAGS_alarm_webhook_url).empty()) {
+    absl::Status allowed = WebhookAlarm::CheckAllowlist(absl::GetFlag(FLAGS_alarm_webhook_url),
+                                                        absl::GetFlag(FLAGS_alarm_webhook_allowlist));
+    if (!allowed.ok()) return Fail(std::string(allowed.message()));
+  }
 
   auto registry = std::make_shared<prometheus::Registry>();
   std::unique_ptr<prometheus::Exposer> exposer;
@@ -120,8 +146,13 @@ int main(int argc, char** argv) {
     metrics.DbQuery(op, d, ok);
   });
 
-  ClientTls client_tls{absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert),
-                       absl::GetFlag(FLAGS_tls_key)};
+  ClientTls client_tls{absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_client_cert),
+                       absl::GetFlag(FLAGS_tls_client_key)};
+  if (client_tls.cert_file.empty()) {
+    // The server certificate doubles as the client certificate for mutual TLS.
+    client_tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
+    client_tls.key_file = absl::GetFlag(FLAGS_tls_key);
+  }
   auto dispatcher_channel = MakeChannel(absl::GetFlag(FLAGS_dispatcher_target), client_tls);
   if (!dispatcher_channel.ok()) return Fail(dispatcher_channel.status().ToString());
   GrpcDispatchClient dispatch_client(*dispatcher_channel, *cluster_token);
@@ -145,6 +176,7 @@ int main(int argc, char** argv) {
   elector_options.dsn = dsn;
   elector_options.replica_id = replica;
   elector_options.retry_interval = absl::GetFlag(FLAGS_lock_retry_interval);
+  elector_options.takeover_after = absl::GetFlag(FLAGS_leader_silence_takeover);
   LeaderElector elector(elector_options,
                         {[&engine_ptr](int64_t epoch) { engine_ptr->OnElected(epoch); },
                          [&engine_ptr]() { engine_ptr->OnDeposed(); }});
@@ -155,14 +187,22 @@ int main(int argc, char** argv) {
   admin::PgJobStore job_store(pool);
   admin::GrpcExecutorClient executor_client(client_tls, *cluster_token);
   admin::JobAdmin job_admin(job_store, executor_client, RealClock::Get());
-  TokenPolicy admin_policy{insecure, {*admin_token}};
-  admin::JobAdminService admin_service(job_admin, admin_policy);
+  PgTokenStore token_store(pool);
+  TokenAuthenticator::Options auth_options;
+  auth_options.insecure_dev = insecure;
+  auth_options.admin_token = *admin_token;
+  auth_options.cluster_token = *cluster_token;
+  TokenAuthenticator authenticator(auth_options, &token_store, RealClock::Get());
+  admin::JobAdminService admin_service(job_admin, authenticator);
+  admin::TokenAdmin token_admin(token_store, RealClock::Get());
+  admin::TokenAdminService token_service(token_admin, authenticator);
+  // Open on purpose: read-only, no secrets, used by probes and operators to find the leader.
   LeadershipService leadership_service(elector, pool);
 
   ServerTls tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                 absl::GetFlag(FLAGS_tls_client_ca)};
   auto server = StartGrpcServer(absl::GetFlag(FLAGS_listen),
-                                {&admin_service, &leadership_service}, tls);
+                                {&admin_service, &token_service, &leadership_service}, tls);
   if (!server.ok()) return Fail(server.status().ToString());
 
   engine.Start();

@@ -460,3 +460,74 @@ TEST_F(SchedulerFailoverTest, NewLeaderHandsOffALargeBacklogOfPendingFires) {
 
 }  // namespace
 }  // namespace jobwheel
+
+namespace jobwheel {
+namespace {
+
+// A frozen leader (SIGSTOP: its socket stays open, so PostgreSQL keeps its session and the
+// lock) is replaced once its session has been silent for --leader_silence_takeover; when it
+// wakes up its session is gone, so it commits nothing, and every second still fires once.
+TEST_F(SchedulerFailoverTest, FrozenLeaderIsReplacedAndCommitsNothingAfterWaking) {
+  constexpr int kFrozenJobs = 100;
+  ASSERT_NO_FATAL_FAILURE(StartScheduler(a_));
+  ASSERT_TRUE(Eventually([&] { return IsLeader(a_); }, absl::Seconds(10)));
+  ASSERT_NO_FATAL_FAILURE(StartScheduler(b_));
+  const absl::Time first = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()) + 1);
+  {
+    pqxx::work tx(*db_);
+    tx.exec_params(
+        "INSERT INTO jobs (app, name, schedule_kind, cron_expression, time_zone, handler, "
+        "misfire_strategy, routing_strategy, enabled, next_fire_at) "
+        "SELECT 'demo', 'frozen-' || g, 'CRON', $1, 'UTC', 'echo', 1, 1, true, "
+        "$2::timestamptz FROM generate_series(1, $3) AS g",
+        kCron, ToPgTimestamp(first), kFrozenJobs);
+    tx.commit();
+  }
+  ASSERT_TRUE(Eventually(
+      [&] { return Count("SELECT count(*) FROM fires WHERE status IN (2, 4)") >= 2 * kFrozenJobs; },
+      absl::Seconds(30)));
+
+  a_.process.Signal(SIGSTOP);
+  const absl::Time frozen = absl::Now();
+  ASSERT_TRUE(Eventually([&] { return IsLeader(b_); }, absl::Seconds(15)))
+      << "the standby never replaced the frozen leader";
+  const absl::Duration takeover = absl::Now() - frozen;
+  std::cerr << "frozen leader replaced after " << absl::FormatDuration(takeover) << "\n";
+  EXPECT_LE(takeover, absl::Seconds(6));  // 4 s silence + retry interval + margin.
+
+  // Wake the old leader up: it must notice it lost the lock and fire nothing itself.
+  const int64_t epoch_b = Count("SELECT epoch FROM leadership");
+  a_.process.Signal(SIGCONT);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return Count(absl::StrCat("SELECT count(*) FROM fires WHERE leader_epoch = ", epoch_b)) >=
+               3 * kFrozenJobs;
+      },
+      absl::Seconds(20)));
+  EXPECT_FALSE(IsLeader(a_));
+  EXPECT_EQ(Count(absl::StrCat("SELECT count(*) FROM fires WHERE leader_epoch > ", epoch_b)), 0);
+
+  // Stop scheduling, let everything be handed off, then count each job's seconds.
+  {
+    pqxx::work tx(*db_);
+    tx.exec("UPDATE jobs SET enabled = false");
+    tx.commit();
+  }
+  ASSERT_TRUE(Eventually([&] { return Count("SELECT count(*) FROM fires WHERE status = 1") == 0; },
+                         absl::Seconds(20)));
+  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 3"), 0) << "misfires were skipped";
+  // No second twice, and no gap: per job, the fired seconds are contiguous from `first`.
+  EXPECT_EQ(Count("SELECT count(*) FROM (SELECT job_id, scheduled_at FROM fires GROUP BY 1, 2 "
+                  "HAVING count(*) > 1) d"),
+            0);
+  EXPECT_EQ(Count(absl::StrCat(
+                "SELECT count(*) FROM (SELECT job_id FROM fires GROUP BY job_id HAVING "
+                "count(*) <> EXTRACT(EPOCH FROM max(scheduled_at) - min(scheduled_at))::INT + 1 "
+                "OR min(scheduled_at) <> '",
+                ToPgTimestamp(first), "') g")),
+            0);
+  EXPECT_EQ(Count("SELECT count(DISTINCT job_id) FROM fires"), kFrozenJobs);
+}
+
+}  // namespace
+}  // namespace jobwheel
