@@ -158,6 +158,21 @@ CREATE TABLE leadership (
   epoch BIGINT NOT NULL
 );
 )sql"},
+      {2, R"sql(
+-- API tokens (TokenAdminService). Only the SHA-256 of a secret is stored, never the secret.
+CREATE TABLE tokens (
+  id BIGSERIAL PRIMARY KEY,
+  name TEXT NOT NULL,
+  role TEXT NOT NULL CHECK (role IN ('ADMIN', 'OPERATOR', 'VIEWER', 'EXECUTOR')),
+  apps TEXT[] NOT NULL DEFAULT '{}',
+  secret_hash TEXT NOT NULL UNIQUE CHECK (secret_hash ~ '^[0-9a-f]{64}$'),
+  create_time TIMESTAMPTZ NOT NULL DEFAULT now(),
+  expire_time TIMESTAMPTZ,
+  revoke_time TIMESTAMPTZ,
+  last_used_time TIMESTAMPTZ
+);
+CREATE UNIQUE INDEX tokens_name_active ON tokens (name) WHERE revoke_time IS NULL;
+)sql"},
   };
   return *migrations;
 }

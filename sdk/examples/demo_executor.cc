@@ -43,6 +43,10 @@ ABSL_FLAG(std::string, tls_cert, "", "Server certificate (PEM) for ExecutorServi
 ABSL_FLAG(std::string, tls_key, "", "Server private key (PEM)");
 ABSL_FLAG(std::string, tls_client_ca, "", "Require client certificates signed by this CA");
 ABSL_FLAG(std::string, tls_ca, "", "CA (PEM) to verify the registry and dispatcher (enables TLS)");
+ABSL_FLAG(std::string, tls_client_cert, "",
+          "Client certificate (PEM) for mutual TLS to the registry and dispatcher; default "
+          "--tls_cert");
+ABSL_FLAG(std::string, tls_client_key, "", "Private key of --tls_client_cert");
 ABSL_FLAG(bool, log_json, false, "Log one JSON object per line");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
 
@@ -123,6 +127,8 @@ int main(int argc, char** argv) {
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
   options.tls_ca_file = absl::GetFlag(FLAGS_tls_ca);
+  options.tls_client_cert_file = absl::GetFlag(FLAGS_tls_client_cert);
+  options.tls_client_key_file = absl::GetFlag(FLAGS_tls_client_key);
   options.handle_signals = true;
 
   auto executor_token =

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +13,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::sdk {
@@ -21,13 +22,60 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr absl::string_view kSuffix = ".result";
+constexpr absl::string_view kLegacySuffix = ".result";
+constexpr absl::string_view kSegmentPrefix = "journal-";
+constexpr absl::string_view kSegmentSuffix = ".log";
+
+// A record: u32 payload length, u32 checksum of (kind, payload), u8 kind, payload.
+constexpr size_t kHeader = 9;
+constexpr uint8_t kPut = 1;     // Payload: a serialized RunResult.
+constexpr uint8_t kRemove = 2;  // Payload: the run id, 8 bytes little-endian.
+
+uint32_t Checksum(absl::string_view data) {  // FNV-1a: enough to tell a torn write.
+  uint32_t h = 2166136261u;
+  for (unsigned char c : data) {
+    h ^= c;
+    h *= 16777619u;
+  }
+  return h;
+}
+
+void PutU32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+uint32_t GetU32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+
+std::string Encode(uint8_t kind, absl::string_view payload) {
+  std::string r(kHeader + payload.size(), '\0');
+  PutU32(&r[0], static_cast<uint32_t>(payload.size()));
+  r[8] = static_cast<char>(kind);
+  std::memcpy(&r[kHeader], payload.data(), payload.size());
+  PutU32(&r[4], Checksum(absl::string_view(r).substr(8)));
+  return r;
+}
+
+std::string RunIdBytes(int64_t run_id) {
+  std::string b(8, '\0');
+  const uint64_t v = static_cast<uint64_t>(run_id);
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  return b;
+}
+
+int64_t RunIdFromBytes(absl::string_view b) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(b[i])) << (8 * i);
+  return static_cast<int64_t>(v);
+}
 
 absl::Status Errno(absl::string_view what, const std::string& path) {
   return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
 }
 
-absl::Status WriteAll(int fd, const std::string& data, const std::string& path) {
+absl::Status WriteAll(int fd, absl::string_view data, const std::string& path) {
   size_t done = 0;
   while (done < data.size()) {
     ssize_t n = ::write(fd, data.data() + done, data.size() - done);
@@ -49,15 +97,30 @@ absl::Status FsyncDir(const std::string& dir) {
   return absl::OkStatus();
 }
 
+// The segment number of a journal file name, or 0.
+uint64_t SegmentNumber(absl::string_view name) {
+  if (!absl::ConsumePrefix(&name, kSegmentPrefix) || !absl::ConsumeSuffix(&name, kSegmentSuffix)) {
+    return 0;
+  }
+  uint64_t n = 0;
+  return absl::SimpleAtoi(name, &n) ? n : 0;
+}
+
 }  // namespace
 
-ResultSpool::ResultSpool(std::string dir) : dir_(std::move(dir)) {}
+ResultSpool::ResultSpool(std::string dir, size_t max_segment_bytes)
+    : dir_(std::move(dir)), max_segment_bytes_(max_segment_bytes) {}
+
+ResultSpool::~ResultSpool() {
+  absl::MutexLock lock(&mu_);
+  if (fd_ >= 0) ::close(fd_);
+}
 
 absl::Status ResultSpool::Init() {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec) return absl::InternalError(absl::StrCat("spool_dir ", dir_, ": ", ec.message()));
-  // Temp files left by a crash in the middle of Put() are incomplete: drop them.
+  // Temp files of the one-file-per-run format left by a crash were never complete: drop them.
   for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
     if (absl::EndsWith(it->path().filename().string(), ".tmp")) {
       std::error_code rm;
@@ -67,55 +130,169 @@ absl::Status ResultSpool::Init() {
   return absl::OkStatus();
 }
 
-std::string ResultSpool::PathFor(int64_t run_id) const {
-  return absl::StrCat(dir_, "/", run_id, kSuffix);
+std::string ResultSpool::SegmentPath(uint64_t seq) const {
+  return absl::StrFormat("%s/%s%020d%s", dir_, kSegmentPrefix, seq, kSegmentSuffix);
+}
+
+size_t ResultSpool::segments() const {
+  size_t n = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    if (SegmentNumber(it->path().filename().string()) > 0) ++n;
+  }
+  return n;
+}
+
+absl::Status ResultSpool::OpenSegmentLocked() {
+  uint64_t next = segment_ + 1;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    next = std::max(next, SegmentNumber(it->path().filename().string()) + 1);
+  }
+  const std::string path = SegmentPath(next);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return Errno("open", path);
+  // The new file's directory entry must be durable before anything in it counts as synced.
+  absl::Status st = FsyncDir(dir_);
+  if (!st.ok()) {
+    ::close(fd);
+    ::unlink(path.c_str());
+    return st;
+  }
+  fd_ = fd;
+  segment_ = next;
+  segment_bytes_ = 0;
+  appended_ = 0;
+  synced_ = 0;
+  live_per_segment_.emplace(segment_, 0);
+  return absl::OkStatus();
+}
+
+absl::Status ResultSpool::AppendLocked(const std::string& record) {
+  if (fd_ >= 0 && segment_bytes_ > 0 && segment_bytes_ + record.size() > max_segment_bytes_) {
+    // Roll over: the old segment is synced whole first, so whoever waits for a sync of it is
+    // done once the segment number changes. A sync running outside the lock uses fd_.
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !syncing_; };
+    mu_.Await(absl::Condition(&idle));
+    if (::fdatasync(fd_) != 0) return Errno("fdatasync", SegmentPath(segment_));
+    synced_ = appended_;
+    ::close(fd_);
+    fd_ = -1;
+    synced_cv_.SignalAll();
+  }
+  if (fd_ < 0) {
+    absl::Status st = OpenSegmentLocked();
+    if (!st.ok()) return st;
+  }
+  absl::Status st = WriteAll(fd_, record, SegmentPath(segment_));
+  if (!st.ok()) {
+    // Cut a partial record off, or the records after it would be unreadable.
+    if (::ftruncate(fd_, static_cast<off_t>(segment_bytes_)) != 0) {
+      spdlog::error("result spool: cannot truncate {} after a failed write", SegmentPath(segment_));
+    }
+    return st;
+  }
+  segment_bytes_ += record.size();
+  ++appended_;
+  return absl::OkStatus();
 }
 
 absl::Status ResultSpool::Put(const jobwheel::v1::RunResult& result) {
   if (result.run_id() <= 0) return absl::InvalidArgumentError("run_id: must be positive");
-  static std::atomic<uint64_t> counter{0};
-  const std::string path = PathFor(result.run_id());
-  const std::string tmp = absl::StrCat(path, ".", ::getpid(), ".", counter.fetch_add(1), ".tmp");
-  std::string data;
-  if (!result.SerializeToString(&data)) {
+  std::string payload;
+  if (!result.SerializeToString(&payload)) {
     return absl::InternalError(absl::StrCat("run ", result.run_id(), ": cannot serialize result"));
   }
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("open", tmp);
-  absl::Status st = WriteAll(fd, data, tmp);
-  if (st.ok() && ::fsync(fd) != 0) st = Errno("fsync", tmp);
-  ::close(fd);
-  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) st = Errno("rename", tmp);
-  if (!st.ok()) {
-    ::unlink(tmp.c_str());
-    return st;
+  const std::string record = Encode(kPut, payload);
+  absl::MutexLock lock(&mu_);
+  absl::Status st = AppendLocked(record);
+  if (!st.ok()) return st;
+  auto [it, inserted] = where_.try_emplace(result.run_id(), segment_);
+  if (!inserted) {
+    --live_per_segment_[it->second];  // Superseded by this Put.
+    it->second = segment_;
   }
-  return FsyncDir(dir_);
-}
+  ++live_per_segment_[segment_];
 
-absl::Status ResultSpool::Remove(int64_t run_id) {
-  const std::string path = PathFor(run_id);
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return Errno("unlink", path);
+  // Group commit: the first waiter syncs everything appended so far; the others wait for it.
+  const uint64_t mine = appended_;
+  const uint64_t my_segment = segment_;
+  while (segment_ == my_segment && synced_ < mine) {
+    if (syncing_) {
+      synced_cv_.Wait(&mu_);
+      continue;
+    }
+    syncing_ = true;
+    const uint64_t target = appended_;
+    const int fd = fd_;
+    mu_.Unlock();
+    const int rc = ::fdatasync(fd);
+    const int err = errno;
+    mu_.Lock();
+    syncing_ = false;
+    synced_cv_.SignalAll();
+    if (rc != 0) {
+      errno = err;
+      return Errno("fdatasync", SegmentPath(my_segment));
+    }
+    if (segment_ == my_segment) synced_ = std::max(synced_, target);
+  }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<jobwheel::v1::RunResult>> ResultSpool::LoadAll() {
-  std::vector<jobwheel::v1::RunResult> out;
+absl::Status ResultSpool::Remove(int64_t run_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = where_.find(run_id);
+  if (it == where_.end()) return absl::OkStatus();
+  // Not synced: if the tombstone is lost, the result is sent again and ignored as a duplicate.
+  absl::Status st = AppendLocked(Encode(kRemove, RunIdBytes(run_id)));
+  if (!st.ok()) return st;
+  --live_per_segment_[it->second];
+  where_.erase(it);
+  DropDeadSegmentsLocked();
+  return absl::OkStatus();
+}
+
+void ResultSpool::DropDeadSegmentsLocked() {
+  // Oldest first only: a segment's tombstones may refer to results in older segments, which
+  // must be gone before the tombstones are.
+  while (!live_per_segment_.empty()) {
+    auto oldest = live_per_segment_.begin();
+    if (oldest->first == segment_ || oldest->second > 0) return;
+    const std::string path = SegmentPath(oldest->first);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      spdlog::warn("result spool: cannot delete {}: {}", path, std::strerror(errno));
+      return;
+    }
+    live_per_segment_.erase(oldest);
+  }
+}
+
+absl::Status ResultSpool::ReadAllLocked(std::map<int64_t, jobwheel::v1::RunResult>* live,
+                                        std::vector<std::string>* legacy_files,
+                                        std::vector<uint64_t>* bad_segments) {
   std::error_code ec;
-  std::vector<fs::path> files;
+  std::vector<fs::path> legacy;
+  std::vector<uint64_t> segments;
   for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (!absl::EndsWith(name, kSuffix)) continue;
-    int64_t run_id = 0;
-    if (!absl::SimpleAtoi(absl::string_view(name).substr(0, name.size() - kSuffix.size()),
-                          &run_id)) {
+    if (const uint64_t n = SegmentNumber(name); n > 0) {
+      segments.push_back(n);
       continue;
     }
-    files.push_back(it->path());
+    if (!absl::EndsWith(name, kLegacySuffix)) continue;
+    int64_t run_id = 0;
+    if (absl::SimpleAtoi(absl::string_view(name).substr(0, name.size() - kLegacySuffix.size()),
+                         &run_id)) {
+      legacy.push_back(it->path());
+    }
   }
   if (ec) return absl::InternalError(absl::StrCat("spool_dir ", dir_, ": ", ec.message()));
-  std::sort(files.begin(), files.end());
-  for (const fs::path& file : files) {
+  std::sort(legacy.begin(), legacy.end());
+  std::sort(segments.begin(), segments.end());
+
+  // The one-file-per-run format of earlier versions: older than any journal record.
+  for (const fs::path& file : legacy) {
     std::ifstream in(file, std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
@@ -126,8 +303,109 @@ absl::StatusOr<std::vector<jobwheel::v1::RunResult>> ResultSpool::LoadAll() {
       fs::rename(file, file.string() + ".bad", rn);
       continue;
     }
-    out.push_back(std::move(result));
+    legacy_files->push_back(file.string());
+    (*live)[result.run_id()] = std::move(result);
   }
+
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const std::string path = SegmentPath(segments[i]);
+    std::ifstream in(path, std::ios::binary);
+    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t pos = 0;
+    bool torn = false;
+    while (pos < data.size()) {
+      if (data.size() - pos < kHeader) {
+        torn = true;
+        break;
+      }
+      const uint32_t len = GetU32(&data[pos]);
+      if (data.size() - pos - kHeader < len ||
+          GetU32(&data[pos + 4]) != Checksum(absl::string_view(data).substr(pos + 8, 1 + len))) {
+        torn = true;
+        break;
+      }
+      const uint8_t kind = static_cast<uint8_t>(data[pos + 8]);
+      const absl::string_view payload = absl::string_view(data).substr(pos + kHeader, len);
+      if (kind == kPut) {
+        jobwheel::v1::RunResult result;
+        if (result.ParseFromArray(payload.data(), static_cast<int>(payload.size())) &&
+            result.run_id() > 0) {
+          (*live)[result.run_id()] = std::move(result);
+        }
+      } else if (kind == kRemove && payload.size() == 8) {
+        live->erase(RunIdFromBytes(payload));
+      }
+      pos += kHeader + len;
+    }
+    if (torn) {
+      // At the end of the newest segment: a Put interrupted by a crash (it never returned).
+      // Anywhere else the rest of the segment is lost: keep it aside for inspection.
+      const bool newest = i + 1 == segments.size();
+      if (!newest) bad_segments->push_back(segments[i]);
+      if (newest) {
+        spdlog::info("result spool: {} ends in a write cut short by a crash (byte {} of {})",
+                     path, pos, data.size());
+      } else {
+        spdlog::error("result spool: {} unreadable from byte {} of {}; set aside as .bad", path,
+                      pos, data.size());
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<jobwheel::v1::RunResult>> ResultSpool::LoadAll() {
+  absl::MutexLock lock(&mu_);
+  std::map<int64_t, jobwheel::v1::RunResult> live;
+  std::vector<std::string> legacy_files;
+  std::vector<uint64_t> bad_segments;
+  absl::Status st = ReadAllLocked(&live, &legacy_files, &bad_segments);
+  if (!st.ok()) return st;
+
+  if (!loaded_) {
+    // First load (at start): rewrite what is live into a fresh segment, then drop the rest.
+    loaded_ = true;
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !syncing_; };
+    mu_.Await(absl::Condition(&idle));
+    std::vector<uint64_t> old;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+      if (const uint64_t n = SegmentNumber(it->path().filename().string()); n > 0) old.push_back(n);
+    }
+    if (fd_ >= 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+    where_.clear();
+    live_per_segment_.clear();
+    st = OpenSegmentLocked();
+    if (!st.ok()) return st;
+    for (const auto& [run_id, result] : live) {
+      std::string payload;
+      result.SerializeToString(&payload);
+      st = AppendLocked(Encode(kPut, payload));
+      if (!st.ok()) return st;
+      where_[run_id] = segment_;
+      ++live_per_segment_[segment_];
+    }
+    if (::fdatasync(fd_) != 0) return Errno("fdatasync", SegmentPath(segment_));
+    synced_ = appended_;
+    for (uint64_t n : old) {
+      const std::string path = SegmentPath(n);
+      if (std::find(bad_segments.begin(), bad_segments.end(), n) != bad_segments.end()) {
+        std::error_code rn;
+        fs::rename(path, path + ".bad", rn);
+      } else {
+        ::unlink(path.c_str());
+      }
+    }
+    for (const std::string& f : legacy_files) ::unlink(f.c_str());
+    (void)FsyncDir(dir_);
+  }
+
+  std::vector<jobwheel::v1::RunResult> out;
+  out.reserve(live.size());
+  for (auto& [run_id, result] : live) out.push_back(std::move(result));
   return out;
 }
 

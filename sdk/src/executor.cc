@@ -23,6 +23,7 @@
 #include "sdk/internal/executor_grpc_service.h"
 #include "sdk/internal/executor_metrics.h"
 #include "sdk/internal/grpc_dispatcher_client.h"
+#include "sdk/internal/grpc_keep_warm.h"
 #include "sdk/internal/heartbeat_client.h"
 #include "sdk/internal/result_reporter.h"
 #include "sdk/internal/result_spool.h"
@@ -123,7 +124,13 @@ class ExecutorCore {
     st = spool_->Init();
     if (!st.ok()) return st;
 
-    ClientTls client_tls{options_.tls_ca_file, "", ""};
+    ClientTls client_tls{options_.tls_ca_file, options_.tls_client_cert_file,
+                         options_.tls_client_key_file};
+    if (client_tls.cert_file.empty()) {
+      // The server certificate doubles as the client certificate for mutual TLS.
+      client_tls.cert_file = options_.tls_cert_file;
+      client_tls.key_file = options_.tls_key_file;
+    }
     if (!options_.dispatcher_target.empty()) {
       auto channel = MakeChannel(DispatcherChannelTarget(options_.dispatcher_target), client_tls);
       if (!channel.ok()) return channel.status();
@@ -173,6 +180,11 @@ class ExecutorCore {
       return server.status();
     }
     server_ = std::move(*server);
+    // Without it a Run arriving about a second after the previous one often waits ~100 ms
+    // for gRPC's callback threads (see grpc_keep_warm.h).
+    keep_warm_ =
+        std::make_unique<GrpcKeepWarm>(server_->InProcessChannel(grpc::ChannelArguments()));
+    keep_warm_->Start();
     advertise_ = ComputeAdvertiseAddress(options_.advertise_address, options_.listen_address,
                                          port_);
     runs_->SetExecutorAddress(advertise_);
@@ -290,6 +302,7 @@ class ExecutorCore {
                    left, options_.spool_dir);
     }
     reporter_->Shutdown();
+    keep_warm_->Shutdown();
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
     {
       absl::MutexLock lock(&mu_);
@@ -354,6 +367,7 @@ class ExecutorCore {
   std::unique_ptr<RunManager> runs_;
   std::unique_ptr<ExecutorGrpcService> service_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<GrpcKeepWarm> keep_warm_;
   std::unique_ptr<HeartbeatClient> heartbeat_;
   std::thread cleanup_thread_;
 };

@@ -26,6 +26,10 @@ absl::Status ExecutorOptions::Validate() const {
   if (tls_cert_file.empty() != tls_key_file.empty()) {
     return absl::InvalidArgumentError("tls_cert_file/tls_key_file: set both or neither");
   }
+  if (tls_client_cert_file.empty() != tls_client_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "tls_client_cert_file/tls_client_key_file: set both or neither");
+  }
   if (capacity < 0) return absl::InvalidArgumentError("capacity: must not be negative");
   auto positive = [](absl::Duration d) { return d > absl::ZeroDuration(); };
   if (!positive(worker_idle_timeout)) {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,7 +61,11 @@ struct TriggerOutcome {
   absl::Time at;
 };
 
-enum class ResultDisposition { kRecorded, kDuplicate, kUnknown };
+// kForbidden: the run belongs to an app outside the reporter's scope (not recorded, not acked).
+enum class ResultDisposition { kRecorded, kDuplicate, kUnknown, kForbidden };
+
+// The apps a reporter's token covers; nullopt: every app.
+using AppScope = std::optional<std::vector<std::string>>;
 
 struct ResultRecord {
   int64_t run_id = 0;
@@ -88,9 +93,10 @@ class DispatchStore {
 
   // Records terminal results on runs still PENDING or RUNNING (start_time: the executor's, else
   // the trigger's, else end_time); others are duplicates, ids
-  // without a row are unknown. `results` must have distinct run ids.
+  // without a row are unknown, runs of apps outside `scope` forbidden (untouched). `results`
+  // must have distinct run ids.
   virtual absl::StatusOr<std::vector<ResultRecord>> RecordResults(
-      const std::vector<v1::RunResult>& results, absl::Time now) = 0;
+      const std::vector<v1::RunResult>& results, absl::Time now, const AppScope& scope) = 0;
 };
 
 }  // namespace jobwheel::dispatcher

@@ -328,7 +328,7 @@ void Dispatcher::WriterLoop() {
 }
 
 absl::StatusOr<v1::ReportResultsResponse> Dispatcher::ReportResults(
-    const v1::ReportResultsRequest& request) {
+    const v1::ReportResultsRequest& request, const AppScope& scope) {
   if (static_cast<size_t>(request.results_size()) > options_.max_results_per_call) {
     return absl::InvalidArgumentError(absl::StrCat("results: at most ",
                                                    options_.max_results_per_call,
@@ -348,14 +348,29 @@ absl::StatusOr<v1::ReportResultsResponse> Dispatcher::ReportResults(
                        " must have a terminal status (SUCCEEDED..DISCARDED), got ",
                        v1::RunStatus_Name(r.status())));
     }
-    if (seen.insert(r.run_id()).second) distinct.push_back(r);
+    if (seen.insert(r.run_id()).second) {
+      distinct.push_back(r);
+      std::string* msg = distinct.back().mutable_message();
+      if (msg->size() > options_.max_result_message_bytes) {
+        size_t cut = options_.max_result_message_bytes;
+        // Never split a UTF-8 sequence: back up over continuation bytes.
+        while (cut > 0 && (static_cast<unsigned char>((*msg)[cut]) & 0xC0) == 0x80) --cut;
+        msg->resize(cut);
+        msg->append(" \xE2\x80\xA6(truncated)");
+      }
+    }
   }
   v1::ReportResultsResponse response;
   if (distinct.empty()) return response;
   absl::StatusOr<std::vector<ResultRecord>> records =
-      store_.RecordResults(distinct, clock_.Now());
+      store_.RecordResults(distinct, clock_.Now(), scope);
   if (!records.ok()) return records.status();
   for (const ResultRecord& rec : *records) {
+    if (rec.disposition == ResultDisposition::kForbidden) {
+      spdlog::warn("result for run {} refused: its app is not on the reporting executor's token",
+                   rec.run_id);
+      continue;  // Not acknowledged: an executor with the right token may still report it.
+    }
     response.add_acked_run_ids(rec.run_id);
     switch (rec.disposition) {
       case ResultDisposition::kRecorded:
@@ -371,6 +386,8 @@ absl::StatusOr<v1::ReportResultsResponse> Dispatcher::ReportResults(
         spdlog::warn("result for unknown run {}: acknowledged and dropped", rec.run_id);
         if (metrics_ != nullptr) metrics_->Result("unknown");
         break;
+      case ResultDisposition::kForbidden:
+        break;  // Handled above.
     }
   }
   return response;

@@ -38,6 +38,9 @@ class Dispatcher {
     absl::Duration run_deadline = absl::Seconds(3);
     size_t max_fires_per_call = 1000;
     size_t max_results_per_call = 10000;
+    // A longer result message is stored cut to this many bytes (at a UTF-8 boundary) with
+    // " …(truncated)" appended, so one executor cannot fill the runs table.
+    size_t max_result_message_bytes = 64 * 1024;
     size_t max_outcomes_per_write = 2000;
     absl::Duration write_retry = absl::Milliseconds(500);
   };
@@ -51,8 +54,10 @@ class Dispatcher {
   void Shutdown();
 
   absl::StatusOr<v1::DispatchResponse> Dispatch(const v1::DispatchRequest& request);
+  // `scope`: the apps the reporting executor's token covers (nullopt: every app). Results for
+  // runs of other apps are neither recorded nor acknowledged.
   absl::StatusOr<v1::ReportResultsResponse> ReportResults(
-      const v1::ReportResultsRequest& request);
+      const v1::ReportResultsRequest& request, const AppScope& scope = std::nullopt);
 
   // Trigger answers received but not yet written (for tests and shutdown).
   size_t pending_outcomes() const;

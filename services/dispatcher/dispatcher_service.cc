@@ -32,13 +32,20 @@ grpc::ServerUnaryReactor* DispatcherServiceImpl::ReportResults(
     grpc::CallbackServerContext* ctx, const v1::ReportResultsRequest* request,
     v1::ReportResultsResponse* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  absl::Status auth = CheckBearer(ctx->client_metadata(), executor_policy_);
-  if (!auth.ok()) {
-    reactor->Finish(ToGrpcStatus(auth));
-    return reactor;
-  }
-  const bool queued = db_work_.Submit([this, reactor, request, response] {
-    absl::StatusOr<v1::ReportResultsResponse> r = dispatcher_.ReportResults(*request);
+  absl::optional<std::string> authorization = AuthorizationHeader(ctx->client_metadata());
+  const bool queued = db_work_.Submit([this, reactor, request, response, authorization] {
+    // Authenticated here: an API token may need a database lookup.
+    absl::StatusOr<Principal> p = executor_auth_.Authenticate(authorization);
+    absl::Status auth = p.status();
+    if (auth.ok()) auth = RequireRole(*p, {Role::kExecutor}, "DispatcherService/ReportResults");
+    if (!auth.ok()) {
+      reactor->Finish(ToGrpcStatus(auth));
+      return;
+    }
+    // A per-app executor token reports only runs of its apps.
+    AppScope scope;
+    if (!p->insecure_dev && !p->all_apps) scope = p->apps;
+    absl::StatusOr<v1::ReportResultsResponse> r = dispatcher_.ReportResults(*request, scope);
     if (r.ok()) *response = std::move(*r);
     reactor->Finish(ToGrpcStatus(r.status()));
   });

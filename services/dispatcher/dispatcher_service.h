@@ -2,6 +2,7 @@
 #define JOBWHEEL_SERVICES_DISPATCHER_DISPATCHER_SERVICE_H_
 
 #include "common/auth.h"
+#include "common/token_auth.h"
 #include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
 #include "services/dispatcher/dispatcher.h"
@@ -10,17 +11,20 @@
 namespace jobwheel::dispatcher {
 
 // The DispatcherService gRPC surface (callback API): checks the bearer token (Dispatch: the
-// cluster token the scheduler presents; ReportResults: the executor token), then runs the
-// core call on `db_work`, a bounded pool sized to the database pool, so reactor threads never
-// block on PostgreSQL. A full pool answers UNAVAILABLE (the caller retries).
+// cluster token the scheduler presents; ReportResults: any EXECUTOR token, the bootstrap one
+// or a per-app API token, resolved on the pool), then runs the core call on `db_work`, a
+// bounded pool sized to the database pool, so reactor threads never block on PostgreSQL. A
+// full pool answers UNAVAILABLE (the caller retries). With a per-app executor token only
+// results for runs of its apps are recorded and acknowledged.
 class DispatcherServiceImpl final : public v1::DispatcherService::CallbackService {
  public:
+  // `executor_auth` must outlive this service.
   DispatcherServiceImpl(Dispatcher& dispatcher, WorkPool& db_work, TokenPolicy cluster_policy,
-                        TokenPolicy executor_policy)
+                        TokenAuthenticator& executor_auth)
       : dispatcher_(dispatcher),
         db_work_(db_work),
         cluster_policy_(std::move(cluster_policy)),
-        executor_policy_(std::move(executor_policy)) {}
+        executor_auth_(executor_auth) {}
 
   grpc::ServerUnaryReactor* Dispatch(grpc::CallbackServerContext* ctx,
                                      const v1::DispatchRequest* request,
@@ -33,7 +37,7 @@ class DispatcherServiceImpl final : public v1::DispatcherService::CallbackServic
   Dispatcher& dispatcher_;
   WorkPool& db_work_;
   const TokenPolicy cluster_policy_;
-  const TokenPolicy executor_policy_;
+  TokenAuthenticator& executor_auth_;
 };
 
 }  // namespace jobwheel::dispatcher

@@ -6,6 +6,8 @@
 #include "common/auth.h"
 #include "common/clock.h"
 #include "common/grpc_server.h"
+#include "common/in_memory_token_store.h"
+#include "common/token_auth.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
 #include "services/dispatcher/fake_executor_clients.h"
@@ -31,11 +33,18 @@ class NullStore : public DispatchStore {
     return std::vector<int64_t>();
   }
   absl::StatusOr<std::vector<ResultRecord>> RecordResults(const std::vector<v1::RunResult>& r,
-                                                          absl::Time) override {
+                                                          absl::Time,
+                                                          const AppScope& scope) override {
+    {
+      absl::MutexLock lock(&mu);
+      last_scope = scope;
+    }
     std::vector<ResultRecord> out;
     for (const auto& x : r) out.push_back({x.run_id(), ResultDisposition::kRecorded, x.status()});
     return out;
   }
+  absl::Mutex mu;
+  AppScope last_scope ABSL_GUARDED_BY(mu);
 };
 
 class DispatcherServiceTest : public ::testing::Test {
@@ -45,9 +54,13 @@ class DispatcherServiceTest : public ::testing::Test {
     snap.set_type(v1::WATCH_EVENT_TYPE_SNAPSHOT);
     directory_.Apply(snap);
     dispatcher_.Start();
+    TokenAuthenticator::Options auth_options;
+    auth_options.insecure_dev = insecure;
+    auth_options.cluster_token = "cluster-secret";
+    auth_options.executor_token = "executor-secret";
+    auth_ = std::make_unique<TokenAuthenticator>(auth_options, &tokens_, RealClock::Get());
     service_ = std::make_unique<DispatcherServiceImpl>(
-        dispatcher_, work_, TokenPolicy{insecure, {"cluster-secret"}},
-        TokenPolicy{insecure, {"executor-secret"}});
+        dispatcher_, work_, TokenPolicy{insecure, {"cluster-secret"}}, *auth_);
     int port = 0;
     auto server = StartGrpcServer("127.0.0.1:0", {service_.get()}, {}, &port);
     ASSERT_TRUE(server.ok()) << server.status();
@@ -92,6 +105,8 @@ class DispatcherServiceTest : public ::testing::Test {
   Dispatcher dispatcher_{store_, directory_, router_, executors_, pools_, nullptr, clock_,
                          Dispatcher::Options()};
   WorkPool work_{"db", 2, 10};
+  InMemoryTokenStore tokens_;
+  std::unique_ptr<TokenAuthenticator> auth_;
   std::unique_ptr<DispatcherServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::DispatcherService::Stub> stub_;
@@ -111,6 +126,40 @@ TEST_F(DispatcherServiceTest, TokensAreCheckedPerRpc) {
   grpc::Status bad = Report("executor-secret", v1::RUN_STATUS_PENDING, &resp);
   EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(bad.error_message().find("results[0].status"), std::string::npos) << bad.error_message();
+}
+
+TEST_F(DispatcherServiceTest, PerAppExecutorApiTokensReportResults) {
+  Start(/*insecure=*/false);
+  auto token = [&](const std::string& name, Role role) {
+    const std::string secret = *GenerateTokenSecret();
+    NewToken t;
+    t.name = name;
+    t.role = role;
+    t.apps = {"demo"};
+    t.secret_hash = HashTokenSecret(secret);
+    EXPECT_TRUE(tokens_.Create(t).ok());
+    return secret;
+  };
+  const std::string exec = token("exec-demo", Role::kExecutor);
+  const std::string op = token("ops-demo", Role::kOperator);
+  v1::ReportResultsResponse resp;
+  EXPECT_TRUE(Report(exec, v1::RUN_STATUS_SUCCEEDED, &resp).ok());
+  {
+    absl::MutexLock lock(&store_.mu);
+    ASSERT_TRUE(store_.last_scope.has_value());  // The store confines it to app demo.
+    EXPECT_EQ(*store_.last_scope, std::vector<std::string>{"demo"});
+  }
+  EXPECT_TRUE(Report("executor-secret", v1::RUN_STATUS_SUCCEEDED, &resp).ok());
+  {
+    absl::MutexLock lock(&store_.mu);
+    EXPECT_FALSE(store_.last_scope.has_value());  // The bootstrap token covers every app.
+  }
+  EXPECT_EQ(Report(op, v1::RUN_STATUS_SUCCEEDED, &resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Report("", v1::RUN_STATUS_SUCCEEDED, &resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  // An API token is never a cluster credential.
+  EXPECT_EQ(Dispatch(exec).error_code(), grpc::StatusCode::UNAUTHENTICATED);
 }
 
 TEST_F(DispatcherServiceTest, InsecureDevAcceptsAnything) {

@@ -3,6 +3,7 @@
 #include <memory>
 #include <random>
 
+#include "absl/strings/match.h"
 #include "common/clock.h"
 #include "common/pg_pool.h"
 #include "common/testing/pg_test_db.h"
@@ -296,6 +297,26 @@ TEST_F(DispatcherTest, InvalidRequestsNameTheField) {
   auto rr = dispatcher_->ReportResults(results);
   EXPECT_EQ(rr.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(rr.status().message(), HasSubstr("results[1].status"));
+}
+
+TEST_F(DispatcherTest, LongResultMessagesAreCutAtACharacterBoundary) {
+  auto r = Dispatch({NewFire(v1::ROUTING_STRATEGY_FIRST)});
+  ASSERT_TRUE(r.ok());
+  const int64_t run_id = r->outcomes(0).run_ids(0);
+  v1::ReportResultsRequest req;
+  v1::RunResult* res = req.add_results();
+  res->set_run_id(run_id);
+  res->set_status(v1::RUN_STATUS_FAILED);
+  // "€" is 3 bytes; after "xy" they start at 2 + 3k, so byte 64 Ki is inside one.
+  std::string huge = "xy";
+  while (huge.size() < 200 * 1024) huge += "\xE2\x82\xAC";
+  res->set_message(huge);
+  auto ack = dispatcher_->ReportResults(req);
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  const std::string stored = RunById(dsn_, run_id).result_message;
+  EXPECT_LE(stored.size(), 64 * 1024 + 20u);
+  EXPECT_TRUE(absl::EndsWith(stored, "(truncated)")) << stored.substr(stored.size() - 40);
+  EXPECT_EQ(stored.substr(0, 4), huge.substr(0, 4));
 }
 
 TEST_F(DispatcherTest, NotReadyBeforeFirstSnapshot) {

@@ -18,8 +18,11 @@
 #include "common/logging.h"
 #include "common/migrations.h"
 #include "common/pg_pool.h"
+#include "common/pg_token_store.h"
+#include "common/token_auth.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
+#include "sdk/internal/grpc_keep_warm.h"
 #include "services/dispatcher/dispatcher.h"
 #include "services/dispatcher/dispatcher_metrics.h"
 #include "services/dispatcher/dispatcher_service.h"
@@ -39,7 +42,9 @@ ABSL_FLAG(std::string, db_dsn, "", "PostgreSQL connection string");
 ABSL_FLAG(std::string, registry_target, "127.0.0.1:7101",
           "registry replicas: host:port, a comma-separated list, or a gRPC target (dns:///...)");
 ABSL_FLAG(std::string, replica_id, "", "this replica's id; default hostname-pid");
-ABSL_FLAG(std::string, executor_token_file, "", "token executors present (ReportResults)");
+ABSL_FLAG(std::string, executor_token_file, "",
+          "bootstrap executor token accepted on ReportResults; optional: per-app EXECUTOR API "
+          "tokens work without it");
 ABSL_FLAG(std::string, cluster_token_file, "",
           "token the scheduler presents (Dispatch) and this dispatcher presents to executors and "
           "the registry");
@@ -52,8 +57,12 @@ ABSL_FLAG(absl::Duration, probe_deadline, absl::Milliseconds(500),
           "deadline of Beat/IdleBeat calls of FAILOVER/BUSYOVER routing");
 ABSL_FLAG(bool, log_json, false, "log one JSON object per line");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
-ABSL_FLAG(std::string, tls_cert, "", "server certificate (PEM); also the client certificate");
+ABSL_FLAG(std::string, tls_cert, "",
+          "server certificate (PEM); also the client certificate unless --tls_client_cert");
 ABSL_FLAG(std::string, tls_key, "", "private key of --tls_cert");
+ABSL_FLAG(std::string, tls_client_cert, "",
+          "client certificate (PEM) for mutual TLS to the registry and executors");
+ABSL_FLAG(std::string, tls_client_key, "", "private key of --tls_client_cert");
 ABSL_FLAG(std::string, tls_client_ca, "", "require client certificates signed by this CA");
 ABSL_FLAG(std::string, tls_ca, "", "CA to verify registry and executors; empty = plaintext");
 
@@ -80,10 +89,17 @@ struct Config {
   absl::Status Validate() const {
     if (db_dsn.empty()) return absl::InvalidArgumentError("--db_dsn: required");
     if (registry_target.empty()) return absl::InvalidArgumentError("--registry_target: required");
-    if (!insecure_dev && (cluster_token.empty() || executor_token.empty())) {
+    if (!insecure_dev && cluster_token.empty()) {
       return absl::InvalidArgumentError(
-          "--cluster_token_file and --executor_token_file are required (or --insecure_dev for "
-          "local development)");
+          "no credentials: --cluster_token_file is required (executors then present "
+          "--executor_token_file's token or per-app API tokens), or --insecure_dev for local "
+          "development");
+    }
+    if (server_tls.cert_file.empty() != server_tls.key_file.empty()) {
+      return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+    }
+    if (client_tls.cert_file.empty() != client_tls.key_file.empty()) {
+      return absl::InvalidArgumentError("--tls_client_cert and --tls_client_key go together");
     }
     if (fast_threads < 1 || slow_threads < 1) {
       return absl::InvalidArgumentError("--fast_pool_threads, --slow_pool_threads: must be >= 1");
@@ -128,12 +144,13 @@ absl::StatusOr<Config> ConfigFromFlags() {
   c.probe_deadline = absl::GetFlag(FLAGS_probe_deadline);
   c.server_tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                   absl::GetFlag(FLAGS_tls_client_ca)};
-  c.client_tls = {absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert),
-                  absl::GetFlag(FLAGS_tls_key)};
-  if (!c.client_tls.ca_file.empty() && c.server_tls.client_ca_file.empty()) {
-    // Only present a client certificate when mutual TLS is in use.
-    c.client_tls.cert_file.clear();
-    c.client_tls.key_file.clear();
+  c.client_tls = {absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_client_cert),
+                  absl::GetFlag(FLAGS_tls_client_key)};
+  if (c.client_tls.cert_file.empty() && c.client_tls.key_file.empty()) {
+    // The server certificate doubles as the client certificate; a server that does not ask
+    // for one (no mutual TLS) simply ignores it.
+    c.client_tls.cert_file = c.server_tls.cert_file;
+    c.client_tls.key_file = c.server_tls.key_file;
   }
   absl::Status valid = c.Validate();
   if (!valid.ok()) return valid;
@@ -200,9 +217,14 @@ int Run(const Config& c) {
   Dispatcher dispatcher(store, directory, router, executors, pools, &metrics, RealClock::Get(),
                         dispatcher_options);
   WorkPool db_work("db", c.db_pool_size, /*max_queue=*/1000);
+  PgTokenStore token_store(pg);
+  TokenAuthenticator::Options auth_options;
+  auth_options.insecure_dev = c.insecure_dev;
+  auth_options.cluster_token = c.cluster_token;
+  auth_options.executor_token = c.executor_token;
+  TokenAuthenticator executor_auth(auth_options, &token_store, RealClock::Get());
   DispatcherServiceImpl service(dispatcher, db_work,
-                                TokenPolicy{c.insecure_dev, {c.cluster_token}},
-                                TokenPolicy{c.insecure_dev, {c.executor_token}});
+                                TokenPolicy{c.insecure_dev, {c.cluster_token}}, executor_auth);
 
   // Handle SIGTERM/SIGINT synchronously in this thread.
   sigset_t signals;
@@ -223,10 +245,14 @@ int Run(const Config& c) {
   }
   spdlog::info("dispatcher {} listening on {} (port {}), registry {}", c.replica_id, c.listen,
                port, c.registry_target);
+  // Dispatch calls a second apart would often wait ~100 ms for gRPC's callback threads.
+  GrpcKeepWarm keep_warm((*server)->InProcessChannel(grpc::ChannelArguments()));
+  keep_warm.Start();
 
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("signal {}: shutting down", sig);
+  keep_warm.Shutdown();
   (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   db_work.Shutdown();
   dispatcher.Shutdown();  // Runs queued triggers and writes their answers.

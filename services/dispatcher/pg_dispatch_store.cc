@@ -23,6 +23,24 @@ std::string IdList(const std::vector<int64_t>& ids) { return absl::StrJoin(ids, 
 
 bool IsTerminal(int status) { return status >= v1::RUN_STATUS_SUCCEEDED; }
 
+// A quoted text[] literal for `scope` (empty when unscoped; then unused).
+std::string ScopeArray(pqxx::work& tx, const AppScope& scope) {
+  std::string literal = "{";
+  if (scope.has_value()) {
+    for (size_t i = 0; i < scope->size(); ++i) {
+      if (i > 0) literal += ',';
+      literal += '"';
+      for (char c : (*scope)[i]) {
+        if (c == '"' || c == '\\') literal += '\\';
+        literal += c;
+      }
+      literal += '"';
+    }
+  }
+  literal += "}";
+  return absl::StrCat(tx.quote(literal), "::text[]");
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
@@ -224,7 +242,7 @@ absl::StatusOr<std::vector<int64_t>> PgDispatchStore::RecordTriggerOutcomes(
 }
 
 absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
-    const std::vector<v1::RunResult>& results, absl::Time now) {
+    const std::vector<v1::RunResult>& results, absl::Time now, const AppScope& scope) {
   std::vector<ResultRecord> records;
   absl::Status status = pool_.Run("record_results", [&](pqxx::connection& conn) {
     records.clear();
@@ -246,17 +264,24 @@ absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
                         has_start ? Ts(tx, FromProto(r.start_time())) : "NULL::timestamptz", ",",
                         has_end ? Ts(tx, FromProto(r.end_time())) : Ts(tx, now), ")");
       }
-      // One round trip: update what is still open, and tell recorded / duplicate / unknown.
+      // One round trip: update what is still open (and in scope), and tell recorded /
+      // duplicate / unknown / forbidden.
+      const std::string in_scope = scope.has_value()
+                                       ? absl::StrCat("= ANY(", ScopeArray(tx, scope), ")")
+                                       : std::string("IS NOT NULL");
       const std::string sql = absl::StrCat(
           "WITH v(id, status, code, msg, st, et) AS (VALUES ", values,
           "), upd AS (UPDATE runs r SET status = v.status, result_code = v.code, "
           "result_message = v.msg, start_time = COALESCE(v.st, r.start_time, v.et), "
-          "end_time = v.et FROM v WHERE r.id = v.id AND r.status IN (1, 2) RETURNING r.id) "
-          "SELECT v.id, (u.id IS NOT NULL), (x.id IS NOT NULL) FROM v "
+          "end_time = v.et FROM v WHERE r.id = v.id AND r.status IN (1, 2) AND r.app ", in_scope,
+          " RETURNING r.id) "
+          "SELECT v.id, (u.id IS NOT NULL), (x.id IS NOT NULL), "
+          "(x.id IS NOT NULL AND NOT (x.app ", in_scope, ")) FROM v "
           "LEFT JOIN upd u ON u.id = v.id LEFT JOIN runs x ON x.id = v.id");
       for (const auto& row : tx.exec(sql)) {
         const int64_t id = row[0].as<int64_t>();
-        disposition[id] = row[1].as<bool>()   ? ResultDisposition::kRecorded
+        disposition[id] = row[3].as<bool>()   ? ResultDisposition::kForbidden
+                          : row[1].as<bool>() ? ResultDisposition::kRecorded
                           : row[2].as<bool>() ? ResultDisposition::kDuplicate
                                               : ResultDisposition::kUnknown;
       }

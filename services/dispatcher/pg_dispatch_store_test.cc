@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "absl/strings/str_cat.h"
 #include "common/pg_pool.h"
 #include "common/testing/pg_test_db.h"
 #include "gmock/gmock.h"
@@ -175,7 +176,7 @@ TEST_F(PgDispatchStoreTest, TriggerOutcomesNeverOverwriteTerminal) {
   const int64_t finished_first = PendingRun();
   // The result of finished_first arrives before its trigger reply.
   auto rec = store_->RecordResults({Result(finished_first, v1::RUN_STATUS_SUCCEEDED, 0, "ok")},
-                                   now_);
+                                   now_, std::nullopt);
   ASSERT_TRUE(rec.ok()) << rec.status();
   auto done = store_->RecordTriggerOutcomes(
       {TriggerOutcome{started, v1::RUN_STATUS_RUNNING, "; executor: STARTED", now_},
@@ -205,7 +206,7 @@ TEST_F(PgDispatchStoreTest, ResultsRecordedOnceDuplicatesAndUnknownAcked) {
   auto first = store_->RecordResults({Result(a, v1::RUN_STATUS_SUCCEEDED, 0, "done"),
                                       Result(b, v1::RUN_STATUS_KILLED, 9, "killed"),
                                       Result(424242, v1::RUN_STATUS_FAILED, 1, "?")},
-                                     now_);
+                                     now_, std::nullopt);
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_EQ(first->size(), 3u);
   EXPECT_EQ((*first)[0].disposition, ResultDisposition::kRecorded);
@@ -220,7 +221,7 @@ TEST_F(PgDispatchStoreTest, ResultsRecordedOnceDuplicatesAndUnknownAcked) {
   // A duplicate (or a conflicting late result) changes nothing.
   auto dup = store_->RecordResults({Result(a, v1::RUN_STATUS_FAILED, 5, "late"),
                                     Result(b, v1::RUN_STATUS_SUCCEEDED, 0, "late")},
-                                   now_);
+                                   now_, std::nullopt);
   ASSERT_TRUE(dup.ok()) << dup.status();
   EXPECT_EQ((*dup)[0].disposition, ResultDisposition::kDuplicate);
   EXPECT_EQ((*dup)[1].disposition, ResultDisposition::kDuplicate);
@@ -236,8 +237,37 @@ TEST_F(PgDispatchStoreTest, ResultsRecordedOnceDuplicatesAndUnknownAcked) {
 TEST_F(PgDispatchStoreTest, ResultMessagesAreEscaped) {
   const int64_t a = PendingRun();
   const std::string nasty = "it's \"quoted\"; DROP TABLE runs; --\\ ünï";
-  ASSERT_TRUE(store_->RecordResults({Result(a, v1::RUN_STATUS_FAILED, 1, nasty)}, now_).ok());
+  ASSERT_TRUE(store_->RecordResults({Result(a, v1::RUN_STATUS_FAILED, 1, nasty)}, now_, std::nullopt).ok());
   EXPECT_EQ(RunById(dsn_, a).result_message, nasty);
+}
+
+}  // namespace
+}  // namespace jobwheel::dispatcher
+
+namespace jobwheel::dispatcher {
+namespace {
+
+// A per-app executor token records results only for runs of its apps.
+TEST_F(PgDispatchStoreTest, ResultsOutsideTheReportersAppsAreForbidden) {
+  const int64_t a = PendingRun();
+  std::string app;
+  {
+    pqxx::connection conn(dsn_);
+    pqxx::work tx(conn);
+    app = tx.exec1(absl::StrCat("SELECT app FROM runs WHERE id = ", a))[0].as<std::string>();
+  }
+  auto denied = store_->RecordResults({Result(a, v1::RUN_STATUS_SUCCEEDED, 0, "spoofed"),
+                                       Result(424242, v1::RUN_STATUS_FAILED, 1, "?")},
+                                      now_, std::vector<std::string>{"other", "x\"y"});
+  ASSERT_TRUE(denied.ok()) << denied.status();
+  EXPECT_EQ((*denied)[0].disposition, ResultDisposition::kForbidden);
+  EXPECT_EQ((*denied)[1].disposition, ResultDisposition::kUnknown);
+  EXPECT_EQ(RunById(dsn_, a).status, v1::RUN_STATUS_PENDING);
+  auto allowed = store_->RecordResults({Result(a, v1::RUN_STATUS_SUCCEEDED, 0, "ok")}, now_,
+                                       std::vector<std::string>{"other", app});
+  ASSERT_TRUE(allowed.ok()) << allowed.status();
+  EXPECT_EQ((*allowed)[0].disposition, ResultDisposition::kRecorded);
+  EXPECT_EQ(RunById(dsn_, a).result_message, "ok");
 }
 
 }  // namespace

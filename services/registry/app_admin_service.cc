@@ -21,18 +21,23 @@ v1::App Normalized(const v1::App& in) {
 }  // namespace
 
 AppAdminService::AppAdminService(AppStore& store, ExecutorView& view, WorkPool& pool,
-                                 TokenPolicy admin_policy)
-    : store_(store), view_(view), pool_(pool), admin_policy_(std::move(admin_policy)) {}
+                                 TokenAuthenticator& auth)
+    : store_(store), view_(view), pool_(pool), auth_(auth) {}
 
-grpc::ServerUnaryReactor* AppAdminService::Run(grpc::CallbackServerContext* context,
+grpc::ServerUnaryReactor* AppAdminService::Run(grpc::CallbackServerContext* context, bool write,
                                                std::function<absl::Status()> fn) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::Status auth = CheckBearer(context->client_metadata(), admin_policy_);
-  if (!auth.ok()) {
-    reactor->Finish(ToGrpcStatus(auth));
-    return reactor;
-  }
-  if (!pool_.Submit([reactor, fn = std::move(fn)] { reactor->Finish(ToGrpcStatus(fn())); })) {
+  absl::optional<std::string> authorization = AuthorizationHeader(context->client_metadata());
+  auto task = [this, reactor, write, authorization = std::move(authorization),
+               fn = std::move(fn)] {
+    absl::StatusOr<Principal> p = auth_.Authenticate(authorization);
+    absl::Status s = p.status();
+    if (s.ok()) s = RequireRole(*p, {Role::kAdmin, Role::kOperator, Role::kViewer}, "AppAdminService");
+    if (s.ok() && write && !IsAdmin(*p)) s = PermissionDenied(*p, "AppAdminService", "ADMIN");
+    if (s.ok()) s = fn();
+    reactor->Finish(ToGrpcStatus(s));
+  };
+  if (!pool_.Submit(std::move(task))) {
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "registry overloaded"));
   }
   return reactor;
@@ -48,7 +53,7 @@ void AppAdminService::FillOnline(v1::App* app) const {
 grpc::ServerUnaryReactor* AppAdminService::CreateApp(grpc::CallbackServerContext* context,
                                                      const v1::CreateAppRequest* request,
                                                      v1::CreateAppResponse* response) {
-  return Run(context, [this, request, response]() -> absl::Status {
+  return Run(context, /*write=*/true, [this, request, response]() -> absl::Status {
     v1::App app = Normalized(request->app());
     absl::Status s = ValidateApp(app);
     if (!s.ok()) return s;
@@ -63,7 +68,7 @@ grpc::ServerUnaryReactor* AppAdminService::CreateApp(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* AppAdminService::UpdateApp(grpc::CallbackServerContext* context,
                                                      const v1::UpdateAppRequest* request,
                                                      v1::UpdateAppResponse* response) {
-  return Run(context, [this, request, response]() -> absl::Status {
+  return Run(context, /*write=*/true, [this, request, response]() -> absl::Status {
     v1::App app = Normalized(request->app());
     absl::Status s = ValidateApp(app);
     if (!s.ok()) return s;
@@ -78,7 +83,7 @@ grpc::ServerUnaryReactor* AppAdminService::UpdateApp(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* AppAdminService::GetApp(grpc::CallbackServerContext* context,
                                                   const v1::GetAppRequest* request,
                                                   v1::GetAppResponse* response) {
-  return Run(context, [this, request, response]() -> absl::Status {
+  return Run(context, /*write=*/false, [this, request, response]() -> absl::Status {
     absl::Status s = ValidateAppName(request->name(), "name");
     if (!s.ok()) return s;
     auto app = store_.Get(request->name());
@@ -92,7 +97,7 @@ grpc::ServerUnaryReactor* AppAdminService::GetApp(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* AppAdminService::ListApps(grpc::CallbackServerContext* context,
                                                     const v1::ListAppsRequest* /*request*/,
                                                     v1::ListAppsResponse* response) {
-  return Run(context, [this, response]() -> absl::Status {
+  return Run(context, /*write=*/false, [this, response]() -> absl::Status {
     auto apps = store_.List();
     if (!apps.ok()) return apps.status();
     for (v1::App& app : *apps) {
@@ -106,7 +111,7 @@ grpc::ServerUnaryReactor* AppAdminService::ListApps(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* AppAdminService::DeleteApp(grpc::CallbackServerContext* context,
                                                      const v1::DeleteAppRequest* request,
                                                      v1::DeleteAppResponse* /*response*/) {
-  return Run(context, [this, request]() -> absl::Status {
+  return Run(context, /*write=*/true, [this, request]() -> absl::Status {
     absl::Status s = ValidateAppName(request->name(), "name");
     if (!s.ok()) return s;
     return store_.Delete(request->name());

@@ -1,7 +1,7 @@
 #ifndef JOBWHEEL_SERVICES_REGISTRY_APP_ADMIN_SERVICE_H_
 #define JOBWHEEL_SERVICES_REGISTRY_APP_ADMIN_SERVICE_H_
 
-#include "common/auth.h"
+#include "common/token_auth.h"
 #include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/app_admin.grpc.pb.h"
 #include "services/registry/app_store.h"
@@ -10,11 +10,13 @@
 
 namespace jobwheel::registry {
 
-// The AppAdminService gRPC surface: admin token, validation, then the AppStore
-// (on the WorkPool); online_addresses come from the ExecutorView. Thread-safe.
+// The AppAdminService gRPC surface: authentication (on the WorkPool: writes need an ADMIN
+// token, reads any admin-API role: ADMIN, OPERATOR or VIEWER), validation, then the AppStore;
+// online_addresses come from the ExecutorView. Thread-safe.
 class AppAdminService final : public v1::AppAdminService::CallbackService {
  public:
-  AppAdminService(AppStore& store, ExecutorView& view, WorkPool& pool, TokenPolicy admin_policy);
+  // `auth` must outlive this service.
+  AppAdminService(AppStore& store, ExecutorView& view, WorkPool& pool, TokenAuthenticator& auth);
 
   grpc::ServerUnaryReactor* CreateApp(grpc::CallbackServerContext* context,
                                       const v1::CreateAppRequest* request,
@@ -33,15 +35,16 @@ class AppAdminService final : public v1::AppAdminService::CallbackService {
                                       v1::DeleteAppResponse* response) override;
 
  private:
-  // Authenticates, then runs `fn` on the pool and finishes with its status.
-  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context,
+  // On the pool: authenticates (`write`: ADMIN only), then runs `fn` and finishes with its
+  // status.
+  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context, bool write,
                                 std::function<absl::Status()> fn);
   void FillOnline(v1::App* app) const;
 
   AppStore& store_;
   ExecutorView& view_;
   WorkPool& pool_;
-  const TokenPolicy admin_policy_;
+  TokenAuthenticator& auth_;
 };
 
 }  // namespace jobwheel::registry

@@ -20,6 +20,8 @@
 #include "common/logging.h"
 #include "common/migrations.h"
 #include "common/pg_pool.h"
+#include "common/pg_token_store.h"
+#include "common/token_auth.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #include "services/registry/app_admin_service.h"
@@ -50,10 +52,14 @@ ABSL_FLAG(absl::Duration, drain_grace, absl::Seconds(2),
           "On SIGTERM: how long executors get to move to another replica "
           "before the rest are "
           "taken offline");
-ABSL_FLAG(std::string, executor_token_file, "", "Token executors present on Heartbeat");
+ABSL_FLAG(std::string, executor_token_file, "",
+          "Bootstrap executor token (any app) accepted on Heartbeat; optional: per-app EXECUTOR "
+          "tokens from TokenAdminService work without it");
 ABSL_FLAG(std::string, cluster_token_file, "",
-          "Token dispatchers present on WatchExecutors/ListExecutors");
-ABSL_FLAG(std::string, admin_token_file, "", "Token AppAdminService callers present");
+          "Token dispatchers present on WatchExecutors/ListExecutors (required)");
+ABSL_FLAG(std::string, admin_token_file, "",
+          "Bootstrap admin token for AppAdminService; optional: ADMIN/OPERATOR/VIEWER tokens from "
+          "TokenAdminService work without it");
 ABSL_FLAG(bool, insecure_dev, false, "Accept unauthenticated calls (development only)");
 ABSL_FLAG(bool, log_json, false, "Log one JSON object per line");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
@@ -72,9 +78,10 @@ struct ServerConfig {
   int db_pool_size = 8;
   absl::Duration drain_grace;
   RegistryOptions registry;
-  TokenPolicy executor_policy;
-  TokenPolicy cluster_policy;
-  TokenPolicy admin_policy;
+  bool insecure_dev = false;
+  std::string executor_token;
+  std::string cluster_token;
+  std::string admin_token;
   ServerTls tls;
 
   absl::Status Validate() const {
@@ -84,22 +91,11 @@ struct ServerConfig {
     if (drain_grace < absl::ZeroDuration()) {
       return absl::InvalidArgumentError("--drain_grace: must not be negative");
     }
-    if (!executor_policy.insecure_dev) {
-      if (executor_policy.tokens.empty()) {
-        return absl::InvalidArgumentError(
-            "--executor_token_file is required (or --insecure_dev for "
-            "development)");
-      }
-      if (cluster_policy.tokens.empty()) {
-        return absl::InvalidArgumentError(
-            "--cluster_token_file is required (or --insecure_dev for "
-            "development)");
-      }
-      if (admin_policy.tokens.empty()) {
-        return absl::InvalidArgumentError(
-            "--admin_token_file is required (or "
-            "--insecure_dev for development)");
-      }
+    if (!insecure_dev && cluster_token.empty()) {
+      return absl::InvalidArgumentError(
+          "no credentials: --cluster_token_file is required (with --executor_token_file and "
+          "--admin_token_file, or API tokens from TokenAdminService), or --insecure_dev for "
+          "development");
     }
     if (tls.cert_file.empty() != tls.key_file.empty()) {
       return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
@@ -107,15 +103,6 @@ struct ServerConfig {
     return registry.Validate();
   }
 };
-
-absl::StatusOr<TokenPolicy> Policy(const std::string& path, const char* flag, bool insecure) {
-  TokenPolicy policy;
-  policy.insecure_dev = insecure;
-  auto token = ReadTokenFile(path, flag);
-  if (!token.ok()) return token.status();
-  if (!token->empty()) policy.tokens.push_back(*token);
-  return policy;
-}
 
 absl::StatusOr<ServerConfig> ConfigFromFlags() {
   ServerConfig c;
@@ -133,17 +120,16 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   c.registry.beat_interval = absl::GetFlag(FLAGS_beat_interval);
   c.registry.beat_deadline = absl::GetFlag(FLAGS_beat_deadline);
   c.registry.lease = absl::GetFlag(FLAGS_lease);
-  const bool insecure = absl::GetFlag(FLAGS_insecure_dev);
-  auto executor =
-      Policy(absl::GetFlag(FLAGS_executor_token_file), "--executor_token_file", insecure);
+  c.insecure_dev = absl::GetFlag(FLAGS_insecure_dev);
+  auto executor = ReadTokenFile(absl::GetFlag(FLAGS_executor_token_file), "--executor_token_file");
   if (!executor.ok()) return executor.status();
-  c.executor_policy = *executor;
-  auto cluster = Policy(absl::GetFlag(FLAGS_cluster_token_file), "--cluster_token_file", insecure);
+  c.executor_token = *executor;
+  auto cluster = ReadTokenFile(absl::GetFlag(FLAGS_cluster_token_file), "--cluster_token_file");
   if (!cluster.ok()) return cluster.status();
-  c.cluster_policy = *cluster;
-  auto admin = Policy(absl::GetFlag(FLAGS_admin_token_file), "--admin_token_file", insecure);
+  c.cluster_token = *cluster;
+  auto admin = ReadTokenFile(absl::GetFlag(FLAGS_admin_token_file), "--admin_token_file");
   if (!admin.ok()) return admin.status();
-  c.admin_policy = *admin;
+  c.admin_token = *admin;
   c.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
   c.tls.key_file = absl::GetFlag(FLAGS_tls_key);
   c.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
@@ -159,7 +145,7 @@ int Run() {
     return 2;
   }
   const ServerConfig config = *std::move(config_or);
-  if (config.executor_policy.insecure_dev) {
+  if (config.insecure_dev) {
     spdlog::warn(
         "--insecure_dev: accepting unauthenticated calls; never use "
         "this in production");
@@ -218,11 +204,18 @@ int Run() {
   Registry registry(config.registry, executor_store, clock, &metrics);
   registry.Start();
 
+  PgTokenStore token_store(pool);
+  TokenAuthenticator::Options auth_options;
+  auth_options.insecure_dev = config.insecure_dev;
+  auth_options.admin_token = config.admin_token;
+  auth_options.cluster_token = config.cluster_token;
+  auth_options.executor_token = config.executor_token;
+  TokenAuthenticator authenticator(auth_options, &token_store, clock);
   RegistryService::Options service_options;
-  service_options.executor_policy = config.executor_policy;
-  service_options.cluster_policy = config.cluster_policy;
+  service_options.authenticator = &authenticator;
+  service_options.cluster_policy = TokenPolicy{config.insecure_dev, {config.cluster_token}};
   RegistryService registry_service(registry, view, work, &metrics, service_options);
-  AppAdminService app_admin(app_store, view, work, config.admin_policy);
+  AppAdminService app_admin(app_store, view, work, authenticator);
   int port = 0;
   auto server = StartGrpcServer(config.listen, {&registry_service, &app_admin}, config.tls, &port);
   if (!server.ok()) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "services/registry/validation.h"
 #include "spdlog/spdlog.h"
@@ -19,13 +20,17 @@ class RegistryService::HeartbeatReactor final
       public SessionSink {
  public:
   HeartbeatReactor(RegistryService* service, grpc::CallbackServerContext* context)
-      : service_(service) {
-    absl::Status auth = CheckBearer(context->client_metadata(), service_->options_.executor_policy);
-    if (!auth.ok()) {
+      : service_(service),
+        peer_(context->peer()),
+        authorization_(AuthorizationHeader(context->client_metadata())) {
+    // A missing token is refused at once; a present one is checked (possibly against the
+    // database) on the pool with the Register message, which names the app.
+    if (!authorization_.has_value() && !service_->options_.authenticator->insecure_dev()) {
       if (service_->metrics_ != nullptr) service_->metrics_->registrations_rejected.Increment();
-      spdlog::warn("heartbeat from {} refused: {}", context->peer(), std::string(auth.message()));
+      spdlog::warn("heartbeat from {} refused: no token", peer_);
       closing_ = true;
-      Finish(ToGrpcStatus(auth));
+      Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          "missing authorization metadata (Bearer token)"));
       return;
     }
     session_ = service_->registry_.OpenSession(this);
@@ -108,7 +113,31 @@ class RegistryService::HeartbeatReactor final
   void Close(const absl::Status& status) override { BeginClose(ToGrpcStatus(status)); }
 
  private:
+  // EXECUTOR token whose apps include reg.app (the bootstrap executor token serves all).
+  absl::Status Authorize(const v1::ExecutorRegistration& reg) {
+    if (!principal_.has_value()) {
+      absl::StatusOr<Principal> p = service_->options_.authenticator->Authenticate(authorization_);
+      if (!p.ok()) return p.status();
+      absl::Status role = RequireRole(*p, {Role::kExecutor}, "RegistryService/Heartbeat");
+      if (!role.ok()) return role;
+      principal_ = *std::move(p);
+    }
+    if (!CanServeApp(*principal_, reg.app())) {
+      return PermissionDenied(*principal_, "register.app",
+                              absl::StrCat("an EXECUTOR token for app ", reg.app()));
+    }
+    return absl::OkStatus();
+  }
+
   void DoRegister(const v1::ExecutorRegistration& reg) {
+    absl::Status auth = Authorize(reg);
+    if (!auth.ok()) {
+      if (service_->metrics_ != nullptr) service_->metrics_->registrations_rejected.Increment();
+      spdlog::warn("registration of {}/{} from {} refused: {}", reg.app(), reg.address(), peer_,
+                   std::string(auth.message()));
+      BeginClose(ToGrpcStatus(auth));
+      return;
+    }
     auto registered = service_->registry_.Register(session_, reg);
     if (!registered.ok()) {
       spdlog::info("registration of {}/{} failed: {}", reg.app(), reg.address(),
@@ -171,6 +200,9 @@ class RegistryService::HeartbeatReactor final
   }
 
   RegistryService* const service_;
+  const std::string peer_;
+  const absl::optional<std::string> authorization_;
+  absl::optional<Principal> principal_;  // Set by the first Register (on the pool).
   int64_t session_ = 0;
   v1::HeartbeatRequest request_;
 

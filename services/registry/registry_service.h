@@ -5,6 +5,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "common/auth.h"
+#include "common/token_auth.h"
 #include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
 #include "services/registry/executor_view.h"
@@ -16,12 +17,15 @@ namespace jobwheel::registry {
 
 // The RegistryService gRPC surface: authenticates, then hands heartbeat streams
 // to the Registry (blocking calls on the WorkPool) and serves
-// ListExecutors/WatchExecutors from the ExecutorView. Thread-safe.
+// ListExecutors/WatchExecutors from the ExecutorView. Heartbeat needs an EXECUTOR token for
+// the registering app (checked on the pool with each Register: UNAUTHENTICATED for a missing
+// or invalid token, PERMISSION_DENIED for another app's token); ListExecutors and
+// WatchExecutors need the cluster token. Thread-safe.
 class RegistryService final : public v1::RegistryService::CallbackService {
  public:
   struct Options {
-    TokenPolicy executor_policy;  // Heartbeat.
-    TokenPolicy cluster_policy;   // ListExecutors, WatchExecutors.
+    TokenAuthenticator* authenticator = nullptr;  // Heartbeat. Required; must outlive this.
+    TokenPolicy cluster_policy;                   // ListExecutors, WatchExecutors.
     // A watcher this many events behind is cut off (it reconnects and gets a
     // snapshot).
     size_t max_watch_backlog = 10000;

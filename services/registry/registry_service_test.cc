@@ -10,6 +10,8 @@
 #include "common/auth.h"
 #include "common/clock.h"
 #include "common/grpc_server.h"
+#include "common/in_memory_token_store.h"
+#include "common/token_auth.h"
 #include "common/pg_pool.h"
 #include "common/testing/pg_test_db.h"
 #include "common/testing/process.h"
@@ -56,12 +58,17 @@ class RegistryServiceTest : public ::testing::Test {
     options.replica_id = "r1";
     registry_ = std::make_unique<Registry>(options, *executor_store_, RealClock::Get(), &metrics_);
     registry_->Start();
+    TokenAuthenticator::Options auth_options;
+    auth_options.admin_token = kAdminToken;
+    auth_options.cluster_token = kClusterToken;
+    auth_options.executor_token = kExecutorToken;
+    auth_ = std::make_unique<TokenAuthenticator>(auth_options, &tokens_, RealClock::Get());
     RegistryService::Options service_options;
-    service_options.executor_policy = Policy(kExecutorToken);
+    service_options.authenticator = auth_.get();
     service_options.cluster_policy = Policy(kClusterToken);
     service_ =
         std::make_unique<RegistryService>(*registry_, *view_, *work_, &metrics_, service_options);
-    admin_ = std::make_unique<AppAdminService>(*app_store_, *view_, *work_, Policy(kAdminToken));
+    admin_ = std::make_unique<AppAdminService>(*app_store_, *view_, *work_, *auth_);
     int port = 0;
     auto server = StartGrpcServer("127.0.0.1:0", {service_.get(), admin_.get()}, {}, &port);
     ASSERT_TRUE(server.ok()) << server.status();
@@ -119,6 +126,21 @@ class RegistryServiceTest : public ::testing::Test {
     return n;
   }
 
+  // An API token's secret.
+  std::string ApiToken(const std::string& name, Role role, std::vector<std::string> apps) {
+    const std::string secret = *GenerateTokenSecret();
+    NewToken t;
+    t.name = name;
+    t.role = role;
+    t.apps = std::move(apps);
+    t.secret_hash = HashTokenSecret(secret);
+    t.create_time = absl::Now();
+    EXPECT_TRUE(tokens_.Create(t).ok());
+    return secret;
+  }
+
+  InMemoryTokenStore tokens_;
+  std::unique_ptr<TokenAuthenticator> auth_;
   prometheus::Registry prom_;
   RegistryMetrics metrics_{prom_};
   std::string dsn_;
@@ -366,6 +388,71 @@ TEST_F(RegistryServiceTest, AppAdminCrudAndManualAddresses) {
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_NE(s.error_message().find("name:"), std::string::npos);
   }
+}
+
+TEST_F(RegistryServiceTest, PerAppExecutorTokensRegisterOnlyForTheirApps) {
+  const std::string demo = ApiToken("exec-demo", Role::kExecutor, {"demo"});
+  const std::string admin = ApiToken("admin", Role::kAdmin, {});
+  {
+    auto ctx = Ctx(demo);
+    auto stream = registry_stub_->Heartbeat(ctx.get());
+    ASSERT_TRUE(stream->Write(Register("demo", "10.0.0.1:7200")));
+    v1::HeartbeatResponse resp;
+    ASSERT_TRUE(stream->Read(&resp));
+    EXPECT_TRUE(resp.has_registered());
+    stream->WritesDone();
+    while (stream->Read(&resp)) {
+    }
+    stream->Finish();
+  }
+  {
+    auto ctx = Ctx(demo);  // Valid, but for another app.
+    auto stream = registry_stub_->Heartbeat(ctx.get());
+    stream->Write(Register("billing", "10.0.0.2:7200"));
+    v1::HeartbeatResponse resp;
+    EXPECT_FALSE(stream->Read(&resp));
+    grpc::Status s = stream->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+    EXPECT_NE(s.error_message().find("register.app"), std::string::npos) << s.error_message();
+  }
+  for (const std::string& token : {admin, std::string("exec-wrong"), std::string()}) {
+    auto ctx = Ctx(token);  // An admin token is not an executor credential.
+    auto stream = registry_stub_->Heartbeat(ctx.get());
+    stream->Write(Register("demo", "10.0.0.3:7200"));
+    v1::HeartbeatResponse resp;
+    EXPECT_FALSE(stream->Read(&resp));
+    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED) << token;
+  }
+  EXPECT_TRUE(Eventually([&] { return Listed("billing").empty(); }, absl::Seconds(1)));
+  EXPECT_EQ(metrics_.registrations_rejected.Value(), 4);
+}
+
+TEST_F(RegistryServiceTest, AppAdminWritesNeedAdminReadsAnyAdminRole) {
+  const std::string viewer = ApiToken("viewer", Role::kViewer, {});
+  const std::string op = ApiToken("ops", Role::kOperator, {"demo"});
+  const std::string admin = ApiToken("admin", Role::kAdmin, {});
+  v1::CreateAppRequest create;
+  create.mutable_app()->set_name("shop");
+  v1::CreateAppResponse created;
+  for (const std::string& token : {viewer, op}) {
+    auto ctx = Ctx(token);
+    EXPECT_EQ(admin_stub_->CreateApp(ctx.get(), create, &created).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+  }
+  {
+    auto ctx = Ctx(admin);
+    ASSERT_TRUE(admin_stub_->CreateApp(ctx.get(), create, &created).ok());
+  }
+  for (const std::string& token : {viewer, op, admin}) {
+    auto ctx = Ctx(token);
+    v1::ListAppsResponse listed;
+    ASSERT_TRUE(admin_stub_->ListApps(ctx.get(), {}, &listed).ok());
+    EXPECT_EQ(listed.apps_size(), 1);
+  }
+  auto ctx = Ctx(kExecutorToken);
+  v1::ListAppsResponse listed;
+  EXPECT_EQ(admin_stub_->ListApps(ctx.get(), {}, &listed).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/pg_pool.h"
 #include "jobwheel/v1/dispatcher.pb.h"
 #include "services/scheduler/dispatch_client.h"
 #include "services/scheduler/leader_elector.h"
@@ -23,8 +24,12 @@ namespace jobwheel::scheduler {
 //  1. claims jobs due within `preread_window`: in one fenced transaction it writes their fire
 //     rows (unique per job and scheduled time) and advances next_fire_at;
 //  2. holds the fires in a millisecond timer and hands them to a dispatcher in batches when
-//     due; right before, a fenced read confirms each fire is still PENDING (so an edit, pause
-//     or delete, which removes pending fires, never lets a stale entry fire);
+//     due (whatever is due when a dispatch thread is free goes in one batch, so batches grow
+//     with the load); right before, a read confirms each fire is still PENDING (so an edit,
+//     pause or delete, which removes pending fires, never lets a stale entry fire). The read
+//     runs on a pooled connection, not the lock session, so a long claim transaction never
+//     holds up a hand-off; a replica that is not the leader sends nothing, and should a
+//     deposed leader still send a fire, the dispatcher's row lock dispatches it at most once;
 //  3. picks up PENDING fires it does not hold: all of them on takeover, and manual, retry and
 //     child fires written by the admin API or the monitors.
 // Misfires (more than `misfire_threshold` late) follow the job's strategy. Leadership comes
@@ -77,6 +82,8 @@ class FireEngine {
   SchedulerMetrics& metrics_;
 
   TimerQueue timer_;
+  // Connections for the confirming read before a hand-off (not the lock session).
+  PgPool read_pool_;
   mutable absl::Mutex mu_;
   bool active_ ABSL_GUARDED_BY(mu_) = false;
   // The epoch whose takeover load of all pending fires failed (0: none); the claim loop

@@ -96,6 +96,17 @@ int main(int argc, char** argv) {
   if (dsn.empty()) return Fail("--db_dsn is required");
   std::string replica = absl::GetFlag(FLAGS_replica_id);
   if (replica.empty()) replica = DefaultReplicaId();
+  if (absl::GetFlag(FLAGS_tls_cert).empty() != absl::GetFlag(FLAGS_tls_key).empty()) {
+    return Fail("--tls_cert and --tls_key go together");
+  }
+  if (absl::GetFlag(FLAGS_tls_client_cert).empty() != absl::GetFlag(FLAGS_tls_client_key).empty()) {
+    return Fail("--tls_client_cert and --tls_client_key go together");
+  }
+  if (!absl::GetFlag(FLAGS_alarm_webhook_url).empty()) {
+    absl::Status allowed = WebhookAlarm::CheckAllowlist(absl::GetFlag(FLAGS_alarm_webhook_url),
+                                                        absl::GetFlag(FLAGS_alarm_webhook_allowlist));
+    if (!allowed.ok()) return Fail(std::string(allowed.message()));
+  }
 
   {
     auto conn = PgPool::Connect(dsn);
@@ -119,17 +130,6 @@ int main(int argc, char** argv) {
         "for a development setup without authentication");
   }
   if (insecure) spdlog::warn("INSECURE DEV MODE: the admin API accepts unauthenticated calls");
-  if (absl::GetFlag(FLAGS_tls_cert).empty() != absl::GetFlag(FLAGS_tls_key).empty()) {
-    return Fail("--tls_cert and --tls_key go together");
-  }
-  if (absl::GetFlag(FLAGS_tls_client_cert).empty() != absl::GetFlag(FLAGS_tls_client_key).empty()) {
-    return Fail("--tls_client_cert and --tls_client_key go together");
-  }
-  if (!absl::GetFlag(FLAGS_alarm_webhook_url).empty()) {
-    absl::Status allowed = WebhookAlarm::CheckAllowlist(absl::GetFlag(FLAGS_alarm_webhook_url),
-                                                        absl::GetFlag(FLAGS_alarm_webhook_allowlist));
-    if (!allowed.ok()) return Fail(std::string(allowed.message()));
-  }
 
   auto registry = std::make_shared<prometheus::Registry>();
   std::unique_ptr<prometheus::Exposer> exposer;

@@ -5,6 +5,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -58,7 +59,36 @@ absl::StatusOr<std::unique_ptr<WebhookAlarm>> WebhookAlarm::Create(const std::st
     }
   }
   if (host.empty()) return absl::InvalidArgumentError("alarm_webhook_url: missing host");
+  if (host.find('@') != std::string::npos) {
+    return absl::InvalidArgumentError("alarm_webhook_url: user info (user@host) is not supported");
+  }
   return std::unique_ptr<WebhookAlarm>(new WebhookAlarm(host, port, path, attempts));
+}
+
+absl::Status WebhookAlarm::CheckAllowlist(const std::string& url, absl::string_view allowlist) {
+  absl::StatusOr<std::unique_ptr<WebhookAlarm>> parsed = Create(url, 1);
+  if (!parsed.ok()) return parsed.status();
+  const std::string host = absl::AsciiStrToLower((*parsed)->host_);
+  const int port = (*parsed)->port_;
+  for (absl::string_view entry : absl::StrSplit(allowlist, ',', absl::SkipWhitespace())) {
+    entry = absl::StripAsciiWhitespace(entry);
+    std::string entry_host = absl::AsciiStrToLower(entry);
+    int entry_port = 0;  // Any.
+    if (auto colon = entry_host.rfind(':');
+        colon != std::string::npos && entry_host.find(']', colon) == std::string::npos) {
+      if (!absl::SimpleAtoi(entry_host.substr(colon + 1), &entry_port) || entry_port <= 0 ||
+          entry_port > 65535) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("alarm_webhook_allowlist: bad port in \"", entry, "\""));
+      }
+      entry_host = entry_host.substr(0, colon);
+    }
+    if (entry_host == host && (entry_port == 0 || entry_port == port)) return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "alarm_webhook_url: host ", host, ":", port, " is not in --alarm_webhook_allowlist (",
+      allowlist.empty() ? "empty" : std::string(allowlist),
+      "); alarms go only to hosts listed there"));
 }
 
 std::string WebhookAlarm::ToJson(const AlarmEvent& e) {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "services/scheduler/alarm.h"
 
@@ -16,6 +17,11 @@ class WebhookAlarm : public Alarm {
   // INVALID_ARGUMENT unless url is http://host[:port][/path].
   static absl::StatusOr<std::unique_ptr<WebhookAlarm>> Create(const std::string& url,
                                                               int attempts = 3);
+  // OK when the URL's host is on `allowlist`, a comma-separated list of "host" (any port) or
+  // "host:port" entries (--alarm_webhook_allowlist; hosts compared case-insensitively).
+  // FAILED_PRECONDITION naming the host otherwise, also when the allowlist is empty: alarms
+  // never go to a host the operator did not list.
+  static absl::Status CheckAllowlist(const std::string& url, absl::string_view allowlist);
   absl::Status Send(const AlarmEvent& event) override;
 
   // The JSON body for an event (exposed for tests).

@@ -18,6 +18,30 @@ TEST(WebhookAlarmTest, RejectsNonHttpUrls) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(WebhookAlarmTest, AllowlistAdmitsOnlyListedHosts) {
+  EXPECT_TRUE(WebhookAlarm::CheckAllowlist("http://hooks.example.com/x", "hooks.example.com").ok());
+  EXPECT_TRUE(
+      WebhookAlarm::CheckAllowlist("http://Hooks.Example.com:8080/x", "a.b, hooks.example.com:8080")
+          .ok());
+  EXPECT_TRUE(WebhookAlarm::CheckAllowlist("http://127.0.0.1:9/x", "127.0.0.1").ok());
+  // Wrong port, other host, empty list, look-alike host.
+  EXPECT_EQ(WebhookAlarm::CheckAllowlist("http://hooks.example.com:81/", "hooks.example.com:80")
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  absl::Status s = WebhookAlarm::CheckAllowlist("http://169.254.169.254/latest", "hooks.example.com");
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("169.254.169.254"), std::string::npos) << s;
+  EXPECT_EQ(WebhookAlarm::CheckAllowlist("http://hooks.example.com/", "").code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(
+      WebhookAlarm::CheckAllowlist("http://hooks.example.com.evil.io/", "hooks.example.com").code(),
+      absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(WebhookAlarm::CheckAllowlist("http://hooks.example.com@evil.io/", "evil.io").code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(WebhookAlarm::CheckAllowlist("http://h/", "h:notaport").code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(WebhookAlarmTest, JsonEscapes) {
   AlarmEvent e;
   e.job_id = 3;

@@ -1,16 +1,19 @@
-// jobwheelctl: a small CLI over the admin APIs (jobs, runs, logs, apps, executors, leader),
-// with table or JSON output. Exit code 0 on success, 1 on an RPC error, 2 on bad usage.
+// jobwheelctl: a small CLI over the admin APIs (jobs, runs, logs, apps, executors, tokens,
+// leader), with table or JSON output, over plaintext, TLS or mutual TLS. Exit code 0 on success, 1 on an RPC error, 2 on bad usage.
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "common/auth.h"
 #include "common/flags.h"
+#include "common/grpc_server.h"
 #include "common/proto_time.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
@@ -18,6 +21,7 @@
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "jobwheel/v1/leadership.grpc.pb.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
+#include "jobwheel/v1/token_admin.grpc.pb.h"
 
 ABSL_FLAG(std::string, scheduler, "127.0.0.1:7100", "Scheduler address");
 ABSL_FLAG(std::string, registry, "127.0.0.1:7101", "Registry address");
@@ -29,6 +33,15 @@ ABSL_FLAG(int64_t, job, 0, "Filter runs by job id");
 ABSL_FLAG(std::string, param, "", "Param override for `jobs trigger`");
 ABSL_FLAG(std::string, file, "", "JSON file for `jobs create|ensure` (a jobwheel.v1.Job)");
 ABSL_FLAG(int, limit, 20, "Rows to list");
+ABSL_FLAG(std::string, name, "", "Token name for `tokens create`");
+ABSL_FLAG(std::string, role, "", "Token role for `tokens create`: admin, operator, viewer, executor");
+ABSL_FLAG(std::string, apps, "", "Comma list of apps for `tokens create`");
+ABSL_FLAG(absl::Duration, expire_in, absl::ZeroDuration(),
+          "`tokens create`: expire after this long (0: never)");
+ABSL_FLAG(bool, include_revoked, false, "`tokens list`: also revoked tokens");
+ABSL_FLAG(std::string, tls_ca, "", "CA (PEM) to verify the servers; enables TLS");
+ABSL_FLAG(std::string, tls_cert, "", "Client certificate (PEM) for mutual TLS");
+ABSL_FLAG(std::string, tls_key, "", "Private key of --tls_cert");
 
 namespace {
 
@@ -40,8 +53,11 @@ constexpr char kUsage[] = R"(usage: jobwheelctl [flags] COMMAND
   jobs pause ID | resume ID | delete ID | trigger ID [--param P]
   runs list [--job ID]           runs get ID      runs log ID      runs kill ID
   apps list                      executors list [--app A]
+  tokens create --name N --role admin|operator|viewer|executor [--apps a,b] [--expire_in 720h]
+  tokens list [--include_revoked]    tokens revoke ID
   leader
-flags: --scheduler --registry --token_file --cluster_token_file --json --limit)";
+flags: --scheduler --registry --token_file --cluster_token_file --json --limit
+       --tls_ca --tls_cert --tls_key (TLS / mutual TLS))";
 
 int Usage(const std::string& why) {
   std::cerr << "jobwheelctl: " << why << "\n" << kUsage << "\n";
@@ -125,7 +141,21 @@ int main(int argc, char** argv) {
   std::vector<std::string> a(args.begin() + 1, args.end());
   if (a.size() < 2 && !(a.size() == 1 && a[0] == "leader")) return Usage("missing command");
   const bool json = absl::GetFlag(FLAGS_json);
-  auto sched = grpc::CreateChannel(absl::GetFlag(FLAGS_scheduler), grpc::InsecureChannelCredentials());
+  const jobwheel::ClientTls tls{absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_cert),
+                                absl::GetFlag(FLAGS_tls_key)};
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    return Usage("--tls_cert and --tls_key go together");
+  }
+  if (!tls.cert_file.empty() && tls.ca_file.empty()) return Usage("--tls_cert needs --tls_ca");
+  auto channel = [&tls](const std::string& target) {
+    auto c = jobwheel::MakeChannel(target, tls);
+    if (!c.ok()) {
+      std::cerr << "jobwheelctl: " << c.status().message() << "\n";
+      std::exit(2);
+    }
+    return *c;
+  };
+  auto sched = channel(absl::GetFlag(FLAGS_scheduler));
   auto jobs = jobwheel::v1::JobAdminService::NewStub(sched);
   const std::string admin = Token(absl::GetFlag(FLAGS_token_file));
 
@@ -271,7 +301,64 @@ int main(int argc, char** argv) {
     }
     return Usage("unknown runs command " + verb);
   }
-  auto reg = grpc::CreateChannel(absl::GetFlag(FLAGS_registry), grpc::InsecureChannelCredentials());
+  if (noun == "tokens") {
+    auto stub = jobwheel::v1::TokenAdminService::NewStub(sched);
+    if (verb == "create") {
+      jobwheel::v1::CreateTokenRequest req;
+      req.set_name(absl::GetFlag(FLAGS_name));
+      const std::string role = absl::AsciiStrToUpper(absl::GetFlag(FLAGS_role));
+      jobwheel::v1::Role r = jobwheel::v1::ROLE_UNSPECIFIED;
+      if (!jobwheel::v1::Role_Parse("ROLE_" + role, &r) || r == jobwheel::v1::ROLE_UNSPECIFIED) {
+        return Usage("tokens create: --role must be admin, operator, viewer or executor");
+      }
+      req.set_role(r);
+      for (absl::string_view app :
+           absl::StrSplit(absl::GetFlag(FLAGS_apps), ',', absl::SkipWhitespace())) {
+        req.add_apps(std::string(absl::StripAsciiWhitespace(app)));
+      }
+      if (absl::GetFlag(FLAGS_expire_in) > absl::ZeroDuration()) {
+        *req.mutable_expire_time() = jobwheel::ToProto(absl::Now() + absl::GetFlag(FLAGS_expire_in));
+      }
+      jobwheel::v1::CreateTokenResponse resp;
+      grpc::Status s = stub->CreateToken(Ctx(admin).get(), req, &resp);
+      if (!s.ok()) return RpcError(s);
+      if (json) { std::cout << ToJson(resp) << "\n"; return 0; }
+      std::cerr << "created token " << resp.token().id() << " (" << resp.token().name()
+                << "); the secret below is shown only once:\n";
+      std::cout << resp.secret() << "\n";
+      return 0;
+    }
+    if (verb == "list") {
+      jobwheel::v1::ListTokensRequest req;
+      req.set_include_revoked(absl::GetFlag(FLAGS_include_revoked));
+      jobwheel::v1::ListTokensResponse resp;
+      grpc::Status s = stub->ListTokens(Ctx(admin).get(), req, &resp);
+      if (!s.ok()) return RpcError(s);
+      if (json) { std::cout << ToJson(resp) << "\n"; return 0; }
+      const std::vector<int> w = {6, 20, 9, 24, 23, 23, 23};
+      Row({"ID", "NAME", "ROLE", "APPS", "EXPIRES (UTC)", "REVOKED (UTC)", "LAST USED (UTC)"}, w);
+      for (const auto& t : resp.tokens()) {
+        Row({absl::StrCat(t.id()), t.name(), jobwheel::v1::Role_Name(t.role()).substr(5),
+             t.apps().empty() ? "*" : absl::StrJoin(t.apps(), ","), Time(t.expire_time()),
+             Time(t.revoke_time()), Time(t.last_used_time())},
+            w);
+      }
+      return 0;
+    }
+    if (verb == "revoke") {
+      if (a.size() < 3 || !ParseId(a[2], &id)) return Usage("tokens revoke: needs a token id");
+      jobwheel::v1::RevokeTokenRequest req;
+      req.set_id(id);
+      jobwheel::v1::RevokeTokenResponse resp;
+      grpc::Status s = stub->RevokeToken(Ctx(admin).get(), req, &resp);
+      if (!s.ok()) return RpcError(s);
+      std::cout << "revoked token " << id << " (" << resp.token().name()
+                << "); servers refuse it within a few seconds\n";
+      return 0;
+    }
+    return Usage("unknown tokens command " + verb);
+  }
+  auto reg = channel(absl::GetFlag(FLAGS_registry));
   if (noun == "apps" && verb == "list") {
     auto stub = jobwheel::v1::AppAdminService::NewStub(reg);
     jobwheel::v1::ListAppsResponse r;

@@ -47,6 +47,10 @@ struct ExecutorOptions {
   std::string tls_key_file;
   std::string tls_client_ca_file;  // When set, callers must present a client certificate.
   std::string tls_ca_file;         // CA to verify registry/dispatcher; enables client TLS.
+  // Client certificate for mutual TLS to the registry and dispatcher; empty: tls_cert_file
+  // (and tls_key_file) double as the client certificate.
+  std::string tls_client_cert_file;
+  std::string tls_client_key_file;
 
   // --- Registration ---
   std::map<std::string, std::string> labels;

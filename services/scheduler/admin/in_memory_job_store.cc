@@ -1,5 +1,7 @@
 #include "services/scheduler/admin/in_memory_job_store.h"
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -136,6 +138,10 @@ absl::StatusOr<std::vector<Job>> InMemoryJobStore::ListJobs(const JobFilter& fil
   for (auto it = jobs_.upper_bound(after_id); it != jobs_.end(); ++it) {
     const Job& j = it->second.job;
     if (!filter.app.empty() && j.app() != filter.app) continue;
+    if (filter.only_apps && std::find(filter.only_apps->begin(), filter.only_apps->end(),
+                                      j.app()) == filter.only_apps->end()) {
+      continue;
+    }
     if (filter.enabled && j.enabled() != *filter.enabled) continue;
     if (!filter.name_contains.empty() &&
         !absl::StrContains(absl::AsciiStrToLower(j.name()),
@@ -209,6 +215,10 @@ absl::StatusOr<std::vector<Run>> InMemoryJobStore::ListRuns(const RunFilter& fil
     if (before_id != 0 && r.id() >= before_id) continue;
     if (filter.job_id != 0 && r.job_id() != filter.job_id) continue;
     if (!filter.app.empty() && r.app() != filter.app) continue;
+    if (filter.only_apps && std::find(filter.only_apps->begin(), filter.only_apps->end(),
+                                      r.app()) == filter.only_apps->end()) {
+      continue;
+    }
     if (!filter.statuses.empty()) {
       bool match = false;
       for (auto s : filter.statuses) match = match || s == r.status();

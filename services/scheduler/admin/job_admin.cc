@@ -84,7 +84,8 @@ absl::StatusOr<Job> JobAdmin::CreateJob(const Job& job) {
       });
 }
 
-absl::StatusOr<Job> JobAdmin::UpdateJob(const Job& job, const google::protobuf::FieldMask& mask) {
+absl::StatusOr<Job> JobAdmin::UpdateJob(const Job& job, const google::protobuf::FieldMask& mask,
+                                        const WriteGuard& guard) {
   RETURN_IF_ERROR(ValidateId(job.id(), "job.id"));
   // Reject a bad mask before touching the store.
   RETURN_IF_ERROR(ApplyUpdateMask(Job(), job, mask).status());
@@ -95,6 +96,7 @@ absl::StatusOr<Job> JobAdmin::UpdateJob(const Job& job, const google::protobuf::
           const ChildGraphReader& read_graph) -> absl::StatusOr<std::optional<JobWrite>> {
         ASSIGN_OR_RETURN(Job merged, ApplyUpdateMask(*current, job, mask));
         merged.set_id(current->id());
+        if (guard) RETURN_IF_ERROR(guard(*current, merged));
         ASSIGN_OR_RETURN(JobWrite write, PrepareWrite(merged, current, read_graph, now));
         return std::optional<JobWrite>(std::move(write));
       });
@@ -106,7 +108,7 @@ absl::StatusOr<Job> JobAdmin::GetJob(int64_t id) {
 }
 
 absl::StatusOr<jobwheel::v1::ListJobsResponse> JobAdmin::ListJobs(
-    const jobwheel::v1::ListJobsRequest& req) {
+    const jobwheel::v1::ListJobsRequest& req, const AppScope& scope) {
   ASSIGN_OR_RETURN(const int page_size, ValidatePageSize(req.page_size()));
   ASSIGN_OR_RETURN(const int64_t after, DecodePageToken(req.page_token()));
   if (req.name_contains().size() > static_cast<size_t>(kMaxNameFilterLength)) {
@@ -117,6 +119,7 @@ absl::StatusOr<jobwheel::v1::ListJobsResponse> JobAdmin::ListJobs(
   filter.app = req.app();
   if (req.has_enabled()) filter.enabled = req.enabled();
   filter.name_contains = req.name_contains();
+  filter.only_apps = scope;
   ASSIGN_OR_RETURN(std::vector<Job> jobs, store_.ListJobs(filter, after, page_size + 1));
   jobwheel::v1::ListJobsResponse resp;
   const bool more = static_cast<int>(jobs.size()) > page_size;
@@ -131,24 +134,29 @@ absl::Status JobAdmin::DeleteJob(int64_t id) {
   return store_.DeleteJob(id);
 }
 
-absl::StatusOr<Job> JobAdmin::SetEnabled(int64_t id, bool enabled) {
+absl::StatusOr<Job> JobAdmin::SetEnabled(int64_t id, bool enabled, const WriteGuard& guard) {
   RETURN_IF_ERROR(ValidateId(id, "id"));
   const absl::Time now = clock_.Now();
   return store_.UpdateJob(
       id,
       [&](const Job* current,
           const ChildGraphReader& read_graph) -> absl::StatusOr<std::optional<JobWrite>> {
-        if (current->enabled() == enabled) return std::optional<JobWrite>();
         Job merged = *current;
         merged.set_enabled(enabled);
+        if (guard) RETURN_IF_ERROR(guard(*current, merged));
+        if (current->enabled() == enabled) return std::optional<JobWrite>();
         ASSIGN_OR_RETURN(JobWrite write, PrepareWrite(merged, current, read_graph, now));
         return std::optional<JobWrite>(std::move(write));
       });
 }
 
-absl::StatusOr<Job> JobAdmin::PauseJob(int64_t id) { return SetEnabled(id, false); }
+absl::StatusOr<Job> JobAdmin::PauseJob(int64_t id, const WriteGuard& guard) {
+  return SetEnabled(id, false, guard);
+}
 
-absl::StatusOr<Job> JobAdmin::ResumeJob(int64_t id) { return SetEnabled(id, true); }
+absl::StatusOr<Job> JobAdmin::ResumeJob(int64_t id, const WriteGuard& guard) {
+  return SetEnabled(id, true, guard);
+}
 
 absl::StatusOr<int64_t> JobAdmin::TriggerJob(const jobwheel::v1::TriggerJobRequest& req) {
   RETURN_IF_ERROR(ValidateId(req.id(), "id"));
@@ -173,7 +181,7 @@ absl::StatusOr<int64_t> JobAdmin::TriggerJob(const jobwheel::v1::TriggerJobReque
 }
 
 absl::StatusOr<jobwheel::v1::ListRunsResponse> JobAdmin::ListRuns(
-    const jobwheel::v1::ListRunsRequest& req) {
+    const jobwheel::v1::ListRunsRequest& req, const AppScope& scope) {
   ASSIGN_OR_RETURN(const int page_size, ValidatePageSize(req.page_size()));
   ASSIGN_OR_RETURN(const int64_t before, DecodePageToken(req.page_token()));
   if (req.job_id() < 0) {
@@ -183,6 +191,7 @@ absl::StatusOr<jobwheel::v1::ListRunsResponse> JobAdmin::ListRuns(
   RunFilter filter;
   filter.job_id = req.job_id();
   filter.app = req.app();
+  filter.only_apps = scope;
   for (int i = 0; i < req.statuses_size(); ++i) {
     const int s = req.statuses(i);
     if (!jobwheel::v1::RunStatus_IsValid(s) || s == jobwheel::v1::RUN_STATUS_UNSPECIFIED) {

@@ -2,6 +2,10 @@
 #define JOBWHEEL_SERVICES_SCHEDULER_ADMIN_JOB_ADMIN_H_
 
 #include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -23,21 +27,31 @@ class JobAdmin {
   // Lines asked from an executor per GetRunLog call.
   static constexpr int kLogMaxLines = 1000;
 
+  // Checked inside a job's write transaction with the locked current row and the row about to
+  // be written (e.g. the caller's permissions); a non-OK status aborts the write.
+  using WriteGuard = std::function<absl::Status(const jobwheel::v1::Job& current,
+                                                const jobwheel::v1::Job& next)>;
+  // Set: confine a list to these apps (the caller's token scope).
+  using AppScope = std::optional<std::vector<std::string>>;
+
   JobAdmin(JobStore& store, ExecutorClient& executors, const Clock& clock);
 
   absl::StatusOr<jobwheel::v1::Job> CreateJob(const jobwheel::v1::Job& job);
   absl::StatusOr<jobwheel::v1::Job> UpdateJob(const jobwheel::v1::Job& job,
-                                              const google::protobuf::FieldMask& mask);
+                                              const google::protobuf::FieldMask& mask,
+                                              const WriteGuard& guard = nullptr);
   absl::StatusOr<jobwheel::v1::Job> GetJob(int64_t id);
-  absl::StatusOr<jobwheel::v1::ListJobsResponse> ListJobs(const jobwheel::v1::ListJobsRequest& req);
+  absl::StatusOr<jobwheel::v1::ListJobsResponse> ListJobs(const jobwheel::v1::ListJobsRequest& req,
+                                                          const AppScope& scope = std::nullopt);
   absl::Status DeleteJob(int64_t id);
   // Idempotent: pausing a paused job (or resuming a running one) changes nothing.
-  absl::StatusOr<jobwheel::v1::Job> PauseJob(int64_t id);
-  absl::StatusOr<jobwheel::v1::Job> ResumeJob(int64_t id);
+  absl::StatusOr<jobwheel::v1::Job> PauseJob(int64_t id, const WriteGuard& guard = nullptr);
+  absl::StatusOr<jobwheel::v1::Job> ResumeJob(int64_t id, const WriteGuard& guard = nullptr);
   // Returns the id of the MANUAL fire. Works on paused jobs too.
   absl::StatusOr<int64_t> TriggerJob(const jobwheel::v1::TriggerJobRequest& req);
 
-  absl::StatusOr<jobwheel::v1::ListRunsResponse> ListRuns(const jobwheel::v1::ListRunsRequest& req);
+  absl::StatusOr<jobwheel::v1::ListRunsResponse> ListRuns(const jobwheel::v1::ListRunsRequest& req,
+                                                          const AppScope& scope = std::nullopt);
   absl::StatusOr<jobwheel::v1::Run> GetRun(int64_t id);
   absl::StatusOr<jobwheel::v1::Run> KillRun(int64_t id);
   absl::StatusOr<jobwheel::v1::GetRunLogResponse> GetRunLog(
@@ -51,7 +65,7 @@ class JobAdmin {
   absl::StatusOr<JobWrite> PrepareWrite(const jobwheel::v1::Job& merged,
                                         const jobwheel::v1::Job* current,
                                         const ChildGraphReader& read_graph, absl::Time now);
-  absl::StatusOr<jobwheel::v1::Job> SetEnabled(int64_t id, bool enabled);
+  absl::StatusOr<jobwheel::v1::Job> SetEnabled(int64_t id, bool enabled, const WriteGuard& guard);
 
   JobStore& store_;
   ExecutorClient& executors_;

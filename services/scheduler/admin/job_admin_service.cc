@@ -2,10 +2,15 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
+#include "services/scheduler/admin/job_access.h"
 
 namespace jobwheel::scheduler::admin {
 namespace {
+
+constexpr absl::string_view kService = "JobAdminService";
 
 // Stores a StatusOr's value through `set` and returns its status.
 template <typename T, typename Set>
@@ -15,25 +20,34 @@ absl::Status Reply(absl::StatusOr<T> result, Set set) {
   return absl::OkStatus();
 }
 
+std::string JobName(int64_t id) { return absl::StrCat("job ", id); }
+std::string RunName(int64_t id) { return absl::StrCat("run ", id); }
+
 }  // namespace
 
-JobAdminService::JobAdminService(JobAdmin& core, TokenPolicy policy, JobAdminServiceOptions options)
-    : core_(core), policy_(std::move(policy)), pool_(options.worker_threads, options.max_queued) {
+JobAdminService::JobAdminService(JobAdmin& core, TokenAuthenticator& auth,
+                                 JobAdminServiceOptions options)
+    : core_(core), auth_(auth), pool_(options.worker_threads, options.max_queued) {
   pool_.Start();
 }
 
 JobAdminService::~JobAdminService() { pool_.Shutdown(); }
 
-grpc::ServerUnaryReactor* JobAdminService::Handle(grpc::CallbackServerContext* ctx,
-                                                  std::function<absl::Status()> work) {
+grpc::ServerUnaryReactor* JobAdminService::Handle(
+    grpc::CallbackServerContext* ctx, std::function<absl::Status(const Principal&)> work) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  absl::Status auth = CheckBearer(ctx->client_metadata(), policy_);
-  if (!auth.ok()) {
-    reactor->Finish(ToGrpcStatus(auth));
-    return reactor;
-  }
-  const bool queued =
-      pool_.Submit([reactor, work = std::move(work)]() { reactor->Finish(ToGrpcStatus(work())); });
+  // Copied here: authentication may query the database, so it runs on the pool.
+  absl::optional<std::string> authorization = AuthorizationHeader(ctx->client_metadata());
+  const bool queued = pool_.Submit(
+      [this, reactor, authorization = std::move(authorization), work = std::move(work)]() {
+        absl::StatusOr<Principal> p = auth_.Authenticate(authorization);
+        absl::Status status = p.status();
+        if (status.ok()) {
+          status = RequireRole(*p, {Role::kAdmin, Role::kOperator, Role::kViewer}, kService);
+        }
+        if (status.ok()) status = work(*p);
+        reactor->Finish(ToGrpcStatus(status));
+      });
   if (!queued) {
     reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                  "job admin: too many calls in progress; retry later"));
@@ -44,7 +58,9 @@ grpc::ServerUnaryReactor* JobAdminService::Handle(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* JobAdminService::CreateJob(grpc::CallbackServerContext* ctx,
                                                      const jobwheel::v1::CreateJobRequest* req,
                                                      jobwheel::v1::CreateJobResponse* resp) {
-  return Handle(ctx, [this, req, resp] {
+  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(CheckWriter(p, "CreateJob"));
+    RETURN_IF_ERROR(CheckCreate(p, req->job()));
     return Reply(core_.CreateJob(req->job()),
                  [resp](jobwheel::v1::Job j) { *resp->mutable_job() = std::move(j); });
   });
@@ -53,8 +69,14 @@ grpc::ServerUnaryReactor* JobAdminService::CreateJob(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* JobAdminService::UpdateJob(grpc::CallbackServerContext* ctx,
                                                      const jobwheel::v1::UpdateJobRequest* req,
                                                      jobwheel::v1::UpdateJobResponse* resp) {
-  return Handle(ctx, [this, req, resp] {
-    return Reply(core_.UpdateJob(req->job(), req->update_mask()),
+  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(CheckWriter(p, "UpdateJob"));
+    // Checked on the locked row, so a concurrent change of app or glue type cannot slip by.
+    JobAdmin::WriteGuard guard = [&p](const jobwheel::v1::Job& current,
+                                      const jobwheel::v1::Job& next) {
+      return CheckEdit(p, current, next);
+    };
+    return Reply(core_.UpdateJob(req->job(), req->update_mask(), guard),
                  [resp](jobwheel::v1::Job j) { *resp->mutable_job() = std::move(j); });
   });
 }
@@ -62,17 +84,20 @@ grpc::ServerUnaryReactor* JobAdminService::UpdateJob(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* JobAdminService::GetJob(grpc::CallbackServerContext* ctx,
                                                   const jobwheel::v1::GetJobRequest* req,
                                                   jobwheel::v1::GetJobResponse* resp) {
-  return Handle(ctx, [this, req, resp] {
-    return Reply(core_.GetJob(req->id()),
-                 [resp](jobwheel::v1::Job j) { *resp->mutable_job() = std::move(j); });
+  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+    ASSIGN_OR_RETURN(jobwheel::v1::Job job, core_.GetJob(req->id()));
+    RETURN_IF_ERROR(CheckRead(p, job.app(), JobName(job.id())));
+    *resp->mutable_job() = std::move(job);
+    return absl::OkStatus();
   });
 }
 
 grpc::ServerUnaryReactor* JobAdminService::ListJobs(grpc::CallbackServerContext* ctx,
                                                     const jobwheel::v1::ListJobsRequest* req,
                                                     jobwheel::v1::ListJobsResponse* resp) {
-  return Handle(ctx, [this, req, resp] {
-    return Reply(core_.ListJobs(*req),
+  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+    ASSIGN_OR_RETURN(JobAdmin::AppScope scope, ListScope(p, req->app()));
+    return Reply(core_.ListJobs(*req, scope),
                  [resp](jobwheel::v1::ListJobsResponse r) { *resp = std::move(r); });
   });
 }
@@ -80,14 +105,23 @@ grpc::ServerUnaryReactor* JobAdminService::ListJobs(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobAdminService::DeleteJob(grpc::CallbackServerContext* ctx,
                                                      const jobwheel::v1::DeleteJobRequest* req,
                                                      jobwheel::v1::DeleteJobResponse*) {
-  return Handle(ctx, [this, req] { return core_.DeleteJob(req->id()); });
+  return Handle(ctx, [this, req](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(CheckWriter(p, "DeleteJob"));
+    ASSIGN_OR_RETURN(jobwheel::v1::Job job, core_.GetJob(req->id()));
+    RETURN_IF_ERROR(CheckWrite(p, job.app(), JobName(job.id())));
+    return core_.DeleteJob(req->id());
+  });
 }
 
 grpc::ServerUnaryReactor* JobAdminService::PauseJob(grpc::CallbackServerContext* ctx,
                                                     const jobwheel::v1::PauseJobRequest* req,
                                                     jobwheel::v1::PauseJobResponse* resp) {
-  return Handle(ctx, [this, req, resp] {
-    return Reply(core_.PauseJob(req->id()),
+  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(CheckWriter(p, "PauseJob"));
+    JobAdmin::WriteGuard guard = [&p](const jobwheel::v1::Job& current, const jobwheel::v1::Job&) {
+      return CheckWrite(p, current.app(), JobName(current.id()));
+    };
+    return Reply(core_.PauseJob(req->id(), guard),
                  [resp](jobwheel::v1::Job j) { *resp->mutable_job() = std::move(j); });
   });
 }
@@ -95,8 +129,12 @@ grpc::ServerUnaryReactor* JobAdminService::PauseJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobAdminService::ResumeJob(grpc::CallbackServerContext* ctx,
                                                      const jobwheel::v1::ResumeJobRequest* req,
                                                      jobwheel::v1::ResumeJobResponse* resp) {
-  return Handle(ctx, [this, req, resp] {
-    return Reply(core_.ResumeJob(req->id()),
+  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(CheckWriter(p, "ResumeJob"));
+    JobAdmin::WriteGuard guard = [&p](const jobwheel::v1::Job& current, const jobwheel::v1::Job&) {
+      return CheckWrite(p, current.app(), JobName(current.id()));
+    };
+    return Reply(core_.ResumeJob(req->id(), guard),
                  [resp](jobwheel::v1::Job j) { *resp->mutable_job() = std::move(j); });
   });
 }
@@ -104,7 +142,10 @@ grpc::ServerUnaryReactor* JobAdminService::ResumeJob(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* JobAdminService::TriggerJob(grpc::CallbackServerContext* ctx,
                                                       const jobwheel::v1::TriggerJobRequest* req,
                                                       jobwheel::v1::TriggerJobResponse* resp) {
-  return Handle(ctx, [this, req, resp] {
+  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(CheckWriter(p, "TriggerJob"));
+    ASSIGN_OR_RETURN(jobwheel::v1::Job job, core_.GetJob(req->id()));
+    RETURN_IF_ERROR(CheckWrite(p, job.app(), JobName(job.id())));
     return Reply(core_.TriggerJob(*req), [resp](int64_t id) { resp->set_fire_id(id); });
   });
 }
@@ -112,8 +153,9 @@ grpc::ServerUnaryReactor* JobAdminService::TriggerJob(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* JobAdminService::ListRuns(grpc::CallbackServerContext* ctx,
                                                     const jobwheel::v1::ListRunsRequest* req,
                                                     jobwheel::v1::ListRunsResponse* resp) {
-  return Handle(ctx, [this, req, resp] {
-    return Reply(core_.ListRuns(*req),
+  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+    ASSIGN_OR_RETURN(JobAdmin::AppScope scope, ListScope(p, req->app()));
+    return Reply(core_.ListRuns(*req, scope),
                  [resp](jobwheel::v1::ListRunsResponse r) { *resp = std::move(r); });
   });
 }
@@ -121,16 +163,21 @@ grpc::ServerUnaryReactor* JobAdminService::ListRuns(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobAdminService::GetRun(grpc::CallbackServerContext* ctx,
                                                   const jobwheel::v1::GetRunRequest* req,
                                                   jobwheel::v1::GetRunResponse* resp) {
-  return Handle(ctx, [this, req, resp] {
-    return Reply(core_.GetRun(req->id()),
-                 [resp](jobwheel::v1::Run r) { *resp->mutable_run() = std::move(r); });
+  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+    ASSIGN_OR_RETURN(jobwheel::v1::Run run, core_.GetRun(req->id()));
+    RETURN_IF_ERROR(CheckRead(p, run.app(), RunName(run.id())));
+    *resp->mutable_run() = std::move(run);
+    return absl::OkStatus();
   });
 }
 
 grpc::ServerUnaryReactor* JobAdminService::KillRun(grpc::CallbackServerContext* ctx,
                                                    const jobwheel::v1::KillRunRequest* req,
                                                    jobwheel::v1::KillRunResponse* resp) {
-  return Handle(ctx, [this, req, resp] {
+  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(CheckWriter(p, "KillRun"));
+    ASSIGN_OR_RETURN(jobwheel::v1::Run run, core_.GetRun(req->id()));
+    RETURN_IF_ERROR(CheckWrite(p, run.app(), RunName(run.id())));
     return Reply(core_.KillRun(req->id()),
                  [resp](jobwheel::v1::Run r) { *resp->mutable_run() = std::move(r); });
   });
@@ -139,7 +186,9 @@ grpc::ServerUnaryReactor* JobAdminService::KillRun(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* JobAdminService::GetRunLog(grpc::CallbackServerContext* ctx,
                                                      const jobwheel::v1::GetRunLogRequest* req,
                                                      jobwheel::v1::GetRunLogResponse* resp) {
-  return Handle(ctx, [this, req, resp] {
+  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+    ASSIGN_OR_RETURN(jobwheel::v1::Run run, core_.GetRun(req->id()));
+    RETURN_IF_ERROR(CheckRead(p, run.app(), RunName(run.id())));
     return Reply(core_.GetRunLog(*req),
                  [resp](jobwheel::v1::GetRunLogResponse r) { *resp = std::move(r); });
   });
@@ -148,15 +197,11 @@ grpc::ServerUnaryReactor* JobAdminService::GetRunLog(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* JobAdminService::PreviewFireTimes(
     grpc::CallbackServerContext* ctx, const jobwheel::v1::PreviewFireTimesRequest* req,
     jobwheel::v1::PreviewFireTimesResponse* resp) {
-  // Pure computation (at most 100 fire times): answered on the reactor thread.
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  absl::Status status = CheckBearer(ctx->client_metadata(), policy_);
-  if (status.ok()) {
-    status = Reply(core_.PreviewFireTimes(*req),
-                   [resp](jobwheel::v1::PreviewFireTimesResponse r) { *resp = std::move(r); });
-  }
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
+  // Any admin-API role; pure computation once authenticated (at most 100 fire times).
+  return Handle(ctx, [this, req, resp](const Principal&) -> absl::Status {
+    return Reply(core_.PreviewFireTimes(*req),
+                 [resp](jobwheel::v1::PreviewFireTimesResponse r) { *resp = std::move(r); });
+  });
 }
 
 }  // namespace jobwheel::scheduler::admin

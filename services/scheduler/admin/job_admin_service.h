@@ -4,7 +4,7 @@
 #include <functional>
 
 #include "absl/status/status.h"
-#include "common/auth.h"
+#include "common/token_auth.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "services/scheduler/admin/job_admin.h"
 #include "services/scheduler/admin/work_pool.h"
@@ -19,12 +19,14 @@ struct JobAdminServiceOptions {
   int max_queued = 256;
 };
 
-// The gRPC surface of JobAdmin (callback API): checks the admin bearer token on every call,
-// runs the core on a bounded WorkPool and maps statuses with ToGrpcStatus. The gRPC server
-// must be shut down before this object is destroyed; destruction finishes queued calls.
+// The gRPC surface of JobAdmin (callback API): on a bounded WorkPool, authenticates every call
+// (ADMIN, OPERATOR or VIEWER tokens; see job_access.h for what each may do), authorizes it
+// against the job's or run's app, runs the core and maps statuses with ToGrpcStatus. The gRPC
+// server must be shut down before this object is destroyed; destruction finishes queued calls.
 class JobAdminService final : public jobwheel::v1::JobAdminService::CallbackService {
  public:
-  JobAdminService(JobAdmin& core, TokenPolicy policy, JobAdminServiceOptions options = {});
+  // `auth` must outlive this service.
+  JobAdminService(JobAdmin& core, TokenAuthenticator& auth, JobAdminServiceOptions options = {});
   ~JobAdminService() override;
 
   grpc::ServerUnaryReactor* CreateJob(grpc::CallbackServerContext* ctx,
@@ -68,12 +70,13 @@ class JobAdminService final : public jobwheel::v1::JobAdminService::CallbackServ
                                              jobwheel::v1::PreviewFireTimesResponse* resp) override;
 
  private:
-  // Authenticates, then runs `work` on the pool and finishes the call with its status.
+  // On the pool: authenticates, then runs `work` with the caller and finishes the call with
+  // its status.
   grpc::ServerUnaryReactor* Handle(grpc::CallbackServerContext* ctx,
-                                   std::function<absl::Status()> work);
+                                   std::function<absl::Status(const Principal&)> work);
 
   JobAdmin& core_;
-  const TokenPolicy policy_;
+  TokenAuthenticator& auth_;
   WorkPool pool_;
 };
 

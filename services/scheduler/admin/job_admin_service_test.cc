@@ -9,6 +9,8 @@
 #include "common/auth.h"
 #include "common/clock.h"
 #include "common/grpc_server.h"
+#include "common/in_memory_token_store.h"
+#include "common/token_auth.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "services/scheduler/admin/fake_executor_client.h"
@@ -19,11 +21,26 @@ namespace {
 
 constexpr char kToken[] = "admin-secret";
 
-// A real server on port 0 with a real channel; the store is in memory.
+TokenAuthenticator::Options AdminToken() {
+  TokenAuthenticator::Options o;
+  o.admin_token = kToken;
+  o.cluster_token = "cluster-secret";
+  o.executor_token = "executor-secret";
+  return o;
+}
+
+TokenAuthenticator::Options Insecure() {
+  TokenAuthenticator::Options o;
+  o.insecure_dev = true;
+  return o;
+}
+
+// A real server on port 0 with a real channel; the stores are in memory.
 class JobAdminServiceTest : public ::testing::Test {
  protected:
-  void Start(TokenPolicy policy) {
-    service_ = std::make_unique<JobAdminService>(admin_, policy);
+  void Start(TokenAuthenticator::Options options) {
+    auth_ = std::make_unique<TokenAuthenticator>(options, &tokens_, clock_);
+    service_ = std::make_unique<JobAdminService>(admin_, *auth_);
     int port = 0;
     auto server = StartGrpcServer("127.0.0.1:0", {service_.get()}, {}, &port);
     ASSERT_TRUE(server.ok()) << server.status();
@@ -54,7 +71,42 @@ class JobAdminServiceTest : public ::testing::Test {
     return job;
   }
 
+  // An API token's secret.
+  std::string Token(const std::string& name, Role role, std::vector<std::string> apps) {
+    const std::string secret = *GenerateTokenSecret();
+    NewToken t;
+    t.name = name;
+    t.role = role;
+    t.apps = std::move(apps);
+    t.secret_hash = HashTokenSecret(secret);
+    t.create_time = clock_.Now();
+    EXPECT_TRUE(tokens_.Create(t).ok());
+    return secret;
+  }
+
+  absl::StatusOr<jobwheel::v1::Job> Create(const std::string& token, jobwheel::v1::Job job) {
+    jobwheel::v1::CreateJobRequest req;
+    *req.mutable_job() = std::move(job);
+    jobwheel::v1::CreateJobResponse resp;
+    grpc::Status s = stub_->CreateJob(Ctx(token).get(), req, &resp);
+    if (!s.ok()) {
+      return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+    }
+    return resp.job();
+  }
+
+  static jobwheel::v1::Job ScriptJob(const std::string& app) {
+    jobwheel::v1::Job job = ValidJob();
+    job.set_app(app);
+    job.set_glue_type(jobwheel::v1::GLUE_TYPE_SCRIPT_SHELL);
+    job.set_script_source("echo hi");
+    job.clear_handler();
+    return job;
+  }
+
   FakeClock clock_;
+  InMemoryTokenStore tokens_;
+  std::unique_ptr<TokenAuthenticator> auth_;
   InMemoryJobStore store_{clock_};
   FakeExecutorClient executors_;
   JobAdmin admin_{store_, executors_, clock_};
@@ -64,7 +116,7 @@ class JobAdminServiceTest : public ::testing::Test {
 };
 
 TEST_F(JobAdminServiceTest, RejectsCallsWithoutTheAdminToken) {
-  Start(TokenPolicy{false, {kToken}});
+  Start(AdminToken());
   jobwheel::v1::CreateJobRequest req;
   *req.mutable_job() = ValidJob();
   jobwheel::v1::CreateJobResponse resp;
@@ -86,7 +138,7 @@ TEST_F(JobAdminServiceTest, RejectsCallsWithoutTheAdminToken) {
 }
 
 TEST_F(JobAdminServiceTest, InvalidArgumentNamesTheField) {
-  Start(TokenPolicy{false, {kToken}});
+  Start(AdminToken());
   jobwheel::v1::CreateJobRequest req;
   *req.mutable_job() = ValidJob();
   req.mutable_job()->clear_app();
@@ -104,7 +156,7 @@ TEST_F(JobAdminServiceTest, InvalidArgumentNamesTheField) {
 }
 
 TEST_F(JobAdminServiceTest, CreateThenGetRoundTrip) {
-  Start(TokenPolicy{false, {kToken}});
+  Start(AdminToken());
   jobwheel::v1::CreateJobRequest req;
   *req.mutable_job() = ValidJob();
   jobwheel::v1::CreateJobResponse created;
@@ -135,7 +187,7 @@ TEST_F(JobAdminServiceTest, CreateThenGetRoundTrip) {
 }
 
 TEST_F(JobAdminServiceTest, ConcurrentCallsAllComplete) {
-  Start(TokenPolicy{false, {kToken}});
+  Start(AdminToken());
   std::vector<std::thread> threads;
   std::atomic<int> ok{0};
   for (int t = 0; t < 8; ++t) {
@@ -159,7 +211,7 @@ TEST_F(JobAdminServiceTest, ConcurrentCallsAllComplete) {
 }
 
 TEST_F(JobAdminServiceTest, InsecureDevAcceptsCallsWithoutToken) {
-  Start(TokenPolicy{true, {}});
+  Start(Insecure());
   jobwheel::v1::PreviewFireTimesRequest req;
   req.mutable_schedule()->mutable_fix_rate()->set_interval_seconds(5);
   req.set_count(3);
@@ -167,6 +219,160 @@ TEST_F(JobAdminServiceTest, InsecureDevAcceptsCallsWithoutToken) {
   grpc::Status s = stub_->PreviewFireTimes(Ctx("").get(), req, &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.fire_times_size(), 3);
+}
+
+TEST_F(JobAdminServiceTest, OperatorManagesOnlyItsAppsJobs) {
+  Start(AdminToken());
+  const std::string op = Token("ops-demo", Role::kOperator, {"demo"});
+  jobwheel::v1::Job other = ValidJob();
+  other.set_app("other");
+  auto other_job = Create(kToken, other);
+  ASSERT_TRUE(other_job.ok()) << other_job.status();
+
+  auto mine = Create(op, ValidJob());
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  auto denied = Create(op, other);
+  EXPECT_EQ(denied.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(denied.status().message().find("job.app"), std::string::npos) << denied.status();
+
+  // Write RPCs on the other app's job are refused and change nothing.
+  jobwheel::v1::PauseJobRequest pause;
+  pause.set_id(other_job->id());
+  jobwheel::v1::PauseJobResponse paused;
+  EXPECT_EQ(stub_->PauseJob(Ctx(op).get(), pause, &paused).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  jobwheel::v1::TriggerJobRequest trigger;
+  trigger.set_id(other_job->id());
+  jobwheel::v1::TriggerJobResponse fired;
+  EXPECT_EQ(stub_->TriggerJob(Ctx(op).get(), trigger, &fired).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  jobwheel::v1::DeleteJobRequest del;
+  del.set_id(other_job->id());
+  jobwheel::v1::DeleteJobResponse deleted;
+  EXPECT_EQ(stub_->DeleteJob(Ctx(op).get(), del, &deleted).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  jobwheel::v1::UpdateJobRequest update;
+  update.mutable_job()->set_id(other_job->id());
+  update.mutable_job()->set_param("x");
+  update.mutable_update_mask()->add_paths("param");
+  jobwheel::v1::UpdateJobResponse updated;
+  EXPECT_EQ(stub_->UpdateJob(Ctx(op).get(), update, &updated).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // Moving its own job into another app is refused too.
+  update.mutable_job()->set_id(mine->id());
+  update.mutable_job()->set_app("other");
+  update.mutable_update_mask()->add_paths("app");
+  grpc::Status s = stub_->UpdateJob(Ctx(op).get(), update, &updated);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(s.error_message().find("job.app"), std::string::npos) << s.error_message();
+  jobwheel::v1::GetJobRequest get;
+  get.set_id(other_job->id());
+  jobwheel::v1::GetJobResponse got;
+  ASSERT_TRUE(stub_->GetJob(Ctx().get(), get, &got).ok());
+  EXPECT_TRUE(got.job().enabled());
+  EXPECT_EQ(got.job().param(), "");
+  EXPECT_EQ(stub_->GetJob(Ctx(op).get(), get, &got).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+
+  // Its own job: pause, trigger, update work.
+  pause.set_id(mine->id());
+  EXPECT_TRUE(stub_->PauseJob(Ctx(op).get(), pause, &paused).ok());
+  trigger.set_id(mine->id());
+  EXPECT_TRUE(stub_->TriggerJob(Ctx(op).get(), trigger, &fired).ok());
+
+  // Lists are confined to its apps; asking for another app is refused.
+  jobwheel::v1::ListJobsRequest list;
+  jobwheel::v1::ListJobsResponse listed;
+  ASSERT_TRUE(stub_->ListJobs(Ctx(op).get(), list, &listed).ok());
+  ASSERT_EQ(listed.jobs_size(), 1);
+  EXPECT_EQ(listed.jobs(0).id(), mine->id());
+  list.set_app("other");
+  EXPECT_EQ(stub_->ListJobs(Ctx(op).get(), list, &listed).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  jobwheel::v1::ListRunsRequest runs;
+  runs.set_app("other");
+  jobwheel::v1::ListRunsResponse runs_resp;
+  EXPECT_EQ(stub_->ListRuns(Ctx(op).get(), runs, &runs_resp).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // The admin sees both.
+  list.clear_app();
+  ASSERT_TRUE(stub_->ListJobs(Ctx().get(), list, &listed).ok());
+  EXPECT_EQ(listed.jobs_size(), 2);
+}
+
+TEST_F(JobAdminServiceTest, ViewerOnlyReads) {
+  Start(AdminToken());
+  const std::string viewer = Token("viewer", Role::kViewer, {});
+  auto job = Create(kToken, ValidJob());
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(Create(viewer, ValidJob()).status().code(), absl::StatusCode::kPermissionDenied);
+  jobwheel::v1::TriggerJobRequest trigger;
+  trigger.set_id(job->id());
+  jobwheel::v1::TriggerJobResponse fired;
+  EXPECT_EQ(stub_->TriggerJob(Ctx(viewer).get(), trigger, &fired).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  jobwheel::v1::GetJobRequest get;
+  get.set_id(job->id());
+  jobwheel::v1::GetJobResponse got;
+  EXPECT_TRUE(stub_->GetJob(Ctx(viewer).get(), get, &got).ok());
+  jobwheel::v1::ListJobsRequest list;
+  jobwheel::v1::ListJobsResponse listed;
+  ASSERT_TRUE(stub_->ListJobs(Ctx(viewer).get(), list, &listed).ok());
+  EXPECT_EQ(listed.jobs_size(), 1);
+  jobwheel::v1::PreviewFireTimesRequest preview;
+  preview.mutable_schedule()->mutable_fix_rate()->set_interval_seconds(5);
+  jobwheel::v1::PreviewFireTimesResponse previewed;
+  EXPECT_TRUE(stub_->PreviewFireTimes(Ctx(viewer).get(), preview, &previewed).ok());
+}
+
+TEST_F(JobAdminServiceTest, ScriptJobsNeedAnAdmin) {
+  Start(AdminToken());
+  const std::string op = Token("ops-demo", Role::kOperator, {"demo"});
+  auto denied = Create(op, ScriptJob("demo"));
+  EXPECT_EQ(denied.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(denied.status().message().rfind("job.glue_type:", 0), 0u) << denied.status();
+  auto created = Create(kToken, ScriptJob("demo"));
+  ASSERT_TRUE(created.ok()) << created.status();
+
+  // Editing a script job, or turning a handler job into one, needs an admin too.
+  jobwheel::v1::UpdateJobRequest update;
+  update.mutable_job()->set_id(created->id());
+  update.mutable_job()->set_script_source("rm -rf /");
+  update.mutable_update_mask()->add_paths("script_source");
+  jobwheel::v1::UpdateJobResponse updated;
+  grpc::Status s = stub_->UpdateJob(Ctx(op).get(), update, &updated);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(s.error_message().rfind("job.glue_type:", 0), 0u) << s.error_message();
+  auto handler_job = Create(op, ValidJob());
+  ASSERT_TRUE(handler_job.ok());
+  update.mutable_job()->set_id(handler_job->id());
+  update.mutable_job()->set_glue_type(jobwheel::v1::GLUE_TYPE_SCRIPT_PYTHON);
+  update.mutable_update_mask()->add_paths("glue_type");
+  EXPECT_EQ(stub_->UpdateJob(Ctx(op).get(), update, &updated).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  jobwheel::v1::GetJobRequest get;
+  get.set_id(created->id());
+  jobwheel::v1::GetJobResponse got;
+  ASSERT_TRUE(stub_->GetJob(Ctx().get(), get, &got).ok());
+  EXPECT_EQ(got.job().script_source(), "echo hi");
+  // The operator may still trigger it (running is not editing).
+  jobwheel::v1::TriggerJobRequest trigger;
+  trigger.set_id(created->id());
+  jobwheel::v1::TriggerJobResponse fired;
+  EXPECT_TRUE(stub_->TriggerJob(Ctx(op).get(), trigger, &fired).ok());
+}
+
+TEST_F(JobAdminServiceTest, InternalTokensAreNotAdminCredentials) {
+  Start(AdminToken());
+  const std::string exec = Token("exec-demo", Role::kExecutor, {"demo"});
+  for (const std::string& token : {std::string("cluster-secret"), std::string("executor-secret"),
+                                   exec}) {
+    jobwheel::v1::ListJobsRequest list;
+    jobwheel::v1::ListJobsResponse listed;
+    EXPECT_EQ(stub_->ListJobs(Ctx(token).get(), list, &listed).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED)
+        << token;
+  }
 }
 
 }  // namespace

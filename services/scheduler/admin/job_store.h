@@ -49,6 +49,8 @@ struct JobFilter {
   std::string app;              // Empty: all.
   std::optional<bool> enabled;  // Unset: both.
   std::string name_contains;    // Case-insensitive substring; empty: all.
+  // Set: only jobs of these apps (the caller's token scope); an empty list matches nothing.
+  std::optional<std::vector<std::string>> only_apps;
 };
 
 struct RunFilter {
@@ -57,6 +59,8 @@ struct RunFilter {
   std::vector<jobwheel::v1::RunStatus> statuses;  // Empty: all.
   std::optional<absl::Time> triggered_from;       // trigger_time >= this.
   std::optional<absl::Time> triggered_before;     // trigger_time < this.
+  // Set: only runs of these apps (the caller's token scope); an empty list matches nothing.
+  std::optional<std::vector<std::string>> only_apps;
 };
 
 // A fire requested by an operator (TriggerJob).

@@ -256,8 +256,11 @@ absl::StatusOr<std::vector<Job>> PgJobStore::ListJobs(const JobFilter& filter, i
         tx.exec_params(SelectJobSql("WHERE j.id > $1::bigint AND ($2 = '' OR j.app = $2) "
                                     "AND ($3::boolean IS NULL OR j.enabled = $3::boolean) "
                                     "AND ($4 = '' OR j.name ILIKE '%' || $4 || '%' ESCAPE '\\') "
+                                    "AND (NOT $6::boolean OR j.app = ANY($7::text[])) "
                                     "ORDER BY j.id LIMIT $5::int"),
-                       after_id, filter.app, filter.enabled, pattern, limit);
+                       after_id, filter.app, filter.enabled, pattern, limit,
+                       filter.only_apps.has_value(),
+                       PgArray(filter.only_apps.value_or(std::vector<std::string>())));
     for (const pqxx::row& row : r) out.push_back(JobFromRow(row));
   });
   if (!s.ok()) return s;
@@ -335,9 +338,11 @@ absl::StatusOr<std::vector<Run>> PgJobStore::ListRuns(const RunFilter& filter, i
                      "AND (cardinality($4::int[]) = 0 OR r.status = ANY($4::int[])) "
                      "AND ($5::timestamptz IS NULL OR r.trigger_time >= $5::timestamptz) "
                      "AND ($6::timestamptz IS NULL OR r.trigger_time < $6::timestamptz) "
+                     "AND (NOT $8::boolean OR r.app = ANY($9::text[])) "
                      "ORDER BY r.id DESC LIMIT $7::int"),
         before_id, filter.job_id, filter.app, BigintArray(statuses), PgTime(filter.triggered_from),
-        PgTime(filter.triggered_before), limit);
+        PgTime(filter.triggered_before), limit, filter.only_apps.has_value(),
+        PgArray(filter.only_apps.value_or(std::vector<std::string>())));
     for (const pqxx::row& row : r) out.push_back(RunFromRow(row));
   });
   if (!s.ok()) return s;

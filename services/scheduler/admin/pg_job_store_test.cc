@@ -414,3 +414,38 @@ TEST_F(PgJobStoreTest, KillRunOnUnreachableExecutorMarksKilledInDatabase) {
 
 }  // namespace
 }  // namespace jobwheel::scheduler::admin
+
+namespace jobwheel::scheduler::admin {
+namespace {
+
+// A token's scope confines lists to its apps (an empty scope lists nothing).
+TEST_F(PgJobStoreTest, ListsAreConfinedToAnAppScope) {
+  const Job a = MustCreate(CronJob("a", "demo"));
+  const Job b = MustCreate(CronJob("b", "billing"));
+  MustCreate(CronJob("c", "other"));
+  AddRun(a.id(), "demo", 3, "h:1");
+  AddRun(b.id(), "billing", 3, "h:1");
+  const int64_t other_run = AddRun(99, "other", 3, "h:1");
+  auto jobs = admin_->ListJobs({}, std::vector<std::string>{"demo", "billing"});
+  ASSERT_TRUE(jobs.ok()) << jobs.status();
+  std::vector<std::string> names;
+  for (const auto& j : jobs->jobs()) names.push_back(j.name());
+  EXPECT_THAT(names, ElementsAre("a", "b"));
+  jobs = admin_->ListJobs({}, std::vector<std::string>{});
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(jobs->jobs_size(), 0);
+  jobs = admin_->ListJobs({});
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(jobs->jobs_size(), 3);
+
+  auto runs = admin_->ListRuns({}, std::vector<std::string>{"demo", "billing"});
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  EXPECT_EQ(runs->runs_size(), 2);
+  for (const auto& r : runs->runs()) EXPECT_NE(r.id(), other_run);
+  runs = admin_->ListRuns({}, std::vector<std::string>{});
+  ASSERT_TRUE(runs.ok());
+  EXPECT_EQ(runs->runs_size(), 0);
+}
+
+}  // namespace
+}  // namespace jobwheel::scheduler::admin

@@ -1,0 +1,145 @@
+#ifndef JOBWHEEL_COMMON_TOKEN_AUTH_H_
+#define JOBWHEEL_COMMON_TOKEN_AUTH_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "absl/types/optional.h"
+#include "common/clock.h"
+#include "grpcpp/grpcpp.h"
+
+// Who is calling, and what they may do. Bearer tokens come from two places: bootstrap tokens
+// read from files at start (--admin_token_file, --cluster_token_file, --executor_token_file)
+// and API tokens created through TokenAdminService, stored in PostgreSQL as SHA-256 hashes.
+namespace jobwheel {
+
+enum class Role {
+  kAdmin,     // Everything.
+  kOperator,  // Jobs and runs of its apps.
+  kViewer,    // Read-only; its apps, or every app when it lists none.
+  kExecutor,  // Registers for and reports results of its apps.
+  kCluster,   // Internal: scheduler → dispatcher → executors, dispatcher → registry.
+};
+
+// "ADMIN", "OPERATOR", "VIEWER", "EXECUTOR", "CLUSTER" (the `tokens.role` column values).
+absl::string_view RoleName(Role role);
+absl::optional<Role> RoleFromName(absl::string_view name);
+
+// An authenticated caller.
+struct Principal {
+  Role role = Role::kViewer;
+  bool all_apps = false;          // Not restricted to `apps`.
+  std::vector<std::string> apps;  // When !all_apps: the apps it may act on.
+  int64_t token_id = 0;           // The API token's id; 0 for bootstrap tokens.
+  std::string name;               // Token name, "bootstrap-admin", "insecure-dev"...
+  bool insecure_dev = false;      // --insecure_dev: every check passes.
+};
+
+// Authorization. Each is false for roles it does not concern (e.g. CanWriteApp for a viewer).
+bool IsAdmin(const Principal& p);
+// ADMIN, OPERATOR or VIEWER: a caller of the admin APIs.
+bool IsAdminApiRole(const Principal& p);
+// Read jobs, runs and logs of `app`: admin, operator of app, viewer of app (or of all apps).
+bool CanReadApp(const Principal& p, absl::string_view app);
+// Change jobs of `app`, trigger and kill its runs: admin, operator of app.
+bool CanWriteApp(const Principal& p, absl::string_view app);
+// Register an executor of `app` and report its results: executor of app (or of all apps).
+bool CanServeApp(const Principal& p, absl::string_view app);
+// The apps a read by `p` is confined to; nullopt when it may read every app.
+absl::optional<std::vector<std::string>> ReadableApps(const Principal& p);
+
+// UNAUTHENTICATED unless p's role is one of `roles` (the token is not a credential this
+// service accepts at all, e.g. an admin token presented to an executor); OK otherwise.
+// Insecure-dev principals always pass.
+absl::Status RequireRole(const Principal& p, std::initializer_list<Role> roles,
+                         absl::string_view service);
+// PERMISSION_DENIED "<what>: needs <need>; token <name> is <ROLE>[ for apps a, b]".
+absl::Status PermissionDenied(const Principal& p, absl::string_view what, absl::string_view need);
+
+// API token secrets: "jw_" + 64 lowercase hex digits (32 random bytes from OpenSSL).
+inline constexpr absl::string_view kTokenSecretPrefix = "jw_";
+absl::StatusOr<std::string> GenerateTokenSecret();
+bool LooksLikeTokenSecret(absl::string_view token);
+// Lowercase hex SHA-256 of `secret` (what the tokens table stores).
+std::string HashTokenSecret(absl::string_view secret);
+
+// An API token as the authenticator needs it.
+struct StoredToken {
+  int64_t id = 0;
+  std::string name;
+  Role role = Role::kViewer;
+  std::vector<std::string> apps;
+  absl::optional<absl::Time> expire_time;
+};
+
+// Finds API tokens by the hash of their secret (PostgreSQL in production: PgTokenStore).
+class TokenLookup {
+ public:
+  virtual ~TokenLookup() = default;
+  // The token with this secret hash that is not revoked, or nullopt. May record its use.
+  virtual absl::StatusOr<absl::optional<StoredToken>> FindActive(
+      const std::string& secret_hash) = 0;
+};
+
+// The value of the call's `authorization` metadata, if any. Copy it on the reactor thread and
+// authenticate on a worker thread (Authenticate may query the database).
+absl::optional<std::string> AuthorizationHeader(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata);
+
+// Resolves a call's bearer token to a Principal: bootstrap tokens first (constant-time
+// compare), then API tokens through `lookup` (nullable: bootstrap tokens only) with a small
+// cache, so a revoked token stops working within `cache_ttl`. Thread-safe.
+class TokenAuthenticator {
+ public:
+  struct Options {
+    // Every call is an ADMIN (and executor of every app). Development only.
+    bool insecure_dev = false;
+    std::string admin_token;     // → ADMIN.
+    std::string cluster_token;   // → CLUSTER.
+    std::string executor_token;  // → EXECUTOR of every app.
+    absl::Duration cache_ttl = absl::Seconds(3);
+    absl::Duration negative_cache_ttl = absl::Seconds(1);
+    size_t max_cache_entries = 10000;
+  };
+
+  TokenAuthenticator(Options options, TokenLookup* lookup, const Clock& clock);
+
+  // UNAUTHENTICATED when the header is missing, not "Bearer <token>", or names no valid token
+  // (unknown, revoked, expired); UNAVAILABLE when the token store cannot be reached.
+  absl::StatusOr<Principal> Authenticate(const absl::optional<std::string>& authorization);
+  absl::StatusOr<Principal> Authenticate(
+      const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) {
+    return Authenticate(AuthorizationHeader(metadata));
+  }
+  absl::StatusOr<Principal> AuthenticateToken(absl::string_view token);
+
+  bool insecure_dev() const { return options_.insecure_dev; }
+
+ private:
+  struct CacheEntry {
+    absl::optional<StoredToken> token;
+    absl::Time fetched;
+  };
+  absl::StatusOr<absl::optional<StoredToken>> Lookup(const std::string& hash);
+
+  const Options options_;
+  TokenLookup* const lookup_;
+  const Clock& clock_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, CacheEntry> cache_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace jobwheel
+
+#endif  // JOBWHEEL_COMMON_TOKEN_AUTH_H_

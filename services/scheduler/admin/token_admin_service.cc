@@ -1,0 +1,79 @@
+#include "services/scheduler/admin/token_admin_service.h"
+
+#include <string>
+#include <utility>
+
+#include "common/grpc_status.h"
+#include "spdlog/spdlog.h"
+
+namespace jobwheel::scheduler::admin {
+
+TokenAdminService::TokenAdminService(TokenAdmin& core, TokenAuthenticator& auth,
+                                     int worker_threads)
+    : core_(core), auth_(auth), pool_(worker_threads, 64) {
+  pool_.Start();
+}
+
+TokenAdminService::~TokenAdminService() { pool_.Shutdown(); }
+
+grpc::ServerUnaryReactor* TokenAdminService::Handle(grpc::CallbackServerContext* ctx,
+                                                    absl::string_view what,
+                                                    std::function<absl::Status()> work) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  absl::optional<std::string> authorization = AuthorizationHeader(ctx->client_metadata());
+  const bool queued = pool_.Submit([this, reactor, what = std::string(what),
+                                    authorization = std::move(authorization),
+                                    work = std::move(work)]() {
+    absl::StatusOr<Principal> p = auth_.Authenticate(authorization);
+    absl::Status status = p.status();
+    if (status.ok()) {
+      status = RequireRole(*p, {Role::kAdmin, Role::kOperator, Role::kViewer}, "TokenAdminService");
+    }
+    if (status.ok() && !IsAdmin(*p)) status = PermissionDenied(*p, what, "ADMIN");
+    if (status.ok()) {
+      status = work();
+      if (status.ok()) spdlog::info("token admin: {} by {}", what, p->name);
+    }
+    reactor->Finish(ToGrpcStatus(status));
+  });
+  if (!queued) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                 "token admin: too many calls in progress; retry later"));
+  }
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* TokenAdminService::CreateToken(
+    grpc::CallbackServerContext* ctx, const jobwheel::v1::CreateTokenRequest* req,
+    jobwheel::v1::CreateTokenResponse* resp) {
+  return Handle(ctx, "CreateToken", [this, req, resp]() -> absl::Status {
+    auto r = core_.CreateToken(*req);
+    if (!r.ok()) return r.status();
+    *resp = *std::move(r);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* TokenAdminService::ListTokens(grpc::CallbackServerContext* ctx,
+                                                        const jobwheel::v1::ListTokensRequest* req,
+                                                        jobwheel::v1::ListTokensResponse* resp) {
+  return Handle(ctx, "ListTokens", [this, req, resp]() -> absl::Status {
+    auto r = core_.ListTokens(*req);
+    if (!r.ok()) return r.status();
+    *resp = *std::move(r);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* TokenAdminService::RevokeToken(
+    grpc::CallbackServerContext* ctx, const jobwheel::v1::RevokeTokenRequest* req,
+    jobwheel::v1::RevokeTokenResponse* resp) {
+  return Handle(ctx, "RevokeToken", [this, req, resp]() -> absl::Status {
+    auto r = core_.RevokeToken(req->id());
+    if (!r.ok()) return r.status();
+    *resp->mutable_token() = *std::move(r);
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace jobwheel::scheduler::admin
