@@ -281,6 +281,8 @@ void Registry::RenewLeases() {
   auto lost = store_.RenewLeases(options_.replica_id, renewals, options_.lease);
   if (!lost.ok()) {
     spdlog::warn("renewing {} leases failed: {}", renewals.size(), lost.status().ToString());
+    absl::MutexLock lock(&mu_);
+    last_db_failure_ = clock_.Now();
     return;
   }
   if (lost->empty()) return;
@@ -310,9 +312,15 @@ void Registry::RenewLeases() {
 }
 
 void Registry::ExpireLeases() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (clock_.Now() - last_db_failure_ < options_.lease) return;  // Owners renew first.
+  }
   auto expired = store_.ExpireLeases();
   if (!expired.ok()) {
     spdlog::warn("expiring leases failed: {}", expired.status().ToString());
+    absl::MutexLock lock(&mu_);
+    last_db_failure_ = clock_.Now();
     return;
   }
   if (*expired > 0) {

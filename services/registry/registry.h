@@ -127,6 +127,10 @@ class Registry {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time next_renew_ ABSL_GUARDED_BY(mu_);
   absl::Time next_expire_ ABSL_GUARDED_BY(mu_);
+  // When a lease renewal or expiry last failed (database unreachable). After an outage every
+  // lease in the table looks expired; the replicas that own them need a lease period to renew
+  // them before anyone may expire leases again.
+  absl::Time last_db_failure_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::thread thread_;
 };
 

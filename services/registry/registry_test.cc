@@ -237,6 +237,37 @@ TEST_F(RegistryTest, DeadReplicaLeasesExpireOnAnotherReplica) {
   EXPECT_EQ(metrics_.offline_lease_expired.Value(), 1);
 }
 
+// After a database outage longer than a lease every lease in the table looks expired; the
+// first replica back must not expire the others' executors before they had a lease to renew.
+TEST_F(RegistryTest, NoLeaseExpiryForALeaseAfterADatabaseOutage) {
+  Registry other(Options("r2"), store_, clock_, &metrics_);
+  FakeSink sink;
+  const int64_t s = registry_.OpenSession(&sink);
+  ASSERT_TRUE(registry_.Register(s, Reg("demo", "h:1")).ok());
+  store_.SetFailing(true);
+  int seq = 0;
+  for (int i = 0; i < 15; ++i) {  // Longer than the 10 s lease; the executor keeps beating.
+    clock_.Advance(absl::Seconds(1));
+    ASSERT_TRUE(registry_.Beat(s, BeatMsg(++seq)).ok());
+    other.Tick();
+    registry_.Tick();
+  }
+  store_.SetFailing(false);
+  // Database back: r2 ticks first and must leave r1's executor alone; r1 renews.
+  clock_.Advance(absl::Seconds(1));
+  other.Tick();
+  EXPECT_TRUE(Online("demo", "h:1"));
+  registry_.Tick();
+  for (int i = 0; i < 12; ++i) {
+    clock_.Advance(absl::Seconds(1));
+    ASSERT_TRUE(registry_.Beat(s, BeatMsg(++seq)).ok());
+    registry_.Tick();
+    other.Tick();
+  }
+  EXPECT_TRUE(Online("demo", "h:1"));
+  EXPECT_EQ(metrics_.offline_lease_expired.Value(), 0);
+}
+
 TEST_F(RegistryTest, LostRowAsksExecutorToRegisterAgain) {
   FakeSink sink;
   const int64_t s = registry_.OpenSession(&sink);
