@@ -148,7 +148,11 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
     for (size_t start = 0; start < fire_values.size(); start += kChunk) {
       const size_t end = std::min(fire_values.size(), start + kChunk);
       std::string sql =
-          "UPDATE fires f SET status = v.status, reason = v.reason, dispatch_time = " +
+          // The scheduler's reason (e.g. a misfire's count and range) is kept; a dispatch
+          // failure's reason is appended to it.
+          "UPDATE fires f SET status = v.status, reason = CASE WHEN v.reason = '' THEN "
+          "f.reason WHEN f.reason = '' THEN v.reason ELSE f.reason || '; ' || v.reason END, "
+          "dispatch_time = " +
           Ts(tx, now) + " FROM (VALUES ";
       for (size_t k = start; k < end; ++k) {
         if (k > start) sql += ",";

@@ -126,6 +126,33 @@ TEST_F(PgDispatchStoreTest, FailedPlanRecordsReasonOnFireAndRun) {
   EXPECT_EQ((*again)[0].run_ids, std::vector<int64_t>{runs[0].id});
 }
 
+TEST_F(PgDispatchStoreTest, SchedulerReasonSurvivesDispatch) {
+  v1::Fire ok = NewFire();
+  v1::Fire failed = NewFire();
+  {
+    pqxx::connection c(dsn_);
+    pqxx::work tx(c);
+    tx.exec_params("UPDATE fires SET reason = 'misfire: 3 fire(s) missed' WHERE id IN ($1, $2)",
+                   ok.fire_id(), failed.fire_id());
+    tx.commit();
+  }
+  ASSERT_TRUE(store_->DispatchFires({ok}, now_, [](const v1::Fire&) {
+    FirePlan p;
+    p.runs.push_back(PlannedRun{"h:1", 0, 1, v1::RUN_STATUS_PENDING, "route FIRST"});
+    return p;
+  }).ok());
+  ASSERT_TRUE(store_->DispatchFires({failed}, now_, [](const v1::Fire&) {
+    FirePlan p;
+    p.status = v1::FIRE_STATUS_FAILED;
+    p.reason = "no executor online";
+    p.runs.push_back(PlannedRun{"", 0, 1, v1::RUN_STATUS_FAILED, p.reason});
+    return p;
+  }).ok());
+  EXPECT_EQ(std::get<1>(FireRow(dsn_, ok.fire_id())), "misfire: 3 fire(s) missed");
+  EXPECT_EQ(std::get<1>(FireRow(dsn_, failed.fire_id())),
+            "misfire: 3 fire(s) missed; no executor online");
+}
+
 TEST_F(PgDispatchStoreTest, UnknownFireAndWrongJobAreNotWritten) {
   v1::Fire unknown = MakeFire(987654, job_, now_);
   v1::Fire wrong_job = NewFire();
