@@ -202,6 +202,10 @@ class ExecutorCore {
     reg.set_sdk_version(std::string(Executor::kSdkVersion));
     reg.set_capacity(options_.capacity);
     for (const auto& [k, v] : options_.labels) (*reg.mutable_labels())[k] = v;
+    // Lets the scheduler tell this process from a predecessor at the same address: runs that
+    // started before it will never be reported by it.
+    (*reg.mutable_labels())["jobwheel.process_start_us"] =
+        std::to_string(absl::ToUnixMicros(process_start_));
     reg.set_allow_scripts(options_.allow_scripts);
     if (ho.targets.empty()) {
       spdlog::warn("executor: no registry_target; not registering (reachable only by address)");
@@ -352,6 +356,7 @@ class ExecutorCore {
   int port_ = 0;
   std::string advertise_;
 
+  const absl::Time process_start_ = absl::Now();
   absl::Mutex channels_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> registry_channels_
       ABSL_GUARDED_BY(channels_mu_);

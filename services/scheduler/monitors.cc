@@ -165,6 +165,21 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
         "AND e.online) RETURNING r.id",
         ToPgTimestamp(now - options_.lost_after));
     counts.lost = static_cast<int>(lost.size());
+    // Runs whose executor restarted while they ran: the address is online again, but its
+    // process (label jobwheel.process_start_us, set by the SDK) started after the run did, so
+    // nobody will report them. The new process has had `restart_grace` to replay the results
+    // its predecessor spooled, which win over this.
+    pqxx::result restarted = tx.exec_params(
+        "UPDATE runs r SET status = 7, end_time = now(), result_message = "
+        "'executor ' || r.executor_address || ' restarted while the run was RUNNING' "
+        "FROM executors e WHERE r.status = 2 AND e.app = r.app AND "
+        "e.address = r.executor_address AND e.online AND "
+        "(e.labels->>'jobwheel.process_start_us') ~ '^[0-9]{1,18}$' AND "
+        "(e.labels->>'jobwheel.process_start_us')::BIGINT > "
+        "(EXTRACT(EPOCH FROM r.start_time) * 1000000)::BIGINT + 1000000 AND "
+        "(e.labels->>'jobwheel.process_start_us')::BIGINT < $1 RETURNING r.id",
+        absl::ToUnixMicros(now - options_.restart_grace));
+    counts.lost += static_cast<int>(restarted.size());
     // Runs whose trigger never completed (their dispatcher died between commit and call).
     pqxx::result stale = tx.exec_params(
         "UPDATE runs SET status = 4, end_time = now(), result_message = "

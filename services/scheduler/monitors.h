@@ -18,7 +18,8 @@ namespace jobwheel::scheduler {
 //    RETRY fire; one with retries spent raises one alarm; a SUCCEEDED run triggers each child
 //    job (PARENT fire). Each run is followed up exactly once (runs.followup_done, and a unique
 //    index on fires(parent_run_id, job_id)).
-//  - lost runs: RUNNING longer than `lost_after` on an executor that is offline → LOST; PENDING
+//  - lost runs: RUNNING longer than `lost_after` on an executor that is offline, or started
+//    before the executor's current process (it restarted) → LOST; PENDING
 //    (trigger never answered, e.g. its dispatcher died) longer than `pending_timeout` → FAILED.
 //  - retention: fires and runs older than `retention` are deleted in small batches.
 // The retry and child fires are picked up and dispatched by the FireEngine.
@@ -28,6 +29,9 @@ class Monitors {
     absl::Duration interval = absl::Seconds(1);
     absl::Duration lost_after = absl::Minutes(10);
     absl::Duration pending_timeout = absl::Seconds(60);
+    // How long a restarted executor has to replay its spooled results before its
+    // predecessor's unfinished runs become LOST.
+    absl::Duration restart_grace = absl::Seconds(10);
     absl::Duration retention = absl::Hours(24 * 30);
     absl::Duration retention_interval = absl::Minutes(10);
     int batch = 500;

@@ -166,6 +166,37 @@ TEST_F(MonitorsTest, RunningOnAnOfflineExecutorBecomesLostAfterTheLimit) {
             jobwheel::v1::RUN_STATUS_RUNNING);
 }
 
+TEST_F(MonitorsTest, RunsOfAnExecutorThatRestartedBecomeLostAfterTheGrace) {
+  const int64_t job = Job(0);
+  auto started_at = [&](absl::Duration ago) {
+    return absl::StrCat(", '", ToPgTimestamp(clock_.Now() - ago), "', now()");
+  };
+  // Started 60 s ago on the old process; the new process started 30 s ago.
+  const int64_t orphan = Run(job, jobwheel::v1::RUN_STATUS_RUNNING, 0, started_at(absl::Seconds(60)));
+  // Started 5 s ago, on the new process.
+  const int64_t current = Run(job, jobwheel::v1::RUN_STATUS_RUNNING, 0, started_at(absl::Seconds(5)));
+  auto register_executor = [&](absl::Duration process_age) {
+    Exec("DELETE FROM executors");
+    Exec(absl::StrCat(
+        "INSERT INTO executors (app, address, replica_id, session_id, lease_until, labels) VALUES "
+        "('demo', '127.0.0.1:7200', 'r', 's', now() + interval '1 hour', "
+        "jsonb_build_object('jobwheel.process_start_us', '",
+        absl::ToUnixMicros(clock_.Now() - process_age), "'))"));
+  };
+  // Within the grace the new process may still replay its predecessor's spooled results.
+  register_executor(absl::Seconds(5));
+  ASSERT_TRUE(monitors_->RunOnce().ok());
+  EXPECT_EQ(Exec(absl::StrCat("SELECT status FROM runs WHERE id = ", orphan)), 2);
+  register_executor(absl::Seconds(30));
+  auto counts = monitors_->RunOnce();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(counts->lost, 1);
+  EXPECT_EQ(Exec(absl::StrCat("SELECT status FROM runs WHERE id = ", orphan)),
+            jobwheel::v1::RUN_STATUS_LOST);
+  EXPECT_EQ(Exec(absl::StrCat("SELECT status FROM runs WHERE id = ", current)),
+            jobwheel::v1::RUN_STATUS_RUNNING);
+}
+
 TEST_F(MonitorsTest, PendingRunWhoseTriggerNeverCompletedFails) {
   const int64_t job = Job(0);
   const int64_t run = Run(job, jobwheel::v1::RUN_STATUS_PENDING);
