@@ -34,6 +34,10 @@ absl::StatusOr<v1::RunResponse> GrpcExecutorClients::Run(absl::string_view addre
   if (!stub.ok()) return stub.status();
   grpc::ClientContext ctx;
   Prepare(ctx, deadline);
+  // The executor is online (the registry says so), but after it restarted at the same address
+  // the cached channel may still be in reconnect backoff: wait for it within the deadline
+  // instead of failing at once.
+  ctx.set_wait_for_ready(true);
   v1::RunResponse response;
   grpc::Status s = (*stub)->Run(&ctx, request, &response);
   if (!s.ok()) return FromGrpcStatus(s);

@@ -15,6 +15,17 @@ namespace {
 // Rows per multi-row statement.
 constexpr size_t kChunk = 1000;
 
+// Trigger answers and executor results update overlapping sets of runs from different
+// connections; taking the row locks in id order first keeps them from deadlocking.
+template <typename Items, typename IdOf>
+void LockRunsInIdOrder(pqxx::work& tx, const Items& items, IdOf id_of) {
+  std::vector<int64_t> ids;
+  ids.reserve(items.size());
+  for (const auto& item : items) ids.push_back(id_of(item));
+  tx.exec(absl::StrCat("SELECT 1 FROM runs WHERE id = ANY('{", absl::StrJoin(ids, ","),
+                       "}'::bigint[]) ORDER BY id FOR UPDATE"));
+}
+
 std::string Ts(pqxx::work& tx, absl::Time t) {
   return absl::StrCat(tx.quote(ToPgTimestamp(t)), "::timestamptz");
 }
@@ -215,6 +226,7 @@ absl::StatusOr<std::vector<int64_t>> PgDispatchStore::RecordTriggerOutcomes(
     finished.clear();
     if (outcomes.empty()) return;
     pqxx::work tx(conn);
+    LockRunsInIdOrder(tx, outcomes, [](const TriggerOutcome& o) { return o.run_id; });
     for (size_t start = 0; start < outcomes.size(); start += kChunk) {
       const size_t end = std::min(outcomes.size(), start + kChunk);
       std::string sql =
@@ -252,6 +264,7 @@ absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
     records.clear();
     if (results.empty()) return;
     pqxx::work tx(conn);
+    LockRunsInIdOrder(tx, results, [](const v1::RunResult& r) { return r.run_id(); });
     absl::flat_hash_map<int64_t, ResultDisposition> disposition;
     for (size_t start = 0; start < results.size(); start += kChunk) {
       const size_t end = std::min(results.size(), start + kChunk);
