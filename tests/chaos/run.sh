@@ -1,0 +1,484 @@
+#!/usr/bin/env bash
+# The chaos suite (issue 8, reliability): under steady load it kills, stops and restarts every
+# kind of process and PostgreSQL itself, then counts invariants 1-4 of docs/DESIGN.md in the
+# database against the schedule. See docs/chaos.md.
+#
+# Topology, all on loopback ports picked at start, in a temporary directory:
+#   private PostgreSQL, 2 registries, 2 dispatchers, 2 schedulers, 3 demo executors (app
+#   "chaos"), with token files. Load: CHAOS_JOBS (250) cron jobs `* * * * * ?` (handler echo,
+#   routing ROUND/RANDOM/FAILOVER/LEAST_RECENTLY_USED, misfire DO_NOTHING/FIRE_ONCE_NOW
+#   alternating) plus CHAOS_SLOW_JOBS (10) whose runs sleep CHAOS_SLOW_MS (1500 ms, block
+#   strategy DISCARD_LATER), created through JobAdminService with jobwheelctl.
+# Phases (each followed by CHAOS_GAP seconds of recovery under load):
+#   1. kill -9 the leader scheduler (a standby must take over), restart it
+#   2. kill -9 each dispatcher in turn, restart it
+#   3. kill -9 each registry in turn, restart it
+#   4. kill -9 an executor, restart it at once with the same spool and log directories; kill -9
+#      another and keep it down longer than --lost_run_after before restarting it
+#   5. PostgreSQL down (pg_ctl stop -m immediate) for CHAOS_PG_OUTAGE seconds: every service
+#      must keep answering grpc.health.v1 and both registries must keep listing the executors
+#      from memory; then start it again and every service must recover
+#   6. SIGSTOP for 10 s, then SIGCONT: the leader scheduler, a dispatcher, an executor
+# Then: pause every job (the cut time is taken just before), wait for everything to settle
+# (no PENDING fire, no PENDING/RUNNING run, empty spools; bounded by CHAOS_SETTLE), count with
+# tests/chaos/check.py, and end with
+#   chaos: expected=N recorded=N lost=0 doubled=0 nonterminal=0 results_lost=0
+# Exit status 0 only when every invariant and every liveness check held.
+#
+# Needs the binaries built (scripts/chaos builds them), PostgreSQL's server binaries, psql and
+# python3. Knobs (environment): CHAOS_JOBS (250), CHAOS_SLOW_JOBS (10), CHAOS_SLOW_MS (1500),
+# CHAOS_GAP (12 s), CHAOS_WARMUP (15 s), CHAOS_PG_OUTAGE (12 s), CHAOS_STOP (10 s),
+# CHAOS_SETTLE (150 s), CHAOS_LOST_RUN_AFTER (15, seconds), CHAOS_KEEP_TMP (keep the directory
+# even when everything passed).
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT" || exit 1
+BIN="$ROOT/bazel-bin"
+HERE="$ROOT/tests/chaos"
+
+JOBS=${CHAOS_JOBS:-250}
+SLOW_JOBS=${CHAOS_SLOW_JOBS:-10}
+SLOW_MS=${CHAOS_SLOW_MS:-1500}
+GAP=${CHAOS_GAP:-12}
+WARMUP=${CHAOS_WARMUP:-15}
+PG_OUTAGE=${CHAOS_PG_OUTAGE:-12}
+STOP_FOR=${CHAOS_STOP:-10}
+SETTLE=${CHAOS_SETTLE:-150}
+LOST_RUN_AFTER=${CHAOS_LOST_RUN_AFTER:-15}
+EXEC_DOWN=$((LOST_RUN_AFTER + 5))
+APP=chaos
+START=$SECONDS
+
+say() { printf '[%4ds %s] %s\n' "$((SECONDS - START))" "$(date -u +%T)" "$*"; }
+CHECK_FAILED=0
+CHECK_PASSED=0
+FAILURES=()
+ok() { CHECK_PASSED=$((CHECK_PASSED + 1)); say "ok   - $*"; }
+fail() { CHECK_FAILED=$((CHECK_FAILED + 1)); FAILURES+=("$*"); say "FAIL - $*"; }
+die() { say "ABORT - $*"; echo "chaos: aborted: $*"; exit 1; }
+
+for b in services/registry/registry services/dispatcher/dispatcher services/scheduler/scheduler \
+         sdk/examples/demo_executor tools/jobwheelctl/jobwheelctl tests/chaos/health_probe; do
+  [ -x "$BIN/$b" ] || die "bazel-bin/$b is missing: run scripts/chaos (it builds them)"
+done
+command -v psql >/dev/null || die "psql is not installed (scripts/setup installs it)"
+command -v python3 >/dev/null || die "python3 is not installed (scripts/setup installs it)"
+# shellcheck source=../../scripts/lib/pg.sh
+. "$ROOT/scripts/lib/pg.sh"
+[ -x "$PG_BIN/initdb" ] || die "PostgreSQL server binaries not found (PG_BIN=$PG_BIN)"
+
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/jobwheel-chaos.XXXXXX")" || die "mktemp failed"
+chmod 755 "$TMP"  # As root the PostgreSQL server runs as `postgres` and must reach it.
+mkdir -p "$TMP/logs" "$TMP/tokens" "$TMP/jobs" "$TMP/exec"
+chmod 700 "$TMP/tokens"
+for t in admin cluster executor; do
+  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TMP/tokens/$t"
+  chmod 600 "$TMP/tokens/$t"
+done
+TOK="$TMP/tokens"
+
+declare -A PID PORT
+NAMES=(reg1 reg2 disp1 disp2 sched1 sched2 exec1 exec2 exec3)
+STOPPED=()  # processes currently SIGSTOPped (cleanup continues them)
+CLEANED=0
+
+cleanup() {
+  [ "$CLEANED" = 1 ] && return
+  CLEANED=1
+  trap - EXIT INT TERM
+  local n p i
+  for n in "${STOPPED[@]}"; do kill -CONT "${PID[$n]}" 2>/dev/null; done
+  # Executors first (they deregister while the registry is there), then the others.
+  for ((i = ${#NAMES[@]} - 1; i >= 0; i--)); do
+    p=${PID[${NAMES[$i]}]:-}
+    [ -n "$p" ] && kill -TERM "$p" 2>/dev/null
+  done
+  for n in "${NAMES[@]}"; do
+    p=${PID[$n]:-}
+    [ -n "$p" ] || continue
+    for _ in $(seq 1 150); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+  done
+  pg_stop "$TMP/pg"
+  if [ "$CHECK_FAILED" = 0 ] && [ -z "${CHAOS_KEEP_TMP:-}" ] && [ "${CHAOS_RESULT:-1}" = 0 ]; then
+    if [ -L "$TMP/pg" ]; then rm -rf "$(readlink "$TMP/pg")"; fi
+    rm -rf "$TMP"
+  else
+    echo "chaos: logs, executor spools and the database directory kept in $TMP"
+  fi
+}
+trap cleanup EXIT
+trap 'say "interrupted (time budget or signal)"; echo "chaos: aborted: interrupted"; exit 130' INT TERM
+
+# Free loopback ports, all held at once while picking so they are distinct.
+read -r -a P < <(python3 - <<'PY'
+import socket
+socks = []
+for _ in range(10):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+PY
+)
+[ "${#P[@]}" = 10 ] || die "could not pick free ports"
+PG_PORT=${P[0]}
+i=1
+for n in "${NAMES[@]}"; do PORT[$n]=${P[$i]}; i=$((i + 1)); done
+addr() { echo "127.0.0.1:${PORT[$1]}"; }
+REGS="127.0.0.1:${PORT[reg1]},127.0.0.1:${PORT[reg2]}"
+DISPS="127.0.0.1:${PORT[disp1]},127.0.0.1:${PORT[disp2]}"
+
+DSN="host=127.0.0.1 port=$PG_PORT user=postgres dbname=jobwheel connect_timeout=3"
+PGDATA_DIR="$TMP/pg/pgdata"
+sql() { psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d jobwheel -XAtq -v ON_ERROR_STOP=1 -c "$1" 2>/dev/null; }
+now() { date +%s.%N; }
+
+CTL_BASE=("$BIN/tools/jobwheelctl/jobwheelctl" --registry="$(addr reg1)"
+          --token_file="$TOK/admin" --cluster_token_file="$TOK/cluster")
+ctl() {  # ctl SCHEDULER_NAME ARGS...
+  local s=$1; shift
+  "${CTL_BASE[@]}" --scheduler="$(addr "$s")" "$@"
+}
+probe() { "$BIN/tests/chaos/health_probe" --timeout=2s "$@"; }
+
+launch() {  # launch NAME: starts (or restarts) a service with its fixed flags
+  local n=$1
+  local -a cmd
+  case $n in
+    reg*)
+      cmd=("$BIN/services/registry/registry" --listen="$(addr "$n")" --db_dsn="$DSN"
+           --metrics_address= --replica_id="$n" --executor_token_file="$TOK/executor"
+           --cluster_token_file="$TOK/cluster" --admin_token_file="$TOK/admin") ;;
+    disp*)
+      cmd=("$BIN/services/dispatcher/dispatcher" --listen="$(addr "$n")" --db_dsn="$DSN"
+           --metrics_address= --replica_id="$n" --registry_target="ipv4:$REGS"
+           --executor_token_file="$TOK/executor" --cluster_token_file="$TOK/cluster") ;;
+    sched*)
+      cmd=("$BIN/services/scheduler/scheduler" --listen="$(addr "$n")" --db_dsn="$DSN"
+           --metrics_address= --replica_id="$n" --dispatcher_target="ipv4:$DISPS"
+           --lost_run_after="${LOST_RUN_AFTER}s" --admin_token_file="$TOK/admin"
+           --cluster_token_file="$TOK/cluster") ;;
+    exec*)
+      mkdir -p "$TMP/exec/$n"
+      cmd=("$BIN/sdk/examples/demo_executor" --listen="$(addr "$n")" --app="$APP"
+           --registry_target="$REGS" --dispatcher_target="$DISPS" --metrics_address=
+           --log_dir="$TMP/exec/$n/logs" --spool_dir="$TMP/exec/$n/spool"
+           --executor_token_file="$TOK/executor" --cluster_token_file="$TOK/cluster") ;;
+  esac
+  echo "=== chaos: start $(date -u +%FT%T.%3NZ)" >>"$TMP/logs/$n.log"
+  "${cmd[@]}" >>"$TMP/logs/$n.log" 2>&1 &
+  PID[$n]=$!
+}
+
+wait_serving() {  # wait_serving NAME [SECONDS]: health SERVING within the bound
+  local n=$1 deadline=$((SECONDS + ${2:-20}))
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    probe "$(addr "$n")" >/dev/null 2>&1 && return 0
+    kill -0 "${PID[$n]}" 2>/dev/null || break
+    sleep 0.2
+  done
+  say "--- last lines of $n.log"; tail -n 15 "$TMP/logs/$n.log"
+  return 1
+}
+
+kill9() {  # kill9 NAME (at a random moment within the next second: fires come on the second)
+  local n=$1
+  sleep "0.$((RANDOM % 10))"
+  kill -KILL "${PID[$n]}" 2>/dev/null
+  wait "${PID[$n]}" 2>/dev/null
+  echo "=== chaos: kill -9 $(date -u +%FT%T.%3NZ)" >>"$TMP/logs/$n.log"
+  say "kill -9 $n (pid ${PID[$n]})"
+}
+
+restart() {  # restart NAME: launch and wait until it serves
+  launch "$1"
+  if wait_serving "$1" 30; then say "restarted $1 (pid ${PID[$1]})"; else fail "$1 did not restart"; fi
+}
+
+# Every process must be alive, except the ones a phase killed on purpose (already restarted).
+# A process that died by itself is a failure; it is restarted so the suite can go on.
+check_alive() {  # check_alive WHEN
+  local n
+  for n in "${NAMES[@]}"; do
+    if ! kill -0 "${PID[$n]}" 2>/dev/null; then
+      wait "${PID[$n]}" 2>/dev/null; local rc=$?
+      fail "$n exited by itself (status $rc) $1; last log lines:"
+      tail -n 8 "$TMP/logs/$n.log" | sed 's/^/         /'
+      restart "$n"
+    fi
+  done
+}
+
+leader() {  # prints the scheduler name whose LeadershipService says is_leader, else nothing
+  local s
+  for s in sched1 sched2; do
+    if ctl "$s" --json leader 2>/dev/null | grep -q '"isLeader": *true'; then echo "$s"; return; fi
+  done
+}
+
+wait_leader() {  # wait_leader SECONDS [NOT_NAME]: prints the leader's name
+  local deadline=$((SECONDS + $1)) l
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    l=$(leader)
+    if [ -n "$l" ] && [ "$l" != "${2:-}" ]; then echo "$l"; return 0; fi
+    sleep 0.25
+  done
+  return 1
+}
+
+# fires_since T: CRON/MISFIRE fire rows recorded after unix time T (the leader is firing).
+fires_since() { sql "SELECT count(*) FROM fires WHERE trigger_type IN (1, 4) AND create_time > to_timestamp($1)"; }
+# results_since T: runs finished by an executor's result after T.
+results_since() { sql "SELECT count(*) FROM runs WHERE status = 3 AND end_time > to_timestamp($1)"; }
+
+# expect_progress WHAT SECONDS: fires recorded and runs succeeding again within the bound.
+expect_progress() {
+  local what=$1 deadline=$((SECONDS + $2)) t f r
+  t=$(now)
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    f=$(fires_since "$t"); r=$(results_since "$t")
+    if [ "${f:-0}" -gt 0 ] && [ "${r:-0}" -gt 0 ]; then
+      ok "$what: fires recorded and runs succeeding again within $((SECONDS - deadline + $2)) s"
+      return 0
+    fi
+    sleep 0.5
+  done
+  fail "$what: no progress within $2 s (new fires: ${f:-?}, new successes: ${r:-?})"
+}
+
+observe() {  # observe SECONDS: load keeps running; prints the recent rates
+  sleep "$1"
+  local rates
+  rates=$(sql "SELECT (SELECT count(*) FROM fires WHERE scheduled_at > now() - interval '6 s' AND scheduled_at <= now() - interval '1 s'), (SELECT count(*) FROM runs WHERE end_time > now() - interval '5 s' AND status = 3)")
+  say "  last 5 s: ${rates%%|*} fires due, ${rates##*|} runs succeeded"
+}
+
+############################################################################ start the stack
+say "chaos: temporary directory $TMP"
+pg_start "$TMP/pg" "$PG_PORT" >"$TMP/logs/pg_start.log" 2>&1 &&
+  pg_ensure_db "$PG_PORT" jobwheel >>"$TMP/logs/pg_start.log" 2>&1 ||
+  { cat "$TMP/logs/pg_start.log"; die "private PostgreSQL did not start"; }
+say "PostgreSQL on 127.0.0.1:$PG_PORT"
+
+for n in reg1 reg2; do launch "$n"; wait_serving "$n" || die "$n did not start"; done
+for n in disp1 disp2; do launch "$n"; wait_serving "$n" || die "$n did not start"; done
+for n in sched1 sched2; do launch "$n"; wait_serving "$n" || die "$n did not start"; done
+for n in exec1 exec2 exec3; do launch "$n"; wait_serving "$n" || die "$n did not start"; done
+say "stack up: registries $REGS, dispatchers $DISPS, schedulers $(addr sched1),$(addr sched2), executors $(addr exec1),$(addr exec2),$(addr exec3)"
+LEADER=$(wait_leader 15) || die "no scheduler became leader"
+say "leader: $LEADER"
+deadline=$((SECONDS + 20))
+while [ "$(sql "SELECT count(*) FROM executors WHERE app = '$APP' AND online")" != 3 ]; do
+  [ "$SECONDS" -lt "$deadline" ] || die "the 3 executors did not register"
+  sleep 0.2
+done
+
+############################################################################ load
+STRATEGIES=(ROUTING_STRATEGY_ROUND ROUTING_STRATEGY_RANDOM ROUTING_STRATEGY_FAILOVER
+            ROUTING_STRATEGY_LEAST_RECENTLY_USED)
+MISFIRES=(MISFIRE_STRATEGY_DO_NOTHING MISFIRE_STRATEGY_FIRE_ONCE_NOW)
+for ((j = 0; j < JOBS; j++)); do
+  printf '{"app": "%s", "name": "chaos-%04d", "handler": "echo", "param": "chaos %d",
+ "schedule": {"cron": {"expression": "* * * * * ?", "timeZone": "UTC"}},
+ "routingStrategy": "%s", "misfireStrategy": "%s", "enabled": true}\n' \
+    "$APP" "$j" "$j" "${STRATEGIES[$((j % 4))]}" "${MISFIRES[$((j % 2))]}" >"$TMP/jobs/$j.json"
+done
+# A few jobs whose runs take SLOW_MS, so runs are in flight whenever an executor is killed or
+# stopped (their fate is invariant 3: they must end LOST or otherwise terminal).
+for ((j = 0; j < SLOW_JOBS; j++)); do
+  printf '{"app": "%s", "name": "chaos-slow-%04d", "handler": "sleep", "param": "%d",
+ "schedule": {"cron": {"expression": "* * * * * ?", "timeZone": "UTC"}},
+ "routingStrategy": "ROUTING_STRATEGY_ROUND", "blockStrategy": "BLOCK_STRATEGY_DISCARD_LATER",
+ "misfireStrategy": "%s", "enabled": true}\n' \
+    "$APP" "$j" "$SLOW_MS" "${MISFIRES[$((j % 2))]}" >"$TMP/jobs/slow-$j.json"
+done
+TOTAL_JOBS=$((JOBS + SLOW_JOBS))
+say "creating $TOTAL_JOBS jobs (* * * * * ?): $JOBS with handler echo, $SLOW_JOBS with handler sleep $SLOW_MS ms"
+t0=$SECONDS
+if ! (cd "$TMP/jobs" && ls | xargs -P 8 -I{} sh -c \
+      '"$0" --registry="$1" --token_file="$2" --cluster_token_file="$3" --scheduler="$4" jobs create --file="{}" >/dev/null || echo "create {} failed" >&2' \
+      "$BIN/tools/jobwheelctl/jobwheelctl" "$(addr reg1)" "$TOK/admin" "$TOK/cluster" "$(addr sched1)"); then
+  :
+fi
+created=$(sql "SELECT count(*) FROM jobs WHERE app = '$APP' AND enabled")
+[ "$created" = "$TOTAL_JOBS" ] || die "created $created of $TOTAL_JOBS jobs"
+say "created $TOTAL_JOBS jobs in $((SECONDS - t0)) s"
+observe "$WARMUP"
+
+############################################################################ chaos
+say "== phase 1: kill -9 the leader scheduler ($LEADER)"
+OLD=$LEADER
+kill9 "$OLD"
+t_kill=$(now)
+if NEW=$(wait_leader 15 "$OLD"); then
+  ok "leader failover: $NEW leads $(python3 -c "print(round($(now) - $t_kill, 2))") s after kill -9 of $OLD"
+  LEADER=$NEW
+else
+  fail "no standby became leader within 15 s of kill -9 of $OLD"
+fi
+expect_progress "after leader kill" 15
+restart "$OLD"
+observe "$GAP"
+check_alive "after phase 1"
+
+say "== phase 2: kill -9 each dispatcher in turn"
+for d in disp1 disp2; do
+  kill9 "$d"
+  sleep 3
+  expect_progress "with $d dead" 15
+  restart "$d"
+  observe "$GAP"
+done
+check_alive "after phase 2"
+
+say "== phase 3: kill -9 each registry in turn"
+for r in reg1 reg2; do
+  kill9 "$r"
+  sleep 3
+  expect_progress "with $r dead" 15
+  restart "$r"
+  deadline=$((SECONDS + 15))
+  until [ "$(sql "SELECT count(*) FROM executors WHERE app = '$APP' AND online")" = 3 ]; do
+    if [ "$SECONDS" -ge "$deadline" ]; then fail "executors not all online 15 s after $r restarted"; break; fi
+    sleep 0.2
+  done
+  observe "$GAP"
+done
+check_alive "after phase 3"
+
+say "== phase 4: kill -9 executors, restart them on the same address, spool and logs"
+# exec2 comes back at once: its in-flight runs are RUNNING on an address that is online again.
+kill9 exec2
+sleep 3
+restart exec2
+observe "$GAP"
+# exec1 stays down longer than --lost_run_after: its in-flight runs must become LOST.
+kill9 exec1
+sleep "$EXEC_DOWN"
+restart exec1
+observe "$GAP"
+check_alive "after phase 4"
+
+say "== phase 5: PostgreSQL down for $PG_OUTAGE s (pg_ctl stop -m immediate), then up"
+t_down=$(now)
+pg_as_owner "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -m immediate -w stop >>"$TMP/logs/pg_start.log" 2>&1 ||
+  fail "pg_ctl stop -m immediate failed"
+say "PostgreSQL stopped"
+sleep 2
+# While the database is down: every service answers health checks, the registries list the
+# executors from memory, and the processes stay up.
+targets=()
+for n in "${NAMES[@]}"; do targets+=("$(addr "$n")"); done
+if out=$(probe "${targets[@]}" 2>&1); then
+  ok "PostgreSQL down: all 9 services answer grpc.health.v1 SERVING"
+else
+  fail "PostgreSQL down: health checks: $(tr '\n' ';' <<<"$out")"
+fi
+for r in reg1 reg2; do
+  out=$("${CTL_BASE[@]}" --registry="$(addr "$r")" --scheduler="$(addr sched1)" executors list --app="$APP" 2>&1)
+  cnt=$(grep -c "^$APP " <<<"$out")
+  if [ "$cnt" = 3 ]; then
+    ok "PostgreSQL down: $r ListExecutors answers from memory with the 3 executors"
+  else
+    fail "PostgreSQL down: $r ListExecutors: $cnt executors: $(tr '\n' ';' <<<"$out")"
+  fi
+done
+for s in sched1 sched2; do
+  if out=$(ctl "$s" leader 2>&1); then say "  PostgreSQL down: $s GetLeader: $out"
+  else say "  PostgreSQL down: $s GetLeader fails (reads the database): $(tr '\n' ' ' <<<"$out")"; fi
+done
+rest=$(python3 -c "print(max(0.0, $PG_OUTAGE - ($(now) - $t_down)))")
+sleep "$rest"
+check_alive "while PostgreSQL was down"
+pg_start "$TMP/pg" "$PG_PORT" >>"$TMP/logs/pg_start.log" 2>&1 || die "PostgreSQL did not start again"
+t_up=$(now)
+say "PostgreSQL up again after $(python3 -c "print(round($t_up - $t_down, 1))") s"
+expect_progress "after PostgreSQL restart" 30
+deadline=$((SECONDS + 30))
+until [ "$(sql "SELECT count(*) FROM executors WHERE app = '$APP' AND online AND last_beat_time > to_timestamp($t_up)")" = 3 ]; do
+  if [ "$SECONDS" -ge "$deadline" ]; then fail "registries did not renew the 3 executors' leases within 30 s of the restart"; break; fi
+  sleep 0.5
+done
+[ "$SECONDS" -lt "$deadline" ] && ok "registries renew the 3 executors' leases again"
+for s in sched1 sched2; do
+  deadline=$((SECONDS + 20))
+  until ctl "$s" jobs list --app="$APP" --limit=1 >/dev/null 2>&1; do
+    if [ "$SECONDS" -ge "$deadline" ]; then fail "$s JobAdminService ListJobs still failing 20 s after the restart"; break; fi
+    sleep 0.5
+  done
+  [ "$SECONDS" -lt "$deadline" ] && ok "$s serves JobAdminService reads again after the restart"
+done
+LEADER=$(wait_leader 15) || fail "no leader after the PostgreSQL restart"
+say "leader: ${LEADER:-none}"
+observe "$GAP"
+check_alive "after phase 5"
+
+say "== phase 6: SIGSTOP for $STOP_FOR s, then SIGCONT"
+LEADER=$(leader)
+for n in ${LEADER:-sched1} disp1 exec3; do
+  before=$(sql "SELECT holder_id || ' epoch ' || epoch FROM leadership")
+  kill -STOP "${PID[$n]}"; STOPPED+=("$n")
+  say "SIGSTOP $n"
+  sleep "$STOP_FOR"
+  after=$(sql "SELECT holder_id || ' epoch ' || epoch FROM leadership")
+  kill -CONT "${PID[$n]}"; STOPPED=()
+  say "SIGCONT $n (schedule lock: $before before, $after at the end of the freeze)"
+  expect_progress "after SIGCONT of $n" 20
+  sleep 3
+done
+observe "$GAP"
+check_alive "after phase 6"
+
+############################################################################ stop the load
+CUT=$(now)
+say "== cut at $(date -u -d "@${CUT%.*}" +%FT%TZ): pausing every job"
+ids=$(sql "SELECT id FROM jobs WHERE app = '$APP' ORDER BY id")
+if ! xargs -P 8 -I{} sh -c \
+    'for i in 1 2 3; do "$0" --registry="$1" --token_file="$2" --cluster_token_file="$3" --scheduler="$4" jobs pause {} >/dev/null 2>&1 && exit 0; sleep 1; done; echo "pause {} failed" >&2; exit 1' \
+    "$BIN/tools/jobwheelctl/jobwheelctl" "$(addr reg1)" "$TOK/admin" "$TOK/cluster" "$(addr sched2)" <<<"$ids"; then
+  fail "some PauseJob calls failed"
+fi
+still=$(sql "SELECT count(*) FROM jobs WHERE app = '$APP' AND enabled")
+[ "$still" = 0 ] || fail "$still jobs still enabled after pausing"
+say "paused in $(python3 -c "print(round($(now) - $CUT, 1))") s"
+
+say "== settling (bounded by $SETTLE s): no PENDING fire, no PENDING/RUNNING run, empty spools"
+deadline=$((SECONDS + SETTLE))
+calm=0
+last_print=0
+while [ "$SECONDS" -lt "$deadline" ]; do
+  st=$(sql "SELECT (SELECT count(*) FROM fires WHERE status = 1), (SELECT count(*) FROM runs WHERE status = 1), (SELECT count(*) FROM runs WHERE status = 2)")
+  spooled=$(find "$TMP"/exec/*/spool -type f \( -name '*.result' -o -name '*.bad' \) 2>/dev/null | wc -l)
+  IFS='|' read -r pf pr rr <<<"$st"
+  if [ "$pf" = 0 ] && [ "$pr" = 0 ] && [ "$rr" = 0 ] && [ "$spooled" = 0 ]; then
+    calm=$((calm + 1))
+    [ "$calm" -ge 2 ] && break
+  else
+    calm=0
+  fi
+  if [ $((SECONDS - last_print)) -ge 10 ]; then
+    say "  pending fires $pf, pending runs $pr, running runs $rr, spooled results $spooled"
+    last_print=$SECONDS
+  fi
+  sleep 1
+done
+if [ "$calm" -ge 2 ]; then ok "settled $((SECONDS - (deadline - SETTLE))) s after the cut"
+else say "not settled within $SETTLE s (pending fires $pf, pending runs $pr, running runs $rr, spooled $spooled); counting anyway"; fi
+check_alive "at the end"
+
+############################################################################ count
+python3 "$HERE/check.py" --psql="host=127.0.0.1 port=$PG_PORT user=postgres dbname=jobwheel" \
+  --app="$APP" --cut="$CUT" --exec_dirs="$TMP/exec/exec1,$TMP/exec/exec2,$TMP/exec/exec3" \
+  >"$TMP/check.out" 2>&1
+CHAOS_RESULT=$?
+CHECK_OUT=$(cat "$TMP/check.out" 2>/dev/null)
+cleanup
+echo
+echo "liveness checks: $CHECK_PASSED passed, $CHECK_FAILED failed"
+for f in "${FAILURES[@]}"; do echo "  FAIL - $f"; done
+say "done in $((SECONDS - START)) s"
+if [ -n "$CHECK_OUT" ]; then echo "$CHECK_OUT"; else echo "chaos: the checker produced no output"; fi
+[ "$CHAOS_RESULT" = 0 ] && [ "$CHECK_FAILED" = 0 ]
