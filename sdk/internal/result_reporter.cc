@@ -39,12 +39,14 @@ absl::Status ResultReporter::Start() {
 }
 
 void ResultReporter::Submit(const jobwheel::v1::RunResult& result) {
-  absl::Status st = spool_->Put(result);
+  // Durable before it is sent: the sender syncs the spool first (see Loop).
+  absl::Status st = spool_->Append(result);
   if (!st.ok()) {
     spdlog::error("run {}: cannot spool result ({}); keeping it in memory only", result.run_id(),
                   st.ToString());
   }
   absl::MutexLock lock(&mu_);
+  unsynced_ = true;
   Entry& e = pending_[result.run_id()];
   e.result = result;
   e.in_flight = false;
@@ -87,11 +89,24 @@ void ResultReporter::Shutdown() {
     cv_.SignalAll();
   }
   if (thread_.joinable()) thread_.join();
+  // What was submitted since the last sync is on disk for the next start.
+  absl::Status st = spool_->Sync();
+  if (!st.ok()) spdlog::error("result spool: {}", st.ToString());
 }
 
 void ResultReporter::Loop() {
   absl::MutexLock lock(&mu_);
   while (!stop_) {
+    if (unsynced_) {
+      // Everything Submit()ted so far goes to disk in one sync, before any of it is sent.
+      // Outside the lock: Submit must not wait for the disk.
+      unsynced_ = false;
+      mu_.Unlock();
+      absl::Status st = spool_->Sync();
+      mu_.Lock();
+      if (!st.ok()) spdlog::error("result spool: {}", st.ToString());
+      continue;
+    }
     const absl::Time now = clock_.Now();
     std::vector<jobwheel::v1::RunResult> batch;
     absl::Time next_ready = absl::InfiniteFuture();

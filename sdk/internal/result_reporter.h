@@ -30,10 +30,13 @@ struct ResultReporterOptions {
   absl::Duration poll_interval = absl::Milliseconds(50);
 };
 
-// Delivers run results to the dispatcher without ever losing one: Submit() writes the
-// result to the spool (fsync'd) before it is sent; a sender thread sends batches of up to
-// max_batch and removes from the spool only the run ids the dispatcher acknowledged,
-// retrying with backoff while it is down. Start() reloads the spool left by an earlier
+// Delivers run results to the dispatcher without ever losing one: Submit() appends the
+// result to the spool (which a killed process does not lose: it is in the page cache); the
+// sender thread makes the spool durable (one fdatasync for everything appended since the
+// last, not one per result) as soon as it wakes up, so before anything is sent, then sends
+// batches of up to max_batch and removes from the spool only the run ids the dispatcher
+// acknowledged, retrying with backoff while it is down. Only a machine crash in the
+// milliseconds between a handler's end and that sync can lose a result. Start() reloads the spool left by an earlier
 // process. Duplicates can happen (after a crash between ack and removal); the dispatcher
 // ignores them. Thread-safe. Owns its thread (Start/Shutdown).
 class ResultReporter : public ResultSink {
@@ -46,8 +49,8 @@ class ResultReporter : public ResultSink {
   // Loads the spool and starts the sender thread.
   absl::Status Start();
 
-  // Spools the result (fsync) and queues it for sending. Never drops it: if the spool write
-  // fails the result is still kept in memory and sent.
+  // Spools the result and queues it for sending. Never drops it: if the spool write fails
+  // the result is still kept in memory and sent.
   void Submit(const jobwheel::v1::RunResult& result) override;
 
   // Sends eagerly (backoff capped at 200 ms) until nothing is pending or `timeout` passed.
@@ -83,6 +86,7 @@ class ResultReporter : public ResultSink {
   absl::Duration backoff_ ABSL_GUARDED_BY(mu_);
   int failures_ ABSL_GUARDED_BY(mu_) = 0;
   bool flushing_ ABSL_GUARDED_BY(mu_) = false;
+  bool unsynced_ ABSL_GUARDED_BY(mu_) = false;  // Submitted results not yet synced to disk.
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   absl::BitGen bitgen_ ABSL_GUARDED_BY(mu_);

@@ -198,6 +198,12 @@ absl::Status ResultSpool::AppendLocked(const std::string& record) {
 }
 
 absl::Status ResultSpool::Put(const jobwheel::v1::RunResult& result) {
+  absl::Status st = Append(result);
+  if (!st.ok()) return st;
+  return Sync();
+}
+
+absl::Status ResultSpool::Append(const jobwheel::v1::RunResult& result) {
   if (result.run_id() <= 0) return absl::InvalidArgumentError("run_id: must be positive");
   std::string payload;
   if (!result.SerializeToString(&payload)) {
@@ -209,15 +215,23 @@ absl::Status ResultSpool::Put(const jobwheel::v1::RunResult& result) {
   if (!st.ok()) return st;
   auto [it, inserted] = where_.try_emplace(result.run_id(), segment_);
   if (!inserted) {
-    --live_per_segment_[it->second];  // Superseded by this Put.
+    --live_per_segment_[it->second];  // Superseded by this record.
     it->second = segment_;
   }
   ++live_per_segment_[segment_];
+  return absl::OkStatus();
+}
 
+absl::Status ResultSpool::Sync() {
+  absl::MutexLock lock(&mu_);
+  if (fd_ < 0) return absl::OkStatus();
+  return WaitSyncedLocked(segment_, appended_);
+}
+
+absl::Status ResultSpool::WaitSyncedLocked(uint64_t segment, uint64_t record) {
   // Group commit: the first waiter syncs everything appended so far; the others wait for it.
-  const uint64_t mine = appended_;
-  const uint64_t my_segment = segment_;
-  while (segment_ == my_segment && synced_ < mine) {
+  // A segment that rolled over meanwhile was synced whole by the roll-over.
+  while (segment_ == segment && synced_ < record) {
     if (syncing_) {
       synced_cv_.Wait(&mu_);
       continue;
@@ -233,9 +247,9 @@ absl::Status ResultSpool::Put(const jobwheel::v1::RunResult& result) {
     synced_cv_.SignalAll();
     if (rc != 0) {
       errno = err;
-      return Errno("fdatasync", SegmentPath(my_segment));
+      return Errno("fdatasync", SegmentPath(segment));
     }
-    if (segment_ == my_segment) synced_ = std::max(synced_, target);
+    if (segment_ == segment) synced_ = std::max(synced_, target);
   }
   return absl::OkStatus();
 }

@@ -15,10 +15,11 @@
 namespace jobwheel::sdk {
 
 // Durable store of run results not yet acknowledged by a dispatcher: an append-only journal
-// in <dir>/journal-<n>.log segments. Put() appends the serialized RunResult and returns once
-// it is on disk (fdatasync); Puts that arrive while a sync is running share the next one
-// (group commit), so a busy executor pays one sync for many results instead of one per
-// result. Remove() appends a tombstone without syncing: a tombstone lost in a crash only
+// in <dir>/journal-<n>.log segments. Append() writes the serialized RunResult (into the page
+// cache: it survives the process being killed); Sync() makes everything appended so far
+// durable (fdatasync); Put() is both. Callers that sync while a sync is running share the
+// next one (group commit), so a busy executor pays one sync for many results instead of one
+// per result. Remove() appends a tombstone without syncing: a tombstone lost in a crash only
 // makes the result be sent again, and dispatchers ignore duplicates. Segments roll over at
 // `max_segment_bytes` and are deleted, oldest first, once none of their results is live.
 // LoadAll() at start reads everything back (a torn record at the end of the journal — a
@@ -36,6 +37,8 @@ class ResultSpool {
   // Creates the directory. Call once before anything else.
   absl::Status Init();
   absl::Status Put(const jobwheel::v1::RunResult& result);
+  absl::Status Append(const jobwheel::v1::RunResult& result);
+  absl::Status Sync();
   // Forgets the result of run_id (OK when absent).
   absl::Status Remove(int64_t run_id);
   // Every live result, in run id order.
@@ -47,6 +50,9 @@ class ResultSpool {
 
  private:
   absl::Status AppendLocked(const std::string& record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Returns once record number `record` of segment `segment` is on disk.
+  absl::Status WaitSyncedLocked(uint64_t segment, uint64_t record)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status OpenSegmentLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DropDeadSegmentsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads legacy files and every segment; fills `live` (run id → result). Sets *bad_segments

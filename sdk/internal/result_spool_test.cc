@@ -68,6 +68,18 @@ TEST_F(ResultSpoolTest, PutRemoveAndReloadAfterARestart) {
   EXPECT_EQ(Reopen(), (std::set<int64_t>{1, 3, 5}));
 }
 
+TEST_F(ResultSpoolTest, AppendThenOneSyncForAll) {
+  {
+    ResultSpool spool(dir_);
+    ASSERT_TRUE(spool.Init().ok());
+    ASSERT_TRUE(spool.LoadAll().ok());
+    for (int64_t id = 1; id <= 20; ++id) ASSERT_TRUE(spool.Append(Result(id)).ok());
+    ASSERT_TRUE(spool.Sync().ok());
+    ASSERT_TRUE(spool.Sync().ok());  // Nothing new: returns at once.
+  }
+  EXPECT_EQ(Reopen().size(), 20u);
+}
+
 TEST_F(ResultSpoolTest, TheLatestPutOfARunWins) {
   ResultSpool spool(dir_);
   ASSERT_TRUE(spool.Init().ok());

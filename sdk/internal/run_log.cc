@@ -36,8 +36,11 @@ std::string LogName(int64_t run_id) { return absl::StrCat(run_id, ".log"); }
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<RunLogFile>> RunLogFile::Open(const std::string& path,
-                                                             const Clock& clock) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+                                                             const Clock& clock,
+                                                             bool* created) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+  if (created != nullptr) *created = fd >= 0;
+  if (fd < 0 && errno == EEXIST) fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd < 0) {
     return absl::InternalError(absl::StrCat("open ", path, ": ", std::strerror(errno)));
   }
@@ -85,19 +88,57 @@ absl::Status RunLogStore::Init() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<RunLogFile>> RunLogStore::Create(int64_t run_id) {
+absl::StatusOr<std::shared_ptr<RunLogFile>> RunLogStore::Create(int64_t run_id, bool* created) {
   if (run_id <= 0) return absl::InvalidArgumentError("run_id: must be positive");
   const std::string day = DayFolder(clock_.Now());
   const fs::path folder = fs::path(canonical_dir_) / day;
-  std::error_code ec;
-  fs::create_directories(folder, ec);
-  if (ec) return absl::InternalError(absl::StrCat("log folder ", folder.string(), ": ", ec.message()));
+  bool made;
+  {
+    absl::MutexLock lock(&mu_);
+    made = made_day_ == day;
+  }
+  if (!made) {
+    std::error_code ec;
+    fs::create_directories(folder, ec);
+    if (ec) {
+      return absl::InternalError(absl::StrCat("log folder ", folder.string(), ": ", ec.message()));
+    }
+    absl::MutexLock lock(&mu_);
+    made_day_ = day;
+  }
   const std::string path = (folder / LogName(run_id)).string();
-  auto file = RunLogFile::Open(path, clock_);
+  auto file = RunLogFile::Open(path, clock_, created);
+  if (!file.ok() && made) {
+    // The folder may have been removed meanwhile (retention): make it again once.
+    {
+      absl::MutexLock lock(&mu_);
+      made_day_.clear();
+    }
+    return Create(run_id, created);
+  }
   if (!file.ok()) return file.status();
   absl::MutexLock lock(&mu_);
-  days_[run_id] = day;
+  if (days_.insert_or_assign(run_id, day).second) {
+    days_order_.push_back(run_id);
+    while (days_order_.size() > kRememberedDays) {
+      days_.erase(days_order_.front());
+      days_order_.pop_front();
+    }
+  }
   return file;
+}
+
+void RunLogStore::Remove(int64_t run_id) {
+  std::string day;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = days_.find(run_id);
+    if (it == days_.end()) return;
+    day = it->second;
+    days_.erase(it);  // Its days_order_ entry goes when it reaches the front.
+  }
+  std::error_code ec;
+  fs::remove(fs::path(canonical_dir_) / day / LogName(run_id), ec);
 }
 
 absl::StatusOr<std::string> RunLogStore::Find(int64_t run_id) {

@@ -2,6 +2,7 @@
 #define JOBWHEEL_SDK_INTERNAL_RUN_LOG_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,8 +21,11 @@ namespace jobwheel::sdk {
 // Thread-safe.
 class RunLogFile {
  public:
+  // Opens `path` for appending, creating it if needed; *created (when given) tells whether
+  // this call created it.
   static absl::StatusOr<std::shared_ptr<RunLogFile>> Open(const std::string& path,
-                                                          const Clock& clock);
+                                                          const Clock& clock,
+                                                          bool* created = nullptr);
   ~RunLogFile();
   RunLogFile(const RunLogFile&) = delete;
   RunLogFile& operator=(const RunLogFile&) = delete;
@@ -50,8 +54,11 @@ class RunLogStore {
   // Creates log_dir and resolves its canonical path. Call once before anything else.
   absl::Status Init();
 
-  // Creates (or reopens for appending) the log of `run_id` in today's folder.
-  absl::StatusOr<std::shared_ptr<RunLogFile>> Create(int64_t run_id);
+  // Creates (or reopens for appending) the log of `run_id` in today's folder; *created (when
+  // given) tells whether this call created the file.
+  absl::StatusOr<std::shared_ptr<RunLogFile>> Create(int64_t run_id, bool* created = nullptr);
+  // Deletes the log this process created for `run_id` (a run that was refused after all).
+  void Remove(int64_t run_id);
 
   struct Page {
     std::vector<std::string> lines;
@@ -79,8 +86,13 @@ class RunLogStore {
   const Clock& clock_;
   std::string canonical_dir_;  // Set by Init().
   absl::Mutex mu_;
-  // Runs whose log this process created, run id → day folder name.
+  // Runs whose log this process created, run id → day folder name: the most recent
+  // kRememberedDays of them (older ones are found by looking through the day folders).
+  static constexpr size_t kRememberedDays = 100000;
   absl::flat_hash_map<int64_t, std::string> days_ ABSL_GUARDED_BY(mu_);
+  std::deque<int64_t> days_order_ ABSL_GUARDED_BY(mu_);
+  // The day folder known to exist (created once per day, not once per run).
+  std::string made_day_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace jobwheel::sdk

@@ -47,6 +47,28 @@ TEST_F(RunLogTest, WritesTimestampedLinesIntoTheDayFolder) {
   EXPECT_TRUE(page->eof);
 }
 
+TEST_F(RunLogTest, TellsWhetherItCreatedTheFileAndRemovesOnRequest) {
+  bool created = false;
+  auto first = store_.Create(7, &created);
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(created);
+  (*first)->Append("kept");
+  auto again = store_.Create(7, &created);  // Reopened for appending, not truncated.
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(created);
+  auto page = store_.Read(7, 1, 10);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->lines.size(), 1u);
+  store_.Remove(7);
+  EXPECT_EQ(store_.Read(7, 1, 10).status().code(), absl::StatusCode::kNotFound);
+  // A new day's folder is made when the clock gets there.
+  clock_.Advance(absl::Hours(24));
+  auto next_day = store_.Create(8, &created);
+  ASSERT_TRUE(next_day.ok());
+  EXPECT_TRUE(created);
+  EXPECT_THAT((*next_day)->path(), HasSubstr("/2026-03-11/8.log"));
+}
+
 TEST_F(RunLogTest, PagesThroughTheLog) {
   auto file = store_.Create(7);
   ASSERT_TRUE(file.ok());

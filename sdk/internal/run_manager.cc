@@ -1,5 +1,7 @@
 #include "sdk/internal/run_manager.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <exception>
 #include <utility>
@@ -162,12 +164,23 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
                      absl::StrJoin(names, ", "), ")")};
   }
 
+  // The run's log file is created before taking the lock: creating a file takes a while, and
+  // under the lock it would hold up every other run of the executor. A run refused below gets
+  // its new file removed again.
+  bool created_log = false;
+  auto log = logs_->Create(run_id, &created_log);
+  auto refuse = [&](SubmitOutcome refusal) {
+    if (created_log) logs_->Remove(run_id);
+    return refusal;
+  };
+
   std::vector<RunResult> to_report;
   SubmitOutcome outcome;
   {
-    absl::MutexLock lock(&mu_);
+    absl::ReleasableMutexLock lock(&mu_);
     if (!accepting_) {
-      return SubmitOutcome{jobwheel::v1::RUN_DISPOSITION_REJECTED, "shutting down"};
+      lock.Release();
+      return refuse(SubmitOutcome{jobwheel::v1::RUN_DISPOSITION_REJECTED, "shutting down"});
     }
     if (auto it = runs_.find(run_id); it != runs_.end()) {
       return SubmitOutcome{it->second->phase == Phase::kQueued
@@ -187,9 +200,10 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
                                                          : worker->queue.front()->request.run_id();
     const auto strategy = request.block_strategy();
     if (busy && strategy == jobwheel::v1::BLOCK_STRATEGY_DISCARD_LATER) {
-      return SubmitOutcome{jobwheel::v1::RUN_DISPOSITION_DISCARDED,
-                           absl::StrCat("block strategy DISCARD_LATER: job ", job_id,
-                                        " is busy with run ", blocker)};
+      lock.Release();
+      return refuse(SubmitOutcome{jobwheel::v1::RUN_DISPOSITION_DISCARDED,
+                                  absl::StrCat("block strategy DISCARD_LATER: job ", job_id,
+                                               " is busy with run ", blocker)});
     }
     const absl::Time now = clock_.Now();
     std::string covered;
@@ -209,12 +223,12 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
       if (worker->current != nullptr) {
         RunState& cur = *worker->current;
         if (cur.token->Cancel(CancelReason::kCovered, message)) cur.cancelled_at = now;
+        Watch(worker->current);
         cur.Log(absl::StrCat("run ", cur.request.run_id(), " cancelled: ", message,
                              " (COVER_EARLY)"));
         ids.insert(ids.begin(), cur.request.run_id());
       }
       worker->abandoned = true;
-      worker->cv.SignalAll();
       workers_.erase(job_id);
       worker = nullptr;
       covered = absl::StrCat("; covered run(s) ", absl::StrJoin(ids, ", "));
@@ -224,7 +238,6 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
     auto run = std::make_shared<RunState>();
     run->request = request;
     run->accepted = now;
-    auto log = logs_->Create(run_id);
     if (log.ok()) {
       run->log = *log;
     } else {
@@ -235,7 +248,8 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
     run->worker = worker.get();
     worker->queue.push_back(run);
     runs_[run_id] = run;
-    worker->cv.Signal();
+    ++queued_count_;
+    if (!worker->owned && !worker->ready) Schedule(worker);
     outcome.disposition =
         queued ? jobwheel::v1::RUN_DISPOSITION_QUEUED : jobwheel::v1::RUN_DISPOSITION_STARTED;
     outcome.message =
@@ -264,14 +278,26 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
 std::shared_ptr<RunManager::Worker> RunManager::NewWorker(int64_t job_id) {
   auto worker = std::make_shared<Worker>();
   worker->job_id = job_id;
-  worker->thread = std::thread(&RunManager::WorkerLoop, this, life_, worker);
-  threads_.push_back(worker);
   workers_[job_id] = worker;
   return worker;
 }
 
-void RunManager::WorkerLoop(std::shared_ptr<Lifeline> life, std::shared_ptr<Worker> w) {
-  // Only `life` and `w` may be touched without checking life->alive first.
+void RunManager::Schedule(const std::shared_ptr<Worker>& lane) {
+  lane->ready = true;
+  ready_.push_back(lane);
+  if (idle_threads_ > 0) pool_cv_.Signal();
+  // More ready lanes than idle threads to take them: one more thread, up to the limit.
+  if (ready_.size() > idle_threads_ && live_threads_ < std::max<size_t>(1, options_.max_threads)) {
+    auto t = std::make_shared<Thread>();
+    t->thread = std::thread(&RunManager::ThreadLoop, this, life_, t);
+    threads_.push_back(t);
+    ++live_threads_;
+  }
+}
+
+void RunManager::ThreadLoop(std::shared_ptr<Lifeline> life, std::shared_ptr<Thread> self) {
+  pthread_setname_np(pthread_self(), "jobwheel-run");
+  // Only `life` and `self` may be touched without checking life->alive first.
   absl::Mutex& mu = life->mu;
   mu.Lock();
   absl::Time idle_deadline = absl::Now() + options_.worker_idle_timeout;
@@ -280,57 +306,73 @@ void RunManager::WorkerLoop(std::shared_ptr<Lifeline> life, std::shared_ptr<Work
       mu.Unlock();
       return;
     }
-    if (w->queue.empty()) {
-      if (w->abandoned || stopping_) break;
-      if (absl::Now() >= idle_deadline) {
-        // Retire; Submit creates a new worker for the job's next run.
-        auto it = workers_.find(w->job_id);
-        if (it != workers_.end() && it->second == w) workers_.erase(it);
-        break;
-      }
-      w->cv.WaitWithDeadline(&mu, idle_deadline);
+    if (ready_.empty()) {
+      if (stopping_ || absl::Now() >= idle_deadline) break;
+      ++idle_threads_;
+      pool_cv_.WaitWithDeadline(&mu, idle_deadline);
+      --idle_threads_;
       continue;
     }
-    std::shared_ptr<RunState> run = w->queue.front();
-    w->queue.pop_front();
-    w->current = run;
-    run->phase = Phase::kRunning;
-    run->started = clock_.Now();
-    const RunRequest& req = run->request;
-    if (req.has_timeout() && FromProto(req.timeout()) > absl::ZeroDuration()) {
-      run->deadline = run->started + FromProto(req.timeout());
-    }
-    run->Log(absl::StrCat("run ", req.run_id(), " started",
-                          run->deadline != absl::InfiniteFuture()
-                              ? absl::StrCat(" (timeout ", absl::FormatDuration(FromProto(req.timeout())), ")")
-                              : ""));
-    UpdateGauges();
-    watchdog_cv_.Signal();
-    HandlerFn handler;
-    if (!IsScript(req.glue_type())) handler = handlers_.at(req.handler());
-    mu.Unlock();
-
-    Result result = Execute(*run, handler);
-
-    mu.Lock();
-    if (!life->alive) {
-      // The manager was shut down while this handler ignored its cancellation.
+    std::shared_ptr<Worker> w = std::move(ready_.front());
+    ready_.pop_front();
+    w->ready = false;
+    w->owned = true;
+    self->lane = w;
+    // The lane's runs one after the other, as long as it has any.
+    while (!w->queue.empty()) {
+      std::shared_ptr<RunState> run = w->queue.front();
+      w->queue.pop_front();
+      w->current = run;
+      SetPhase(*run, Phase::kRunning);
+      run->started = clock_.Now();
+      const RunRequest& req = run->request;
+      if (req.has_timeout() && FromProto(req.timeout()) > absl::ZeroDuration()) {
+        run->deadline = run->started + FromProto(req.timeout());
+        Watch(run);
+      }
+      const absl::Time deadline = run->deadline;
+      UpdateGauges();
+      HandlerFn handler;
+      if (!IsScript(req.glue_type())) handler = handlers_.at(req.handler());
       mu.Unlock();
-      return;
-    }
-    w->current = nullptr;
-    absl::optional<RunResult> final = Conclude(*run, result);
-    if (final.has_value()) {
+
+      run->Log(absl::StrCat("run ", req.run_id(), " started",
+                            deadline != absl::InfiniteFuture()
+                                ? absl::StrCat(" (timeout ",
+                                               absl::FormatDuration(FromProto(req.timeout())), ")")
+                                : ""));
+
+      Result result = Execute(*run, handler);
+
+      mu.Lock();
+      if (!life->alive) {
+        // The manager was shut down while this handler ignored its cancellation.
+        mu.Unlock();
+        return;
+      }
+      w->current = nullptr;
+      std::string ended;
+      absl::optional<RunResult> final = Conclude(*run, result, &ended);
+      // The log line and the report happen outside the lock; the run stays in runs_ (marked
+      // reported) until then, so a Log reader never sees it inactive before its last line.
       ++in_report_;
       mu.Unlock();
-      Report({*final});
+      if (!ended.empty()) run->Log(ended);
+      if (final.has_value()) Report({*final});
       mu.Lock();
+      Forget(*run);
       --in_report_;
       changed_cv_.SignalAll();
     }
+    w->owned = false;
+    self->lane = nullptr;
+    // An idle lane goes; Submit makes a new one for the job's next run.
+    auto it = workers_.find(w->job_id);
+    if (it != workers_.end() && it->second == w && w->current == nullptr) workers_.erase(it);
     idle_deadline = absl::Now() + options_.worker_idle_timeout;
   }
-  w->exited = true;
+  self->exited = true;
+  --live_threads_;
   changed_cv_.SignalAll();
   watchdog_cv_.Signal();
   mu.Unlock();
@@ -430,12 +472,12 @@ RunResult RunManager::CancelledResult(RunState& run) {
   return r;
 }
 
-absl::optional<RunResult> RunManager::Conclude(RunState& run, const Result& result) {
+absl::optional<RunResult> RunManager::Conclude(RunState& run, const Result& result,
+                                              std::string* ended_line) {
   const absl::Time now = clock_.Now();
   if (run.started != absl::InfinitePast()) {
     metrics_.run_duration_seconds.Observe(absl::ToDoubleSeconds(now - run.started));
   }
-  Forget(run);
   if (run.reported) {
     run.Log(absl::StrCat("handler returned after the run was reported; its result (",
                          result.ok() ? "ok" : "fail", ", code ", result.code(), ") ",
@@ -447,16 +489,33 @@ absl::optional<RunResult> RunManager::Conclude(RunState& run, const Result& resu
   RunResult r = MakeResult(
       run, result.ok() ? jobwheel::v1::RUN_STATUS_SUCCEEDED : jobwheel::v1::RUN_STATUS_FAILED,
       result.code(), result.message());
-  run.Log(absl::StrCat("run ", run.request.run_id(), " ended: ", StatusName(r.status()), " (code ",
-                       r.code(), ") ", r.message()));
+  *ended_line = absl::StrCat("run ", run.request.run_id(), " ended: ", StatusName(r.status()),
+                             " (code ", r.code(), ") ", r.message());
   return r;
 }
 
+void RunManager::SetPhase(RunState& run, Phase phase) {
+  if (run.phase == phase) return;
+  if (run.phase == Phase::kQueued) --queued_count_;
+  if (run.phase == Phase::kRunning) --running_count_;
+  run.phase = phase;
+  if (phase == Phase::kQueued) ++queued_count_;
+  if (phase == Phase::kRunning) ++running_count_;
+}
+
+void RunManager::Watch(const std::shared_ptr<RunState>& run) {
+  if (run == nullptr) return;
+  watched_[run->request.run_id()] = run;
+  watchdog_cv_.Signal();
+}
+
 void RunManager::Forget(RunState& run) {
-  run.phase = Phase::kDone;
+  SetPhase(run, Phase::kDone);
   const int64_t id = run.request.run_id();
   auto it = runs_.find(id);
   if (it != runs_.end() && it->second.get() == &run) runs_.erase(it);
+  auto w = watched_.find(id);
+  if (w != watched_.end() && w->second.get() == &run) watched_.erase(w);
   if (recent_.insert(id).second) {
     recent_order_.push_back(id);
     while (recent_order_.size() > options_.recent_runs) {
@@ -476,14 +535,8 @@ void RunManager::Report(const std::vector<RunResult>& results) {
 }
 
 void RunManager::UpdateGauges() {
-  int running = 0;
-  int queued = 0;
-  for (const auto& [id, run] : runs_) {
-    if (run->phase == Phase::kRunning) ++running;
-    if (run->phase == Phase::kQueued) ++queued;
-  }
-  metrics_.running.Set(running);
-  metrics_.queue_depth.Set(queued);
+  metrics_.running.Set(running_count_);
+  metrics_.queue_depth.Set(queued_count_);
 }
 
 RunManager::KillOutcome RunManager::Kill(int64_t run_id, absl::string_view reason) {
@@ -510,7 +563,7 @@ RunManager::KillOutcome RunManager::Kill(int64_t run_id, absl::string_view reaso
     } else if (run->token->Cancel(CancelReason::kKilled, message)) {
       run->cancelled_at = now;
       run->Log(absl::StrCat("run ", run_id, " ", message, "; cancelling"));
-      watchdog_cv_.Signal();
+      Watch(run);
       outcome = {true, absl::StrCat("run ", run_id, " cancelled")};
     } else {
       outcome = {true, absl::StrCat("run ", run_id, " is already being cancelled (",
@@ -573,8 +626,14 @@ void RunManager::WatchdogLoop() {
     const absl::Time now = clock_.Now();
     std::vector<RunResult> to_report;
     bool timed = false;
-    for (auto& [id, run] : runs_) {
-      if (run->phase != Phase::kRunning || run->reported) continue;
+    for (auto it = watched_.begin(); it != watched_.end();) {
+      const int64_t id = it->first;
+      std::shared_ptr<RunState> run = it->second;
+      if (run->phase != Phase::kRunning || run->reported) {
+        watched_.erase(it++);  // Ended or already reported: nothing left to enforce.
+        continue;
+      }
+      ++it;
       if (!run->token->cancelled() && run->deadline != absl::InfiniteFuture()) {
         timed = true;
         if (now >= run->deadline) {
@@ -650,7 +709,7 @@ void RunManager::Shutdown(absl::Duration grace, absl::Duration join_timeout) {
                    StatusName(to_report.back().status()));
     }
     stopping_ = true;
-    for (auto& w : threads_) w->cv.SignalAll();
+    pool_cv_.SignalAll();
   }
   Report(to_report);
 
@@ -678,8 +737,11 @@ void RunManager::Shutdown(absl::Duration grace, absl::Duration join_timeout) {
     if (w->exited) {
       joinable.push_back(std::move(w->thread));
     } else {
+      const std::shared_ptr<Worker>& lane = w->lane;
       spdlog::error("job {}: handler of run {} ignored cancellation; detaching its thread",
-                    w->job_id, w->current != nullptr ? w->current->request.run_id() : 0);
+                    lane != nullptr ? lane->job_id : 0,
+                    lane != nullptr && lane->current != nullptr ? lane->current->request.run_id()
+                                                                : 0);
       stuck.push_back(std::move(w->thread));
     }
   }

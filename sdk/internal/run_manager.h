@@ -34,7 +34,11 @@ using HandlerMap = absl::flat_hash_map<std::string, HandlerFn>;
 struct RunManagerOptions {
   std::string executor_address;  // Copied into every RunResult (see SetExecutorAddress).
   bool allow_scripts = false;
+  // A run thread exits after this long without runs.
   absl::Duration worker_idle_timeout = absl::Seconds(30);
+  // Run threads are shared by all jobs: one is started when a job has a run to start and no
+  // thread is idle, up to this many (more runs than that running at once wait their turn).
+  size_t max_threads = 1024;
   // A cancelled run is reported when its handler returns or this long after the cancel.
   absl::Duration cancel_grace = absl::Seconds(5);
   // How often timeouts and cancel graces are checked against the clock.
@@ -43,20 +47,23 @@ struct RunManagerOptions {
   size_t recent_runs = 10000;
 };
 
-// Accepts runs and executes them: one worker thread per job with active runs, applying the
-// job's block strategy (SERIAL_EXECUTION queues, DISCARD_LATER refuses while busy,
-// COVER_EARLY cancels the running and queued runs and starts the new one on a fresh
-// worker). Enforces timeouts and kills through each run's CancellationToken; script runs are
-// child processes killed by process group. Every accepted run ends with exactly one
+// Accepts runs and executes them, applying each job's block strategy (SERIAL_EXECUTION
+// queues, DISCARD_LATER refuses while busy, COVER_EARLY cancels the running and queued runs
+// and starts the new one on a fresh lane). Each job has a lane (its queue, at most one run
+// running); lanes with a run to start are taken by a pool of run threads shared by all jobs,
+// so the thread count follows the runs executing at once, not the number of jobs (an
+// executor with 5,000 every-second jobs of a few milliseconds needs a handful of threads,
+// not 5,000). Enforces timeouts and kills through each run's CancellationToken; script runs
+// are child processes killed by process group. Every accepted run ends with exactly one
 // RunResult handed to the ResultSink.
 //
 // Cancellation is cooperative for C++ handlers: the run's status is decided when it is
 // cancelled (KILLED, TIMED_OUT, DISCARDED "covered by run N", FAILED "executor shut down")
 // and reported when the handler returns or `cancel_grace` later, whichever comes first; a
-// handler result after that is dropped. The worker thread stays busy until the handler
+// handler result after that is dropped. The run thread stays busy until the handler
 // returns, so later runs of that job wait for it (except under COVER_EARLY).
 //
-// Thread-safe. Owns its threads (Start/Shutdown). Worker threads whose handlers ignore
+// Thread-safe. Owns its threads (Start/Shutdown). Run threads whose handlers ignore
 // cancellation are detached at Shutdown; they hold only shared state and never touch the
 // manager afterwards.
 class RunManager {
@@ -103,7 +110,7 @@ class RunManager {
   // Whether the run is queued or running here (its log may still grow).
   bool IsActive(int64_t run_id) const;
 
-  // Worker threads alive (including ones replaced by COVER_EARLY still in a handler).
+  // Run threads alive (idle ones included, until worker_idle_timeout).
   size_t WorkerThreads() const;
 
   // New runs are REJECTED "shutting down" from now on.
@@ -132,14 +139,20 @@ class RunManager {
       if (log != nullptr) log->Append(text);
     }
   };
+  // A job's lane: its runs in order, at most one of them running.
   struct Worker {
     int64_t job_id = 0;
     std::deque<std::shared_ptr<RunState>> queue;
     std::shared_ptr<RunState> current;
-    bool abandoned = false;  // Replaced (COVER_EARLY): exits after its current run.
-    bool exited = false;
-    absl::CondVar cv;
+    bool abandoned = false;  // Replaced (COVER_EARLY): takes no new runs.
+    bool ready = false;      // In ready_: has a run to start and no thread.
+    bool owned = false;      // A run thread is working through it.
+  };
+  // A run thread of the pool.
+  struct Thread {
     std::thread thread;
+    bool exited = false;
+    std::shared_ptr<Worker> lane;  // The lane it works on now, if any.
   };
   // The mutex outlives the manager: a detached worker checks `alive` before touching it.
   struct Lifeline {
@@ -147,18 +160,27 @@ class RunManager {
     bool alive = true;
   };
 
-  void WorkerLoop(std::shared_ptr<Lifeline> life, std::shared_ptr<Worker> worker);
+  void ThreadLoop(std::shared_ptr<Lifeline> life, std::shared_ptr<Thread> self);
+  // Puts a lane with a run to start on ready_; wakes an idle thread or starts one.
+  void Schedule(const std::shared_ptr<Worker>& lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WatchdogLoop();
   Result Execute(RunState& run, const HandlerFn& handler);
   Result ExecuteScript(RunState& run);
   std::shared_ptr<Worker> NewWorker(int64_t job_id);
   // Marks the run done and returns its result unless it was already reported.
-  absl::optional<jobwheel::v1::RunResult> Conclude(RunState& run, const Result& result);
+  // Sets *ended_line to the run's "ended" log line when the caller is to write it (outside
+  // the lock); rarer outcomes are logged here.
+  absl::optional<jobwheel::v1::RunResult> Conclude(RunState& run, const Result& result,
+                                                   std::string* ended_line);
   // The result of a cancelled run, from the token's reason. Marks it reported.
   jobwheel::v1::RunResult CancelledResult(RunState& run);
   jobwheel::v1::RunResult MakeResult(const RunState& run, jobwheel::v1::RunStatus status,
                                      int code, const std::string& message) const;
   void Forget(RunState& run);  // Removes a run from runs_ and remembers its id.
+  // Moves a run to `phase`, keeping the queued/running counts.
+  void SetPhase(RunState& run, Phase phase) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Has the watchdog look at a running run (it has a deadline, or was cancelled).
+  void Watch(const std::shared_ptr<RunState>& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Report(const std::vector<jobwheel::v1::RunResult>& results);
   void UpdateGauges();
 
@@ -173,10 +195,21 @@ class RunManager {
   std::shared_ptr<Lifeline> life_;
   absl::Mutex& mu_;
   absl::CondVar watchdog_cv_;
-  absl::CondVar changed_cv_;  // A run ended, a worker exited or a report finished.
+  absl::CondVar changed_cv_;  // A run ended, a thread exited or a report finished.
+  absl::CondVar pool_cv_;     // A lane became ready (idle run threads wait here).
+  // Lanes of jobs with queued or running runs.
   absl::flat_hash_map<int64_t, std::shared_ptr<Worker>> workers_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::shared_ptr<Worker>> threads_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::shared_ptr<Worker>> ready_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<Thread>> threads_ ABSL_GUARDED_BY(mu_);
+  size_t live_threads_ ABSL_GUARDED_BY(mu_) = 0;
+  size_t idle_threads_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<int64_t, std::shared_ptr<RunState>> runs_ ABSL_GUARDED_BY(mu_);
+  // Of runs_: how many are queued and running (for the gauges, without a scan per change).
+  int queued_count_ ABSL_GUARDED_BY(mu_) = 0;
+  int running_count_ ABSL_GUARDED_BY(mu_) = 0;
+  // The runs the watchdog checks: running with a deadline, or cancelled. The others never
+  // need it, so a busy executor does not scan thousands of runs every tick.
+  absl::flat_hash_map<int64_t, std::shared_ptr<RunState>> watched_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<int64_t> recent_ ABSL_GUARDED_BY(mu_);
   std::deque<int64_t> recent_order_ ABSL_GUARDED_BY(mu_);
   bool accepting_ ABSL_GUARDED_BY(mu_) = true;

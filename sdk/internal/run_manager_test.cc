@@ -206,9 +206,12 @@ TEST_F(RunManagerTest, SerialExecutionQueuesInOrder) {
   EXPECT_THAT(snap.running_job_ids, ElementsAre(7));
   EXPECT_EQ(snap.queued, 2);
   EXPECT_EQ(metrics_.queue_depth.Value(), 2);
+  EXPECT_EQ(metrics_.running.Value(), 1);
 
   gate_.Open();
   ASSERT_TRUE(WaitResult(1) && WaitResult(2) && WaitResult(3));
+  ASSERT_TRUE(Eventually([&] { return metrics_.running.Value() == 0; }, kWait));
+  EXPECT_EQ(metrics_.queue_depth.Value(), 0);
   EXPECT_THAT(gate_.started(), ElementsAre(1, 2, 3));
   EXPECT_EQ(gate_.max_active(), 1);  // Never two runs of the job at once.
   for (int64_t id : {1, 2, 3}) {
@@ -242,6 +245,8 @@ TEST_F(RunManagerTest, DiscardLaterDiscardsWhileRunningOrQueued) {
   EXPECT_EQ(d.disposition, jobwheel::v1::RUN_DISPOSITION_DISCARDED);
   EXPECT_THAT(d.message, HasSubstr("DISCARD_LATER"));
   EXPECT_THAT(d.message, HasSubstr("run 1"));
+  // No log either: the file opened before the decision is removed again.
+  EXPECT_EQ(logs_.Read(2, 1, 10).status().code(), absl::StatusCode::kNotFound);
   gate_.Open();
   ASSERT_TRUE(WaitResult(1));
   EXPECT_FALSE(sink_.Has(2));  // A discarded run was never accepted: no result.
@@ -495,6 +500,33 @@ TEST_F(RunManagerTest, IdleWorkersRetire) {
   Submit(Req(3, 1, "echo"));
   ASSERT_TRUE(WaitResult(3));
   EXPECT_EQ(sink_.Get(3).status(), jobwheel::v1::RUN_STATUS_SUCCEEDED);
+}
+
+TEST_F(RunManagerTest, ManyJobsShareAFewThreads) {
+  Make({{"echo", [](JobContext&) { return Result::Ok(); }}});
+  // 300 jobs, one run each, one after the other: one thread does them all.
+  for (int64_t id = 1; id <= 300; ++id) {
+    Submit(Req(id, 1000 + id, "echo"));
+    ASSERT_TRUE(WaitResult(id)) << id;
+  }
+  EXPECT_EQ(manager_->WorkerThreads(), 1u);
+  EXPECT_EQ(RunsTotal("succeeded"), 300);
+}
+
+TEST_F(RunManagerTest, RunsBeyondMaxThreadsWaitTheirTurn) {
+  RunManagerOptions options;
+  options.max_threads = 3;
+  Make({{"block", gate_.Block()}}, options);
+  for (int64_t id = 1; id <= 10; ++id) {
+    EXPECT_EQ(Submit(Req(id, id, "block")).disposition, jobwheel::v1::RUN_DISPOSITION_STARTED);
+  }
+  ASSERT_TRUE(Eventually([&] { return gate_.started().size() == 3u; }, kWait));
+  EXPECT_EQ(manager_->WorkerThreads(), 3u);
+  EXPECT_EQ(metrics_.queue_depth.Value(), 7);
+  gate_.Open();
+  for (int64_t id = 1; id <= 10; ++id) ASSERT_TRUE(WaitResult(id)) << id;
+  EXPECT_EQ(gate_.max_active(), 3);
+  EXPECT_EQ(manager_->WorkerThreads(), 3u);
 }
 
 TEST_F(RunManagerTest, ShutdownLetsRunsFinishWithinGrace) {

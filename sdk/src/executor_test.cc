@@ -174,18 +174,26 @@ TEST_F(ExecutorTest, RejectsRunsWhileShuttingDown) {
   ASSERT_TRUE(Run(exec, 1, 1, "hold", "", &resp).ok());
   ASSERT_TRUE(started.WaitForNotificationWithTimeout(kWait));
   std::thread stopper([&] { exec.Shutdown(); });
-  // While the held run finishes, the server is still up but refuses new runs.
+  // While the held run finishes, the server is still up but refuses new runs. (A run sent
+  // before the shutdown began is accepted and runs: each attempt uses a new run id.)
+  int64_t refused = 0;
+  int64_t next_id = 100;
   ASSERT_TRUE(Eventually(
       [&] {
         jobwheel::v1::RunResponse r;
-        return Run(exec, 2, 2, "echo", "", &r).ok() &&
-               r.disposition() == jobwheel::v1::RUN_DISPOSITION_REJECTED &&
-               r.message() == "shutting down";
+        const int64_t id = next_id++;
+        if (Run(exec, id, 2, "echo", "", &r).ok() &&
+            r.disposition() == jobwheel::v1::RUN_DISPOSITION_REJECTED &&
+            r.message() == "shutting down") {
+          refused = id;
+          return true;
+        }
+        return false;
       },
       kWait));
   stopper.join();
   EXPECT_EQ(dispatcher_.Get(1).status(), jobwheel::v1::RUN_STATUS_SUCCEEDED);
-  EXPECT_FALSE(dispatcher_.Has(2));
+  EXPECT_FALSE(dispatcher_.Has(refused));
 }
 
 }  // namespace

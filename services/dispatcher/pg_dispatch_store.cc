@@ -12,25 +12,58 @@
 namespace jobwheel::dispatcher {
 namespace {
 
-// Rows per multi-row statement.
-constexpr size_t kChunk = 1000;
+// Every statement takes its rows as array parameters (one per column, unnest()-ed) instead of
+// SQL text built per row: no per-row quoting, a fixed statement text, and one round trip per
+// statement whatever the batch size. Joins on a primary key also repeat the key as
+// `id = ANY($ids)`: that gives the planner an index path it takes even when the table's
+// statistics are stale (a fresh or just-truncated table that grew fast), where it would
+// otherwise hash-join against a sequential scan of the whole table for every batch.
+
+// Appends `s` as a double-quoted element of an array literal.
+void AppendElement(std::string* out, absl::string_view s) {
+  out->push_back('"');
+  for (char c : s) {
+    if (c == '"' || c == '\\') out->push_back('\\');
+    out->push_back(c);
+  }
+  out->push_back('"');
+}
+
+template <typename T>
+std::string IntArray(const std::vector<T>& values) {
+  return absl::StrCat("{", absl::StrJoin(values, ","), "}");
+}
+
+std::string TextArray(const std::vector<std::string>& values) {
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    AppendElement(&out, values[i]);
+  }
+  out.push_back('}');
+  return out;
+}
+
+// NULL for a missing time.
+std::string TimeArray(const std::vector<absl::optional<absl::Time>>& values) {
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    if (values[i].has_value()) {
+      AppendElement(&out, ToPgTimestamp(*values[i]));
+    } else {
+      out += "NULL";
+    }
+  }
+  out.push_back('}');
+  return out;
+}
 
 // Trigger answers and executor results update overlapping sets of runs from different
 // connections; taking the row locks in id order first keeps them from deadlocking.
-template <typename Items, typename IdOf>
-void LockRunsInIdOrder(pqxx::work& tx, const Items& items, IdOf id_of) {
-  std::vector<int64_t> ids;
-  ids.reserve(items.size());
-  for (const auto& item : items) ids.push_back(id_of(item));
-  tx.exec(absl::StrCat("SELECT 1 FROM runs WHERE id = ANY('{", absl::StrJoin(ids, ","),
-                       "}'::bigint[]) ORDER BY id FOR UPDATE"));
+void LockRunsInIdOrder(pqxx::work& tx, const std::string& ids) {
+  tx.exec_params("SELECT 1 FROM runs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE", ids);
 }
-
-std::string Ts(pqxx::work& tx, absl::Time t) {
-  return absl::StrCat(tx.quote(ToPgTimestamp(t)), "::timestamptz");
-}
-
-std::string IdList(const std::vector<int64_t>& ids) { return absl::StrJoin(ids, ","); }
 
 bool IsTerminal(int status) { return status >= v1::RUN_STATUS_SUCCEEDED; }
 
@@ -72,17 +105,25 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
     };
     absl::flat_hash_map<int64_t, Row> rows;
     // ORDER BY id: concurrent dispatchers lock in the same order, so they cannot deadlock.
-    for (const auto& r : tx.exec(absl::StrCat(
-             "SELECT id, job_id, status, reason FROM fires WHERE id IN (", IdList(ids),
-             ") ORDER BY id FOR UPDATE"))) {
+    for (const auto& r : tx.exec_params(
+             "SELECT id, job_id, status, reason FROM fires WHERE id = ANY($1::bigint[]) "
+             "ORDER BY id FOR UPDATE",
+             IntArray(ids))) {
       rows[r[0].as<int64_t>()] = Row{r[1].as<int64_t>(), r[2].as<int>(), r[3].as<std::string>()};
     }
 
     // Decide every fire; a fire id repeated in the batch is handled once.
     absl::flat_hash_map<int64_t, size_t> first_index;
     std::vector<int64_t> lookup_runs;  // Fires whose existing runs we report.
-    std::vector<std::string> run_values;
-    std::vector<std::string> fire_values;
+    // The runs to insert, column by column.
+    std::vector<int64_t> r_fire, r_job;
+    std::vector<std::string> r_app, r_handler, r_address, r_message, r_param;
+    std::vector<int> r_trigger, r_attempt, r_shard_index, r_shard_total, r_routing, r_status;
+    std::vector<absl::optional<absl::Time>> r_scheduled, r_end;
+    // The fires' new status and reason.
+    std::vector<int64_t> f_id;
+    std::vector<int> f_status;
+    std::vector<std::string> f_reason;
     for (size_t i = 0; i < fires.size(); ++i) {
       const v1::Fire& f = fires[i];
       FireResult& out = results[i];
@@ -121,56 +162,68 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
       }
       const v1::Job& job = f.job();
       const std::string param = f.has_param() ? f.param() : job.param();
+      const absl::Time scheduled = FromProto(f.scheduled_time());
+      const int routing = static_cast<int>(job.routing_strategy() == v1::ROUTING_STRATEGY_UNSPECIFIED
+                                               ? v1::ROUTING_STRATEGY_FIRST
+                                               : job.routing_strategy());
       for (PlannedRun& run : p.runs) {
         const bool failed = run.status != v1::RUN_STATUS_PENDING;
-        run_values.push_back(absl::StrCat(
-            "(", f.fire_id(), ",", job.id(), ",", tx.quote(job.app()), ",", tx.quote(job.handler()),
-            ",", static_cast<int>(f.trigger_type()), ",", f.attempt(), ",", run.shard_index, ",",
-            run.shard_total, ",", tx.quote(run.executor_address), ",",
-            static_cast<int>(job.routing_strategy() == v1::ROUTING_STRATEGY_UNSPECIFIED
-                                 ? v1::ROUTING_STRATEGY_FIRST
-                                 : job.routing_strategy()),
-            ",", static_cast<int>(run.status), ",", tx.quote(run.trigger_message), ",",
-            tx.quote(param), ",", Ts(tx, FromProto(f.scheduled_time())), ",", Ts(tx, now), ",",
-            failed ? Ts(tx, now) : std::string("NULL::timestamptz"), ")"));
+        r_fire.push_back(f.fire_id());
+        r_job.push_back(job.id());
+        r_app.push_back(job.app());
+        r_handler.push_back(job.handler());
+        r_trigger.push_back(static_cast<int>(f.trigger_type()));
+        r_attempt.push_back(f.attempt());
+        r_shard_index.push_back(run.shard_index);
+        r_shard_total.push_back(run.shard_total);
+        r_address.push_back(run.executor_address);
+        r_routing.push_back(routing);
+        r_status.push_back(static_cast<int>(run.status));
+        r_message.push_back(run.trigger_message);
+        r_param.push_back(param);
+        r_scheduled.push_back(scheduled);
+        r_end.push_back(failed ? absl::optional<absl::Time>(now) : absl::nullopt);
         out.created.push_back(CreatedRun{0, run});
       }
-      fire_values.push_back(absl::StrCat("(", f.fire_id(), "::bigint,", static_cast<int>(p.status),
-                                         ",", tx.quote(p.reason), "::text)"));
+      f_id.push_back(f.fire_id());
+      f_status.push_back(static_cast<int>(p.status));
+      f_reason.push_back(p.reason);
     }
 
     // Insert runs; map returned ids back to (fire, shard).
     absl::flat_hash_map<std::pair<int64_t, int32_t>, int64_t> inserted_ids;
-    for (size_t start = 0; start < run_values.size(); start += kChunk) {
-      const size_t end = std::min(run_values.size(), start + kChunk);
-      std::string sql =
-          "INSERT INTO runs (fire_id, job_id, app, handler, trigger_type, attempt, shard_index, "
-          "shard_total, executor_address, routing_strategy, status, trigger_message, param, "
-          "scheduled_time, trigger_time, end_time) VALUES ";
-      for (size_t k = start; k < end; ++k) {
-        if (k > start) sql += ",";
-        sql += run_values[k];
-      }
-      sql += " ON CONFLICT (fire_id, shard_index) DO NOTHING RETURNING id, fire_id, shard_index";
-      for (const auto& r : tx.exec(sql)) {
+    if (!r_fire.empty()) {
+      for (const auto& r : tx.exec_params(
+               "INSERT INTO runs (fire_id, job_id, app, handler, trigger_type, attempt, "
+               "shard_index, shard_total, executor_address, routing_strategy, status, "
+               "trigger_message, param, scheduled_time, trigger_time, end_time) "
+               "SELECT u.fire_id, u.job_id, u.app, u.handler, u.trigger_type, u.attempt, "
+               "u.shard_index, u.shard_total, u.address, u.routing, u.status, u.message, u.param, "
+               "u.scheduled, $16::timestamptz, u.ended FROM unnest($1::bigint[], $2::bigint[], "
+               "$3::text[], $4::text[], $5::int[], $6::int[], $7::int[], $8::int[], $9::text[], "
+               "$10::int[], $11::int[], $12::text[], $13::text[], $14::timestamptz[], "
+               "$15::timestamptz[]) AS u(fire_id, job_id, app, handler, trigger_type, attempt, "
+               "shard_index, shard_total, address, routing, status, message, param, scheduled, "
+               "ended) ON CONFLICT (fire_id, shard_index) DO NOTHING "
+               "RETURNING id, fire_id, shard_index",
+               IntArray(r_fire), IntArray(r_job), TextArray(r_app), TextArray(r_handler),
+               IntArray(r_trigger), IntArray(r_attempt), IntArray(r_shard_index),
+               IntArray(r_shard_total), TextArray(r_address), IntArray(r_routing),
+               IntArray(r_status), TextArray(r_message), TextArray(r_param),
+               TimeArray(r_scheduled), TimeArray(r_end), ToPgTimestamp(now))) {
         inserted_ids[{r[1].as<int64_t>(), r[2].as<int32_t>()}] = r[0].as<int64_t>();
       }
     }
-    for (size_t start = 0; start < fire_values.size(); start += kChunk) {
-      const size_t end = std::min(fire_values.size(), start + kChunk);
-      std::string sql =
-          // The scheduler's reason (e.g. a misfire's count and range) is kept; a dispatch
-          // failure's reason is appended to it.
+    if (!f_id.empty()) {
+      // The scheduler's reason (e.g. a misfire's count and range) is kept; a dispatch
+      // failure's reason is appended to it.
+      const std::string fire_ids = IntArray(f_id);
+      tx.exec_params(
           "UPDATE fires f SET status = v.status, reason = CASE WHEN v.reason = '' THEN "
           "f.reason WHEN f.reason = '' THEN v.reason ELSE f.reason || '; ' || v.reason END, "
-          "dispatch_time = " +
-          Ts(tx, now) + " FROM (VALUES ";
-      for (size_t k = start; k < end; ++k) {
-        if (k > start) sql += ",";
-        sql += fire_values[k];
-      }
-      sql += ") AS v(id, status, reason) WHERE f.id = v.id";
-      tx.exec(sql);
+          "dispatch_time = $4::timestamptz FROM unnest($1::bigint[], $2::int[], $3::text[]) "
+          "AS v(id, status, reason) WHERE f.id = v.id AND f.id = ANY($1::bigint[])",
+          fire_ids, IntArray(f_status), TextArray(f_reason), ToPgTimestamp(now));
     }
     // Keep only runs really inserted (a conflicting row means the shard existed already).
     for (size_t i = 0; i < fires.size(); ++i) {
@@ -193,9 +246,10 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
     }
     if (!lookup_runs.empty()) {
       absl::flat_hash_map<int64_t, std::vector<int64_t>> existing;
-      for (const auto& r : tx.exec(absl::StrCat(
-               "SELECT fire_id, id FROM runs WHERE fire_id IN (", IdList(lookup_runs),
-               ") ORDER BY fire_id, shard_index"))) {
+      for (const auto& r : tx.exec_params(
+               "SELECT fire_id, id FROM runs WHERE fire_id = ANY($1::bigint[]) "
+               "ORDER BY fire_id, shard_index",
+               IntArray(lookup_runs))) {
         existing[r[0].as<int64_t>()].push_back(r[1].as<int64_t>());
       }
       for (size_t i = 0; i < fires.size(); ++i) {
@@ -226,29 +280,32 @@ absl::StatusOr<std::vector<int64_t>> PgDispatchStore::RecordTriggerOutcomes(
     finished.clear();
     if (outcomes.empty()) return;
     pqxx::work tx(conn);
-    LockRunsInIdOrder(tx, outcomes, [](const TriggerOutcome& o) { return o.run_id; });
-    for (size_t start = 0; start < outcomes.size(); start += kChunk) {
-      const size_t end = std::min(outcomes.size(), start + kChunk);
-      std::string sql =
-          "UPDATE runs r SET "
-          "status = CASE WHEN r.status = 1 THEN v.status ELSE r.status END, "
-          "start_time = CASE WHEN r.status = 1 AND v.status = 2 "
-          "THEN COALESCE(r.start_time, v.at) ELSE r.start_time END, "
-          "end_time = CASE WHEN r.status = 1 AND v.status <> 2 THEN v.at ELSE r.end_time END, "
-          "trigger_message = r.trigger_message || v.msg "
-          "FROM (VALUES ";
-      for (size_t k = start; k < end; ++k) {
-        const TriggerOutcome& o = outcomes[k];
-        if (k > start) sql += ",";
-        absl::StrAppend(&sql, "(", o.run_id, "::bigint,", static_cast<int>(o.status), "::int,",
-                        tx.quote(o.message_suffix), "::text,", Ts(tx, o.at), ")");
-      }
-      sql += ") AS v(id, status, msg, at) WHERE r.id = v.id RETURNING r.id, r.status, v.status";
-      for (const auto& r : tx.exec(sql)) {
-        const int new_status = r[1].as<int>();
-        if (IsTerminal(new_status) && new_status == r[2].as<int>()) {
-          finished.push_back(r[0].as<int64_t>());
-        }
+    std::vector<int64_t> ids;
+    std::vector<int> statuses;
+    std::vector<std::string> messages;
+    std::vector<absl::optional<absl::Time>> at;
+    for (const TriggerOutcome& o : outcomes) {
+      ids.push_back(o.run_id);
+      statuses.push_back(static_cast<int>(o.status));
+      messages.push_back(o.message_suffix);
+      at.push_back(o.at);
+    }
+    const std::string run_ids = IntArray(ids);
+    LockRunsInIdOrder(tx, run_ids);
+    for (const auto& r : tx.exec_params(
+             "UPDATE runs r SET "
+             "status = CASE WHEN r.status = 1 THEN v.status ELSE r.status END, "
+             "start_time = CASE WHEN r.status = 1 AND v.status = 2 "
+             "THEN COALESCE(r.start_time, v.at) ELSE r.start_time END, "
+             "end_time = CASE WHEN r.status = 1 AND v.status <> 2 THEN v.at ELSE r.end_time END, "
+             "trigger_message = r.trigger_message || v.msg "
+             "FROM unnest($1::bigint[], $2::int[], $3::text[], $4::timestamptz[]) "
+             "AS v(id, status, msg, at) WHERE r.id = v.id AND r.id = ANY($1::bigint[]) "
+             "RETURNING r.id, r.status, v.status",
+             run_ids, IntArray(statuses), TextArray(messages), TimeArray(at))) {
+      const int new_status = r[1].as<int>();
+      if (IsTerminal(new_status) && new_status == r[2].as<int>()) {
+        finished.push_back(r[0].as<int64_t>());
       }
     }
     tx.commit();
@@ -264,44 +321,54 @@ absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
     records.clear();
     if (results.empty()) return;
     pqxx::work tx(conn);
-    LockRunsInIdOrder(tx, results, [](const v1::RunResult& r) { return r.run_id(); });
+    std::vector<int64_t> ids;
+    std::vector<int> statuses, codes;
+    std::vector<std::string> messages;
+    std::vector<absl::optional<absl::Time>> starts, ends;
+    for (const v1::RunResult& r : results) {
+      const bool has_start = r.has_start_time() &&
+                             (r.start_time().seconds() != 0 || r.start_time().nanos() != 0);
+      const bool has_end =
+          r.has_end_time() && (r.end_time().seconds() != 0 || r.end_time().nanos() != 0);
+      ids.push_back(r.run_id());
+      statuses.push_back(static_cast<int>(r.status()));
+      codes.push_back(r.code());
+      messages.push_back(r.message());
+      starts.push_back(has_start ? absl::optional<absl::Time>(FromProto(r.start_time()))
+                                 : absl::nullopt);
+      ends.push_back(has_end ? FromProto(r.end_time()) : now);
+    }
+    const std::string run_ids = IntArray(ids);
+    LockRunsInIdOrder(tx, run_ids);
     absl::flat_hash_map<int64_t, ResultDisposition> disposition;
-    for (size_t start = 0; start < results.size(); start += kChunk) {
-      const size_t end = std::min(results.size(), start + kChunk);
-      std::string values;
-      for (size_t k = start; k < end; ++k) {
-        const v1::RunResult& r = results[k];
-        const bool has_start = r.has_start_time() &&
-                               (r.start_time().seconds() != 0 || r.start_time().nanos() != 0);
-        const bool has_end =
-            r.has_end_time() && (r.end_time().seconds() != 0 || r.end_time().nanos() != 0);
-        if (k > start) values += ",";
-        absl::StrAppend(&values, "(", r.run_id(), "::bigint,", static_cast<int>(r.status()),
-                        "::int,", r.code(), "::int,", tx.quote(r.message()), "::text,",
-                        has_start ? Ts(tx, FromProto(r.start_time())) : "NULL::timestamptz", ",",
-                        has_end ? Ts(tx, FromProto(r.end_time())) : Ts(tx, now), ")");
-      }
-      // One round trip: update what is still open (and in scope), and tell recorded /
-      // duplicate / unknown / forbidden.
-      const std::string in_scope = scope.has_value()
-                                       ? absl::StrCat("= ANY(", ScopeArray(tx, scope), ")")
-                                       : std::string("IS NOT NULL");
-      const std::string sql = absl::StrCat(
-          "WITH v(id, status, code, msg, st, et) AS (VALUES ", values,
-          "), upd AS (UPDATE runs r SET status = v.status, result_code = v.code, "
-          "result_message = v.msg, start_time = COALESCE(v.st, r.start_time, v.et), "
-          "end_time = v.et FROM v WHERE r.id = v.id AND r.status IN (1, 2) AND r.app ", in_scope,
-          " RETURNING r.id) "
-          "SELECT v.id, (u.id IS NOT NULL), (x.id IS NOT NULL), "
-          "(x.id IS NOT NULL AND NOT (x.app ", in_scope, ")) FROM v "
-          "LEFT JOIN upd u ON u.id = v.id LEFT JOIN runs x ON x.id = v.id");
-      for (const auto& row : tx.exec(sql)) {
-        const int64_t id = row[0].as<int64_t>();
-        disposition[id] = row[3].as<bool>()   ? ResultDisposition::kForbidden
-                          : row[1].as<bool>() ? ResultDisposition::kRecorded
-                          : row[2].as<bool>() ? ResultDisposition::kDuplicate
-                                              : ResultDisposition::kUnknown;
-      }
+    // One round trip: update what is still open (and in scope), and tell recorded /
+    // duplicate / unknown / forbidden. A success of a job without child jobs needs nothing
+    // from the scheduler's follow-up monitor (retries, alarms and child jobs are for the
+    // others), so it is marked done here rather than by one more write per run there.
+    const std::string in_scope = scope.has_value()
+                                     ? absl::StrCat("= ANY(", ScopeArray(tx, scope), ")")
+                                     : std::string("IS NOT NULL");
+    const std::string sql = absl::StrCat(
+        "WITH v AS (SELECT * FROM unnest($1::bigint[], $2::int[], $3::int[], $4::text[], "
+        "$5::timestamptz[], $6::timestamptz[]) AS v(id, status, code, msg, st, et)), "
+        "upd AS (UPDATE runs r SET status = v.status, result_code = v.code, "
+        "result_message = v.msg, start_time = COALESCE(v.st, r.start_time, v.et), "
+        "end_time = v.et, followup_done = (v.status = 3 AND NOT EXISTS (SELECT 1 FROM jobs j "
+        "WHERE j.id = r.job_id AND cardinality(j.child_job_ids) > 0)) "
+        "FROM v WHERE r.id = v.id AND r.id = ANY($1::bigint[]) AND r.status IN (1, 2) AND "
+        "r.app ", in_scope, " RETURNING r.id) "
+        "SELECT v.id, (u.id IS NOT NULL), (x.id IS NOT NULL), "
+        "(x.id IS NOT NULL AND NOT (x.app ", in_scope, ")) FROM v "
+        "LEFT JOIN upd u ON u.id = v.id "
+        "LEFT JOIN LATERAL (SELECT id, app FROM runs WHERE id = v.id) x ON true");
+    for (const auto& row : tx.exec_params(sql, run_ids, IntArray(statuses), IntArray(codes),
+                                          TextArray(messages), TimeArray(starts),
+                                          TimeArray(ends))) {
+      const int64_t id = row[0].as<int64_t>();
+      disposition[id] = row[3].as<bool>()   ? ResultDisposition::kForbidden
+                        : row[1].as<bool>() ? ResultDisposition::kRecorded
+                        : row[2].as<bool>() ? ResultDisposition::kDuplicate
+                                            : ResultDisposition::kUnknown;
     }
     tx.commit();
     records.reserve(results.size());

@@ -261,6 +261,37 @@ TEST_F(PgDispatchStoreTest, ResultsRecordedOnceDuplicatesAndUnknownAcked) {
   EXPECT_EQ(rb.result_code, 9);
 }
 
+// A success of a job without child jobs leaves nothing for the scheduler's follow-up monitor
+// (retries, alarms and child jobs concern the others): it is marked done with the result.
+TEST_F(PgDispatchStoreTest, SuccessWithoutChildJobsNeedsNoFollowUp) {
+  const int64_t plain_ok = PendingRun();
+  const int64_t plain_failed = PendingRun();
+  const int64_t parent_ok = PendingRun();
+  auto followup_done = [&](int64_t run_id) {
+    pqxx::connection conn(dsn_);
+    pqxx::nontransaction tx(conn);
+    return tx.exec1(absl::StrCat("SELECT followup_done FROM runs WHERE id = ", run_id))[0]
+        .as<bool>();
+  };
+  ASSERT_TRUE(store_->RecordResults({Result(plain_ok, v1::RUN_STATUS_SUCCEEDED, 0, "ok"),
+                                     Result(plain_failed, v1::RUN_STATUS_FAILED, 1, "no")},
+                                    now_, std::nullopt)
+                  .ok());
+  EXPECT_TRUE(followup_done(plain_ok));
+  EXPECT_FALSE(followup_done(plain_failed));  // Retry or alarm: the monitor's business.
+  {
+    pqxx::connection conn(dsn_);
+    pqxx::work tx(conn);
+    tx.exec(absl::StrCat("UPDATE jobs SET child_job_ids = '{", job_.id(), "}' WHERE id = ",
+                         job_.id()));
+    tx.commit();
+  }
+  ASSERT_TRUE(store_->RecordResults({Result(parent_ok, v1::RUN_STATUS_SUCCEEDED, 0, "ok")}, now_,
+                                    std::nullopt)
+                  .ok());
+  EXPECT_FALSE(followup_done(parent_ok));  // Its child jobs are still to be fired.
+}
+
 TEST_F(PgDispatchStoreTest, ResultMessagesAreEscaped) {
   const int64_t a = PendingRun();
   const std::string nasty = "it's \"quoted\"; DROP TABLE runs; --\\ ünï";

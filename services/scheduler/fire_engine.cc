@@ -126,6 +126,22 @@ void FireEngine::OnDeposed() {
 }
 
 void FireEngine::Hold(Fire fire) {
+  // A dispatcher routes and runs with a few of the job's fields; the others (schedule,
+  // description, owner, alarm contacts, child jobs, times) would be held in memory for the
+  // whole pre-read window and sent with every fire.
+  Job* job = fire.mutable_job();
+  job->clear_name();
+  job->clear_description();
+  job->clear_owner();
+  job->clear_alarm_contacts();
+  job->clear_schedule();
+  job->clear_misfire_strategy();
+  job->clear_fail_retry_count();
+  job->clear_child_job_ids();
+  job->clear_enabled();
+  job->clear_next_fire_time();
+  job->clear_create_time();
+  job->clear_update_time();
   const int64_t id = fire.fire_id();
   const absl::Time due = FromProto(fire.scheduled_time());
   {
@@ -237,7 +253,7 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
     }
     tx.exec_params(
         "UPDATE jobs SET next_fire_at = u.next FROM unnest($1::bigint[], $2::timestamptz[]) "
-        "AS u(id, next) WHERE jobs.id = u.id",
+        "AS u(id, next) WHERE jobs.id = u.id AND jobs.id = ANY($1::bigint[])",
         NumArray(n_job), TimeArray(n_time));
   });
   metrics_.DbQuery("claim", absl::Now() - start, s.ok());
