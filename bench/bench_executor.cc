@@ -83,7 +83,8 @@ class Recorder {
 }  // namespace
 
 int main(int argc, char** argv) {
-  jobwheel::ParseFlagsWithEnv(argc, argv, "jobwheel bench executor: a noop handler that records lateness");
+  jobwheel::ParseFlagsWithEnv(argc, argv,
+                              "jobwheel bench executor: a noop handler that records lateness");
   jobwheel::InitLogging("bench_executor", false, absl::GetFlag(FLAGS_log_level));
 
   jobwheel::ExecutorOptions options;

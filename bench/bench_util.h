@@ -37,9 +37,9 @@ absl::StatusOr<std::vector<RunRecord>> ReadRecords(const std::string& path);
 
 // CPU time and memory of one process from /proc.
 struct ProcSample {
-  double cpu_seconds = 0;  // utime + stime.
-  int64_t rss_kb = 0;      // VmRSS.
-  int64_t peak_rss_kb = 0; // VmHWM (since start or the last ResetPeakRss).
+  double cpu_seconds = 0;   // utime + stime.
+  int64_t rss_kb = 0;       // VmRSS.
+  int64_t peak_rss_kb = 0;  // VmHWM (since start or the last ResetPeakRss).
 };
 absl::StatusOr<ProcSample> ReadProc(pid_t pid);
 // Resets VmHWM to the current RSS (writes 5 to /proc/PID/clear_refs); false if not allowed.
@@ -48,8 +48,7 @@ bool ResetPeakRss(pid_t pid);
 std::vector<pid_t> ChildrenOf(pid_t parent);
 
 // GET http://127.0.0.1:port/path (HTTP/1.0); the body.
-absl::StatusOr<std::string> HttpGet(int port, absl::string_view path,
-                                    int timeout_ms = 1000);
+absl::StatusOr<std::string> HttpGet(int port, absl::string_view path, int timeout_ms = 1000);
 // The sum of every sample of metric `name` (any labels) in a Prometheus text body; nullopt
 // when absent.
 absl::optional<double> MetricSum(absl::string_view body, absl::string_view name);

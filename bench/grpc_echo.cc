@@ -96,8 +96,8 @@ int Server() {
   std::thread blocker;
   if (absl::GetFlag(FLAGS_blocker)) {
     blocker = std::thread([port] {
-      auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
-                                         grpc::InsecureChannelCredentials());
+      auto channel =
+          grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials());
       auto stub = grpc::health::v1::Health::NewStub(channel);
       grpc::ClientContext ctx;
       grpc::health::v1::HealthCheckRequest request;
@@ -121,7 +121,8 @@ int Server() {
 }
 
 int Client() {
-  auto channel = grpc::CreateChannel(absl::GetFlag(FLAGS_target), grpc::InsecureChannelCredentials());
+  auto channel =
+      grpc::CreateChannel(absl::GetFlag(FLAGS_target), grpc::InsecureChannelCredentials());
   if (!channel->WaitForConnected(absl::ToChronoTime(absl::Now() + absl::Seconds(10)))) {
     std::fprintf(stderr, "grpc_echo: cannot connect to %s\n", absl::GetFlag(FLAGS_target).c_str());
     return 1;
@@ -207,9 +208,8 @@ int Client() {
   std::printf(
       "grpc_echo: calls=%zu seconds=%.2f calls_per_s=%.0f p50_us=%lld p90_us=%lld p99_us=%lld "
       "max_us=%lld errors=%lld\n",
-      latencies_us.size(), seconds, latencies_us.size() / seconds,
-      static_cast<long long>(pct(0.5)), static_cast<long long>(pct(0.9)),
-      static_cast<long long>(pct(0.99)),
+      latencies_us.size(), seconds, latencies_us.size() / seconds, static_cast<long long>(pct(0.5)),
+      static_cast<long long>(pct(0.9)), static_cast<long long>(pct(0.99)),
       static_cast<long long>(latencies_us.empty() ? 0 : latencies_us.back()),
       static_cast<long long>(errors));
   return errors > 0 && latencies_us.empty() ? 1 : 0;

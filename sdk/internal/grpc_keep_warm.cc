@@ -46,13 +46,12 @@ void GrpcKeepWarm::Loop() {
       mu_.Unlock();
       // The completion is the point: it is delivered on a callback thread, which then polls
       // again with a fresh 1 s deadline.
-      stub->async()->Check(&call->ctx, &call->request, &call->response,
-                           [this, call](grpc::Status) {
-                             delete call;
-                             absl::MutexLock lock(&mu_);
-                             in_flight_ = false;
-                             ++calls_;
-                           });
+      stub->async()->Check(&call->ctx, &call->request, &call->response, [this, call](grpc::Status) {
+        delete call;
+        absl::MutexLock lock(&mu_);
+        in_flight_ = false;
+        ++calls_;
+      });
       mu_.Lock();
     }
     mu_.AwaitWithTimeout(absl::Condition(&stop_), interval_);

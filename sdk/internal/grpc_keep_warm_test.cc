@@ -21,8 +21,7 @@ TEST(GrpcKeepWarmTest, CallsTheServerPeriodicallyAndStopsCleanly) {
   grpc::ServerBuilder builder;
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   ASSERT_NE(server, nullptr);
-  GrpcKeepWarm warm(server->InProcessChannel(grpc::ChannelArguments()),
-                    absl::Milliseconds(20));
+  GrpcKeepWarm warm(server->InProcessChannel(grpc::ChannelArguments()), absl::Milliseconds(20));
   warm.Start();
   EXPECT_TRUE(Eventually([&] { return warm.calls() >= 5; }, absl::Seconds(5)));
   warm.Shutdown();

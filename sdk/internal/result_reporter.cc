@@ -117,7 +117,10 @@ void ResultReporter::Loop() {
             e.in_flight = true;
             batch.push_back(e.result);
           } else {
+            // A full batch: the rest waits for the next round (no need to look at thousands
+            // of backlogged results for every batch sent).
             next_ready = now;
+            break;
           }
         } else {
           next_ready = std::min(next_ready, e.next_attempt);

@@ -19,7 +19,8 @@
 namespace jobwheel::sdk {
 
 struct ResultReporterOptions {
-  int max_batch = 100;
+  // Results per ReportResults call (a dispatcher takes up to 10,000).
+  int max_batch = 500;
   // Backoff while the dispatcher is unreachable (jittered, doubling).
   absl::Duration initial_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(5);
@@ -36,8 +37,8 @@ struct ResultReporterOptions {
 // last, not one per result) as soon as it wakes up, so before anything is sent, then sends
 // batches of up to max_batch and removes from the spool only the run ids the dispatcher
 // acknowledged, retrying with backoff while it is down. Only a machine crash in the
-// milliseconds between a handler's end and that sync can lose a result. Start() reloads the spool left by an earlier
-// process. Duplicates can happen (after a crash between ack and removal); the dispatcher
+// milliseconds between a handler's end and that sync can lose a result. Start() reloads the
+// spool left by an earlier process. Duplicates can happen (after a crash between ack and removal); the dispatcher
 // ignores them. Thread-safe. Owns its thread (Start/Shutdown).
 class ResultReporter : public ResultSink {
  public:

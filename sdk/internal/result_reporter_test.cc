@@ -184,6 +184,7 @@ TEST_F(ResultReporterTest, KeepsUnacknowledgedResults) {
 }
 
 TEST_F(ResultReporterTest, SendsBatchesOfAtMostMaxBatch) {
+  options_.max_batch = 100;
   FakeDispatcherClient client;
   client.SetDown(true);
   ResultReporter reporter(&spool_, &client, RealClock::Get(), metrics_, options_);

@@ -45,7 +45,8 @@ void PutU32(char* p, uint32_t v) {
 }
 uint32_t GetU32(const char* p) {
   uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  for (int i = 0; i < 4; ++i)
+    v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
   return v;
 }
 
@@ -67,7 +68,8 @@ std::string RunIdBytes(int64_t run_id) {
 
 int64_t RunIdFromBytes(absl::string_view b) {
   uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(b[i])) << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    v |= static_cast<uint64_t>(static_cast<unsigned char>(b[i])) << (8 * i);
   return static_cast<int64_t>(v);
 }
 
@@ -357,8 +359,8 @@ absl::Status ResultSpool::ReadAllLocked(std::map<int64_t, jobwheel::v1::RunResul
       const bool newest = i + 1 == segments.size();
       if (!newest) bad_segments->push_back(segments[i]);
       if (newest) {
-        spdlog::info("result spool: {} ends in a write cut short by a crash (byte {} of {})",
-                     path, pos, data.size());
+        spdlog::info("result spool: {} ends in a write cut short by a crash (byte {} of {})", path,
+                     pos, data.size());
       } else {
         spdlog::error("result spool: {} unreadable from byte {} of {}; set aside as .bad", path,
                       pos, data.size());

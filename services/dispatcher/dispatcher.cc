@@ -54,6 +54,48 @@ absl::Status ValidateFire(const v1::Fire& f, size_t i) {
   return absl::OkStatus();
 }
 
+// The run's new state from the executor's answer to Run; *label is the metric's outcome.
+TriggerOutcome OutcomeOf(int64_t run_id, const absl::StatusOr<v1::RunResponse>& r, absl::Time at,
+                         std::string* label) {
+  TriggerOutcome o;
+  o.run_id = run_id;
+  o.at = at;
+  if (!r.ok()) {
+    o.status = v1::RUN_STATUS_FAILED;
+    o.message_suffix = absl::StrCat("; trigger error: ",
+                                    absl::StatusCodeToString(r.status().code()), ": ",
+                                    r.status().message());
+    *label = "error";
+    return o;
+  }
+  std::string answer;
+  switch (r->disposition()) {
+    case v1::RUN_DISPOSITION_STARTED:
+      o.status = v1::RUN_STATUS_RUNNING;
+      answer = "STARTED";
+      *label = "started";
+      break;
+    case v1::RUN_DISPOSITION_QUEUED:
+      o.status = v1::RUN_STATUS_RUNNING;
+      answer = "QUEUED";
+      *label = "queued";
+      break;
+    case v1::RUN_DISPOSITION_DISCARDED:
+      o.status = v1::RUN_STATUS_DISCARDED;
+      answer = "DISCARDED";
+      *label = "discarded";
+      break;
+    default:
+      o.status = v1::RUN_STATUS_FAILED;
+      answer = r->disposition() == v1::RUN_DISPOSITION_REJECTED ? "REJECTED" : "no disposition";
+      *label = "rejected";
+      break;
+  }
+  o.message_suffix = absl::StrCat("; executor: ", answer);
+  if (!r->message().empty()) absl::StrAppend(&o.message_suffix, " (", r->message(), ")");
+  return o;
+}
+
 }  // namespace
 
 Dispatcher::Dispatcher(DispatchStore& store, const ExecutorDirectory& directory, Router& router,
@@ -220,50 +262,21 @@ void Dispatcher::Trigger(const v1::Fire& fire, const CreatedRun& run) {
   const std::string strategy =
       fire.executor_address().empty() ? StrategyName(job.routing_strategy()) : "manual";
   bool accepted = false;
-  pools_.Submit(
+  // The Run call is asynchronous: no thread waits for the executor, and the runs of a batch
+  // are all on their way at once instead of taking turns on a few trigger threads.
+  pools_.SubmitAsync(
       job.id(),
-      [this, req = std::move(req), address, strategy] {
-        absl::StatusOr<v1::RunResponse> r = executors_.Run(address, req, options_.run_deadline);
-        TriggerOutcome o;
-        o.run_id = req.run_id();
-        o.at = clock_.Now();
-        std::string outcome;
-        if (!r.ok()) {
-          o.status = v1::RUN_STATUS_FAILED;
-          o.message_suffix = absl::StrCat("; trigger error: ",
-                                          absl::StatusCodeToString(r.status().code()), ": ",
-                                          r.status().message());
-          outcome = "error";
-        } else {
-          std::string answer;
-          switch (r->disposition()) {
-            case v1::RUN_DISPOSITION_STARTED:
-              o.status = v1::RUN_STATUS_RUNNING;
-              answer = "STARTED";
-              outcome = "started";
-              break;
-            case v1::RUN_DISPOSITION_QUEUED:
-              o.status = v1::RUN_STATUS_RUNNING;
-              answer = "QUEUED";
-              outcome = "queued";
-              break;
-            case v1::RUN_DISPOSITION_DISCARDED:
-              o.status = v1::RUN_STATUS_DISCARDED;
-              answer = "DISCARDED";
-              outcome = "discarded";
-              break;
-            default:
-              o.status = v1::RUN_STATUS_FAILED;
-              answer = r->disposition() == v1::RUN_DISPOSITION_REJECTED ? "REJECTED"
-                                                                       : "no disposition";
-              outcome = "rejected";
-              break;
-          }
-          o.message_suffix = absl::StrCat("; executor: ", answer);
-          if (!r->message().empty()) absl::StrAppend(&o.message_suffix, " (", r->message(), ")");
-        }
-        if (metrics_ != nullptr) metrics_->Triggered(strategy, outcome);
-        Enqueue(std::move(o));
+      [this, req = std::move(req), address, strategy](std::function<void()> done) mutable {
+        const int64_t run_id = req.run_id();
+        executors_.RunAsync(
+            address, std::move(req), options_.run_deadline,
+            [this, run_id, strategy, done = std::move(done)](absl::StatusOr<v1::RunResponse> r) {
+              std::string label;
+              TriggerOutcome o = OutcomeOf(run_id, r, clock_.Now(), &label);
+              if (metrics_ != nullptr) metrics_->Triggered(strategy, label);
+              Enqueue(std::move(o));
+              done();
+            });
       },
       &accepted);
   if (!accepted) {

@@ -19,7 +19,8 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry)
                            .Register(registry)),
       pool_depth_(prometheus::BuildGauge()
                       .Name("jobwheel_dispatcher_pool_queue_depth")
-                      .Help("Trigger calls waiting for a trigger thread, by pool.")
+                      .Help("Trigger calls waiting for room in their pool (calls in flight are "
+                            "bounded), by pool.")
                       .Register(registry)),
       finished_(prometheus::BuildCounter()
                     .Name("jobwheel_dispatcher_runs_finished_total")

@@ -1,6 +1,7 @@
 #ifndef JOBWHEEL_SERVICES_DISPATCHER_EXECUTOR_CLIENTS_H_
 #define JOBWHEEL_SERVICES_DISPATCHER_EXECUTOR_CLIENTS_H_
 
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -19,6 +20,13 @@ class ExecutorClients {
   virtual absl::StatusOr<v1::RunResponse> Run(absl::string_view address,
                                               const v1::RunRequest& request,
                                               absl::Duration deadline) = 0;
+  // Run without blocking the calling thread: `done` gets the answer exactly once, possibly on
+  // another thread (or on this one, before RunAsync returns). The default calls Run().
+  using RunCallback = std::function<void(absl::StatusOr<v1::RunResponse>)>;
+  virtual void RunAsync(absl::string_view address, v1::RunRequest request,
+                        absl::Duration deadline, RunCallback done) {
+    done(Run(address, request, deadline));
+  }
   // OK when the executor answered.
   virtual absl::Status Beat(absl::string_view address, absl::Duration deadline) = 0;
   virtual absl::StatusOr<v1::IdleBeatResponse> IdleBeat(absl::string_view address,

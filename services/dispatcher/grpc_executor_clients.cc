@@ -44,6 +44,37 @@ absl::StatusOr<v1::RunResponse> GrpcExecutorClients::Run(absl::string_view addre
   return response;
 }
 
+void GrpcExecutorClients::RunAsync(absl::string_view address, v1::RunRequest request,
+                                   absl::Duration deadline, RunCallback done) {
+  auto stub = StubFor(address);
+  if (!stub.ok()) {
+    done(stub.status());
+    return;
+  }
+  struct Call {
+    grpc::ClientContext ctx;
+    v1::RunRequest request;
+    v1::RunResponse response;
+    std::shared_ptr<v1::ExecutorService::Stub> stub;  // Outlives the call.
+    RunCallback done;
+  };
+  auto* call = new Call;
+  call->request = std::move(request);
+  call->stub = *stub;
+  call->done = std::move(done);
+  Prepare(call->ctx, deadline);
+  call->ctx.set_wait_for_ready(true);  // As Run(): ride out a reconnecting channel.
+  call->stub->async()->Run(&call->ctx, &call->request, &call->response,
+                           [call](grpc::Status s) {
+                             if (s.ok()) {
+                               call->done(std::move(call->response));
+                             } else {
+                               call->done(FromGrpcStatus(s));
+                             }
+                             delete call;
+                           });
+}
+
 absl::Status GrpcExecutorClients::Beat(absl::string_view address, absl::Duration deadline) {
   auto stub = StubFor(address);
   if (!stub.ok()) return stub.status();

@@ -163,9 +163,10 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
       const v1::Job& job = f.job();
       const std::string param = f.has_param() ? f.param() : job.param();
       const absl::Time scheduled = FromProto(f.scheduled_time());
-      const int routing = static_cast<int>(job.routing_strategy() == v1::ROUTING_STRATEGY_UNSPECIFIED
-                                               ? v1::ROUTING_STRATEGY_FIRST
-                                               : job.routing_strategy());
+      const int routing =
+          static_cast<int>(job.routing_strategy() == v1::ROUTING_STRATEGY_UNSPECIFIED
+                               ? v1::ROUTING_STRATEGY_FIRST
+                               : job.routing_strategy());
       for (PlannedRun& run : p.runs) {
         const bool failed = run.status != v1::RUN_STATUS_PENDING;
         r_fire.push_back(f.fire_id());

@@ -1,5 +1,6 @@
 #include "services/dispatcher/trigger_pools.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace jobwheel::dispatcher {
@@ -15,7 +16,7 @@ const char* TriggerPoolName(TriggerPool pool) {
 
 TriggerPools::TriggerPools(Clock& clock, Options options, LatencyObserver latency,
                            DepthObserver depth)
-    : clock_(clock), options_(options), latency_(std::move(latency)) {
+    : clock_(clock), options_(options), latency_(std::move(latency)), depth_(depth) {
   auto observer = [depth](TriggerPool pool) -> std::function<void(size_t)> {
     if (!depth) return nullptr;
     return [depth, pool](size_t n) { depth(pool, n); };
@@ -60,9 +61,75 @@ void TriggerPools::Record(int64_t job_id, absl::Duration took) {
   if (took > options_.slow_threshold) ++slow_counts_[job_id];
 }
 
+TriggerPool TriggerPools::SubmitAsync(int64_t job_id, AsyncTask start, bool* accepted) {
+  const TriggerPool pool = PoolFor(job_id);
+  const int max = std::max(1, pool == TriggerPool::kSlow ? options_.slow_max_in_flight
+                                                          : options_.fast_max_in_flight);
+  bool now = false;
+  size_t depth = 0;
+  {
+    absl::MutexLock lock(&async_mu_);
+    if (stopping_) {
+      if (accepted != nullptr) *accepted = false;
+      return pool;
+    }
+    Lane& lane = LaneOf(pool);
+    if (lane.in_flight < max) {
+      ++lane.in_flight;
+      now = true;
+    } else {
+      lane.waiting.emplace_back(job_id, std::move(start));
+    }
+    depth = lane.waiting.size();
+  }
+  if (accepted != nullptr) *accepted = true;
+  if (depth_) depth_(pool, depth);
+  if (now) StartAsync(pool, job_id, std::move(start));
+  return pool;
+}
+
+void TriggerPools::StartAsync(TriggerPool pool, int64_t job_id, AsyncTask start) {
+  const absl::Time started = clock_.Now();
+  start([this, pool, job_id, started] {
+    const absl::Duration took = clock_.Now() - started;
+    Record(job_id, took);
+    if (latency_) latency_(pool, took);
+    FinishAsync(pool);
+  });
+}
+
+void TriggerPools::FinishAsync(TriggerPool pool) {
+  int64_t next_job = 0;
+  AsyncTask next;
+  size_t depth = 0;
+  {
+    absl::MutexLock lock(&async_mu_);
+    Lane& lane = LaneOf(pool);
+    if (lane.waiting.empty()) {
+      --lane.in_flight;  // The slot is free.
+    } else {
+      // The slot goes straight to the longest waiting call.
+      next_job = lane.waiting.front().first;
+      next = std::move(lane.waiting.front().second);
+      lane.waiting.pop_front();
+    }
+    depth = lane.waiting.size();
+  }
+  if (depth_) depth_(pool, depth);
+  if (next) StartAsync(pool, next_job, std::move(next));
+}
+
 void TriggerPools::Shutdown() {
   fast_->Shutdown();
   slow_->Shutdown();
+  absl::MutexLock lock(&async_mu_);
+  stopping_ = true;
+  // Calls in flight have deadlines; the waiting ones start as those finish.
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(async_mu_) {
+    return fast_lane_.in_flight == 0 && slow_lane_.in_flight == 0 && fast_lane_.waiting.empty() &&
+           slow_lane_.waiting.empty();
+  };
+  async_mu_.Await(absl::Condition(&idle));
 }
 
 }  // namespace jobwheel::dispatcher

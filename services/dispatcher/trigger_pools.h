@@ -2,8 +2,10 @@
 #define JOBWHEEL_SERVICES_DISPATCHER_TRIGGER_POOLS_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
@@ -19,7 +21,13 @@ const char* TriggerPoolName(TriggerPool pool);
 // XXL-JOB's JobTriggerPoolHelper: trigger calls run on a fast pool, except for jobs whose
 // calls took longer than `slow_threshold` more than `slow_limit` times in the current minute
 // (by the injected clock): those go to the slow pool so they cannot starve the others. The
-// counts start afresh every minute. Thread-safe; Shutdown() runs queued work, then joins.
+// counts start afresh every minute.
+//
+// Two kinds of work: Submit() runs a blocking task on the pool's threads; SubmitAsync()
+// starts a non-blocking call (an asynchronous RPC) at once on the caller's thread, at most
+// `*_max_in_flight` per pool at a time (the rest queue and start as earlier calls finish), so
+// no thread waits for an executor. Thread-safe; Shutdown() runs queued work and waits for the
+// calls in flight.
 class TriggerPools {
  public:
   struct Options {
@@ -27,7 +35,12 @@ class TriggerPools {
     int slow_threads = 4;
     absl::Duration slow_threshold = absl::Milliseconds(500);
     int slow_limit = 10;
+    // SubmitAsync: calls in flight at once, per pool.
+    int fast_max_in_flight = 512;
+    int slow_max_in_flight = 64;
   };
+  // Starts one call; must run `done` exactly once when the call has finished (any thread).
+  using AsyncTask = std::function<void(std::function<void()> done)>;
   // Observers (may be null): a finished task's duration per pool, queue depth per pool.
   using LatencyObserver = std::function<void(TriggerPool, absl::Duration)>;
   using DepthObserver = std::function<void(TriggerPool, size_t)>;
@@ -39,18 +52,36 @@ class TriggerPools {
   // Queues `task` (one trigger call) for `job_id` on the pool the job belongs to now.
   // Returns the pool, or nullopt-like false through `accepted` when shutting down.
   TriggerPool Submit(int64_t job_id, std::function<void()> task, bool* accepted = nullptr);
+  // Starts `start` now if the job's pool has room, else when it has. `accepted` as Submit.
+  TriggerPool SubmitAsync(int64_t job_id, AsyncTask start, bool* accepted = nullptr);
   // The pool a task of `job_id` would go to now.
   TriggerPool PoolFor(int64_t job_id) const;
   void Shutdown();
 
  private:
   void Record(int64_t job_id, absl::Duration took);
+  struct Lane {  // SubmitAsync's bookkeeping for one pool.
+    int in_flight = 0;
+    std::deque<std::pair<int64_t, AsyncTask>> waiting;
+  };
+  // Starts `start` for `job_id` on `pool` (a slot is taken already).
+  void StartAsync(TriggerPool pool, int64_t job_id, AsyncTask start);
+  void FinishAsync(TriggerPool pool);
+  Lane& LaneOf(TriggerPool pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(async_mu_) {
+    return pool == TriggerPool::kSlow ? slow_lane_ : fast_lane_;
+  }
 
   Clock& clock_;
   const Options options_;
   const LatencyObserver latency_;
+  const DepthObserver depth_;
   std::unique_ptr<WorkPool> fast_;
   std::unique_ptr<WorkPool> slow_;
+
+  absl::Mutex async_mu_;
+  Lane fast_lane_ ABSL_GUARDED_BY(async_mu_);
+  Lane slow_lane_ ABSL_GUARDED_BY(async_mu_);
+  bool stopping_ ABSL_GUARDED_BY(async_mu_) = false;
 
   mutable absl::Mutex mu_;
   int64_t minute_ ABSL_GUARDED_BY(mu_) = 0;

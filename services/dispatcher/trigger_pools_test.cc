@@ -80,6 +80,68 @@ TEST(TriggerPoolsTest, SlowJobRunsOnSlowPoolWhileFastPoolServesOthers) {
   release.Notify();
 }
 
+TEST(TriggerPoolsTest, AsyncCallsStartAtOnceUpToTheLimitThenAsOthersFinish) {
+  FakeClock clock(absl::FromUnixSeconds(1700000000));
+  TriggerPools::Options options{1, 1, absl::Milliseconds(500), 10};
+  options.fast_max_in_flight = 2;
+  std::vector<size_t> depths;
+  TriggerPools pools(clock, options, nullptr,
+                     [&](TriggerPool, size_t d) { depths.push_back(d); });
+  std::vector<std::function<void()>> in_flight;  // Their `done`s; this thread only.
+  std::vector<int> started;
+  for (int i = 0; i < 4; ++i) {
+    bool accepted = false;
+    EXPECT_EQ(pools.SubmitAsync(
+                  1,
+                  [&, i](std::function<void()> done) {
+                    started.push_back(i);
+                    in_flight.push_back(std::move(done));
+                  },
+                  &accepted),
+              TriggerPool::kFast);
+    EXPECT_TRUE(accepted);
+  }
+  // Two started on the submitting thread, two wait.
+  EXPECT_EQ(started, (std::vector<int>{0, 1}));
+  EXPECT_EQ(depths.back(), 2u);
+  auto finish = [&](size_t k) {
+    std::function<void()> done = std::move(in_flight[k]);  // The vector may grow meanwhile.
+    done();
+  };
+  finish(0);  // Its slot goes to the longest waiting call.
+  EXPECT_EQ(started, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(depths.back(), 1u);
+  finish(1);
+  EXPECT_EQ(started, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(depths.back(), 0u);
+  finish(2);
+  finish(3);
+  // Nothing in flight: Shutdown returns, and new calls are refused.
+  pools.Shutdown();
+  bool accepted = true;
+  pools.SubmitAsync(1, [](std::function<void()> done) { done(); }, &accepted);
+  EXPECT_FALSE(accepted);
+}
+
+TEST(TriggerPoolsTest, SlowAsyncCallsMoveTheJobToTheSlowPool) {
+  FakeClock clock(absl::FromUnixSeconds(1700000000));
+  std::atomic<int> reports{0};
+  TriggerPools pools(clock, TriggerPools::Options{1, 1, absl::Milliseconds(500), 10},
+                     [&](TriggerPool, absl::Duration took) {
+                       EXPECT_EQ(took, absl::Milliseconds(600));
+                       ++reports;
+                     });
+  for (int i = 0; i < 11; ++i) {
+    pools.SubmitAsync(3, [&](std::function<void()> done) {
+      clock.Advance(absl::Milliseconds(600));
+      done();
+    });
+  }
+  EXPECT_EQ(reports.load(), 11);
+  EXPECT_EQ(pools.PoolFor(3), TriggerPool::kSlow);
+  EXPECT_EQ(pools.PoolFor(4), TriggerPool::kFast);
+}
+
 TEST(WorkPoolTest, BoundedQueueRefusesAndShutdownDrains) {
   absl::Notification release, started;
   std::atomic<int> ran{0};

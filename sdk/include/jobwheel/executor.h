@@ -18,9 +18,10 @@ namespace sdk {
 class ExecutorCore;
 }  // namespace sdk
 
-// A job handler: runs one run of a job and says how it went. Runs on the job's worker
-// thread (one thread per job with active runs), so different jobs run concurrently while
-// the runs of one job follow its block strategy. Exceptions are caught and fail the run.
+// A job handler: runs one run of a job and says how it went. Runs on one of the executor's
+// run threads (a pool shared by all jobs, as many as runs execute at once), so different
+// jobs run concurrently while the runs of one job follow its block strategy. Exceptions are
+// caught and fail the run.
 using Handler = std::function<Result(JobContext& ctx)>;
 
 // The executor embedded in a user's service: serves jobwheel.v1.ExecutorService, keeps the

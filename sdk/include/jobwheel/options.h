@@ -64,11 +64,12 @@ struct ExecutorOptions {
   std::string log_dir = "/tmp/jobwheel-executor/logs";
   // Day folders older than this are deleted (checked hourly). <= 0 keeps logs forever.
   int log_retention_days = 30;
-  // Results not yet acknowledged by a dispatcher: one fsync'd file per run.
+  // Results not yet acknowledged by a dispatcher: an append-only journal, synced before they
+  // are sent (see docs/sdk.md).
   std::string spool_dir = "/tmp/jobwheel-executor/spool";
 
   // --- Runs ---
-  // A job's worker thread exits after this long without runs.
+  // A run thread (shared by all jobs) exits after this long without runs.
   absl::Duration worker_idle_timeout = absl::Seconds(30);
   // After a run is cancelled (kill, timeout, cover), its result is reported when the handler
   // returns or after this long, whichever is first; a later handler result is dropped.
