@@ -18,6 +18,7 @@
 #include "common/auth.h"
 #include "common/flags.h"
 #include "common/logging.h"
+#include "common/mutex_mode.h"
 #include "jobwheel/executor.h"
 #include "spdlog/spdlog.h"
 
@@ -83,6 +84,7 @@ class Recorder {
 }  // namespace
 
 int main(int argc, char** argv) {
+  jobwheel::DisableMutexDeadlockDetection();
   jobwheel::ParseFlagsWithEnv(argc, argv,
                               "jobwheel bench executor: a noop handler that records lateness");
   jobwheel::InitLogging("bench_executor", false, absl::GetFlag(FLAGS_log_level));

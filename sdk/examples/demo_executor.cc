@@ -11,6 +11,7 @@
 #include "common/auth.h"
 #include "common/flags.h"
 #include "common/logging.h"
+#include "common/mutex_mode.h"
 #include "jobwheel/executor.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
@@ -105,6 +106,7 @@ std::string PortOf(const std::string& address) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  jobwheel::DisableMutexDeadlockDetection();
   jobwheel::ParseFlagsWithEnv(argc, argv, "jobwheel demo executor");
   jobwheel::InitLogging("executor", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
 

@@ -17,6 +17,7 @@
 #include "common/flags.h"
 #include "common/grpc_server.h"
 #include "common/logging.h"
+#include "common/mutex_mode.h"
 #include "common/migrations.h"
 #include "common/pg_pool.h"
 #include "common/pg_token_store.h"
@@ -266,10 +267,7 @@ int Run(const Config& c) {
 }  // namespace jobwheel::dispatcher
 
 int main(int argc, char** argv) {
-  // Debian's Abseil is built with its debug checks: taking a Mutex while holding another also
-  // updates a global lock-order graph, which about triples the cost. Deadlocks are for tests
-  // to find.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  jobwheel::DisableMutexDeadlockDetection();
   jobwheel::ParseFlagsWithEnv(argc, argv, "jobwheel dispatcher: routes fires to executors");
   jobwheel::InitLogging("dispatcher", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
   auto config = jobwheel::dispatcher::ConfigFromFlags();

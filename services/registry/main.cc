@@ -18,6 +18,7 @@
 #include "common/flags.h"
 #include "common/grpc_server.h"
 #include "common/logging.h"
+#include "common/mutex_mode.h"
 #include "common/migrations.h"
 #include "common/pg_pool.h"
 #include "common/pg_token_store.h"
@@ -253,6 +254,7 @@ int Run() {
 }  // namespace jobwheel::registry
 
 int main(int argc, char** argv) {
+  jobwheel::DisableMutexDeadlockDetection();
   jobwheel::ParseFlagsWithEnv(argc, argv, "registry: executor liveness and app admin for jobwheel");
   jobwheel::InitLogging("registry", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
   return jobwheel::registry::Run();

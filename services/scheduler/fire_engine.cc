@@ -155,6 +155,7 @@ void FireEngine::Hold(Fire fire) {
 absl::StatusOr<int> FireEngine::ClaimOnce() {
   const absl::Time now = clock_.Now();
   const absl::Time horizon = now + options_.preread_window;
+  const absl::Time fill_until = horizon + options_.claim_ahead;
   std::vector<Fire> claimed;
   struct Misfire {
     jobwheel::v1::MisfireStrategy strategy;
@@ -219,7 +220,7 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
             absl::FormatTime(last), once ? " missed; fired once now (FIRE_ONCE_NOW)"
                                          : " skipped (DO_NOTHING)"));
       }
-      while (t && *t <= horizon) {
+      while (t && *t <= fill_until) {
         f_job.push_back(job.id());
         f_time.push_back(*t);
         f_type.push_back(type);

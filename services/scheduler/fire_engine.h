@@ -38,6 +38,10 @@ class FireEngine {
  public:
   struct Options {
     absl::Duration preread_window = absl::Seconds(5);
+    // A claimed job gets its fires up to preread_window + claim_ahead recorded, so a job
+    // that fires every second is claimed (its row rewritten) once per claim_ahead, not once
+    // per fire.
+    absl::Duration claim_ahead = absl::Seconds(5);
     absl::Duration misfire_threshold = absl::Seconds(5);
     absl::Duration claim_interval = absl::Milliseconds(200);
     int claim_batch = 2000;

@@ -125,17 +125,30 @@ TEST_F(FireEngineTest, ClaimRecordsEachDueSecondOnceAndAdvances) {
   auto claimed = leader->engine->ClaimOnce();
   ASSERT_TRUE(claimed.ok()) << claimed.status();
   EXPECT_EQ(*claimed, 1);
-  // now+1 .. now+5 inclusive.
-  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 1 AND trigger_type = 1"), 5);
-  EXPECT_EQ(leader->engine->held(), 5u);
+  // Due within the 5 s pre-read window, so claimed; recorded up to 5 s beyond it
+  // (claim_ahead): now+1 .. now+10 inclusive.
+  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 1 AND trigger_type = 1"), 10);
+  EXPECT_EQ(leader->engine->held(), 10u);
   EXPECT_EQ(Count(absl::StrCat("SELECT (EXTRACT(EPOCH FROM next_fire_at) * 1000000)::BIGINT "
                                "FROM jobs WHERE id = ", job)),
-            absl::ToUnixMicros(now + absl::Seconds(6)));
+            absl::ToUnixMicros(now + absl::Seconds(11)));
   // A second pass claims nothing new.
   auto again = leader->engine->ClaimOnce();
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(*again, 0);
-  EXPECT_EQ(Count("SELECT count(*) FROM fires"), 5);
+  EXPECT_EQ(Count("SELECT count(*) FROM fires"), 10);
+  // The job is not claimed again until its next fire (now+11) is within the window: one row
+  // rewrite per 5 fires, not one per fire.
+  clock_.Advance(absl::Seconds(5));
+  again = leader->engine->ClaimOnce();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, 0);
+  clock_.Advance(absl::Seconds(1));
+  again = leader->engine->ClaimOnce();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM fires"), 16);  // now+11 .. now+16 added.
+  EXPECT_EQ(Count("SELECT count(DISTINCT scheduled_at) FROM fires"), 16);
 }
 
 TEST_F(FireEngineTest, MisfireDoNothingSkipsAndRecordsIt) {
@@ -145,7 +158,7 @@ TEST_F(FireEngineTest, MisfireDoNothingSkipsAndRecordsIt) {
   ASSERT_TRUE(leader->engine->ClaimOnce().ok());
   // 55 missed times (older than 5 s) become one SKIPPED row; the last 5 s still fire.
   EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 3 AND reason LIKE 'misfire: 55 %'"), 1);
-  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 1"), 11);  // now-5 .. now+5
+  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 1"), 16);  // now-5 .. now+10
 }
 
 TEST_F(FireEngineTest, MisfireFireOnceNowFiresOnce) {
@@ -211,7 +224,7 @@ TEST_F(FireEngineTest, NewLeaderTakesOverCommittedPendingFires) {
   auto b = Elect("b");
   EXPECT_GT(b->elector.epoch(), epoch_a);
   // on_elected runs right after the lock is taken.
-  EXPECT_TRUE(Eventually([&] { return b->engine->held() == 5u; }));
+  EXPECT_TRUE(Eventually([&] { return b->engine->held() == 10u; }));
   b->elector.Shutdown();
 }
 

@@ -15,6 +15,7 @@
 #include "common/flags.h"
 #include "common/grpc_server.h"
 #include "common/logging.h"
+#include "common/mutex_mode.h"
 #include "common/migrations.h"
 #include "common/pg_pool.h"
 #include "common/signals.h"
@@ -45,7 +46,11 @@ ABSL_FLAG(absl::Duration, leader_silence_takeover, absl::Seconds(4),
           "leader); 0 disables");
 ABSL_FLAG(absl::Duration, lock_retry_interval, absl::Milliseconds(500),
           "How often a standby tries the schedule lock");
-ABSL_FLAG(absl::Duration, preread_window, absl::Seconds(5), "How far ahead fires are recorded");
+ABSL_FLAG(absl::Duration, preread_window, absl::Seconds(5),
+          "Jobs due within this window are claimed: their fires recorded and held in memory");
+ABSL_FLAG(absl::Duration, claim_ahead, absl::Seconds(5),
+          "A claimed job's fires are recorded this far beyond --preread_window, so frequent "
+          "jobs are claimed once per this period rather than once per fire");
 ABSL_FLAG(absl::Duration, misfire_threshold, absl::Seconds(5),
           "A fire later than this follows the job's misfire strategy");
 ABSL_FLAG(absl::Duration, lost_run_after, absl::Minutes(10),
@@ -86,6 +91,7 @@ int Fail(const std::string& message) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  jobwheel::DisableMutexDeadlockDetection();
   jobwheel::BlockTerminationSignals();
   jobwheel::ParseFlagsWithEnv(argc, argv, "jobwheel scheduler");
   jobwheel::InitLogging("scheduler", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
@@ -166,6 +172,7 @@ int main(int argc, char** argv) {
 
   FireEngine::Options engine_options;
   engine_options.preread_window = absl::GetFlag(FLAGS_preread_window);
+  engine_options.claim_ahead = absl::GetFlag(FLAGS_claim_ahead);
   engine_options.misfire_threshold = absl::GetFlag(FLAGS_misfire_threshold);
   Monitors::Options monitor_options;
   monitor_options.lost_after = absl::GetFlag(FLAGS_lost_run_after);
