@@ -35,7 +35,7 @@ pg_start() {
     return 0
   fi
   pg_as_owner "$PG_BIN/pg_ctl" -D "$dir/pgdata" -l "$dir/postgres.log" -w -t 60 start \
-    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=${PG_FSYNC:-on} -c shared_buffers=256MB" \
+    -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=400 -c fsync=${PG_FSYNC:-on} -c shared_buffers=256MB ${PG_EXTRA_OPTS:-}" \
     >/dev/null || { tail -n 20 "$dir/postgres.log"; return 1; }
 }
 

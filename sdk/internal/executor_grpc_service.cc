@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/grpc_status.h"
 
 namespace jobwheel::sdk {
@@ -13,6 +15,24 @@ grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* ctx, const absl::S
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
+}
+
+// RunManager::Submit names the field of a malformed run as "run_id: ..." or
+// "run <id>: <field>: ..."; inside a batch it becomes "runs[<i>].<field>: ... (run <id>)".
+std::string BatchFieldMessage(int index, absl::string_view message) {
+  absl::string_view rest = message;
+  std::string run;
+  if (absl::ConsumePrefix(&rest, "run ")) {
+    const size_t colon = rest.find(": ");
+    int64_t id = 0;
+    if (colon != absl::string_view::npos && absl::SimpleAtoi(rest.substr(0, colon), &id)) {
+      run = absl::StrCat(" (run ", id, ")");
+      rest.remove_prefix(colon + 2);
+    } else {
+      rest = message;
+    }
+  }
+  return absl::StrCat("runs[", index, "].", rest, run);
 }
 
 }  // namespace
@@ -29,6 +49,36 @@ grpc::ServerUnaryReactor* ExecutorGrpcService::Run(grpc::CallbackServerContext* 
   if (!outcome.ok()) return Finish(ctx, outcome.status());
   response->set_disposition(outcome->disposition);
   response->set_message(outcome->message);
+  return Finish(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* ExecutorGrpcService::RunBatch(
+    grpc::CallbackServerContext* ctx, const jobwheel::v1::RunBatchRequest* request,
+    jobwheel::v1::RunBatchResponse* response) {
+  absl::Status auth = CheckBearer(ctx->client_metadata(), policy_);
+  if (!auth.ok()) return Finish(ctx, auth);
+  if (request->runs_size() == 0) {
+    return Finish(ctx, absl::InvalidArgumentError("runs: must not be empty"));
+  }
+  if (request->runs_size() > kMaxBatchRuns) {
+    return Finish(ctx, absl::InvalidArgumentError(absl::StrCat(
+                           "runs: at most ", kMaxBatchRuns, " per call, got ", request->runs_size())));
+  }
+  response->mutable_responses()->Reserve(request->runs_size());
+  for (int i = 0; i < request->runs_size(); ++i) {
+    jobwheel::v1::RunResponse* r = response->add_responses();
+    auto outcome = runs_->Submit(request->runs(i));
+    if (!outcome.ok()) {
+      // One bad run does not fail the others.
+      r->set_disposition(jobwheel::v1::RUN_DISPOSITION_REJECTED);
+      r->set_message(outcome.status().code() == absl::StatusCode::kInvalidArgument
+                         ? BatchFieldMessage(i, outcome.status().message())
+                         : absl::StrCat("runs[", i, "]: ", outcome.status().ToString()));
+      continue;
+    }
+    r->set_disposition(outcome->disposition);
+    r->set_message(std::move(outcome->message));
+  }
   return Finish(ctx, absl::OkStatus());
 }
 

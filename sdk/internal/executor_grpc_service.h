@@ -15,12 +15,19 @@ class ExecutorGrpcService final : public jobwheel::v1::ExecutorService::Callback
  public:
   static constexpr int kDefaultLogLines = 1000;
   static constexpr int kMaxLogLines = 10000;
+  // RunBatch: more runs than this in one call is INVALID_ARGUMENT.
+  static constexpr int kMaxBatchRuns = 1000;
 
   ExecutorGrpcService(RunManager* runs, RunLogStore* logs, TokenPolicy policy);
 
   grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* ctx,
                                 const jobwheel::v1::RunRequest* request,
                                 jobwheel::v1::RunResponse* response) override;
+  // Each run as Run would take it, in order; a malformed run is REJECTED naming
+  // `runs[i].field`, the others still go ahead.
+  grpc::ServerUnaryReactor* RunBatch(grpc::CallbackServerContext* ctx,
+                                     const jobwheel::v1::RunBatchRequest* request,
+                                     jobwheel::v1::RunBatchResponse* response) override;
   grpc::ServerUnaryReactor* Kill(grpc::CallbackServerContext* ctx,
                                  const jobwheel::v1::KillRequest* request,
                                  jobwheel::v1::KillResponse* response) override;

@@ -186,6 +186,76 @@ TEST_F(ExecutorGrpcServiceTest, RunKillIdleBeat) {
             grpc::StatusCode::INVALID_ARGUMENT);
 }
 
+jobwheel::v1::RunRequest MakeRun(int64_t run_id, int64_t job_id, const std::string& handler) {
+  jobwheel::v1::RunRequest req;
+  req.set_run_id(run_id);
+  req.set_job_id(job_id);
+  req.set_handler(handler);
+  return req;
+}
+
+TEST_F(ExecutorGrpcServiceTest, RunBatchAnswersEveryRunInOrder) {
+  jobwheel::v1::RunBatchRequest batch;
+  *batch.add_runs() = MakeRun(21, 30, "wait");     // STARTED
+  *batch.add_runs() = MakeRun(22, 30, "wait");     // QUEUED behind 21
+  *batch.add_runs() = MakeRun(23, 31, "missing");  // REJECTED: no such handler
+  *batch.add_runs() = MakeRun(0, 32, "lines");     // REJECTED: malformed
+  *batch.add_runs() = MakeRun(25, 0, "lines");     // REJECTED: malformed
+  *batch.add_runs() = MakeRun(26, 33, "lines");    // STARTED, despite the bad ones before it
+  jobwheel::v1::RunBatchResponse resp;
+  grpc::Status s = stub_->RunBatch(Ctx().get(), batch, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(resp.responses_size(), 6);
+  EXPECT_EQ(resp.responses(0).disposition(), jobwheel::v1::RUN_DISPOSITION_STARTED);
+  EXPECT_EQ(resp.responses(1).disposition(), jobwheel::v1::RUN_DISPOSITION_QUEUED);
+  EXPECT_EQ(resp.responses(2).disposition(), jobwheel::v1::RUN_DISPOSITION_REJECTED);
+  EXPECT_THAT(resp.responses(2).message(), HasSubstr("\"missing\" is not registered"));
+  EXPECT_EQ(resp.responses(3).disposition(), jobwheel::v1::RUN_DISPOSITION_REJECTED);
+  EXPECT_THAT(resp.responses(3).message(), HasSubstr("runs[3].run_id: must be positive"));
+  EXPECT_EQ(resp.responses(4).disposition(), jobwheel::v1::RUN_DISPOSITION_REJECTED);
+  EXPECT_EQ(resp.responses(4).message(), "runs[4].job_id: must be positive (run 25)");
+  EXPECT_EQ(resp.responses(5).disposition(), jobwheel::v1::RUN_DISPOSITION_STARTED);
+  EXPECT_TRUE(runs_->IsActive(21));
+  EXPECT_TRUE(runs_->IsActive(22));
+  EXPECT_FALSE(runs_->IsActive(23));
+  EXPECT_FALSE(runs_->IsActive(25));
+  ASSERT_TRUE(Eventually([&] { return sink_.Has(26); }, absl::Seconds(10)));
+
+  // A repeated batch is answered as repeated Run calls are: nothing runs twice.
+  jobwheel::v1::RunBatchRequest again;
+  *again.add_runs() = MakeRun(21, 30, "wait");
+  ASSERT_TRUE(stub_->RunBatch(Ctx().get(), again, &resp).ok());
+  ASSERT_EQ(resp.responses_size(), 1);
+  EXPECT_EQ(resp.responses(0).disposition(), jobwheel::v1::RUN_DISPOSITION_STARTED);
+  EXPECT_THAT(resp.responses(0).message(), HasSubstr("already accepted"));
+}
+
+TEST_F(ExecutorGrpcServiceTest, RunBatchRefusesEmptyOversizedAndUnauthenticatedCalls) {
+  jobwheel::v1::RunBatchResponse resp;
+  jobwheel::v1::RunBatchRequest empty;
+  grpc::Status s = stub_->RunBatch(Ctx().get(), empty, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("runs: must not be empty"));
+
+  jobwheel::v1::RunBatchRequest big;
+  for (int i = 1; i <= ExecutorGrpcService::kMaxBatchRuns + 1; ++i) {
+    *big.add_runs() = MakeRun(1000 + i, 40, "wait");
+  }
+  s = stub_->RunBatch(Ctx().get(), big, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("runs: at most 1000 per call, got 1001"));
+  // Refused as a whole: nothing was submitted (a "wait" run would still be running).
+  EXPECT_FALSE(runs_->IsActive(1001));
+
+  jobwheel::v1::RunBatchRequest one;
+  *one.add_runs() = MakeRun(50, 41, "wait");
+  EXPECT_EQ(stub_->RunBatch(Ctx("").get(), one, &resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(stub_->RunBatch(Ctx("wrong").get(), one, &resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_FALSE(runs_->IsActive(50));  // A "wait" run would still be running.
+}
+
 TEST_F(ExecutorGrpcServiceTest, LogPagesAndSaysWhenTheRunEnded) {
   jobwheel::v1::RunResponse resp;
   ASSERT_TRUE(Run(5, 1, "wait", &resp).ok());

@@ -95,8 +95,15 @@ class DispatchStore {
   // the trigger's, else end_time); others are duplicates, ids
   // without a row are unknown, runs of apps outside `scope` forbidden (untouched). `results`
   // must have distinct run ids.
+  //
+  // `answers`: trigger answers of some of these runs that were not written yet (the dispatcher
+  // holds STARTED/QUEUED answers briefly, see Dispatcher), at most one per run. The same
+  // statement applies each to its run if the run's result is recorded: message_suffix is
+  // appended to trigger_message and `at` is the trigger's start_time (after the executor's).
+  // An answer whose result is not recorded is not applied; the caller must write it itself.
   virtual absl::StatusOr<std::vector<ResultRecord>> RecordResults(
-      const std::vector<v1::RunResult>& results, absl::Time now, const AppScope& scope) = 0;
+      const std::vector<v1::RunResult>& results, absl::Time now, const AppScope& scope,
+      const std::vector<TriggerOutcome>& answers) = 0;
 };
 
 }  // namespace jobwheel::dispatcher

@@ -1,8 +1,10 @@
 #include "services/dispatcher/dispatcher.h"
 
 #include <algorithm>
+#include <atomic>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -126,7 +128,17 @@ void Dispatcher::Shutdown() {
 
 size_t Dispatcher::pending_outcomes() const {
   absl::MutexLock lock(&mu_);
-  return outcomes_.size() + writing_;
+  return outcomes_.size() + writing_ + held_.size() + folding_;
+}
+
+size_t Dispatcher::held_outcomes() const {
+  absl::MutexLock lock(&mu_);
+  return held_.size();
+}
+
+void Dispatcher::WakeWriter() {
+  absl::MutexLock lock(&mu_);
+  ++wakes_;
 }
 
 FirePlan Dispatcher::Plan(const v1::Fire& fire) {
@@ -214,6 +226,16 @@ absl::StatusOr<v1::DispatchResponse> Dispatcher::Dispatch(const v1::DispatchRequ
       store_.DispatchFires(fires, clock_.Now(), [this](const v1::Fire& f) { return Plan(f); });
   if (!results.ok()) return results.status();
 
+  // The runs to trigger, one group per (executor, trigger pool), in the order they were
+  // created. A group that reaches max_runs_per_batch goes out at once, the rest at the end.
+  struct Group {
+    std::string address;
+    TriggerPool pool;
+    std::vector<PendingRun> runs;
+  };
+  std::vector<Group> groups;
+  absl::flat_hash_map<std::pair<std::string, TriggerPool>, size_t> group_of;
+  const size_t max_batch = std::max<size_t>(1, options_.max_runs_per_batch);
   for (size_t i = 0; i < results->size(); ++i) {
     const FireResult& r = (*results)[i];
     v1::FireOutcome* o = response.add_outcomes();
@@ -231,18 +253,30 @@ absl::StatusOr<v1::DispatchResponse> Dispatcher::Dispatch(const v1::DispatchRequ
     }
     for (const CreatedRun& run : r.created) {
       if (run.planned.status == v1::RUN_STATUS_PENDING) {
-        Trigger(fires[i], run);
+        const TriggerPool pool = pools_.PoolFor(fires[i].job().id());
+        auto [it, added] =
+            group_of.try_emplace(std::make_pair(run.planned.executor_address, pool), groups.size());
+        if (added) groups.push_back(Group{run.planned.executor_address, pool, {}});
+        Group& g = groups[it->second];
+        g.runs.push_back(MakePendingRun(fires[i], run));
+        if (g.runs.size() >= max_batch) {
+          TriggerBatch(g.address, g.pool, std::exchange(g.runs, std::vector<PendingRun>()));
+        }
       } else if (metrics_ != nullptr && IsTerminal(run.planned.status)) {
         metrics_->RunFinished(run.planned.status);
       }
     }
   }
+  for (Group& g : groups) {
+    if (!g.runs.empty()) TriggerBatch(g.address, g.pool, std::move(g.runs));
+  }
   return response;
 }
 
-void Dispatcher::Trigger(const v1::Fire& fire, const CreatedRun& run) {
+Dispatcher::PendingRun Dispatcher::MakePendingRun(const v1::Fire& fire, const CreatedRun& run) {
   const v1::Job& job = fire.job();
-  v1::RunRequest req;
+  PendingRun p;
+  v1::RunRequest& req = p.request;
   req.set_run_id(run.run_id);
   req.set_job_id(job.id());
   req.set_fire_id(fire.fire_id());
@@ -258,40 +292,180 @@ void Dispatcher::Trigger(const v1::Fire& fire, const CreatedRun& run) {
   req.set_script_version(job.script_version());
   *req.mutable_scheduled_time() = fire.scheduled_time();
   req.set_attempt(fire.attempt());
-  const std::string address = run.planned.executor_address;
-  const std::string strategy =
-      fire.executor_address().empty() ? StrategyName(job.routing_strategy()) : "manual";
+  p.strategy = fire.executor_address().empty() ? StrategyName(job.routing_strategy()) : "manual";
+  return p;
+}
+
+void Dispatcher::TriggerBatch(const std::string& address, TriggerPool pool,
+                              std::vector<PendingRun> runs) {
+  std::vector<int64_t> job_ids;
+  job_ids.reserve(runs.size());
+  for (const PendingRun& run : runs) job_ids.push_back(run.request.job_id());
+  if (metrics_ != nullptr) metrics_->TriggerBatchSize(runs.size());
+  auto batch = std::make_shared<const std::vector<PendingRun>>(std::move(runs));
   bool accepted = false;
-  // The Run call is asynchronous: no thread waits for the executor, and the runs of a batch
-  // are all on their way at once instead of taking turns on a few trigger threads.
-  pools_.SubmitAsync(
-      job.id(),
-      [this, req = std::move(req), address, strategy](std::function<void()> done) mutable {
-        const int64_t run_id = req.run_id();
-        executors_.RunAsync(
+  // The call is asynchronous: no thread waits for the executor, and the batches of a Dispatch
+  // are all on their way at once instead of taking turns on a few trigger threads. The call's
+  // duration counts for every job of the batch in the slow-pool classification.
+  pools_.SubmitBatchAsync(
+      pool, std::move(job_ids),
+      [this, address, batch](std::function<void()> done) {
+        if (IsLegacy(address)) {
+          TriggerEach(address, batch, std::move(done));
+          return;
+        }
+        v1::RunBatchRequest req;
+        req.mutable_runs()->Reserve(static_cast<int>(batch->size()));
+        for (const PendingRun& run : *batch) *req.add_runs() = run.request;
+        executors_.RunBatchAsync(
             address, std::move(req), options_.run_deadline,
-            [this, run_id, strategy, done = std::move(done)](absl::StatusOr<v1::RunResponse> r) {
-              std::string label;
-              TriggerOutcome o = OutcomeOf(run_id, r, clock_.Now(), &label);
-              if (metrics_ != nullptr) metrics_->Triggered(strategy, label);
-              Enqueue(std::move(o));
+            [this, address, batch,
+             done = std::move(done)](absl::StatusOr<v1::RunBatchResponse> r) mutable {
+              if (r.status().code() == absl::StatusCode::kUnimplemented) {
+                // An executor on an SDK without RunBatch (rolling upgrade): nothing ran.
+                MarkLegacy(address);
+                TriggerEach(address, batch, std::move(done));
+                return;
+              }
+              if (r.ok() && static_cast<size_t>(r->responses_size()) != batch->size()) {
+                r = absl::InternalError(absl::StrCat("RunBatch of ", batch->size(),
+                                                     " runs answered with ", r->responses_size(),
+                                                     " responses"));
+              }
+              for (size_t i = 0; i < batch->size(); ++i) {
+                if (r.ok()) {
+                  Answer((*batch)[i], std::move(*r->mutable_responses(static_cast<int>(i))));
+                } else {
+                  Answer((*batch)[i], r.status());
+                }
+              }
               done();
             });
       },
       &accepted);
   if (!accepted) {
-    TriggerOutcome o;
-    o.run_id = run.run_id;
-    o.status = v1::RUN_STATUS_FAILED;
-    o.message_suffix = "; not triggered: dispatcher shutting down";
-    o.at = clock_.Now();
-    Enqueue(std::move(o));
+    for (const PendingRun& run : *batch) {
+      TriggerOutcome o;
+      o.run_id = run.request.run_id();
+      o.status = v1::RUN_STATUS_FAILED;
+      o.message_suffix = "; not triggered: dispatcher shutting down";
+      o.at = clock_.Now();
+      Enqueue(std::move(o));
+    }
+  }
+}
+
+void Dispatcher::TriggerEach(const std::string& address,
+                             std::shared_ptr<const std::vector<PendingRun>> runs,
+                             std::function<void()> done) {
+  if (runs->empty()) {
+    done();
+    return;
+  }
+  struct Countdown {
+    std::atomic<size_t> left{0};
+    std::function<void()> done;
+  };
+  auto countdown = std::make_shared<Countdown>();
+  countdown->left = runs->size();
+  countdown->done = std::move(done);
+  for (size_t i = 0; i < runs->size(); ++i) {
+    executors_.RunAsync(address, (*runs)[i].request, options_.run_deadline,
+                        [this, runs, i, countdown](absl::StatusOr<v1::RunResponse> r) {
+                          Answer((*runs)[i], r);
+                          if (countdown->left.fetch_sub(1) == 1) countdown->done();
+                        });
+  }
+}
+
+void Dispatcher::Answer(const PendingRun& run, const absl::StatusOr<v1::RunResponse>& answer) {
+  std::string label;
+  TriggerOutcome o = OutcomeOf(run.request.run_id(), answer, clock_.Now(), &label);
+  if (metrics_ != nullptr) metrics_->Triggered(run.strategy, label);
+  Enqueue(std::move(o));
+}
+
+bool Dispatcher::IsLegacy(const std::string& address) {
+  absl::MutexLock lock(&legacy_mu_);
+  auto it = legacy_until_.find(address);
+  if (it == legacy_until_.end()) return false;
+  if (clock_.Now() < it->second) return true;
+  legacy_until_.erase(it);  // Time to try RunBatch again: it may have been upgraded.
+  return false;
+}
+
+void Dispatcher::MarkLegacy(const std::string& address) {
+  const absl::Time now = clock_.Now();
+  bool known = false;
+  {
+    absl::MutexLock lock(&legacy_mu_);
+    if (legacy_until_.size() >= 1024) {  // Executors that went away: forget expired entries.
+      for (auto it = legacy_until_.begin(); it != legacy_until_.end();) {
+        if (it->second <= now) {
+          legacy_until_.erase(it++);
+        } else {
+          ++it;
+        }
+      }
+    }
+    absl::Time& until = legacy_until_[address];
+    known = until > now;
+    until = now + options_.legacy_executor_ttl;
+  }
+  if (!known) {
+    spdlog::warn("executor {} does not implement RunBatch (an older SDK): one Run call per run "
+                 "for it for the next {}",
+                 address, absl::FormatDuration(options_.legacy_executor_ttl));
   }
 }
 
 void Dispatcher::Enqueue(TriggerOutcome outcome) {
   absl::MutexLock lock(&mu_);
-  outcomes_.push_back(std::move(outcome));
+  HoldOrQueueLocked(std::move(outcome));
+}
+
+void Dispatcher::HoldOrQueueLocked(TriggerOutcome outcome) {
+  if (outcome.status != v1::RUN_STATUS_RUNNING ||
+      options_.trigger_write_delay <= absl::ZeroDuration() || stopping_ ||
+      held_by_run_.contains(outcome.run_id)) {
+    outcomes_.push_back(std::move(outcome));
+    return;
+  }
+  const int64_t run_id = outcome.run_id;
+  const absl::Time due = outcome.at + options_.trigger_write_delay;
+  held_by_run_.emplace(run_id, held_.emplace(due, std::move(outcome)));
+}
+
+void Dispatcher::ReleaseDueLocked(absl::Time now) {
+  while (!held_.empty() && (stopping_ || held_.begin()->first <= now)) {
+    auto first = held_.begin();
+    held_by_run_.erase(first->second.run_id);
+    outcomes_.push_back(std::move(first->second));
+    held_.erase(first);
+  }
+}
+
+std::vector<TriggerOutcome> Dispatcher::TakeHeld(const std::vector<v1::RunResult>& results) {
+  std::vector<TriggerOutcome> taken;
+  absl::MutexLock lock(&mu_);
+  if (held_by_run_.empty()) return taken;
+  for (const v1::RunResult& r : results) {
+    auto it = held_by_run_.find(r.run_id());
+    if (it == held_by_run_.end()) continue;
+    taken.push_back(std::move(it->second->second));
+    held_.erase(it->second);
+    held_by_run_.erase(it);
+  }
+  folding_ += taken.size();
+  return taken;
+}
+
+void Dispatcher::EndFold(size_t taken, std::vector<TriggerOutcome> put_back) {
+  if (taken == 0) return;
+  absl::MutexLock lock(&mu_);
+  // Back under their first due time: an answer whose time has passed is written next.
+  for (TriggerOutcome& o : put_back) HoldOrQueueLocked(std::move(o));
+  folding_ -= taken;
 }
 
 void Dispatcher::WriterLoop() {
@@ -300,12 +474,30 @@ void Dispatcher::WriterLoop() {
     bool stopping;
     {
       absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !outcomes_.empty();
-      };
-      mu_.Await(absl::Condition(&ready));
+      while (true) {
+        ReleaseDueLocked(clock_.Now());  // At shutdown: every held answer.
+        if (!outcomes_.empty()) break;
+        // Stopping and drained; a ReportResults still carrying held answers may give some
+        // back, so wait for it.
+        if (stopping_ && folding_ == 0) return;
+        // Wait for an answer to write: a new one, the earliest held one due, one held or put
+        // back due earlier than that, stop, the last carried answers settled at shutdown, or
+        // WakeWriter().
+        const absl::Time due = held_.empty() ? absl::InfiniteFuture() : held_.begin()->first;
+        const bool was_stopping = stopping_;
+        const uint64_t wakes = wakes_;
+        auto ready = [this, due, was_stopping, wakes]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return !outcomes_.empty() || stopping_ != was_stopping ||
+                 (stopping_ && folding_ == 0) || wakes_ != wakes ||
+                 (!held_.empty() && held_.begin()->first < due);
+        };
+        if (due == absl::InfiniteFuture()) {
+          mu_.Await(absl::Condition(&ready));
+        } else {
+          mu_.AwaitWithTimeout(absl::Condition(&ready), due - clock_.Now());
+        }
+      }
       stopping = stopping_;
-      if (outcomes_.empty()) return;  // Stopping and drained.
       const size_t n = std::min(outcomes_.size(), options_.max_outcomes_per_write);
       batch.assign(std::make_move_iterator(outcomes_.begin()),
                    std::make_move_iterator(outcomes_.begin() + n));
@@ -375,9 +567,31 @@ absl::StatusOr<v1::ReportResultsResponse> Dispatcher::ReportResults(
   }
   v1::ReportResultsResponse response;
   if (distinct.empty()) return response;
+  // Held trigger answers of these runs ride along with their results (one write per run).
+  std::vector<TriggerOutcome> answers = TakeHeld(distinct);
+  const size_t taken = answers.size();
   absl::StatusOr<std::vector<ResultRecord>> records =
-      store_.RecordResults(distinct, clock_.Now(), scope);
-  if (!records.ok()) return records.status();
+      store_.RecordResults(distinct, clock_.Now(), scope, answers);
+  if (!records.ok()) {
+    EndFold(taken, std::move(answers));  // Nothing written: all back to the writer.
+    return records.status();
+  }
+  if (taken > 0) {
+    // An answer whose result was not recorded (duplicate, unknown, forbidden) was not
+    // written either: it goes back to be written on its own.
+    absl::flat_hash_set<int64_t> recorded;
+    for (const ResultRecord& rec : *records) {
+      if (rec.disposition == ResultDisposition::kRecorded) recorded.insert(rec.run_id);
+    }
+    std::vector<TriggerOutcome> put_back;
+    for (TriggerOutcome& a : answers) {
+      if (!recorded.contains(a.run_id)) put_back.push_back(std::move(a));
+    }
+    if (metrics_ != nullptr && put_back.size() < taken) {
+      metrics_->TriggerAnswersFolded(taken - put_back.size());
+    }
+    EndFold(taken, std::move(put_back));
+  }
   for (const ResultRecord& rec : *records) {
     if (rec.disposition == ResultDisposition::kForbidden) {
       spdlog::warn("result for run {} refused: its app is not on the reporting executor's token",

@@ -11,12 +11,22 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry)
                  .Register(registry)),
       triggered_(prometheus::BuildCounter()
                      .Name("jobwheel_dispatcher_runs_triggered_total")
-                     .Help("Executor.Run calls, by routing strategy and outcome.")
+                     .Help("Runs sent to executors (by RunBatch or Run), by routing strategy "
+                           "and the executor's answer.")
                      .Register(registry)),
       trigger_latency_(prometheus::BuildHistogram()
                            .Name("jobwheel_dispatcher_trigger_latency_seconds")
-                           .Help("Executor.Run round trip, by trigger pool.")
+                           .Help("Trigger call round trip (one RunBatch call, or the Run calls "
+                                 "standing in for it), by trigger pool.")
                            .Register(registry)),
+      trigger_batch_size_(
+          prometheus::BuildHistogram()
+              .Name("jobwheel_dispatcher_trigger_batch_size")
+              .Help("Runs per trigger call (one RunBatch call per executor and trigger pool "
+                    "per Dispatch, split above --max_runs_per_batch).")
+              .Register(registry)
+              .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256,
+                                                               512, 1000})),
       pool_depth_(prometheus::BuildGauge()
                       .Name("jobwheel_dispatcher_pool_queue_depth")
                       .Help("Trigger calls waiting for room in their pool (calls in flight are "
@@ -30,6 +40,12 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry)
                    .Name("jobwheel_dispatcher_results_total")
                    .Help("Results received via ReportResults (recorded, duplicate, unknown).")
                    .Register(registry)),
+      folded_(prometheus::BuildCounter()
+                  .Name("jobwheel_dispatcher_trigger_answers_folded_total")
+                  .Help("Executor STARTED/QUEUED answers written together with their run's "
+                        "result (one write instead of two).")
+                  .Register(registry)
+                  .Add({})),
       executors_known_(prometheus::BuildGauge()
                            .Name("jobwheel_dispatcher_executors_known")
                            .Help("Executors in the watch cache.")

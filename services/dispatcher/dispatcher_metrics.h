@@ -31,6 +31,8 @@ class DispatcherMetrics {
     trigger_latency_.Add({{"pool", std::string(pool)}}, LatencyBuckets())
         .Observe(absl::ToDoubleSeconds(d));
   }
+  // Runs per trigger call (one RunBatch call, or the Run calls standing in for it).
+  void TriggerBatchSize(size_t runs) { trigger_batch_size_.Observe(static_cast<double>(runs)); }
   void PoolDepth(absl::string_view pool, size_t depth) {
     pool_depth_.Add({{"pool", std::string(pool)}}).Set(static_cast<double>(depth));
   }
@@ -39,6 +41,8 @@ class DispatcherMetrics {
   void Result(absl::string_view outcome) {
     results_.Add({{"outcome", std::string(outcome)}}).Increment();
   }
+  // STARTED/QUEUED answers written by their run's result write instead of on their own.
+  void TriggerAnswersFolded(size_t n) { folded_.Increment(static_cast<double>(n)); }
   void ExecutorsKnown(size_t n) { executors_known_.Set(static_cast<double>(n)); }
   void DbQuery(absl::string_view op, absl::Duration d, bool ok);
 
@@ -50,9 +54,11 @@ class DispatcherMetrics {
   prometheus::Family<prometheus::Counter>& fires_;
   prometheus::Family<prometheus::Counter>& triggered_;
   prometheus::Family<prometheus::Histogram>& trigger_latency_;
+  prometheus::Histogram& trigger_batch_size_;
   prometheus::Family<prometheus::Gauge>& pool_depth_;
   prometheus::Family<prometheus::Counter>& finished_;
   prometheus::Family<prometheus::Counter>& results_;
+  prometheus::Counter& folded_;
   prometheus::Gauge& executors_known_;
   prometheus::Family<prometheus::Histogram>& db_duration_;
   prometheus::Family<prometheus::Counter>& db_errors_;

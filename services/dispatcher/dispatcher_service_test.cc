@@ -32,9 +32,9 @@ class NullStore : public DispatchStore {
       const std::vector<TriggerOutcome>&) override {
     return std::vector<int64_t>();
   }
-  absl::StatusOr<std::vector<ResultRecord>> RecordResults(const std::vector<v1::RunResult>& r,
-                                                          absl::Time,
-                                                          const AppScope& scope) override {
+  absl::StatusOr<std::vector<ResultRecord>> RecordResults(
+      const std::vector<v1::RunResult>& r, absl::Time, const AppScope& scope,
+      const std::vector<TriggerOutcome>&) override {
     {
       absl::MutexLock lock(&mu);
       last_scope = scope;

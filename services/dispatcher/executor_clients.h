@@ -27,6 +27,13 @@ class ExecutorClients {
                         absl::Duration deadline, RunCallback done) {
     done(Run(address, request, deadline));
   }
+  // ExecutorService.RunBatch without blocking the calling thread, `done` as RunAsync. An
+  // executor that predates RunBatch answers UNIMPLEMENTED; so does this default.
+  using RunBatchCallback = std::function<void(absl::StatusOr<v1::RunBatchResponse>)>;
+  virtual void RunBatchAsync(absl::string_view address, v1::RunBatchRequest request,
+                             absl::Duration deadline, RunBatchCallback done) {
+    done(absl::UnimplementedError("RunBatch is not implemented by this client"));
+  }
   // OK when the executor answered.
   virtual absl::Status Beat(absl::string_view address, absl::Duration deadline) = 0;
   virtual absl::StatusOr<v1::IdleBeatResponse> IdleBeat(absl::string_view address,

@@ -1,6 +1,7 @@
 #ifndef JOBWHEEL_SERVICES_DISPATCHER_FAKE_EXECUTOR_CLIENTS_H_
 #define JOBWHEEL_SERVICES_DISPATCHER_FAKE_EXECUTOR_CLIENTS_H_
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,7 +14,9 @@
 namespace jobwheel::dispatcher {
 
 // Scripted executors for tests: addresses marked down fail every call with UNAVAILABLE, busy
-// ones say not idle, Run answers `disposition` (default STARTED). Records Run calls.
+// ones say not idle, Run answers `disposition` (default STARTED) or what SetAnswer's function
+// says. RunBatch answers every run as Run would, except on addresses marked legacy (an older
+// SDK): UNIMPLEMENTED. Records the runs received (by Run or RunBatch) and the calls made.
 // Thread-safe.
 class FakeExecutorClients : public ExecutorClients {
  public:
@@ -38,6 +41,20 @@ class FakeExecutorClients : public ExecutorClients {
     disposition_ = d;
     message_ = std::move(message);
   }
+  // Overrides SetDisposition: each run's answer from its request.
+  void SetAnswer(std::function<v1::RunResponse(const v1::RunRequest&)> answer) {
+    absl::MutexLock lock(&mu_);
+    answer_ = std::move(answer);
+  }
+  void SetLegacy(const std::string& address, bool legacy) {
+    absl::MutexLock lock(&mu_);
+    if (legacy) {
+      legacy_.insert(address);
+    } else {
+      legacy_.erase(address);
+    }
+  }
+  // Every run received, by Run or by RunBatch (not those of UNIMPLEMENTED RunBatch calls).
   std::vector<std::pair<std::string, v1::RunRequest>> runs() const {
     absl::MutexLock lock(&mu_);
     return runs_;
@@ -46,16 +63,47 @@ class FakeExecutorClients : public ExecutorClients {
     absl::MutexLock lock(&mu_);
     return runs_.size();
   }
+  // Run calls made.
+  size_t run_calls() const {
+    absl::MutexLock lock(&mu_);
+    return run_calls_;
+  }
+  // RunBatch calls made (UNIMPLEMENTED ones included): address and number of runs.
+  std::vector<std::pair<std::string, int>> batch_calls() const {
+    absl::MutexLock lock(&mu_);
+    return batch_calls_;
+  }
 
   absl::StatusOr<v1::RunResponse> Run(absl::string_view address, const v1::RunRequest& request,
                                       absl::Duration) override {
     absl::MutexLock lock(&mu_);
+    ++run_calls_;
     runs_.emplace_back(std::string(address), request);
     if (down_.contains(address)) return absl::UnavailableError("connection refused");
-    v1::RunResponse r;
-    r.set_disposition(disposition_);
-    r.set_message(message_);
-    return r;
+    return AnswerLocked(request);
+  }
+  void RunBatchAsync(absl::string_view address, v1::RunBatchRequest request, absl::Duration,
+                     RunBatchCallback done) override {
+    absl::StatusOr<v1::RunBatchResponse> result;
+    {
+      absl::MutexLock lock(&mu_);
+      batch_calls_.emplace_back(std::string(address), request.runs_size());
+      if (legacy_.contains(address)) {
+        result = absl::UnimplementedError("unknown method RunBatch");
+      } else {
+        for (const v1::RunRequest& r : request.runs()) runs_.emplace_back(std::string(address), r);
+        if (down_.contains(address)) {
+          result = absl::UnavailableError("connection refused");
+        } else {
+          v1::RunBatchResponse response;
+          for (const v1::RunRequest& r : request.runs()) {
+            *response.add_responses() = AnswerLocked(r);
+          }
+          result = std::move(response);
+        }
+      }
+    }
+    done(std::move(result));
   }
   absl::Status Beat(absl::string_view address, absl::Duration) override {
     absl::MutexLock lock(&mu_);
@@ -79,6 +127,19 @@ class FakeExecutorClients : public ExecutorClients {
   v1::RunDisposition disposition_ ABSL_GUARDED_BY(mu_) = v1::RUN_DISPOSITION_STARTED;
   std::string message_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<std::string, v1::RunRequest>> runs_ ABSL_GUARDED_BY(mu_);
+
+  v1::RunResponse AnswerLocked(const v1::RunRequest& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (answer_) return answer_(request);
+    v1::RunResponse r;
+    r.set_disposition(disposition_);
+    r.set_message(message_);
+    return r;
+  }
+
+  absl::flat_hash_set<std::string> legacy_ ABSL_GUARDED_BY(mu_);
+  std::function<v1::RunResponse(const v1::RunRequest&)> answer_ ABSL_GUARDED_BY(mu_);
+  size_t run_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<std::pair<std::string, int>> batch_calls_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace jobwheel::dispatcher

@@ -75,6 +75,37 @@ void GrpcExecutorClients::RunAsync(absl::string_view address, v1::RunRequest req
                            });
 }
 
+void GrpcExecutorClients::RunBatchAsync(absl::string_view address, v1::RunBatchRequest request,
+                                        absl::Duration deadline, RunBatchCallback done) {
+  auto stub = StubFor(address);
+  if (!stub.ok()) {
+    done(stub.status());
+    return;
+  }
+  struct Call {
+    grpc::ClientContext ctx;
+    v1::RunBatchRequest request;
+    v1::RunBatchResponse response;
+    std::shared_ptr<v1::ExecutorService::Stub> stub;  // Outlives the call.
+    RunBatchCallback done;
+  };
+  auto* call = new Call;
+  call->request = std::move(request);
+  call->stub = *stub;
+  call->done = std::move(done);
+  Prepare(call->ctx, deadline);
+  call->ctx.set_wait_for_ready(true);  // As Run().
+  call->stub->async()->RunBatch(&call->ctx, &call->request, &call->response,
+                                [call](grpc::Status s) {
+                                  if (s.ok()) {
+                                    call->done(std::move(call->response));
+                                  } else {
+                                    call->done(FromGrpcStatus(s));
+                                  }
+                                  delete call;
+                                });
+}
+
 absl::Status GrpcExecutorClients::Beat(absl::string_view address, absl::Duration deadline) {
   auto stub = StubFor(address);
   if (!stub.ok()) return stub.status();

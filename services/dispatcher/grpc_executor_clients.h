@@ -24,6 +24,8 @@ class GrpcExecutorClients : public ExecutorClients {
   // The callback API: no thread waits for the executor's answer.
   void RunAsync(absl::string_view address, v1::RunRequest request, absl::Duration deadline,
                 RunCallback done) override;
+  void RunBatchAsync(absl::string_view address, v1::RunBatchRequest request,
+                     absl::Duration deadline, RunBatchCallback done) override;
   absl::Status Beat(absl::string_view address, absl::Duration deadline) override;
   absl::StatusOr<v1::IdleBeatResponse> IdleBeat(absl::string_view address, int64_t job_id,
                                                 absl::Duration deadline) override;

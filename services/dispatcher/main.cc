@@ -54,7 +54,14 @@ ABSL_FLAG(bool, insecure_dev, false, "accept unauthenticated calls (development 
 ABSL_FLAG(int, fast_pool_threads, 8, "trigger threads for fast jobs");
 ABSL_FLAG(int, slow_pool_threads, 4, "trigger threads for jobs whose trigger calls are slow");
 ABSL_FLAG(int, db_pool_size, 8, "PostgreSQL connections (and database worker threads)");
+ABSL_FLAG(int, max_runs_per_batch, 256,
+          "runs per ExecutorService.RunBatch call (one call per executor and trigger pool per "
+          "Dispatch, split above this); 1..1000");
 ABSL_FLAG(absl::Duration, run_deadline, absl::Seconds(3), "deadline of Executor.Run calls");
+ABSL_FLAG(absl::Duration, trigger_write_delay, absl::Milliseconds(250),
+          "how long an executor's STARTED/QUEUED answer waits to be written together with the "
+          "run's result (one write instead of two); the run shows PENDING meanwhile; 0 writes "
+          "answers at once");
 ABSL_FLAG(absl::Duration, probe_deadline, absl::Milliseconds(500),
           "deadline of Beat/IdleBeat calls of FAILOVER/BUSYOVER routing");
 ABSL_FLAG(bool, log_json, false, "log one JSON object per line");
@@ -83,8 +90,10 @@ struct Config {
   int fast_threads = 8;
   int slow_threads = 4;
   int db_pool_size = 8;
+  int max_runs_per_batch = 256;
   absl::Duration run_deadline;
   absl::Duration probe_deadline;
+  absl::Duration trigger_write_delay;
   ServerTls server_tls;
   ClientTls client_tls;
 
@@ -107,8 +116,16 @@ struct Config {
       return absl::InvalidArgumentError("--fast_pool_threads, --slow_pool_threads: must be >= 1");
     }
     if (db_pool_size < 1) return absl::InvalidArgumentError("--db_pool_size: must be >= 1");
+    if (max_runs_per_batch < 1 || max_runs_per_batch > 1000) {
+      return absl::InvalidArgumentError(
+          "--max_runs_per_batch: must be between 1 and 1000 (the executors' limit)");
+    }
     if (run_deadline <= absl::ZeroDuration() || probe_deadline <= absl::ZeroDuration()) {
       return absl::InvalidArgumentError("--run_deadline, --probe_deadline: must be positive");
+    }
+    if (trigger_write_delay < absl::ZeroDuration() || trigger_write_delay > absl::Seconds(10)) {
+      return absl::InvalidArgumentError(
+          "--trigger_write_delay: must be between 0 and 10s (runs show PENDING meanwhile)");
     }
     return absl::OkStatus();
   }
@@ -142,8 +159,10 @@ absl::StatusOr<Config> ConfigFromFlags() {
   c.fast_threads = absl::GetFlag(FLAGS_fast_pool_threads);
   c.slow_threads = absl::GetFlag(FLAGS_slow_pool_threads);
   c.db_pool_size = absl::GetFlag(FLAGS_db_pool_size);
+  c.max_runs_per_batch = absl::GetFlag(FLAGS_max_runs_per_batch);
   c.run_deadline = absl::GetFlag(FLAGS_run_deadline);
   c.probe_deadline = absl::GetFlag(FLAGS_probe_deadline);
+  c.trigger_write_delay = absl::GetFlag(FLAGS_trigger_write_delay);
   c.server_tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                   absl::GetFlag(FLAGS_tls_client_ca)};
   c.client_tls = {absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_client_cert),
@@ -216,6 +235,8 @@ int Run(const Config& c) {
       [&metrics](TriggerPool p, size_t n) { metrics.PoolDepth(TriggerPoolName(p), n); });
   Dispatcher::Options dispatcher_options;
   dispatcher_options.run_deadline = c.run_deadline;
+  dispatcher_options.max_runs_per_batch = static_cast<size_t>(c.max_runs_per_batch);
+  dispatcher_options.trigger_write_delay = c.trigger_write_delay;
   Dispatcher dispatcher(store, directory, router, executors, pools, &metrics, RealClock::Get(),
                         dispatcher_options);
   WorkPool db_work("db", c.db_pool_size, /*max_queue=*/1000);

@@ -316,16 +316,19 @@ absl::StatusOr<std::vector<int64_t>> PgDispatchStore::RecordTriggerOutcomes(
 }
 
 absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
-    const std::vector<v1::RunResult>& results, absl::Time now, const AppScope& scope) {
+    const std::vector<v1::RunResult>& results, absl::Time now, const AppScope& scope,
+    const std::vector<TriggerOutcome>& answers) {
   std::vector<ResultRecord> records;
+  absl::flat_hash_map<int64_t, const TriggerOutcome*> answer_of;
+  for (const TriggerOutcome& a : answers) answer_of.emplace(a.run_id, &a);
   absl::Status status = pool_.Run("record_results", [&](pqxx::connection& conn) {
     records.clear();
     if (results.empty()) return;
     pqxx::work tx(conn);
     std::vector<int64_t> ids;
     std::vector<int> statuses, codes;
-    std::vector<std::string> messages;
-    std::vector<absl::optional<absl::Time>> starts, ends;
+    std::vector<std::string> messages, answer_suffixes;
+    std::vector<absl::optional<absl::Time>> starts, ends, answer_times;
     for (const v1::RunResult& r : results) {
       const bool has_start = r.has_start_time() &&
                              (r.start_time().seconds() != 0 || r.start_time().nanos() != 0);
@@ -338,6 +341,14 @@ absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
       starts.push_back(has_start ? absl::optional<absl::Time>(FromProto(r.start_time()))
                                  : absl::nullopt);
       ends.push_back(has_end ? FromProto(r.end_time()) : now);
+      auto answer = answer_of.find(r.run_id());
+      if (answer != answer_of.end()) {
+        answer_suffixes.push_back(answer->second->message_suffix);
+        answer_times.push_back(answer->second->at);
+      } else {
+        answer_suffixes.emplace_back();
+        answer_times.push_back(absl::nullopt);
+      }
     }
     const std::string run_ids = IntArray(ids);
     LockRunsInIdOrder(tx, run_ids);
@@ -349,12 +360,16 @@ absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
     const std::string in_scope = scope.has_value()
                                      ? absl::StrCat("= ANY(", ScopeArray(tx, scope), ")")
                                      : std::string("IS NOT NULL");
+    // A held trigger answer (tmsg, ta) folded in: its suffix is appended and its time is the
+    // trigger's start, as if it had been written first.
     const std::string sql = absl::StrCat(
         "WITH v AS (SELECT * FROM unnest($1::bigint[], $2::int[], $3::int[], $4::text[], "
-        "$5::timestamptz[], $6::timestamptz[]) AS v(id, status, code, msg, st, et)), "
+        "$5::timestamptz[], $6::timestamptz[], $7::text[], $8::timestamptz[]) "
+        "AS v(id, status, code, msg, st, et, tmsg, ta)), "
         "upd AS (UPDATE runs r SET status = v.status, result_code = v.code, "
-        "result_message = v.msg, start_time = COALESCE(v.st, r.start_time, v.et), "
-        "end_time = v.et, followup_done = (v.status = 3 AND NOT EXISTS (SELECT 1 FROM jobs j "
+        "result_message = v.msg, start_time = COALESCE(v.st, r.start_time, v.ta, v.et), "
+        "end_time = v.et, trigger_message = r.trigger_message || v.tmsg, "
+        "followup_done = (v.status = 3 AND NOT EXISTS (SELECT 1 FROM jobs j "
         "WHERE j.id = r.job_id AND cardinality(j.child_job_ids) > 0)) "
         "FROM v WHERE r.id = v.id AND r.id = ANY($1::bigint[]) AND r.status IN (1, 2) AND "
         "r.app ", in_scope, " RETURNING r.id) "
@@ -364,7 +379,8 @@ absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
         "LEFT JOIN LATERAL (SELECT id, app FROM runs WHERE id = v.id) x ON true");
     for (const auto& row : tx.exec_params(sql, run_ids, IntArray(statuses), IntArray(codes),
                                           TextArray(messages), TimeArray(starts),
-                                          TimeArray(ends))) {
+                                          TimeArray(ends), TextArray(answer_suffixes),
+                                          TimeArray(answer_times))) {
       const int64_t id = row[0].as<int64_t>();
       disposition[id] = row[3].as<bool>()   ? ResultDisposition::kForbidden
                         : row[1].as<bool>() ? ResultDisposition::kRecorded

@@ -20,7 +20,8 @@ class PgDispatchStore : public DispatchStore {
   absl::StatusOr<std::vector<int64_t>> RecordTriggerOutcomes(
       const std::vector<TriggerOutcome>& outcomes) override;
   absl::StatusOr<std::vector<ResultRecord>> RecordResults(
-      const std::vector<v1::RunResult>& results, absl::Time now, const AppScope& scope) override;
+      const std::vector<v1::RunResult>& results, absl::Time now, const AppScope& scope,
+      const std::vector<TriggerOutcome>& answers) override;
 
  private:
   PgPool& pool_;

@@ -203,7 +203,7 @@ TEST_F(PgDispatchStoreTest, TriggerOutcomesNeverOverwriteTerminal) {
   const int64_t finished_first = PendingRun();
   // The result of finished_first arrives before its trigger reply.
   auto rec = store_->RecordResults({Result(finished_first, v1::RUN_STATUS_SUCCEEDED, 0, "ok")},
-                                   now_, std::nullopt);
+                                   now_, std::nullopt, {});
   ASSERT_TRUE(rec.ok()) << rec.status();
   auto done = store_->RecordTriggerOutcomes(
       {TriggerOutcome{started, v1::RUN_STATUS_RUNNING, "; executor: STARTED", now_},
@@ -233,7 +233,7 @@ TEST_F(PgDispatchStoreTest, ResultsRecordedOnceDuplicatesAndUnknownAcked) {
   auto first = store_->RecordResults({Result(a, v1::RUN_STATUS_SUCCEEDED, 0, "done"),
                                       Result(b, v1::RUN_STATUS_KILLED, 9, "killed"),
                                       Result(424242, v1::RUN_STATUS_FAILED, 1, "?")},
-                                     now_, std::nullopt);
+                                     now_, std::nullopt, {});
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_EQ(first->size(), 3u);
   EXPECT_EQ((*first)[0].disposition, ResultDisposition::kRecorded);
@@ -248,7 +248,7 @@ TEST_F(PgDispatchStoreTest, ResultsRecordedOnceDuplicatesAndUnknownAcked) {
   // A duplicate (or a conflicting late result) changes nothing.
   auto dup = store_->RecordResults({Result(a, v1::RUN_STATUS_FAILED, 5, "late"),
                                     Result(b, v1::RUN_STATUS_SUCCEEDED, 0, "late")},
-                                   now_, std::nullopt);
+                                   now_, std::nullopt, {});
   ASSERT_TRUE(dup.ok()) << dup.status();
   EXPECT_EQ((*dup)[0].disposition, ResultDisposition::kDuplicate);
   EXPECT_EQ((*dup)[1].disposition, ResultDisposition::kDuplicate);
@@ -275,7 +275,7 @@ TEST_F(PgDispatchStoreTest, SuccessWithoutChildJobsNeedsNoFollowUp) {
   };
   ASSERT_TRUE(store_->RecordResults({Result(plain_ok, v1::RUN_STATUS_SUCCEEDED, 0, "ok"),
                                      Result(plain_failed, v1::RUN_STATUS_FAILED, 1, "no")},
-                                    now_, std::nullopt)
+                                    now_, std::nullopt, {})
                   .ok());
   EXPECT_TRUE(followup_done(plain_ok));
   EXPECT_FALSE(followup_done(plain_failed));  // Retry or alarm: the monitor's business.
@@ -287,7 +287,7 @@ TEST_F(PgDispatchStoreTest, SuccessWithoutChildJobsNeedsNoFollowUp) {
     tx.commit();
   }
   ASSERT_TRUE(store_->RecordResults({Result(parent_ok, v1::RUN_STATUS_SUCCEEDED, 0, "ok")}, now_,
-                                    std::nullopt)
+                                    std::nullopt, {})
                   .ok());
   EXPECT_FALSE(followup_done(parent_ok));  // Its child jobs are still to be fired.
 }
@@ -295,8 +295,95 @@ TEST_F(PgDispatchStoreTest, SuccessWithoutChildJobsNeedsNoFollowUp) {
 TEST_F(PgDispatchStoreTest, ResultMessagesAreEscaped) {
   const int64_t a = PendingRun();
   const std::string nasty = "it's \"quoted\"; DROP TABLE runs; --\\ ünï";
-  ASSERT_TRUE(store_->RecordResults({Result(a, v1::RUN_STATUS_FAILED, 1, nasty)}, now_, std::nullopt).ok());
+  ASSERT_TRUE(
+      store_->RecordResults({Result(a, v1::RUN_STATUS_FAILED, 1, nasty)}, now_, std::nullopt, {})
+          .ok());
   EXPECT_EQ(RunById(dsn_, a).result_message, nasty);
+}
+
+// (start_time, end_time) of a run; InfinitePast when NULL.
+std::pair<absl::Time, absl::Time> RunTimes(const std::string& dsn, int64_t run_id) {
+  pqxx::connection conn(dsn);
+  pqxx::nontransaction tx(conn);
+  pqxx::row r = tx.exec1(absl::StrCat(
+      "SELECT (EXTRACT(EPOCH FROM start_time)*1000000)::BIGINT, "
+      "(EXTRACT(EPOCH FROM end_time)*1000000)::BIGINT FROM runs WHERE id = ",
+      run_id));
+  auto time = [](const pqxx::field& f) {
+    return f.is_null() ? absl::InfinitePast() : absl::FromUnixMicros(f.as<int64_t>());
+  };
+  return {time(r[0]), time(r[1])};
+}
+
+// A trigger answer the dispatcher held is written by the result write of its run: one call
+// sets status, times, result and the answer's message.
+TEST_F(PgDispatchStoreTest, ResultWriteCarriesHeldTriggerAnswers) {
+  const int64_t queued = PendingRun();    // The executor sends the real start.
+  const int64_t started = PendingRun();   // No start from the executor: the trigger's.
+  const int64_t plain = PendingRun();     // No held answer.
+  const int64_t finished = PendingRun();  // Already terminal: its answer is not applied.
+  ASSERT_TRUE(store_->RecordResults({Result(finished, v1::RUN_STATUS_KILLED, 9, "killed")},
+                                    now_, std::nullopt, {})
+                  .ok());
+  const absl::Time trigger_at = now_ + absl::Milliseconds(20);
+  const absl::Time executor_start = now_ + absl::Milliseconds(300);
+  v1::RunResult queued_result = Result(queued, v1::RUN_STATUS_SUCCEEDED, 0, "ok");
+  *queued_result.mutable_start_time() = ToProto(executor_start);
+  auto rec = store_->RecordResults(
+      {queued_result, Result(started, v1::RUN_STATUS_FAILED, 2, "boom"),
+       Result(plain, v1::RUN_STATUS_SUCCEEDED, 0, "ok"),
+       Result(finished, v1::RUN_STATUS_SUCCEEDED, 0, "late")},
+      now_, std::nullopt,
+      {TriggerOutcome{queued, v1::RUN_STATUS_RUNNING, "; executor: QUEUED", trigger_at},
+       TriggerOutcome{started, v1::RUN_STATUS_RUNNING, "; executor: STARTED", trigger_at},
+       TriggerOutcome{finished, v1::RUN_STATUS_RUNNING, "; executor: STARTED", trigger_at}});
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  ASSERT_EQ(rec->size(), 4u);
+  EXPECT_EQ((*rec)[0].disposition, ResultDisposition::kRecorded);
+  EXPECT_EQ((*rec)[1].disposition, ResultDisposition::kRecorded);
+  EXPECT_EQ((*rec)[2].disposition, ResultDisposition::kRecorded);
+  EXPECT_EQ((*rec)[3].disposition, ResultDisposition::kDuplicate);
+  const absl::Time end = now_ + absl::Seconds(1);  // Result()'s end_time.
+
+  RunRow q = RunById(dsn_, queued);
+  EXPECT_EQ(q.status, v1::RUN_STATUS_SUCCEEDED);
+  EXPECT_EQ(q.trigger_message, "route FIRST; executor: QUEUED");
+  EXPECT_EQ(RunTimes(dsn_, queued), std::make_pair(executor_start, end));
+
+  RunRow s = RunById(dsn_, started);
+  EXPECT_EQ(s.status, v1::RUN_STATUS_FAILED);
+  EXPECT_EQ(s.result_code, 2);
+  EXPECT_EQ(s.result_message, "boom");
+  EXPECT_EQ(s.trigger_message, "route FIRST; executor: STARTED");
+  EXPECT_EQ(RunTimes(dsn_, started), std::make_pair(trigger_at, end));
+
+  RunRow p = RunById(dsn_, plain);
+  EXPECT_EQ(p.status, v1::RUN_STATUS_SUCCEEDED);
+  EXPECT_EQ(p.trigger_message, "route FIRST");
+  EXPECT_EQ(RunTimes(dsn_, plain), std::make_pair(end, end));  // Never started: start = end.
+
+  RunRow f = RunById(dsn_, finished);
+  EXPECT_EQ(f.status, v1::RUN_STATUS_KILLED);
+  EXPECT_EQ(f.trigger_message, "route FIRST");  // The caller writes this answer itself.
+}
+
+// A held answer written after its run's result was recorded elsewhere (another replica) adds
+// its message but never reopens the run or moves its times.
+TEST_F(PgDispatchStoreTest, LateHeldAnswerDoesNotReopenFinishedRun) {
+  const int64_t run = PendingRun();
+  ASSERT_TRUE(store_->RecordResults({Result(run, v1::RUN_STATUS_SUCCEEDED, 0, "ok")}, now_,
+                                    std::nullopt, {})
+                  .ok());
+  const auto times = RunTimes(dsn_, run);
+  auto done = store_->RecordTriggerOutcomes({TriggerOutcome{
+      run, v1::RUN_STATUS_RUNNING, "; executor: STARTED", now_ + absl::Seconds(5)}});
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_TRUE(done->empty());
+  RunRow r = RunById(dsn_, run);
+  EXPECT_EQ(r.status, v1::RUN_STATUS_SUCCEEDED);
+  EXPECT_EQ(r.result_message, "ok");
+  EXPECT_EQ(r.trigger_message, "route FIRST; executor: STARTED");
+  EXPECT_EQ(RunTimes(dsn_, run), times);
 }
 
 }  // namespace
@@ -316,13 +403,13 @@ TEST_F(PgDispatchStoreTest, ResultsOutsideTheReportersAppsAreForbidden) {
   }
   auto denied = store_->RecordResults({Result(a, v1::RUN_STATUS_SUCCEEDED, 0, "spoofed"),
                                        Result(424242, v1::RUN_STATUS_FAILED, 1, "?")},
-                                      now_, std::vector<std::string>{"other", "x\"y"});
+                                      now_, std::vector<std::string>{"other", "x\"y"}, {});
   ASSERT_TRUE(denied.ok()) << denied.status();
   EXPECT_EQ((*denied)[0].disposition, ResultDisposition::kForbidden);
   EXPECT_EQ((*denied)[1].disposition, ResultDisposition::kUnknown);
   EXPECT_EQ(RunById(dsn_, a).status, v1::RUN_STATUS_PENDING);
   auto allowed = store_->RecordResults({Result(a, v1::RUN_STATUS_SUCCEEDED, 0, "ok")}, now_,
-                                       std::vector<std::string>{"other", app});
+                                       std::vector<std::string>{"other", app}, {});
   ASSERT_TRUE(allowed.ok()) << allowed.status();
   EXPECT_EQ((*allowed)[0].disposition, ResultDisposition::kRecorded);
   EXPECT_EQ(RunById(dsn_, a).result_message, "ok");

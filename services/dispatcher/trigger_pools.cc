@@ -43,7 +43,7 @@ TriggerPool TriggerPools::Submit(int64_t job_id, std::function<void()> task, boo
     const absl::Time start = clock_.Now();
     task();
     const absl::Duration took = clock_.Now() - start;
-    Record(job_id, took);
+    Record({job_id}, took);
     if (latency_) latency_(pool, took);
   };
   const bool ok = (pool == TriggerPool::kSlow ? slow_ : fast_)->Submit(std::move(wrapped));
@@ -51,18 +51,27 @@ TriggerPool TriggerPools::Submit(int64_t job_id, std::function<void()> task, boo
   return pool;
 }
 
-void TriggerPools::Record(int64_t job_id, absl::Duration took) {
+void TriggerPools::Record(const std::vector<int64_t>& job_ids, absl::Duration took) {
   const int64_t minute = MinuteOf(clock_.Now());
   absl::MutexLock lock(&mu_);
   if (minute != minute_) {
     minute_ = minute;
     slow_counts_.clear();
   }
-  if (took > options_.slow_threshold) ++slow_counts_[job_id];
+  if (took <= options_.slow_threshold) return;
+  for (int64_t job_id : job_ids) ++slow_counts_[job_id];
 }
 
 TriggerPool TriggerPools::SubmitAsync(int64_t job_id, AsyncTask start, bool* accepted) {
   const TriggerPool pool = PoolFor(job_id);
+  SubmitBatchAsync(pool, {job_id}, std::move(start), accepted);
+  return pool;
+}
+
+void TriggerPools::SubmitBatchAsync(TriggerPool pool, std::vector<int64_t> job_ids,
+                                    AsyncTask start, bool* accepted) {
+  std::sort(job_ids.begin(), job_ids.end());
+  job_ids.erase(std::unique(job_ids.begin(), job_ids.end()), job_ids.end());
   const int max = std::max(1, pool == TriggerPool::kSlow ? options_.slow_max_in_flight
                                                           : options_.fast_max_in_flight);
   bool now = false;
@@ -71,35 +80,34 @@ TriggerPool TriggerPools::SubmitAsync(int64_t job_id, AsyncTask start, bool* acc
     absl::MutexLock lock(&async_mu_);
     if (stopping_) {
       if (accepted != nullptr) *accepted = false;
-      return pool;
+      return;
     }
     Lane& lane = LaneOf(pool);
     if (lane.in_flight < max) {
       ++lane.in_flight;
       now = true;
     } else {
-      lane.waiting.emplace_back(job_id, std::move(start));
+      lane.waiting.emplace_back(std::move(job_ids), std::move(start));
     }
     depth = lane.waiting.size();
   }
   if (accepted != nullptr) *accepted = true;
   if (depth_) depth_(pool, depth);
-  if (now) StartAsync(pool, job_id, std::move(start));
-  return pool;
+  if (now) StartAsync(pool, std::move(job_ids), std::move(start));
 }
 
-void TriggerPools::StartAsync(TriggerPool pool, int64_t job_id, AsyncTask start) {
+void TriggerPools::StartAsync(TriggerPool pool, std::vector<int64_t> job_ids, AsyncTask start) {
   const absl::Time started = clock_.Now();
-  start([this, pool, job_id, started] {
+  start([this, pool, job_ids = std::move(job_ids), started] {
     const absl::Duration took = clock_.Now() - started;
-    Record(job_id, took);
+    Record(job_ids, took);
     if (latency_) latency_(pool, took);
     FinishAsync(pool);
   });
 }
 
 void TriggerPools::FinishAsync(TriggerPool pool) {
-  int64_t next_job = 0;
+  std::vector<int64_t> next_jobs;
   AsyncTask next;
   size_t depth = 0;
   {
@@ -109,14 +117,14 @@ void TriggerPools::FinishAsync(TriggerPool pool) {
       --lane.in_flight;  // The slot is free.
     } else {
       // The slot goes straight to the longest waiting call.
-      next_job = lane.waiting.front().first;
+      next_jobs = std::move(lane.waiting.front().first);
       next = std::move(lane.waiting.front().second);
       lane.waiting.pop_front();
     }
     depth = lane.waiting.size();
   }
   if (depth_) depth_(pool, depth);
-  if (next) StartAsync(pool, next_job, std::move(next));
+  if (next) StartAsync(pool, std::move(next_jobs), std::move(next));
 }
 
 void TriggerPools::Shutdown() {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
@@ -26,7 +27,9 @@ const char* TriggerPoolName(TriggerPool pool);
 // Two kinds of work: Submit() runs a blocking task on the pool's threads; SubmitAsync()
 // starts a non-blocking call (an asynchronous RPC) at once on the caller's thread, at most
 // `*_max_in_flight` per pool at a time (the rest queue and start as earlier calls finish), so
-// no thread waits for an executor. Thread-safe; Shutdown() runs queued work and waits for the
+// no thread waits for an executor. SubmitBatchAsync() is SubmitAsync for one call carrying the
+// runs of several jobs (RunBatch): it takes one slot of the pool it is given, and its duration
+// counts for each of its jobs. Thread-safe; Shutdown() runs queued work and waits for the
 // calls in flight.
 class TriggerPools {
  public:
@@ -54,18 +57,25 @@ class TriggerPools {
   TriggerPool Submit(int64_t job_id, std::function<void()> task, bool* accepted = nullptr);
   // Starts `start` now if the job's pool has room, else when it has. `accepted` as Submit.
   TriggerPool SubmitAsync(int64_t job_id, AsyncTask start, bool* accepted = nullptr);
+  // One call for several jobs on `pool` (the caller groups jobs by PoolFor): starts now if
+  // the pool has room, else when it has. When it finishes, its duration is recorded once for
+  // each distinct job of `job_ids` (the slow-pool classification) and once as the pool's
+  // latency. `accepted` as Submit.
+  void SubmitBatchAsync(TriggerPool pool, std::vector<int64_t> job_ids, AsyncTask start,
+                        bool* accepted = nullptr);
   // The pool a task of `job_id` would go to now.
   TriggerPool PoolFor(int64_t job_id) const;
   void Shutdown();
 
  private:
-  void Record(int64_t job_id, absl::Duration took);
+  // `job_ids`: distinct.
+  void Record(const std::vector<int64_t>& job_ids, absl::Duration took);
   struct Lane {  // SubmitAsync's bookkeeping for one pool.
     int in_flight = 0;
-    std::deque<std::pair<int64_t, AsyncTask>> waiting;
+    std::deque<std::pair<std::vector<int64_t>, AsyncTask>> waiting;
   };
-  // Starts `start` for `job_id` on `pool` (a slot is taken already).
-  void StartAsync(TriggerPool pool, int64_t job_id, AsyncTask start);
+  // Starts `start` for `job_ids` on `pool` (a slot is taken already).
+  void StartAsync(TriggerPool pool, std::vector<int64_t> job_ids, AsyncTask start);
   void FinishAsync(TriggerPool pool);
   Lane& LaneOf(TriggerPool pool) ABSL_EXCLUSIVE_LOCKS_REQUIRED(async_mu_) {
     return pool == TriggerPool::kSlow ? slow_lane_ : fast_lane_;

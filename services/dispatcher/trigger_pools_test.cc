@@ -142,6 +142,72 @@ TEST(TriggerPoolsTest, SlowAsyncCallsMoveTheJobToTheSlowPool) {
   EXPECT_EQ(pools.PoolFor(4), TriggerPool::kFast);
 }
 
+TEST(TriggerPoolsTest, SlowBatchCallCountsOnceForEachOfItsJobs) {
+  FakeClock clock(absl::FromUnixSeconds(1700000000));
+  std::atomic<int> reports{0};
+  TriggerPools pools(clock, TriggerPools::Options{1, 1, absl::Milliseconds(500), 10},
+                     [&](TriggerPool pool, absl::Duration took) {
+                       EXPECT_EQ(pool, TriggerPool::kFast);
+                       EXPECT_EQ(took, absl::Milliseconds(600));
+                       ++reports;
+                     });
+  auto slow_call = [&](std::function<void()> done) {
+    clock.Advance(absl::Milliseconds(600));
+    done();
+  };
+  // Job 6 has two runs in every call: still one slow call each time.
+  for (int i = 0; i < 10; ++i) pools.SubmitBatchAsync(TriggerPool::kFast, {5, 6, 6}, slow_call);
+  EXPECT_EQ(reports.load(), 10);  // One latency report per call, not per job.
+  EXPECT_EQ(pools.PoolFor(5), TriggerPool::kFast);
+  EXPECT_EQ(pools.PoolFor(6), TriggerPool::kFast);
+  pools.SubmitBatchAsync(TriggerPool::kFast, {6, 5}, slow_call);
+  EXPECT_EQ(pools.PoolFor(5), TriggerPool::kSlow);
+  EXPECT_EQ(pools.PoolFor(6), TriggerPool::kSlow);
+  EXPECT_EQ(pools.PoolFor(7), TriggerPool::kFast);
+}
+
+TEST(TriggerPoolsTest, BatchCallTakesOneSlotOfTheGivenPool) {
+  FakeClock clock(absl::FromUnixSeconds(1700000000));
+  TriggerPools::Options options{1, 1, absl::Milliseconds(500), 10};
+  options.fast_max_in_flight = 1;
+  options.slow_max_in_flight = 1;
+  std::vector<std::pair<TriggerPool, size_t>> depths;
+  TriggerPools pools(clock, options, nullptr,
+                     [&](TriggerPool pool, size_t d) { depths.emplace_back(pool, d); });
+  std::vector<std::function<void()>> in_flight;  // Their `done`s; this thread only.
+  std::vector<int> started;
+  auto call = [&](int i) {
+    return [&, i](std::function<void()> done) {
+      started.push_back(i);
+      in_flight.push_back(std::move(done));
+    };
+  };
+  bool accepted = false;
+  // Job 1 is a fast job, but the caller decides the pool: the slow pool's only slot.
+  pools.SubmitBatchAsync(TriggerPool::kSlow, {1, 2}, call(0), &accepted);
+  EXPECT_TRUE(accepted);
+  pools.SubmitBatchAsync(TriggerPool::kSlow, {3}, call(1), &accepted);
+  EXPECT_TRUE(accepted);
+  EXPECT_EQ(started, (std::vector<int>{0}));
+  EXPECT_EQ(depths.back(), std::make_pair(TriggerPool::kSlow, size_t{1}));
+  // The fast pool has its own slot.
+  pools.SubmitBatchAsync(TriggerPool::kFast, {1}, call(2), &accepted);
+  EXPECT_EQ(started, (std::vector<int>{0, 2}));
+  EXPECT_EQ(depths.back(), std::make_pair(TriggerPool::kFast, size_t{0}));
+  std::function<void()> done = std::move(in_flight[0]);
+  done();  // The slow slot goes to the waiting call.
+  EXPECT_EQ(started, (std::vector<int>{0, 2, 1}));
+  EXPECT_EQ(depths.back(), std::make_pair(TriggerPool::kSlow, size_t{0}));
+  done = std::move(in_flight[1]);
+  done();
+  done = std::move(in_flight[2]);
+  done();
+  pools.Shutdown();
+  pools.SubmitBatchAsync(TriggerPool::kFast, {1}, call(3), &accepted);
+  EXPECT_FALSE(accepted);
+  EXPECT_EQ(started.size(), 3u);
+}
+
 TEST(WorkPoolTest, BoundedQueueRefusesAndShutdownDrains) {
   absl::Notification release, started;
   std::atomic<int> ran{0};
