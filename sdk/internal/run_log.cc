@@ -1,6 +1,7 @@
 #include "sdk/internal/run_log.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -8,19 +9,99 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/civil_time.h"
+#include "spdlog/spdlog.h"
 
 namespace jobwheel::sdk {
+
+namespace run_log_internal {
+
+// What the store shares with its logs (which may outlive it). Lock order: a log's mu_, then
+// State::mu; never the reverse.
+struct State {
+  State(const Clock& clock, RunLogOptions options) : clock(clock), options(options) {}
+
+  // A log to flush at `due` unless it was flushed since it was queued (at `flushes`).
+  struct Due {
+    absl::Time due;
+    std::weak_ptr<RunLogFile> log;
+    uint64_t flushes = 0;
+  };
+  struct OpenLog {
+    std::weak_ptr<RunLogFile> weak;
+    const RunLogFile* raw = nullptr;  // To recognise the entry without locking `weak`.
+  };
+
+  // Queues a log whose buffer just got its first line. False once the store is shut down
+  // (the caller then writes at once).
+  bool Enqueue(std::weak_ptr<RunLogFile> log, absl::Time due_at, uint64_t flushes) {
+    absl::MutexLock lock(&mu);
+    if (stopped) return false;
+    const bool was_empty = due.empty();
+    due.push_back(Due{due_at, std::move(log), flushes});
+    // Due times only grow (one interval after each first line), so a flusher waiting for an
+    // earlier entry need not be woken.
+    if (was_empty) cv.Signal();
+    return true;
+  }
+
+  // Remembers the day folder of a log file this process opened.
+  void Remember(int64_t run_id, const std::string& day) {
+    absl::MutexLock lock(&mu);
+    if (days.insert_or_assign(run_id, day).second) {
+      days_order.push_back(run_id);
+      while (days_order.size() > kRememberedDays) {
+        days.erase(days_order.front());
+        days_order.pop_front();
+      }
+    }
+  }
+
+  void ForgetDay(int64_t run_id) {
+    absl::MutexLock lock(&mu);
+    days.erase(run_id);  // Its days_order entry goes when it reaches the front.
+  }
+
+  // Removes `log` from the open logs (if it is still the one registered for run_id).
+  void Unregister(int64_t run_id, const RunLogFile* log) {
+    absl::MutexLock lock(&mu);
+    auto it = open.find(run_id);
+    if (it != open.end() && it->second.raw == log) open.erase(it);
+  }
+
+  const Clock& clock;
+  const RunLogOptions options;
+  absl::Mutex mu;
+  absl::CondVar cv;  // `due` got an entry, or the store shuts down.
+  std::deque<Due> due ABSL_GUARDED_BY(mu);
+  bool stopped ABSL_GUARDED_BY(mu) = false;
+  // Logs not closed yet (their lines may be buffered): for Read, FlushAll and Create.
+  absl::flat_hash_map<int64_t, OpenLog> open ABSL_GUARDED_BY(mu);
+  // Runs whose log file this process opened, run id → day folder name: the most recent
+  // kRememberedDays of them (older ones are found by looking through the day folders).
+  static constexpr size_t kRememberedDays = 100000;
+  absl::flat_hash_map<int64_t, std::string> days ABSL_GUARDED_BY(mu);
+  std::deque<int64_t> days_order ABSL_GUARDED_BY(mu);
+};
+
+}  // namespace run_log_internal
+
 namespace {
 
 namespace fs = std::filesystem;
+using run_log_internal::State;
 
 constexpr size_t kMaxPageBytes = 1 << 20;
+// A buffer that grew larger than this is released after a flush (a long run's logging burst
+// should not pin memory for the rest of the run).
+constexpr size_t kKeptBufferCapacity = 4096;
 
 std::string DayFolder(absl::Time t) {
   return absl::FormatTime("%Y-%m-%d", t, absl::UTCTimeZone());
@@ -33,25 +114,60 @@ bool ParseDayFolder(absl::string_view name, absl::CivilDay* day) {
 
 std::string LogName(int64_t run_id) { return absl::StrCat(run_id, ".log"); }
 
-}  // namespace
-
-absl::StatusOr<std::shared_ptr<RunLogFile>> RunLogFile::Open(const std::string& path,
-                                                             const Clock& clock,
-                                                             bool* created) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
-  if (created != nullptr) *created = fd >= 0;
-  if (fd < 0 && errno == EEXIST) fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (fd < 0) {
-    return absl::InternalError(absl::StrCat("open ", path, ": ", std::strerror(errno)));
-  }
-  return std::shared_ptr<RunLogFile>(new RunLogFile(path, fd, clock));
+// Whether a log queued for `due` is to be written at `now`. A due time more than an interval
+// ahead means the clock was set back: written too, rather than held up by the jump.
+bool IsDue(absl::Time due, absl::Time now, absl::Duration interval) {
+  return due <= now || due - now > interval;
 }
 
-RunLogFile::~RunLogFile() { ::close(fd_); }
+// Collects the lines of a page: lines are offered in order, numbered from 1.
+class PageBuilder {
+ public:
+  PageBuilder(int from_line, int max_lines) : max_lines_(max_lines) {
+    page_.from_line = from_line;
+    page_.to_line = from_line - 1;
+  }
+  // Returns true when the page is full (this line was the last one it takes).
+  bool Offer(std::string line) {
+    ++number_;
+    if (number_ < page_.from_line) return false;
+    bytes_ += line.size();
+    page_.lines.push_back(std::move(line));
+    page_.to_line = number_;
+    return static_cast<int>(page_.lines.size()) >= max_lines_ || bytes_ >= kMaxPageBytes;
+  }
+  RunLogStore::Page Finish(bool eof) {
+    page_.eof = eof;
+    return std::move(page_);
+  }
+
+ private:
+  const int max_lines_;
+  RunLogStore::Page page_;
+  int number_ = 0;
+  size_t bytes_ = 0;
+};
+
+}  // namespace
+
+RunLogFile::RunLogFile(std::shared_ptr<State> state, int64_t run_id, std::string day,
+                       std::string path)
+    : state_(std::move(state)), run_id_(run_id), day_(std::move(day)), path_(std::move(path)) {}
+
+RunLogFile::~RunLogFile() {
+  bool registered;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!discarded_) FlushLocked();
+    CloseFdLocked();
+    registered = !unregistered_;
+  }
+  if (registered) state_->Unregister(run_id_, this);
+}
 
 void RunLogFile::Append(absl::string_view text) {
-  const std::string stamp =
-      absl::FormatTime("%Y-%m-%d %H:%M:%E3S ", clock_.Now(), absl::UTCTimeZone());
+  const absl::Time now = state_->clock.Now();
+  const std::string stamp = absl::FormatTime("%Y-%m-%d %H:%M:%E3S ", now, absl::UTCTimeZone());
   std::string out;
   size_t start = 0;
   while (start <= text.size()) {
@@ -63,20 +179,143 @@ void RunLogFile::Append(absl::string_view text) {
     if (nl == absl::string_view::npos || nl + 1 == text.size()) break;
     start = nl + 1;
   }
+  const RunLogOptions& options = state_->options;
   absl::MutexLock lock(&mu_);
-  size_t done = 0;
-  while (done < out.size()) {
-    ssize_t n = ::write(fd_, out.data() + done, out.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return;  // A full disk must not fail the run; the line is lost.
-    }
-    done += static_cast<size_t>(n);
+  if (discarded_) return;
+  const bool first = buffer_.empty();
+  buffer_.append(out);
+  if (direct_ || options.flush_interval <= absl::ZeroDuration() ||
+      buffer_.size() >= options.flush_bytes) {
+    FlushLocked();
+    return;
+  }
+  if (first && !state_->Enqueue(weak_from_this(), now + options.flush_interval, flushes_)) {
+    FlushLocked();  // The store is shut down.
   }
 }
 
-RunLogStore::RunLogStore(std::string log_dir, const Clock& clock)
-    : dir_(std::move(log_dir)), clock_(clock) {}
+void RunLogFile::Flush() {
+  absl::MutexLock lock(&mu_);
+  FlushLocked();
+}
+
+void RunLogFile::Close() {
+  {
+    absl::MutexLock lock(&mu_);
+    FlushLocked();
+    CloseFdLocked();
+    direct_ = true;
+    unregistered_ = true;
+  }
+  state_->Unregister(run_id_, this);
+}
+
+std::string RunLogFile::Buffered(uint64_t* flushes) const {
+  absl::MutexLock lock(&mu_);
+  *flushes = flushes_;
+  return buffer_;
+}
+
+uint64_t RunLogFile::flushes() const {
+  absl::MutexLock lock(&mu_);
+  return flushes_;
+}
+
+bool RunLogFile::FlushIfUnchanged(uint64_t flushes) {
+  absl::MutexLock lock(&mu_);
+  if (flushes_ != flushes) return false;
+  return FlushLocked();
+}
+
+void RunLogFile::Discard() {
+  bool created;
+  {
+    absl::MutexLock lock(&mu_);
+    discarded_ = true;
+    buffer_.clear();
+    ++flushes_;
+    CloseFdLocked();
+    created = created_file_;
+    if (created) ::unlink(path_.c_str());
+    unregistered_ = true;
+  }
+  if (created) state_->ForgetDay(run_id_);
+  state_->Unregister(run_id_, this);
+}
+
+void RunLogFile::WriteThrough() {
+  absl::MutexLock lock(&mu_);
+  FlushLocked();
+  direct_ = true;
+}
+
+bool RunLogFile::FlushLocked() {
+  if (buffer_.empty()) return false;
+  ++flushes_;
+  bool wrote = false;
+  if (fd_ >= 0 || OpenLocked()) {
+    size_t done = 0;
+    while (done < buffer_.size()) {
+      ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        break;  // A full disk must not fail the run; the lines are lost.
+      }
+      done += static_cast<size_t>(n);
+    }
+    wrote = true;
+  }
+  if (buffer_.capacity() > kKeptBufferCapacity) {
+    std::string().swap(buffer_);
+  } else {
+    buffer_.clear();
+  }
+  return wrote;
+}
+
+bool RunLogFile::OpenLocked() {
+  std::string error;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
+                    0644);
+    if (fd >= 0) {
+      created_file_ = true;
+    } else if (errno == EEXIST) {
+      // An earlier process's log of the run (or ours, reopened after Close): appended to.
+      // O_NOFOLLOW: a planted symlink is not followed out of log_dir.
+      fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+    }
+    if (fd >= 0) {
+      fd_ = fd;
+      state_->Remember(run_id_, day_);
+      return true;
+    }
+    error = std::strerror(errno);
+    if (errno != ENOENT) break;
+    // The day's first log, or its folder was removed (retention): make it.
+    std::error_code ec;
+    fs::create_directories(fs::path(path_).parent_path(), ec);
+    if (ec) {
+      error = ec.message();
+      break;
+    }
+  }
+  if (!open_failed_) {
+    open_failed_ = true;
+    spdlog::error("run {}: cannot write its log {}: {}", run_id_, path_, error);
+  }
+  return false;
+}
+
+void RunLogFile::CloseFdLocked() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+RunLogStore::RunLogStore(std::string log_dir, const Clock& clock, RunLogOptions options)
+    : dir_(std::move(log_dir)), clock_(clock), state_(std::make_shared<State>(clock, options)) {}
+
+RunLogStore::~RunLogStore() { Shutdown(); }
 
 absl::Status RunLogStore::Init() {
   std::error_code ec;
@@ -85,67 +324,117 @@ absl::Status RunLogStore::Init() {
   fs::path canonical = fs::canonical(dir_, ec);
   if (ec) return absl::InternalError(absl::StrCat("log_dir ", dir_, ": ", ec.message()));
   canonical_dir_ = canonical.string();
+  absl::MutexLock lock(&state_->mu);
+  if (state_->options.background_flush && !state_->stopped && !flusher_.joinable()) {
+    flusher_ = std::thread([this] { FlusherLoop(); });
+  }
   return absl::OkStatus();
+}
+
+void RunLogStore::FlusherLoop() {
+  pthread_setname_np(pthread_self(), "jobwheel-logs");
+  State& s = *state_;
+  absl::MutexLock lock(&s.mu);
+  while (!s.stopped) {
+    if (s.due.empty()) {
+      s.cv.Wait(&s.mu);
+      continue;
+    }
+    const absl::Time now = clock_.Now();
+    const absl::Time due = s.due.front().due;
+    if (!IsDue(due, now, s.options.flush_interval)) {
+      s.cv.WaitWithTimeout(&s.mu, due - now);
+      continue;
+    }
+    s.mu.Unlock();
+    FlushDue();
+    s.mu.Lock();
+  }
+}
+
+int RunLogStore::FlushDue() {
+  State& s = *state_;
+  std::vector<State::Due> ready;
+  {
+    absl::MutexLock lock(&s.mu);
+    const absl::Time now = clock_.Now();
+    while (!s.due.empty() && IsDue(s.due.front().due, now, s.options.flush_interval)) {
+      ready.push_back(std::move(s.due.front()));
+      s.due.pop_front();
+    }
+  }
+  int written = 0;
+  for (State::Due& d : ready) {
+    std::shared_ptr<RunLogFile> log = d.log.lock();
+    if (log != nullptr && log->FlushIfUnchanged(d.flushes)) ++written;
+  }
+  return written;
+}
+
+void RunLogStore::FlushAll() {
+  std::vector<std::shared_ptr<RunLogFile>> logs;
+  {
+    absl::MutexLock lock(&state_->mu);
+    for (const auto& [id, entry] : state_->open) {
+      if (auto log = entry.weak.lock()) logs.push_back(std::move(log));
+    }
+  }
+  for (const auto& log : logs) log->Flush();
+}
+
+void RunLogStore::Shutdown() {
+  std::vector<std::shared_ptr<RunLogFile>> logs;
+  {
+    absl::MutexLock lock(&state_->mu);
+    if (state_->stopped) return;
+    state_->stopped = true;
+    state_->due.clear();
+    state_->cv.SignalAll();
+  }
+  if (flusher_.joinable()) flusher_.join();
+  {
+    absl::MutexLock lock(&state_->mu);
+    for (const auto& [id, entry] : state_->open) {
+      if (auto log = entry.weak.lock()) logs.push_back(std::move(log));
+    }
+  }
+  for (const auto& log : logs) log->WriteThrough();
 }
 
 absl::StatusOr<std::shared_ptr<RunLogFile>> RunLogStore::Create(int64_t run_id, bool* created) {
   if (run_id <= 0) return absl::InvalidArgumentError("run_id: must be positive");
-  const std::string day = DayFolder(clock_.Now());
-  const fs::path folder = fs::path(canonical_dir_) / day;
-  bool made;
-  {
-    absl::MutexLock lock(&mu_);
-    made = made_day_ == day;
+  std::string day = DayFolder(clock_.Now());
+  std::string path = absl::StrCat(canonical_dir_, "/", day, "/", LogName(run_id));
+  absl::MutexLock lock(&state_->mu);
+  State::OpenLog& entry = state_->open[run_id];
+  if (std::shared_ptr<RunLogFile> log = entry.weak.lock()) {
+    if (created != nullptr) *created = false;
+    return log;
   }
-  if (!made) {
-    std::error_code ec;
-    fs::create_directories(folder, ec);
-    if (ec) {
-      return absl::InternalError(absl::StrCat("log folder ", folder.string(), ": ", ec.message()));
-    }
-    absl::MutexLock lock(&mu_);
-    made_day_ = day;
-  }
-  const std::string path = (folder / LogName(run_id)).string();
-  auto file = RunLogFile::Open(path, clock_, created);
-  if (!file.ok() && made) {
-    // The folder may have been removed meanwhile (retention): make it again once.
-    {
-      absl::MutexLock lock(&mu_);
-      made_day_.clear();
-    }
-    return Create(run_id, created);
-  }
-  if (!file.ok()) return file.status();
-  absl::MutexLock lock(&mu_);
-  if (days_.insert_or_assign(run_id, day).second) {
-    days_order_.push_back(run_id);
-    while (days_order_.size() > kRememberedDays) {
-      days_.erase(days_order_.front());
-      days_order_.pop_front();
-    }
-  }
-  return file;
+  std::shared_ptr<RunLogFile> log(new RunLogFile(state_, run_id, std::move(day), std::move(path)));
+  entry.weak = log;
+  entry.raw = log.get();
+  if (created != nullptr) *created = true;
+  return log;
+}
+
+std::shared_ptr<RunLogFile> RunLogStore::OpenLog(int64_t run_id) {
+  absl::MutexLock lock(&state_->mu);
+  auto it = state_->open.find(run_id);
+  if (it == state_->open.end()) return nullptr;
+  return it->second.weak.lock();
 }
 
 void RunLogStore::Remove(int64_t run_id) {
-  std::string day;
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = days_.find(run_id);
-    if (it == days_.end()) return;
-    day = it->second;
-    days_.erase(it);  // Its days_order_ entry goes when it reaches the front.
-  }
-  std::error_code ec;
-  fs::remove(fs::path(canonical_dir_) / day / LogName(run_id), ec);
+  std::shared_ptr<RunLogFile> log = OpenLog(run_id);
+  if (log != nullptr) log->Discard();
 }
 
 absl::StatusOr<std::string> RunLogStore::Find(int64_t run_id) {
   {
-    absl::MutexLock lock(&mu_);
-    auto it = days_.find(run_id);
-    if (it != days_.end()) {
+    absl::MutexLock lock(&state_->mu);
+    auto it = state_->days.find(run_id);
+    if (it != state_->days.end()) {
       return (fs::path(canonical_dir_) / it->second / LogName(run_id)).string();
     }
   }
@@ -178,49 +467,68 @@ absl::Status RunLogStore::CheckInside(const std::string& path) const {
   return absl::OkStatus();
 }
 
+absl::StatusOr<RunLogStore::Page> RunLogStore::ReadPage(int64_t run_id, const std::string& path,
+                                                        const std::string* buffered,
+                                                        int from_line, int max_lines) {
+  const absl::Status not_found =
+      absl::NotFoundError(absl::StrCat("run ", run_id, ": no log on this executor"));
+  PageBuilder page(from_line, max_lines);
+  absl::Status inside = CheckInside(path);
+  if (!inside.ok() && !absl::IsNotFound(inside)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("run ", run_id, ": log path resolves outside the log directory"));
+  }
+  // An open log whose lines are all still buffered has no file yet.
+  if (!inside.ok() && buffered == nullptr) return not_found;
+  if (inside.ok()) {
+    std::ifstream in(path);
+    if (!in && buffered == nullptr) return not_found;
+    std::string line;
+    while (in) {
+      // A last line without '\n' is still being written: leave it for the next page.
+      if (!std::getline(in, line) || in.eof()) break;
+      if (page.Offer(std::move(line))) {
+        const bool file_ends = in.peek() == std::char_traits<char>::eof();
+        return page.Finish(file_ends && (buffered == nullptr || buffered->empty()));
+      }
+    }
+  }
+  if (buffered != nullptr) {
+    absl::string_view rest(*buffered);
+    while (!rest.empty()) {
+      const size_t nl = rest.find('\n');  // Buffered lines always end in '\n'.
+      absl::string_view line = rest.substr(0, nl);
+      rest.remove_prefix(nl == absl::string_view::npos ? rest.size() : nl + 1);
+      if (page.Offer(std::string(line))) return page.Finish(rest.empty());
+    }
+  }
+  return page.Finish(true);
+}
+
 absl::StatusOr<RunLogStore::Page> RunLogStore::Read(int64_t run_id, int from_line,
                                                     int max_lines) {
   if (run_id <= 0) return absl::InvalidArgumentError("run_id: must be positive");
   if (from_line < 1) from_line = 1;
   if (max_lines < 1) max_lines = 1;
-  auto path = Find(run_id);
-  if (!path.ok()) return path.status();
-  absl::Status inside = CheckInside(*path);
-  if (absl::IsNotFound(inside)) {
-    return absl::NotFoundError(absl::StrCat("run ", run_id, ": no log on this executor"));
+  std::shared_ptr<RunLogFile> log = OpenLog(run_id);
+  if (log == nullptr) {
+    auto path = Find(run_id);
+    if (!path.ok()) return path.status();
+    return ReadPage(run_id, *path, nullptr, from_line, max_lines);
   }
-  if (!inside.ok()) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("run ", run_id, ": log path resolves outside the log directory"));
+  // The file's lines, then the buffered ones. A flush between taking the buffered lines and
+  // reading the file would show lines twice: then read again, and after a few such races
+  // read with the log's lock held (which holds up its appends for that long).
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    uint64_t flushes = 0;
+    const std::string buffered = log->Buffered(&flushes);
+    auto page = ReadPage(run_id, log->path(), &buffered, from_line, max_lines);
+    if (!page.ok() || log->flushes() == flushes) return page;
   }
-  std::ifstream in(*path);
-  if (!in) return absl::NotFoundError(absl::StrCat("run ", run_id, ": no log on this executor"));
-  Page page;
-  page.from_line = from_line;
-  page.to_line = from_line - 1;
-  std::string line;
-  int number = 0;
-  size_t bytes = 0;
-  while (true) {
-    if (!std::getline(in, line)) {
-      page.eof = true;
-      break;
-    }
-    // A last line without '\n' is still being written: leave it for the next page.
-    if (in.eof()) {
-      page.eof = true;
-      break;
-    }
-    ++number;
-    if (number < from_line) continue;
-    bytes += line.size();
-    page.lines.push_back(std::move(line));
-    page.to_line = number;
-    if (static_cast<int>(page.lines.size()) >= max_lines || bytes >= kMaxPageBytes) {
-      page.eof = in.peek() == std::char_traits<char>::eof();
-      break;
-    }
-  }
+  absl::StatusOr<Page> page;
+  log->WithBuffered([&](const std::string& buffered) {
+    page = ReadPage(run_id, log->path(), &buffered, from_line, max_lines);
+  });
   return page;
 }
 
@@ -242,10 +550,10 @@ int RunLogStore::Cleanup(int retention_days) {
     if (!rm) ++removed;
   }
   if (!old.empty()) {
-    absl::MutexLock lock(&mu_);
-    for (auto it = days_.begin(); it != days_.end();) {
+    absl::MutexLock lock(&state_->mu);
+    for (auto it = state_->days.begin(); it != state_->days.end();) {
       if (std::find(old.begin(), old.end(), it->second) != old.end()) {
-        days_.erase(it++);
+        state_->days.erase(it++);
       } else {
         ++it;
       }

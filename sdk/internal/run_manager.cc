@@ -164,9 +164,8 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
                      absl::StrJoin(names, ", "), ")")};
   }
 
-  // The run's log file is created before taking the lock: creating a file takes a while, and
-  // under the lock it would hold up every other run of the executor. A run refused below gets
-  // its new file removed again.
+  // The run's log is made before taking the lock (no I/O: its file is created at its first
+  // write). A run refused below gets its new log discarded again, so it leaves no file.
   bool created_log = false;
   auto log = logs_->Create(run_id, &created_log);
   auto refuse = [&](SubmitOutcome refusal) {
@@ -175,6 +174,7 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
   };
 
   std::vector<RunResult> to_report;
+  std::vector<std::shared_ptr<RunLogFile>> to_close;  // Written outside the lock.
   SubmitOutcome outcome;
   {
     absl::ReleasableMutexLock lock(&mu_);
@@ -216,6 +216,7 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
         to_report.push_back(CancelledResult(*queued));
         queued->Log(absl::StrCat("run ", queued->request.run_id(), " ", message,
                                  " (COVER_EARLY) before it started"));
+        to_close.push_back(queued->log);
         Forget(*queued);
         ids.push_back(queued->request.run_id());
       }
@@ -270,6 +271,9 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
                               : "",
                           "; ", outcome.message));
     UpdateGauges();
+  }
+  for (const auto& log : to_close) {
+    if (log != nullptr) log->Close();
   }
   Report(to_report);
   return outcome;
@@ -358,6 +362,8 @@ void RunManager::ThreadLoop(std::shared_ptr<Lifeline> life, std::shared_ptr<Thre
       ++in_report_;
       mu.Unlock();
       if (!ended.empty()) run->Log(ended);
+      // Its last lines go to the file before the run is forgotten (one write for a short run).
+      if (run->log != nullptr) run->log->Close();
       if (final.has_value()) Report({*final});
       mu.Lock();
       Forget(*run);
@@ -541,6 +547,7 @@ void RunManager::UpdateGauges() {
 
 RunManager::KillOutcome RunManager::Kill(int64_t run_id, absl::string_view reason) {
   std::vector<RunResult> to_report;
+  std::shared_ptr<RunLogFile> to_close;  // Written outside the lock.
   KillOutcome outcome;
   {
     absl::MutexLock lock(&mu_);
@@ -558,6 +565,7 @@ RunManager::KillOutcome RunManager::Kill(int64_t run_id, absl::string_view reaso
       run->cancelled_at = now;
       run->Log(absl::StrCat("run ", run_id, " ", message, " while queued"));
       to_report.push_back(CancelledResult(*run));
+      to_close = run->log;
       Forget(*run);
       outcome = {true, absl::StrCat("run ", run_id, " removed from the queue")};
     } else if (run->token->Cancel(CancelReason::kKilled, message)) {
@@ -570,6 +578,7 @@ RunManager::KillOutcome RunManager::Kill(int64_t run_id, absl::string_view reaso
                                     CancelReasonName(run->token->reason()), ")")};
     }
   }
+  if (to_close != nullptr) to_close->Close();
   Report(to_report);
   return outcome;
 }
@@ -678,6 +687,7 @@ void RunManager::WatchdogLoop() {
 
 void RunManager::Shutdown(absl::Duration grace, absl::Duration join_timeout) {
   std::vector<RunResult> to_report;
+  std::vector<std::shared_ptr<RunLogFile>> to_close;  // Written outside the lock.
   {
     absl::MutexLock lock(&mu_);
     if (shut_down_) return;
@@ -700,6 +710,7 @@ void RunManager::Shutdown(absl::Duration grace, absl::Duration join_timeout) {
         auto& q = run->worker->queue;
         q.erase(std::remove(q.begin(), q.end(), run), q.end());
         to_report.push_back(CancelledResult(*run));
+        to_close.push_back(run->log);
         Forget(*run);
       } else {
         to_report.push_back(CancelledResult(*run));
@@ -710,6 +721,9 @@ void RunManager::Shutdown(absl::Duration grace, absl::Duration join_timeout) {
     }
     stopping_ = true;
     pool_cv_.SignalAll();
+  }
+  for (const auto& log : to_close) {
+    if (log != nullptr) log->Close();
   }
   Report(to_report);
 
@@ -751,6 +765,9 @@ void RunManager::Shutdown(absl::Duration grace, absl::Duration join_timeout) {
   mu_.Unlock();
   for (auto& t : joinable) t.join();
   for (auto& t : stuck) t.detach();
+  // What detached handlers logged so far reaches the files now (later lines within the log
+  // store's flush interval).
+  if (logs_ != nullptr) logs_->FlushAll();
   mu_.Lock();
 }
 

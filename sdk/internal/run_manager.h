@@ -127,7 +127,8 @@ class RunManager {
   struct RunState {
     jobwheel::v1::RunRequest request;
     std::shared_ptr<CancellationToken> token = std::make_shared<CancellationToken>();
-    std::shared_ptr<RunLogFile> log;  // Null when the log file could not be created.
+    // Null when the log could not be made. Closed (written) when the run ends.
+    std::shared_ptr<RunLogFile> log;
     Phase phase = Phase::kQueued;
     bool reported = false;
     Worker* worker = nullptr;  // Whose queue or current slot holds the run.

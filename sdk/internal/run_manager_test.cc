@@ -3,7 +3,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -174,6 +176,16 @@ class RunManagerTest : public ::testing::Test {
     return absl::StrJoin(page->lines, "\n");
   }
 
+  // The run's log file as on disk (not through Read, which also shows buffered lines).
+  std::string LogFile(int64_t run_id) {
+    std::error_code ec;
+    for (const auto& day : std::filesystem::directory_iterator(dir_ + "/logs", ec)) {
+      std::ifstream in(day.path() / absl::StrCat(run_id, ".log"));
+      if (in) return std::string(std::istreambuf_iterator<char>(in), {});
+    }
+    return "<absent>";
+  }
+
   double RunsTotal(absl::string_view status) {
     return metrics_.RunsTotal(status).Value();
   }
@@ -229,6 +241,40 @@ TEST_F(RunManagerTest, SerialExecutionQueuesInOrder) {
   EXPECT_THAT(LogText(2), HasSubstr("ended: SUCCEEDED"));
 }
 
+TEST_F(RunManagerTest, RunLogIsWrittenWhenTheRunEnds) {
+  Make({{"block", gate_.Block()}});
+  Submit(Req(1, 7, "block"));
+  ASSERT_TRUE(Eventually([&] { return gate_.Started(1); }, kWait));
+  // Hold the run's open log, so only Close (not its destruction) can write it.
+  bool created = true;
+  auto held = logs_.Create(1, &created);
+  ASSERT_TRUE(held.ok());
+  EXPECT_FALSE(created);
+  gate_.Open();
+  ASSERT_TRUE(WaitResult(1));
+  // Closed before the result is reported: every line is in the file now.
+  const std::string file = LogFile(1);
+  EXPECT_THAT(file, HasSubstr("run 1 accepted"));
+  EXPECT_THAT(file, HasSubstr("run 1 started"));
+  EXPECT_THAT(file, HasSubstr("handler of run 1 returns"));
+  EXPECT_THAT(file, HasSubstr("run 1 ended: SUCCEEDED"));
+  EXPECT_EQ(LogText(1) + "\n", file);
+}
+
+TEST_F(RunManagerTest, ALongRunsLinesReachTheFileWithinTheFlushInterval) {
+  HandlerFn block = gate_.Block();
+  Make({{"long", [block](JobContext& ctx) {
+    ctx.Log("working");
+    return block(ctx);
+  }}});
+  Submit(Req(1, 7, "long"));
+  EXPECT_TRUE(Eventually([&] { return LogFile(1).find("working") != std::string::npos; },
+                         kWait));
+  EXPECT_TRUE(manager_->IsActive(1));
+  gate_.Open();
+  ASSERT_TRUE(WaitResult(1));
+}
+
 TEST_F(RunManagerTest, DifferentJobsRunConcurrently) {
   Make({{"block", gate_.Block()}});
   EXPECT_EQ(Submit(Req(1, 1, "block")).disposition, jobwheel::v1::RUN_DISPOSITION_STARTED);
@@ -245,8 +291,9 @@ TEST_F(RunManagerTest, DiscardLaterDiscardsWhileRunningOrQueued) {
   EXPECT_EQ(d.disposition, jobwheel::v1::RUN_DISPOSITION_DISCARDED);
   EXPECT_THAT(d.message, HasSubstr("DISCARD_LATER"));
   EXPECT_THAT(d.message, HasSubstr("run 1"));
-  // No log either: the file opened before the decision is removed again.
+  // No log either: the log made before the decision is discarded, no file was created.
   EXPECT_EQ(logs_.Read(2, 1, 10).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(LogFile(2), "<absent>");
   gate_.Open();
   ASSERT_TRUE(WaitResult(1));
   EXPECT_FALSE(sink_.Has(2));  // A discarded run was never accepted: no result.
@@ -359,6 +406,8 @@ TEST_F(RunManagerTest, KillQueuedRemovesItWithoutRunning) {
   ASSERT_TRUE(WaitResult(2));
   EXPECT_EQ(sink_.Get(2).status(), jobwheel::v1::RUN_STATUS_KILLED);
   EXPECT_EQ(manager_->JobLoad(7).queued, 0);
+  // Its log is closed (written) before the result is reported.
+  EXPECT_THAT(LogFile(2), HasSubstr("ended: KILLED"));
   gate_.Open();
   ASSERT_TRUE(WaitResult(1));
   EXPECT_EQ(sink_.Get(1).status(), jobwheel::v1::RUN_STATUS_SUCCEEDED);
