@@ -1,11 +1,13 @@
 #include "services/dispatcher/pg_dispatch_store.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/pg_prepared.h"
 #include "common/proto_time.h"
 #include "pqxx/pqxx"
 
@@ -62,28 +64,11 @@ std::string TimeArray(const std::vector<absl::optional<absl::Time>>& values) {
 // Trigger answers and executor results update overlapping sets of runs from different
 // connections; taking the row locks in id order first keeps them from deadlocking.
 void LockRunsInIdOrder(pqxx::work& tx, const std::string& ids) {
-  tx.exec_params("SELECT 1 FROM runs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE", ids);
+  ExecPrepared(tx, "lock_runs",
+               "SELECT 1 FROM runs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE", ids);
 }
 
 bool IsTerminal(int status) { return status >= v1::RUN_STATUS_SUCCEEDED; }
-
-// A quoted text[] literal for `scope` (empty when unscoped; then unused).
-std::string ScopeArray(pqxx::work& tx, const AppScope& scope) {
-  std::string literal = "{";
-  if (scope.has_value()) {
-    for (size_t i = 0; i < scope->size(); ++i) {
-      if (i > 0) literal += ',';
-      literal += '"';
-      for (char c : (*scope)[i]) {
-        if (c == '"' || c == '\\') literal += '\\';
-        literal += c;
-      }
-      literal += '"';
-    }
-  }
-  literal += "}";
-  return absl::StrCat(tx.quote(literal), "::text[]");
-}
 
 }  // namespace
 
@@ -105,7 +90,7 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
     };
     absl::flat_hash_map<int64_t, Row> rows;
     // ORDER BY id: concurrent dispatchers lock in the same order, so they cannot deadlock.
-    for (const auto& r : tx.exec_params(
+    for (const auto& r : ExecPrepared(tx, "lock_fires",
              "SELECT id, job_id, status, reason FROM fires WHERE id = ANY($1::bigint[]) "
              "ORDER BY id FOR UPDATE",
              IntArray(ids))) {
@@ -194,7 +179,7 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
     // Insert runs; map returned ids back to (fire, shard).
     absl::flat_hash_map<std::pair<int64_t, int32_t>, int64_t> inserted_ids;
     if (!r_fire.empty()) {
-      for (const auto& r : tx.exec_params(
+      for (const auto& r : ExecPrepared(tx, "insert_runs",
                "INSERT INTO runs (fire_id, job_id, app, handler, trigger_type, attempt, "
                "shard_index, shard_total, executor_address, routing_strategy, status, "
                "trigger_message, param, scheduled_time, trigger_time, end_time) "
@@ -219,7 +204,7 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
       // The scheduler's reason (e.g. a misfire's count and range) is kept; a dispatch
       // failure's reason is appended to it.
       const std::string fire_ids = IntArray(f_id);
-      tx.exec_params(
+      ExecPrepared(tx, "update_fires",
           "UPDATE fires f SET status = v.status, reason = CASE WHEN v.reason = '' THEN "
           "f.reason WHEN f.reason = '' THEN v.reason ELSE f.reason || '; ' || v.reason END, "
           "dispatch_time = $4::timestamptz FROM unnest($1::bigint[], $2::int[], $3::text[]) "
@@ -247,7 +232,7 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
     }
     if (!lookup_runs.empty()) {
       absl::flat_hash_map<int64_t, std::vector<int64_t>> existing;
-      for (const auto& r : tx.exec_params(
+      for (const auto& r : ExecPrepared(tx, "runs_of_fires",
                "SELECT fire_id, id FROM runs WHERE fire_id = ANY($1::bigint[]) "
                "ORDER BY fire_id, shard_index",
                IntArray(lookup_runs))) {
@@ -293,7 +278,7 @@ absl::StatusOr<std::vector<int64_t>> PgDispatchStore::RecordTriggerOutcomes(
     }
     const std::string run_ids = IntArray(ids);
     LockRunsInIdOrder(tx, run_ids);
-    for (const auto& r : tx.exec_params(
+    for (const auto& r : ExecPrepared(tx, "record_trigger_outcomes",
              "UPDATE runs r SET "
              "status = CASE WHEN r.status = 1 THEN v.status ELSE r.status END, "
              "start_time = CASE WHEN r.status = 1 AND v.status = 2 "
@@ -325,11 +310,34 @@ absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
     records.clear();
     if (results.empty()) return;
     pqxx::work tx(conn);
+    std::vector<int64_t> all_ids;
+    all_ids.reserve(results.size());
+    for (const v1::RunResult& r : results) all_ids.push_back(r.run_id());
+    // Lock in id order (trigger answers update the same runs from other connections) and
+    // decide each result here from the run's state, so the write below touches only the
+    // runs it records. (A single statement that also tested `status IN (1, 2)` let the
+    // planner scan the whole open-runs index, dead entries included, for every batch.)
+    absl::flat_hash_map<int64_t, ResultDisposition> disposition;
+    for (const auto& row : ExecPrepared(tx, "lock_result_runs",
+             "SELECT id, status, app FROM runs WHERE id = ANY($1::bigint[]) ORDER BY id "
+             "FOR UPDATE",
+             IntArray(all_ids))) {
+      const int run_status = row[1].as<int>();
+      const std::string app = row[2].as<std::string>();
+      const bool in_scope =
+          !scope.has_value() || std::find(scope->begin(), scope->end(), app) != scope->end();
+      disposition[row[0].as<int64_t>()] =
+          !in_scope                  ? ResultDisposition::kForbidden
+          : IsTerminal(run_status) ? ResultDisposition::kDuplicate
+                                   : ResultDisposition::kRecorded;
+    }
     std::vector<int64_t> ids;
     std::vector<int> statuses, codes;
     std::vector<std::string> messages, answer_suffixes;
     std::vector<absl::optional<absl::Time>> starts, ends, answer_times;
     for (const v1::RunResult& r : results) {
+      auto d = disposition.find(r.run_id());
+      if (d == disposition.end() || d->second != ResultDisposition::kRecorded) continue;
       const bool has_start = r.has_start_time() &&
                              (r.start_time().seconds() != 0 || r.start_time().nanos() != 0);
       const bool has_end =
@@ -350,47 +358,33 @@ absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
         answer_times.push_back(absl::nullopt);
       }
     }
-    const std::string run_ids = IntArray(ids);
-    LockRunsInIdOrder(tx, run_ids);
-    absl::flat_hash_map<int64_t, ResultDisposition> disposition;
-    // One round trip: update what is still open (and in scope), and tell recorded /
-    // duplicate / unknown / forbidden. A success of a job without child jobs needs nothing
-    // from the scheduler's follow-up monitor (retries, alarms and child jobs are for the
-    // others), so it is marked done here rather than by one more write per run there.
-    const std::string in_scope = scope.has_value()
-                                     ? absl::StrCat("= ANY(", ScopeArray(tx, scope), ")")
-                                     : std::string("IS NOT NULL");
-    // A held trigger answer (tmsg, ta) folded in: its suffix is appended and its time is the
-    // trigger's start, as if it had been written first.
-    const std::string sql = absl::StrCat(
-        "WITH v AS (SELECT * FROM unnest($1::bigint[], $2::int[], $3::int[], $4::text[], "
-        "$5::timestamptz[], $6::timestamptz[], $7::text[], $8::timestamptz[]) "
-        "AS v(id, status, code, msg, st, et, tmsg, ta)), "
-        "upd AS (UPDATE runs r SET status = v.status, result_code = v.code, "
-        "result_message = v.msg, start_time = COALESCE(v.st, r.start_time, v.ta, v.et), "
-        "end_time = v.et, trigger_message = r.trigger_message || v.tmsg, "
-        "followup_done = (v.status = 3 AND NOT EXISTS (SELECT 1 FROM jobs j "
-        "WHERE j.id = r.job_id AND cardinality(j.child_job_ids) > 0)) "
-        "FROM v WHERE r.id = v.id AND r.id = ANY($1::bigint[]) AND r.status IN (1, 2) AND "
-        "r.app ", in_scope, " RETURNING r.id) "
-        "SELECT v.id, (u.id IS NOT NULL), (x.id IS NOT NULL), "
-        "(x.id IS NOT NULL AND NOT (x.app ", in_scope, ")) FROM v "
-        "LEFT JOIN upd u ON u.id = v.id "
-        "LEFT JOIN LATERAL (SELECT id, app FROM runs WHERE id = v.id) x ON true");
-    for (const auto& row : tx.exec_params(sql, run_ids, IntArray(statuses), IntArray(codes),
-                                          TextArray(messages), TimeArray(starts),
-                                          TimeArray(ends), TextArray(answer_suffixes),
-                                          TimeArray(answer_times))) {
-      const int64_t id = row[0].as<int64_t>();
-      disposition[id] = row[3].as<bool>()   ? ResultDisposition::kForbidden
-                        : row[1].as<bool>() ? ResultDisposition::kRecorded
-                        : row[2].as<bool>() ? ResultDisposition::kDuplicate
-                                            : ResultDisposition::kUnknown;
+    if (!ids.empty()) {
+      // A success of a job without child jobs needs nothing from the scheduler's follow-up
+      // monitor (retries, alarms and child jobs are for the others), so it is marked done
+      // here rather than by one more write per run there. A held trigger answer (tmsg, ta)
+      // folded in: its suffix is appended and its time is the trigger's start, as if it had
+      // been written first.
+      ExecPrepared(tx, "record_results",
+          "UPDATE runs r SET status = v.status, result_code = v.code, result_message = v.msg, "
+          "start_time = COALESCE(v.st, r.start_time, v.ta, v.et), end_time = v.et, "
+          "trigger_message = r.trigger_message || v.tmsg, "
+          "followup_done = (v.status = 3 AND NOT EXISTS (SELECT 1 FROM jobs j "
+          "WHERE j.id = r.job_id AND cardinality(j.child_job_ids) > 0)) "
+          "FROM unnest($1::bigint[], $2::int[], $3::int[], $4::text[], $5::timestamptz[], "
+          "$6::timestamptz[], $7::text[], $8::timestamptz[]) "
+          "AS v(id, status, code, msg, st, et, tmsg, ta) "
+          "WHERE r.id = v.id AND r.id = ANY($1::bigint[])",
+          IntArray(ids), IntArray(statuses), IntArray(codes), TextArray(messages),
+          TimeArray(starts), TimeArray(ends), TextArray(answer_suffixes),
+          TimeArray(answer_times));
     }
     tx.commit();
     records.reserve(results.size());
     for (const v1::RunResult& r : results) {
-      records.push_back(ResultRecord{r.run_id(), disposition[r.run_id()], r.status()});
+      auto d = disposition.find(r.run_id());
+      records.push_back(ResultRecord{
+          r.run_id(), d == disposition.end() ? ResultDisposition::kUnknown : d->second,
+          r.status()});
     }
   });
   if (!status.ok()) return status;

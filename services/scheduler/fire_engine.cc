@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/pg_prepared.h"
 #include "common/proto_time.h"
 #include "services/scheduler/job_row.h"
 #include "services/scheduler/schedule.h"
@@ -168,7 +169,7 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
   absl::Status s = elector_.RunFenced("claim due jobs", [&](pqxx::work& tx) {
     claimed.clear();
     misfires.clear();
-    pqxx::result rows = tx.exec_params(
+    pqxx::result rows = ExecPrepared(tx, "claim_jobs",
         absl::StrCat("SELECT ", kJobColumns,
                      " FROM jobs j WHERE j.enabled AND j.next_fire_at IS NOT NULL AND "
                      "j.next_fire_at <= $1::timestamptz ORDER BY j.next_fire_at LIMIT $2 "
@@ -232,7 +233,7 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
       jobs.emplace(job.id(), std::move(job));
     }
     if (!f_job.empty()) {
-      pqxx::result inserted = tx.exec_params(
+      pqxx::result inserted = ExecPrepared(tx, "insert_fires",
           "INSERT INTO fires (job_id, scheduled_at, trigger_type, status, reason, leader_epoch) "
           "SELECT u.job_id, u.scheduled_at, u.trigger_type, u.status, u.reason, $6 "
           "FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::int[], $5::text[]) "
@@ -252,7 +253,7 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
         claimed.push_back(std::move(fire));
       }
     }
-    tx.exec_params(
+    ExecPrepared(tx, "advance_jobs",
         "UPDATE jobs SET next_fire_at = u.next FROM unnest($1::bigint[], $2::timestamptz[]) "
         "AS u(id, next) WHERE jobs.id = u.id AND jobs.id = ANY($1::bigint[])",
         NumArray(n_job), TimeArray(n_time));
@@ -442,8 +443,9 @@ void FireEngine::DispatchBatch(std::vector<int64_t> ids) {
       // The status is checked here, not in SQL: `status = 1` lets the planner AND in the
       // partial index of all pending fires (the whole pre-read window, tens of thousands),
       // which costs more than the few primary-key lookups this needs.
-      pqxx::result r = tx.exec_params("SELECT id, status FROM fires WHERE id = ANY($1::bigint[])",
-                                      NumArray(ids));
+      pqxx::result r = ExecPrepared(tx, "confirm_fires",
+                                    "SELECT id, status FROM fires WHERE id = ANY($1::bigint[])",
+                                    NumArray(ids));
       for (const pqxx::row& row : r) {
         if (row[1].as<int>() == kFirePending) live.push_back(row[0].as<int64_t>());
       }
