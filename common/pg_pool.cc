@@ -15,7 +15,12 @@ PgPool::~PgPool() = default;
 
 absl::StatusOr<std::unique_ptr<pqxx::connection>> PgPool::Connect(const std::string& dsn) {
   try {
-    return std::make_unique<pqxx::connection>(dsn);
+    auto conn = std::make_unique<pqxx::connection>(dsn);
+    // Prepared statements (pg_prepared.h) are planned for their actual arguments every time:
+    // a generic plan for `id = ANY($1)` joined to unnest()-ed arrays can turn into a scan of
+    // a whole table. set_variable() survives libpqxx's transparent reconnects.
+    conn->set_variable("plan_cache_mode", "force_custom_plan");
+    return conn;
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("connect to database: ", e.what()));
   }

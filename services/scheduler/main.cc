@@ -51,6 +51,8 @@ ABSL_FLAG(absl::Duration, preread_window, absl::Seconds(5),
 ABSL_FLAG(absl::Duration, claim_ahead, absl::Seconds(5),
           "A claimed job's fires are recorded this far beyond --preread_window, so frequent "
           "jobs are claimed once per this period rather than once per fire");
+ABSL_FLAG(int, dispatch_threads, 4,
+          "Hand-offs to dispatchers in flight at once; each takes every fire due when it starts");
 ABSL_FLAG(absl::Duration, misfire_threshold, absl::Seconds(5),
           "A fire later than this follows the job's misfire strategy");
 ABSL_FLAG(absl::Duration, lost_run_after, absl::Minutes(10),
@@ -173,6 +175,10 @@ int main(int argc, char** argv) {
   FireEngine::Options engine_options;
   engine_options.preread_window = absl::GetFlag(FLAGS_preread_window);
   engine_options.claim_ahead = absl::GetFlag(FLAGS_claim_ahead);
+  engine_options.dispatch_threads = absl::GetFlag(FLAGS_dispatch_threads);
+  if (engine_options.dispatch_threads < 1 || engine_options.dispatch_threads > 64) {
+    return Fail("--dispatch_threads: must be between 1 and 64");
+  }
   engine_options.misfire_threshold = absl::GetFlag(FLAGS_misfire_threshold);
   Monitors::Options monitor_options;
   monitor_options.lost_after = absl::GetFlag(FLAGS_lost_run_after);
