@@ -55,11 +55,11 @@ std::vector<int64_t> TimerQueue::WaitDue(NowFn now_fn, size_t max) {
     // Sleep until the earliest due time, or until an Add/Clear/WakeUp changes the queue.
     const absl::Duration wait =
         heap_.empty() ? absl::Milliseconds(200) : std::min(heap_.top().due - now, absl::Milliseconds(200));
-    const size_t before = heap_.size();
+    // Only an earlier entry matters: waking on every Add would wake this thread thousands
+    // of times during one claim that adds fires due seconds from now.
     const absl::Time top = heap_.empty() ? absl::InfiniteFuture() : heap_.top().due;
-    auto changed = [this, before, top, gen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return generation_ != gen || heap_.size() != before ||
-             (!heap_.empty() && heap_.top().due < top);
+    auto changed = [this, top, gen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return generation_ != gen || (!heap_.empty() && heap_.top().due < top);
     };
     mu_.AwaitWithTimeout(absl::Condition(&changed), wait);
   }
