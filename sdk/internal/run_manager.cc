@@ -289,9 +289,23 @@ std::shared_ptr<RunManager::Worker> RunManager::NewWorker(int64_t job_id) {
 void RunManager::Schedule(const std::shared_ptr<Worker>& lane) {
   lane->ready = true;
   ready_.push_back(lane);
-  if (idle_threads_ > 0) pool_cv_.Signal();
-  // More ready lanes than idle threads to take them: one more thread, up to the limit.
-  if (ready_.size() > idle_threads_ && live_threads_ < std::max<size_t>(1, options_.max_threads)) {
+  WakeOrStartThread();
+}
+
+void RunManager::WakeOrStartThread() {
+  // One thread at a time is sent to the ready lanes; it takes one and, if more are ready,
+  // sends the next. A RunBatch of short runs is then often done by one or two threads
+  // instead of waking one per run (a wake-up costs more than a short handler), and runs
+  // that block still each get a thread, one wake-up or thread start apart.
+  if (wakeups_ > 0) return;
+  if (idle_threads_ > 0) {
+    ++wakeups_;
+    pool_cv_.Signal();
+    return;
+  }
+  // Every thread is busy (its handler may block for long): one more, up to the limit.
+  if (live_threads_ < std::max<size_t>(1, options_.max_threads)) {
+    ++wakeups_;
     auto t = std::make_shared<Thread>();
     t->thread = std::thread(&RunManager::ThreadLoop, this, life_, t);
     threads_.push_back(t);
@@ -305,20 +319,27 @@ void RunManager::ThreadLoop(std::shared_ptr<Lifeline> life, std::shared_ptr<Thre
   absl::Mutex& mu = life->mu;
   mu.Lock();
   absl::Time idle_deadline = absl::Now() + options_.worker_idle_timeout;
+  bool arrived = false;
   while (true) {
     if (!life->alive) {
       mu.Unlock();
       return;
+    }
+    if (!arrived) {
+      arrived = true;
+      if (wakeups_ > 0) --wakeups_;  // Started for the ready lanes: here now.
     }
     if (ready_.empty()) {
       if (stopping_ || absl::Now() >= idle_deadline) break;
       ++idle_threads_;
       pool_cv_.WaitWithDeadline(&mu, idle_deadline);
       --idle_threads_;
+      if (wakeups_ > 0) --wakeups_;  // Whatever woke this thread, it looks at ready_ now.
       continue;
     }
     std::shared_ptr<Worker> w = std::move(ready_.front());
     ready_.pop_front();
+    if (!ready_.empty()) WakeOrStartThread();  // Pass the rest on.
     w->ready = false;
     w->owned = true;
     self->lane = w;

@@ -164,6 +164,8 @@ class RunManager {
   void ThreadLoop(std::shared_ptr<Lifeline> life, std::shared_ptr<Thread> self);
   // Puts a lane with a run to start on ready_; wakes an idle thread or starts one.
   void Schedule(const std::shared_ptr<Worker>& lane) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Gets a thread to the ready lanes: wakes an idle one, or starts one if none is idle.
+  void WakeOrStartThread() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WatchdogLoop();
   Result Execute(RunState& run, const HandlerFn& handler);
   Result ExecuteScript(RunState& run);
@@ -204,6 +206,9 @@ class RunManager {
   std::vector<std::shared_ptr<Thread>> threads_ ABSL_GUARDED_BY(mu_);
   size_t live_threads_ ABSL_GUARDED_BY(mu_) = 0;
   size_t idle_threads_ ABSL_GUARDED_BY(mu_) = 0;
+  // Threads sent to the ready lanes (an idle one signalled, or a new one) that have not
+  // looked at them yet: 0 or 1. See WakeOrStartThread.
+  size_t wakeups_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<int64_t, std::shared_ptr<RunState>> runs_ ABSL_GUARDED_BY(mu_);
   // Of runs_: how many are queued and running (for the gauges, without a scan per change).
   int queued_count_ ABSL_GUARDED_BY(mu_) = 0;

@@ -562,6 +562,26 @@ TEST_F(RunManagerTest, ManyJobsShareAFewThreads) {
   EXPECT_EQ(RunsTotal("succeeded"), 300);
 }
 
+TEST_F(RunManagerTest, ABatchOfBlockingRunsAllStartWithIdleAndNewThreads) {
+  Gate first;
+  Make({{"first", first.Block()}, {"block", gate_.Block()}});
+  // Three threads, idle once their runs are done.
+  for (int64_t id = 1; id <= 3; ++id) Submit(Req(id, id, "first"));
+  ASSERT_TRUE(Eventually([&] { return first.started().size() == 3u; }, kWait));
+  first.Open();
+  for (int64_t id = 1; id <= 3; ++id) ASSERT_TRUE(WaitResult(id)) << id;
+  ASSERT_EQ(manager_->WorkerThreads(), 3u);
+  // A batch of eight runs that block: idle threads are woken one after the other and new
+  // ones started for the rest, so every run starts although none finishes.
+  for (int64_t id = 11; id <= 18; ++id) {
+    EXPECT_EQ(Submit(Req(id, id, "block")).disposition, jobwheel::v1::RUN_DISPOSITION_STARTED);
+  }
+  ASSERT_TRUE(Eventually([&] { return gate_.started().size() == 8u; }, kWait));
+  EXPECT_EQ(manager_->WorkerThreads(), 8u);
+  gate_.Open();
+  for (int64_t id = 11; id <= 18; ++id) ASSERT_TRUE(WaitResult(id)) << id;
+}
+
 TEST_F(RunManagerTest, RunsBeyondMaxThreadsWaitTheirTurn) {
   RunManagerOptions options;
   options.max_threads = 3;
