@@ -44,8 +44,11 @@ absl::StatusOr<v1::RunResponse> GrpcExecutorClients::Run(absl::string_view addre
   return response;
 }
 
-void GrpcExecutorClients::RunAsync(absl::string_view address, v1::RunRequest request,
-                                   absl::Duration deadline, RunCallback done) {
+template <typename Request, typename Response, typename Start>
+void GrpcExecutorClients::CallAsync(absl::string_view address, Request request,
+                                    absl::Duration deadline,
+                                    std::function<void(absl::StatusOr<Response>)> done,
+                                    Start start) {
   auto stub = StubFor(address);
   if (!stub.ok()) {
     done(stub.status());
@@ -53,10 +56,10 @@ void GrpcExecutorClients::RunAsync(absl::string_view address, v1::RunRequest req
   }
   struct Call {
     grpc::ClientContext ctx;
-    v1::RunRequest request;
-    v1::RunResponse response;
+    Request request;
+    Response response;
     std::shared_ptr<v1::ExecutorService::Stub> stub;  // Outlives the call.
-    RunCallback done;
+    std::function<void(absl::StatusOr<Response>)> done;
   };
   auto* call = new Call;
   call->request = std::move(request);
@@ -64,46 +67,35 @@ void GrpcExecutorClients::RunAsync(absl::string_view address, v1::RunRequest req
   call->done = std::move(done);
   Prepare(call->ctx, deadline);
   call->ctx.set_wait_for_ready(true);  // As Run(): ride out a reconnecting channel.
-  call->stub->async()->Run(&call->ctx, &call->request, &call->response,
-                           [call](grpc::Status s) {
-                             if (s.ok()) {
-                               call->done(std::move(call->response));
-                             } else {
-                               call->done(FromGrpcStatus(s));
-                             }
-                             delete call;
-                           });
+  start(*call->stub, &call->ctx, &call->request, &call->response, [call](grpc::Status s) {
+    if (s.ok()) {
+      call->done(std::move(call->response));
+    } else {
+      call->done(FromGrpcStatus(s));
+    }
+    delete call;
+  });
+}
+
+void GrpcExecutorClients::RunAsync(absl::string_view address, v1::RunRequest request,
+                                   absl::Duration deadline, RunCallback done) {
+  CallAsync<v1::RunRequest, v1::RunResponse>(
+      address, std::move(request), deadline, std::move(done),
+      [](v1::ExecutorService::Stub& stub, grpc::ClientContext* ctx, const v1::RunRequest* req,
+         v1::RunResponse* resp, std::function<void(grpc::Status)> on_done) {
+        stub.async()->Run(ctx, req, resp, std::move(on_done));
+      });
 }
 
 void GrpcExecutorClients::RunBatchAsync(absl::string_view address, v1::RunBatchRequest request,
                                         absl::Duration deadline, RunBatchCallback done) {
-  auto stub = StubFor(address);
-  if (!stub.ok()) {
-    done(stub.status());
-    return;
-  }
-  struct Call {
-    grpc::ClientContext ctx;
-    v1::RunBatchRequest request;
-    v1::RunBatchResponse response;
-    std::shared_ptr<v1::ExecutorService::Stub> stub;  // Outlives the call.
-    RunBatchCallback done;
-  };
-  auto* call = new Call;
-  call->request = std::move(request);
-  call->stub = *stub;
-  call->done = std::move(done);
-  Prepare(call->ctx, deadline);
-  call->ctx.set_wait_for_ready(true);  // As Run().
-  call->stub->async()->RunBatch(&call->ctx, &call->request, &call->response,
-                                [call](grpc::Status s) {
-                                  if (s.ok()) {
-                                    call->done(std::move(call->response));
-                                  } else {
-                                    call->done(FromGrpcStatus(s));
-                                  }
-                                  delete call;
-                                });
+  CallAsync<v1::RunBatchRequest, v1::RunBatchResponse>(
+      address, std::move(request), deadline, std::move(done),
+      [](v1::ExecutorService::Stub& stub, grpc::ClientContext* ctx,
+         const v1::RunBatchRequest* req, v1::RunBatchResponse* resp,
+         std::function<void(grpc::Status)> on_done) {
+        stub.async()->RunBatch(ctx, req, resp, std::move(on_done));
+      });
 }
 
 absl::Status GrpcExecutorClients::Beat(absl::string_view address, absl::Duration deadline) {

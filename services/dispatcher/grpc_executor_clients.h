@@ -33,6 +33,11 @@ class GrpcExecutorClients : public ExecutorClients {
  private:
   absl::StatusOr<std::shared_ptr<v1::ExecutorService::Stub>> StubFor(absl::string_view address);
   void Prepare(grpc::ClientContext& ctx, absl::Duration deadline) const;
+  // One unary call on the callback API: `start(stub, ctx, request, response, on_done)` issues
+  // it (e.g. stub.async()->Run(...)); `done` gets the answer exactly once.
+  template <typename Request, typename Response, typename Start>
+  void CallAsync(absl::string_view address, Request request, absl::Duration deadline,
+                 std::function<void(absl::StatusOr<Response>)> done, Start start);
 
   const std::string token_;
   const ClientTls tls_;
