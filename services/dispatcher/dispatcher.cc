@@ -243,8 +243,10 @@ absl::StatusOr<v1::DispatchResponse> Dispatcher::Dispatch(const v1::DispatchRequ
     o->set_status(r.status);
     o->set_message(r.message);
     for (int64_t id : r.run_ids) o->add_run_ids(id);
+    o->set_not_found(r.not_found);
     if (metrics_ != nullptr) {
       metrics_->Fire(r.duplicate                           ? "duplicate"
+                     : r.not_found                         ? "not_found"
                      : r.status == v1::FIRE_STATUS_FAILED ? "failed"
                                                           : "dispatched");
     }

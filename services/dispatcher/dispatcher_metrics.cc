@@ -7,7 +7,7 @@ namespace jobwheel::dispatcher {
 DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry)
     : fires_(prometheus::BuildCounter()
                  .Name("jobwheel_dispatcher_fires_total")
-                 .Help("Fires received, by outcome (dispatched, failed, duplicate).")
+                 .Help("Fires received, by outcome (dispatched, failed, duplicate, not_found).")
                  .Register(registry)),
       triggered_(prometheus::BuildCounter()
                      .Name("jobwheel_dispatcher_runs_triggered_total")
@@ -65,7 +65,7 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry)
     PoolDepth(pool, 0);
     trigger_latency_.Add({{"pool", pool}}, LatencyBuckets());
   }
-  for (const char* outcome : {"dispatched", "failed", "duplicate"}) {
+  for (const char* outcome : {"dispatched", "failed", "duplicate", "not_found"}) {
     fires_.Add({{"outcome", outcome}});
   }
   for (const char* outcome : {"recorded", "duplicate", "unknown"}) {

@@ -86,8 +86,6 @@ class FireEngine {
   SchedulerMetrics& metrics_;
 
   TimerQueue timer_;
-  // Connections for the confirming read before a hand-off (not the lock session).
-  PgPool read_pool_;
   mutable absl::Mutex mu_;
   bool active_ ABSL_GUARDED_BY(mu_) = false;
   // The epoch whose takeover load of all pending fires failed (0: none); the claim loop

@@ -33,12 +33,23 @@ class RecordingDispatcher : public DispatchClient {
     absl::MutexLock lock(&mu_);
     jobwheel::v1::DispatchResponse response;
     pqxx::work tx(conn_);
+    // As a dispatcher does: only a PENDING fire row is dispatched; a missing one is
+    // reported not_found.
     for (const auto& f : request.fires()) {
-      ids_.push_back(f.fire_id());
-      tx.exec_params("UPDATE fires SET status = 2 WHERE id = $1", f.fire_id());
       auto* o = response.add_outcomes();
       o->set_fire_id(f.fire_id());
-      o->set_status(jobwheel::v1::FIRE_STATUS_DISPATCHED);
+      const pqxx::result r = tx.exec_params(
+          "UPDATE fires SET status = 2 WHERE id = $1 AND status = 1 RETURNING id", f.fire_id());
+      if (!r.empty()) {
+        ids_.push_back(f.fire_id());
+        o->set_status(jobwheel::v1::FIRE_STATUS_DISPATCHED);
+        continue;
+      }
+      o->set_status(jobwheel::v1::FIRE_STATUS_FAILED);
+      if (tx.exec_params("SELECT 1 FROM fires WHERE id = $1", f.fire_id()).empty()) {
+        o->set_not_found(true);
+        ++not_found_;
+      }
     }
     tx.commit();
     return response;
@@ -47,11 +58,16 @@ class RecordingDispatcher : public DispatchClient {
     absl::MutexLock lock(&mu_);
     return ids_;
   }
+  int not_found() {
+    absl::MutexLock lock(&mu_);
+    return not_found_;
+  }
 
  private:
   absl::Mutex mu_;
   pqxx::connection conn_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> ids_ ABSL_GUARDED_BY(mu_);
+  int not_found_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // One scheduler replica: elector + engine wired as main.cc wires them.
@@ -187,9 +203,11 @@ TEST_F(FireEngineTest, DueFiresAreHandedOffAndStaleOnesAreNot) {
   }
   clock_.Advance(absl::Seconds(10));
   ASSERT_TRUE(Eventually([&] { return leader->engine->held() == 0; }));
-  // Only now+1 and now+2 survived the edit.
+  // Only now+1 and now+2 survived the edit; the other held fires (now+3 .. now+10) reach the
+  // dispatcher, which finds their rows gone and runs nothing.
   EXPECT_EQ(dispatcher_->ids().size(), 2u);
   EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 2"), 2);
+  EXPECT_EQ(dispatcher_->not_found(), 8);
   leader->engine->Shutdown();
 }
 
