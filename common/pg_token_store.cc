@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/pg_arrays.h"
 #include "common/proto_time.h"
 
 namespace jobwheel {
@@ -29,33 +30,6 @@ constexpr char kRevokeSql[] =
     "RETURNING " JW_TOKEN_COLUMNS;
 
 #undef JW_TOKEN_COLUMNS
-
-// {"a","b"}: app names are validated, but quote and escape anyway.
-std::string ToPgArray(const std::vector<std::string>& values) {
-  std::string out = "{";
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) out += ',';
-    out += '"';
-    for (char c : values[i]) {
-      if (c == '"' || c == '\\') out += '\\';
-      out += c;
-    }
-    out += '"';
-  }
-  return out + "}";
-}
-
-std::vector<std::string> FromPgArray(const pqxx::field& field) {
-  std::vector<std::string> out;
-  if (field.is_null()) return out;
-  pqxx::array_parser parser = field.as_array();
-  while (true) {
-    auto [juncture, value] = parser.get_next();
-    if (juncture == pqxx::array_parser::done) break;
-    if (juncture == pqxx::array_parser::string_value) out.push_back(std::move(value));
-  }
-  return out;
-}
 
 absl::optional<absl::Time> OptionalTime(const pqxx::field& f) {
   if (f.is_null()) return absl::nullopt;

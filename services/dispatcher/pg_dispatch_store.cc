@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/pg_arrays.h"
 #include "common/pg_prepared.h"
 #include "common/proto_time.h"
 #include "pqxx/pqxx"
@@ -20,46 +21,6 @@ namespace {
 // `id = ANY($ids)`: that gives the planner an index path it takes even when the table's
 // statistics are stale (a fresh or just-truncated table that grew fast), where it would
 // otherwise hash-join against a sequential scan of the whole table for every batch.
-
-// Appends `s` as a double-quoted element of an array literal.
-void AppendElement(std::string* out, absl::string_view s) {
-  out->push_back('"');
-  for (char c : s) {
-    if (c == '"' || c == '\\') out->push_back('\\');
-    out->push_back(c);
-  }
-  out->push_back('"');
-}
-
-template <typename T>
-std::string IntArray(const std::vector<T>& values) {
-  return absl::StrCat("{", absl::StrJoin(values, ","), "}");
-}
-
-std::string TextArray(const std::vector<std::string>& values) {
-  std::string out = "{";
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    AppendElement(&out, values[i]);
-  }
-  out.push_back('}');
-  return out;
-}
-
-// NULL for a missing time.
-std::string TimeArray(const std::vector<absl::optional<absl::Time>>& values) {
-  std::string out = "{";
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    if (values[i].has_value()) {
-      AppendElement(&out, ToPgTimestamp(*values[i]));
-    } else {
-      out += "NULL";
-    }
-  }
-  out.push_back('}');
-  return out;
-}
 
 // Trigger answers and executor results update overlapping sets of runs from different
 // connections; taking the row locks in id order first keeps them from deadlocking.
@@ -93,7 +54,7 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
     for (const auto& r : ExecPrepared(tx, "lock_fires",
              "SELECT id, job_id, status, reason FROM fires WHERE id = ANY($1::bigint[]) "
              "ORDER BY id FOR UPDATE",
-             IntArray(ids))) {
+             ToPgIntArray(ids))) {
       rows[r[0].as<int64_t>()] = Row{r[1].as<int64_t>(), r[2].as<int>(), r[3].as<std::string>()};
     }
 
@@ -192,24 +153,24 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
                "shard_index, shard_total, address, routing, status, message, param, scheduled, "
                "ended) ON CONFLICT (fire_id, shard_index) DO NOTHING "
                "RETURNING id, fire_id, shard_index",
-               IntArray(r_fire), IntArray(r_job), TextArray(r_app), TextArray(r_handler),
-               IntArray(r_trigger), IntArray(r_attempt), IntArray(r_shard_index),
-               IntArray(r_shard_total), TextArray(r_address), IntArray(r_routing),
-               IntArray(r_status), TextArray(r_message), TextArray(r_param),
-               TimeArray(r_scheduled), TimeArray(r_end), ToPgTimestamp(now))) {
+               ToPgIntArray(r_fire), ToPgIntArray(r_job), ToPgArray(r_app), ToPgArray(r_handler),
+               ToPgIntArray(r_trigger), ToPgIntArray(r_attempt), ToPgIntArray(r_shard_index),
+               ToPgIntArray(r_shard_total), ToPgArray(r_address), ToPgIntArray(r_routing),
+               ToPgIntArray(r_status), ToPgArray(r_message), ToPgArray(r_param),
+               ToPgTimeArray(r_scheduled), ToPgTimeArray(r_end), ToPgTimestamp(now))) {
         inserted_ids[{r[1].as<int64_t>(), r[2].as<int32_t>()}] = r[0].as<int64_t>();
       }
     }
     if (!f_id.empty()) {
       // The scheduler's reason (e.g. a misfire's count and range) is kept; a dispatch
       // failure's reason is appended to it.
-      const std::string fire_ids = IntArray(f_id);
+      const std::string fire_ids = ToPgIntArray(f_id);
       ExecPrepared(tx, "update_fires",
           "UPDATE fires f SET status = v.status, reason = CASE WHEN v.reason = '' THEN "
           "f.reason WHEN f.reason = '' THEN v.reason ELSE f.reason || '; ' || v.reason END, "
           "dispatch_time = $4::timestamptz FROM unnest($1::bigint[], $2::int[], $3::text[]) "
           "AS v(id, status, reason) WHERE f.id = v.id AND f.id = ANY($1::bigint[])",
-          fire_ids, IntArray(f_status), TextArray(f_reason), ToPgTimestamp(now));
+          fire_ids, ToPgIntArray(f_status), ToPgArray(f_reason), ToPgTimestamp(now));
     }
     // Keep only runs really inserted (a conflicting row means the shard existed already).
     for (size_t i = 0; i < fires.size(); ++i) {
@@ -235,7 +196,7 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
       for (const auto& r : ExecPrepared(tx, "runs_of_fires",
                "SELECT fire_id, id FROM runs WHERE fire_id = ANY($1::bigint[]) "
                "ORDER BY fire_id, shard_index",
-               IntArray(lookup_runs))) {
+               ToPgIntArray(lookup_runs))) {
         existing[r[0].as<int64_t>()].push_back(r[1].as<int64_t>());
       }
       for (size_t i = 0; i < fires.size(); ++i) {
@@ -276,7 +237,7 @@ absl::StatusOr<std::vector<int64_t>> PgDispatchStore::RecordTriggerOutcomes(
       messages.push_back(o.message_suffix);
       at.push_back(o.at);
     }
-    const std::string run_ids = IntArray(ids);
+    const std::string run_ids = ToPgIntArray(ids);
     LockRunsInIdOrder(tx, run_ids);
     for (const auto& r : ExecPrepared(tx, "record_trigger_outcomes",
              "UPDATE runs r SET "
@@ -288,7 +249,7 @@ absl::StatusOr<std::vector<int64_t>> PgDispatchStore::RecordTriggerOutcomes(
              "FROM unnest($1::bigint[], $2::int[], $3::text[], $4::timestamptz[]) "
              "AS v(id, status, msg, at) WHERE r.id = v.id AND r.id = ANY($1::bigint[]) "
              "RETURNING r.id, r.status, v.status",
-             run_ids, IntArray(statuses), TextArray(messages), TimeArray(at))) {
+             run_ids, ToPgIntArray(statuses), ToPgArray(messages), ToPgTimeArray(at))) {
       const int new_status = r[1].as<int>();
       if (IsTerminal(new_status) && new_status == r[2].as<int>()) {
         finished.push_back(r[0].as<int64_t>());
@@ -321,7 +282,7 @@ absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
     for (const auto& row : ExecPrepared(tx, "lock_result_runs",
              "SELECT id, status, app FROM runs WHERE id = ANY($1::bigint[]) ORDER BY id "
              "FOR UPDATE",
-             IntArray(all_ids))) {
+             ToPgIntArray(all_ids))) {
       const int run_status = row[1].as<int>();
       const std::string app = row[2].as<std::string>();
       const bool in_scope =
@@ -374,9 +335,9 @@ absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
           "$6::timestamptz[], $7::text[], $8::timestamptz[]) "
           "AS v(id, status, code, msg, st, et, tmsg, ta) "
           "WHERE r.id = v.id AND r.id = ANY($1::bigint[])",
-          IntArray(ids), IntArray(statuses), IntArray(codes), TextArray(messages),
-          TimeArray(starts), TimeArray(ends), TextArray(answer_suffixes),
-          TimeArray(answer_times));
+          ToPgIntArray(ids), ToPgIntArray(statuses), ToPgIntArray(codes), ToPgArray(messages),
+          ToPgTimeArray(starts), ToPgTimeArray(ends), ToPgArray(answer_suffixes),
+          ToPgTimeArray(answer_times));
     }
     tx.commit();
     records.reserve(results.size());

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/proto_time.h"
-#include "services/registry/pg_arrays.h"
+#include "common/pg_arrays.h"
 
 namespace jobwheel::registry {
 namespace {

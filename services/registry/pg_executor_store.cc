@@ -10,7 +10,7 @@
 #include "absl/time/clock.h"
 #include "common/pg_errors.h"
 #include "common/proto_time.h"
-#include "services/registry/pg_arrays.h"
+#include "common/pg_arrays.h"
 
 namespace jobwheel::registry {
 namespace {

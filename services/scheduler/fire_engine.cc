@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/pg_arrays.h"
 #include "common/pg_prepared.h"
 #include "common/proto_time.h"
 #include "services/scheduler/job_row.h"
@@ -23,20 +24,6 @@ constexpr int kFireSkipped = 3;
 constexpr int kFireFailed = 4;
 // How many missed fire times a misfire counts before giving up counting.
 constexpr int kMaxMissedCounted = 100000;
-
-std::string TimeArray(const std::vector<std::optional<absl::Time>>& times) {
-  std::vector<std::string> parts;
-  parts.reserve(times.size());
-  for (const auto& t : times) {
-    parts.push_back(t ? absl::StrCat("\"", ToPgTimestamp(*t), "\"") : "NULL");
-  }
-  return absl::StrCat("{", absl::StrJoin(parts, ","), "}");
-}
-
-template <typename T>
-std::string NumArray(const std::vector<T>& values) {
-  return absl::StrCat("{", absl::StrJoin(values, ","), "}");
-}
 
 constexpr char kPendingFiresSql[] =
     "SELECT f.id, f.job_id, (EXTRACT(EPOCH FROM f.scheduled_at) * 1000000)::BIGINT, "
@@ -240,7 +227,7 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
           "ON CONFLICT DO NOTHING "
           "RETURNING id, job_id, (EXTRACT(EPOCH FROM scheduled_at) * 1000000)::BIGINT, "
           "trigger_type, status",
-          NumArray(f_job), TimeArray(f_time), NumArray(f_type), NumArray(f_status),
+          ToPgIntArray(f_job), ToPgTimeArray(f_time), ToPgIntArray(f_type), ToPgIntArray(f_status),
           PgArray(f_reason), epoch);
       for (const pqxx::row& r : inserted) {
         if (r[4].as<int>() != kFirePending) continue;
@@ -255,7 +242,7 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
     ExecPrepared(tx, "advance_jobs",
         "UPDATE jobs SET next_fire_at = u.next FROM unnest($1::bigint[], $2::timestamptz[]) "
         "AS u(id, next) WHERE jobs.id = u.id AND jobs.id = ANY($1::bigint[])",
-        NumArray(n_job), TimeArray(n_time));
+        ToPgIntArray(n_job), ToPgTimeArray(n_time));
   });
   metrics_.DbQuery("claim", absl::Now() - start, s.ok());
   if (!s.ok()) return s;
@@ -319,7 +306,7 @@ absl::StatusOr<int> FireEngine::LoadPending(bool all_types) {
         tx.exec_params(
             "UPDATE fires SET status = 4, reason = 'job was deleted before dispatch', "
             "dispatch_time = now() WHERE id = ANY($1::bigint[]) AND status = 1",
-            NumArray(orphans));
+            ToPgIntArray(orphans));
       }
     });
     metrics_.DbQuery("load_pending", absl::Now() - start, s.ok());

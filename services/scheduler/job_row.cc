@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/pg_arrays.h"
 #include "common/proto_time.h"
 
 namespace jobwheel::scheduler {
@@ -109,24 +110,13 @@ jobwheel::v1::Run RunFromRow(const pqxx::row& row) {
 }
 
 std::string PgArray(const google::protobuf::RepeatedField<int64_t>& values) {
-  return absl::StrCat("{", absl::StrJoin(values, ","), "}");
+  return ToPgIntArray(values);
 }
 
 std::string PgArray(const google::protobuf::RepeatedPtrField<std::string>& values) {
-  return PgArray(std::vector<std::string>(values.begin(), values.end()));
+  return ToPgArray(std::vector<std::string>(values.begin(), values.end()));
 }
 
-std::string PgArray(const std::vector<std::string>& values) {
-  std::vector<std::string> quoted;
-  for (const std::string& v : values) {
-    std::string escaped;
-    for (char c : v) {
-      if (c == '"' || c == '\\') escaped.push_back('\\');
-      escaped.push_back(c);
-    }
-    quoted.push_back(absl::StrCat("\"", escaped, "\""));
-  }
-  return absl::StrCat("{", absl::StrJoin(quoted, ","), "}");
-}
+std::string PgArray(const std::vector<std::string>& values) { return ToPgArray(values); }
 
 }  // namespace jobwheel::scheduler

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/pg_arrays.h"
 #include "common/proto_time.h"
 #include "services/scheduler/job_row.h"
 #include "spdlog/spdlog.h"
@@ -15,10 +16,6 @@ constexpr int kSucceeded = jobwheel::v1::RUN_STATUS_SUCCEEDED;
 constexpr int kFailed = jobwheel::v1::RUN_STATUS_FAILED;
 constexpr int kTimedOut = jobwheel::v1::RUN_STATUS_TIMED_OUT;
 constexpr int kLost = jobwheel::v1::RUN_STATUS_LOST;
-
-std::string IntArray(const std::vector<int64_t>& v) {
-  return absl::StrCat("{", absl::StrJoin(v, ","), "}");
-}
 
 }  // namespace
 
@@ -134,8 +131,8 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
           "u.si, u.sn, $7 FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[], "
           "$5::int[], $6::int[]) AS u(job_id, parent, attempt, param, si, sn) "
           "ON CONFLICT DO NOTHING RETURNING id",
-          IntArray(retry_job), IntArray(retry_parent), IntArray(retry_attempt), PgArray(params),
-          IntArray(retry_shard_i), IntArray(retry_shard_n), epoch);
+          ToPgIntArray(retry_job), ToPgIntArray(retry_parent), ToPgIntArray(retry_attempt), PgArray(params),
+          ToPgIntArray(retry_shard_i), ToPgIntArray(retry_shard_n), epoch);
       counts.retries = static_cast<int>(ins.size());
     }
     if (!child_job.empty()) {
@@ -145,14 +142,14 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
           "FROM unnest($1::bigint[], $2::bigint[]) AS u(job_id, parent) "
           "WHERE EXISTS (SELECT 1 FROM jobs WHERE id = u.job_id) "
           "ON CONFLICT DO NOTHING RETURNING id",
-          IntArray(child_job), IntArray(child_parent), epoch);
+          ToPgIntArray(child_job), ToPgIntArray(child_parent), epoch);
       counts.children = static_cast<int>(ins.size());
     }
     if (!done.empty()) {
       tx.exec_params(
           "UPDATE runs SET followup_done = true, alarm_sent = (alarm_sent OR "
           "status IN (4, 5, 7)) WHERE id = ANY($1::bigint[])",
-          IntArray(done));
+          ToPgIntArray(done));
     }
     counts.alarms = static_cast<int>(alarms.size());
 

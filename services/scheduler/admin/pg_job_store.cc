@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/pg_errors.h"
+#include "common/pg_arrays.h"
 #include "common/proto_time.h"
 #include "pqxx/pqxx"
 #include "services/scheduler/job_row.h"
@@ -86,10 +87,6 @@ std::optional<std::string> PgTime(const std::optional<absl::Time>& t) {
   return ToPgTimestamp(*t);
 }
 
-std::string BigintArray(const std::vector<int64_t>& ids) {
-  return absl::StrCat("{", absl::StrJoin(ids, ","), "}");
-}
-
 // Executes `sql` with the 25 job columns of `w` as $1..$25 and `extra` after them.
 template <typename... Extra>
 pqxx::result ExecJobWrite(pqxx::work& tx, const char* sql, const JobWrite& w, Extra&&... extra) {
@@ -130,7 +127,7 @@ ChildGraphReader MakeGraphReader(pqxx::work& tx) {
       tx.exec(kLockChildGraphSql);
       ChildGraph graph;
       for (const pqxx::row& row :
-           tx.exec_params("SELECT id FROM jobs WHERE id = ANY($1::bigint[])", BigintArray(ids))) {
+           tx.exec_params("SELECT id FROM jobs WHERE id = ANY($1::bigint[])", ToPgIntArray(ids))) {
         graph.existing.insert(row[0].as<int64_t>());
       }
       for (const pqxx::row& row :
@@ -340,7 +337,7 @@ absl::StatusOr<std::vector<Run>> PgJobStore::ListRuns(const RunFilter& filter, i
                      "AND ($6::timestamptz IS NULL OR r.trigger_time < $6::timestamptz) "
                      "AND (NOT $8::boolean OR r.app = ANY($9::text[])) "
                      "ORDER BY r.id DESC LIMIT $7::int"),
-        before_id, filter.job_id, filter.app, BigintArray(statuses), PgTime(filter.triggered_from),
+        before_id, filter.job_id, filter.app, ToPgIntArray(statuses), PgTime(filter.triggered_from),
         PgTime(filter.triggered_before), limit, filter.only_apps.has_value(),
         PgArray(filter.only_apps.value_or(std::vector<std::string>())));
     for (const pqxx::row& row : r) out.push_back(RunFromRow(row));

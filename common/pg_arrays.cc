@@ -1,6 +1,6 @@
-#include "services/registry/pg_arrays.h"
+#include "common/pg_arrays.h"
 
-namespace jobwheel::registry {
+namespace jobwheel {
 
 std::string ToPgArray(const std::vector<std::string>& values) {
   std::string out = "{";
@@ -30,4 +30,4 @@ std::vector<std::string> FromPgArray(const pqxx::field& field) {
   return out;
 }
 
-}  // namespace jobwheel::registry
+}  // namespace jobwheel
