@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -28,7 +27,6 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/numbers.h"
@@ -216,7 +214,6 @@ class Bench {
     double achieved_per_s = 0;   // Fires handed to executors per second in the window.
     double completed_per_s = 0;  // Runs whose SUCCEEDED result was persisted, per second.
     Percentiles lateness_ms;
-    std::vector<RunRecord> records;  // Of this scenario's jobs (all times).
   };
   LoadOutcome RunLoad(const LoadSpec& spec, Report& report);
   void Refs(Results& out);
@@ -583,11 +580,11 @@ Bench::LoadOutcome Bench::RunLoad(const LoadSpec& spec, Report& report) {
   }
   out.completed_per_s = (succeeded_after - succeeded_before) / window_s;
 
-  out.records = NewRecords();
+  const std::vector<RunRecord> records = NewRecords();
   absl::flat_hash_map<std::pair<int64_t, int64_t>, int> seen;
   std::vector<double> lateness;
   const int64_t ws_us = absl::ToUnixMicros(ws), we_us = absl::ToUnixMicros(we);
-  for (const RunRecord& r : out.records) {
+  for (const RunRecord& r : records) {
     if (r.job_id < min_job_id_ || r.job_id > max_job_id_) continue;
     if (r.scheduled_us < ws_us || r.scheduled_us >= we_us) continue;
     if (seen[{r.job_id, r.scheduled_us}]++ == 0) {

@@ -13,7 +13,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -58,14 +57,6 @@ std::vector<RunRecord> ParseRecords(absl::string_view text) {
     out.push_back(r);
   }
   return out;
-}
-
-absl::StatusOr<std::vector<RunRecord>> ReadRecords(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseRecords(ss.str());
 }
 
 absl::StatusOr<ProcSample> ReadProc(pid_t pid) {

@@ -33,7 +33,6 @@ struct RunRecord {
 // Parses "run_id job_id fire_id attempt scheduled_us received_us" lines; a torn last line
 // (the file is still being appended to) is skipped.
 std::vector<RunRecord> ParseRecords(absl::string_view text);
-absl::StatusOr<std::vector<RunRecord>> ReadRecords(const std::string& path);
 
 // CPU time and memory of one process from /proc.
 struct ProcSample {

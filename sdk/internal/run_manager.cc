@@ -229,7 +229,6 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
                              " (COVER_EARLY)"));
         ids.insert(ids.begin(), cur.request.run_id());
       }
-      worker->abandoned = true;
       workers_.erase(job_id);
       worker = nullptr;
       covered = absl::StrCat("; covered run(s) ", absl::StrJoin(ids, ", "));

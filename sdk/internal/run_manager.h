@@ -145,7 +145,6 @@ class RunManager {
     int64_t job_id = 0;
     std::deque<std::shared_ptr<RunState>> queue;
     std::shared_ptr<RunState> current;
-    bool abandoned = false;  // Replaced (COVER_EARLY): takes no new runs.
     bool ready = false;      // In ready_: has a run to start and no thread.
     bool owned = false;      // A run thread is working through it.
   };

@@ -11,7 +11,6 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
-#include "common/pg_pool.h"
 #include "jobwheel/v1/dispatcher.pb.h"
 #include "services/scheduler/dispatch_client.h"
 #include "services/scheduler/leader_elector.h"
@@ -25,11 +24,10 @@ namespace jobwheel::scheduler {
 //     rows (unique per job and scheduled time) and advances next_fire_at;
 //  2. holds the fires in a millisecond timer and hands them to a dispatcher in batches when
 //     due (whatever is due when a dispatch thread is free goes in one batch, so batches grow
-//     with the load); right before, a read confirms each fire is still PENDING (so an edit,
-//     pause or delete, which removes pending fires, never lets a stale entry fire). The read
-//     runs on a pooled connection, not the lock session, so a long claim transaction never
-//     holds up a hand-off; a replica that is not the leader sends nothing, and should a
-//     deposed leader still send a fire, the dispatcher's row lock dispatches it at most once;
+//     with the load). The dispatcher locks each fire row and creates runs only for a PENDING
+//     one, so a fire an edit, pause or delete removed never runs (it answers not_found, and
+//     the entry is dropped); a replica that is not the leader sends nothing, and should a
+//     deposed leader still send a fire, the row lock dispatches it at most once;
 //  3. picks up PENDING fires it does not hold: all of them on takeover, and manual, retry and
 //     child fires written by the admin API or the monitors.
 // Misfires (more than `misfire_threshold` late) follow the job's strategy. Leadership comes

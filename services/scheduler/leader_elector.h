@@ -60,7 +60,6 @@ class LeaderElector {
   bool is_leader() const;
   int64_t epoch() const;
   const std::string& replica_id() const { return options_.replica_id; }
-  const std::string& dsn() const { return options_.dsn; }
 
   // Runs `fn` in a transaction on the lock-holding session. FAILED_PRECONDITION when this
   // replica is not the leader; when the session is broken, leadership ends and the error is
