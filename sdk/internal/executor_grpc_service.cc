@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "common/grpc_status.h"
 
 namespace jobwheel::sdk {
@@ -15,24 +13,6 @@ grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* ctx, const absl::S
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
-}
-
-// RunManager::Submit names the field of a malformed run as "run_id: ..." or
-// "run <id>: <field>: ..."; inside a batch it becomes "runs[<i>].<field>: ... (run <id>)".
-std::string BatchFieldMessage(int index, absl::string_view message) {
-  absl::string_view rest = message;
-  std::string run;
-  if (absl::ConsumePrefix(&rest, "run ")) {
-    const size_t colon = rest.find(": ");
-    int64_t id = 0;
-    if (colon != absl::string_view::npos && absl::SimpleAtoi(rest.substr(0, colon), &id)) {
-      run = absl::StrCat(" (run ", id, ")");
-      rest.remove_prefix(colon + 2);
-    } else {
-      rest = message;
-    }
-  }
-  return absl::StrCat("runs[", index, "].", rest, run);
 }
 
 }  // namespace
@@ -67,13 +47,20 @@ grpc::ServerUnaryReactor* ExecutorGrpcService::RunBatch(
   response->mutable_responses()->Reserve(request->runs_size());
   for (int i = 0; i < request->runs_size(); ++i) {
     jobwheel::v1::RunResponse* r = response->add_responses();
-    auto outcome = runs_->Submit(request->runs(i));
-    if (!outcome.ok()) {
-      // One bad run does not fail the others.
+    const jobwheel::v1::RunRequest& run = request->runs(i);
+    // One bad run does not fail the others.
+    absl::Status valid = RunManager::Validate(run);
+    if (!valid.ok()) {
       r->set_disposition(jobwheel::v1::RUN_DISPOSITION_REJECTED);
-      r->set_message(outcome.status().code() == absl::StatusCode::kInvalidArgument
-                         ? BatchFieldMessage(i, outcome.status().message())
-                         : absl::StrCat("runs[", i, "]: ", outcome.status().ToString()));
+      r->set_message(absl::StrCat("runs[", i, "].", valid.message(),
+                                  run.run_id() > 0 ? absl::StrCat(" (run ", run.run_id(), ")")
+                                                   : std::string()));
+      continue;
+    }
+    auto outcome = runs_->Submit(run);
+    if (!outcome.ok()) {
+      r->set_disposition(jobwheel::v1::RUN_DISPOSITION_REJECTED);
+      r->set_message(absl::StrCat("runs[", i, "]: ", outcome.status().ToString()));
       continue;
     }
     r->set_disposition(outcome->disposition);

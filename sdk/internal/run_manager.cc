@@ -44,51 +44,6 @@ bool IsScript(jobwheel::v1::GlueType g) {
   return g == jobwheel::v1::GLUE_TYPE_SCRIPT_SHELL || g == jobwheel::v1::GLUE_TYPE_SCRIPT_PYTHON;
 }
 
-absl::Status Validate(const RunRequest& r) {
-  if (r.run_id() <= 0) return absl::InvalidArgumentError("run_id: must be positive");
-  if (r.job_id() <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("run ", r.run_id(), ": job_id: must be positive"));
-  }
-  if (!jobwheel::v1::GlueType_IsValid(r.glue_type())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run ", r.run_id(), ": glue_type: unknown value ", r.glue_type()));
-  }
-  if (!jobwheel::v1::BlockStrategy_IsValid(r.block_strategy())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run ", r.run_id(), ": block_strategy: unknown value ", r.block_strategy()));
-  }
-  if (r.shard_total() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run ", r.run_id(), ": shard_total: must not be negative"));
-  }
-  if (r.shard_total() > 0 && (r.shard_index() < 0 || r.shard_index() >= r.shard_total())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "run ", r.run_id(), ": shard_index: must be in [0, ", r.shard_total(), ")"));
-  }
-  if (r.shard_total() == 0 && r.shard_index() != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run ", r.run_id(), ": shard_index: set without shard_total"));
-  }
-  if (r.has_timeout() && FromProto(r.timeout()) < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run ", r.run_id(), ": timeout: must not be negative"));
-  }
-  if (IsScript(r.glue_type())) {
-    if (r.script_source().empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "run ", r.run_id(), ": script_source: must not be empty for a script job"));
-    }
-    if (r.script_version() < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("run ", r.run_id(), ": script_version: must not be negative"));
-    }
-  } else if (r.handler().empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run ", r.run_id(), ": handler: must not be empty"));
-  }
-  return absl::OkStatus();
-}
-
 std::string StatusName(RunStatus s) {
   std::string name = jobwheel::v1::RunStatus_Name(s);
   absl::string_view v(name);
@@ -144,9 +99,50 @@ void RunManager::Start() {
   watchdog_ = std::thread([this] { WatchdogLoop(); });
 }
 
+absl::Status RunManager::Validate(const RunRequest& r) {
+  if (r.run_id() <= 0) return absl::InvalidArgumentError("run_id: must be positive");
+  if (r.job_id() <= 0) return absl::InvalidArgumentError("job_id: must be positive");
+  if (!jobwheel::v1::GlueType_IsValid(r.glue_type())) {
+    return absl::InvalidArgumentError(absl::StrCat("glue_type: unknown value ", r.glue_type()));
+  }
+  if (!jobwheel::v1::BlockStrategy_IsValid(r.block_strategy())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("block_strategy: unknown value ", r.block_strategy()));
+  }
+  if (r.shard_total() < 0) {
+    return absl::InvalidArgumentError("shard_total: must not be negative");
+  }
+  if (r.shard_total() > 0 && (r.shard_index() < 0 || r.shard_index() >= r.shard_total())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard_index: must be in [0, ", r.shard_total(), ")"));
+  }
+  if (r.shard_total() == 0 && r.shard_index() != 0) {
+    return absl::InvalidArgumentError("shard_index: set without shard_total");
+  }
+  if (r.has_timeout() && FromProto(r.timeout()) < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("timeout: must not be negative");
+  }
+  if (IsScript(r.glue_type())) {
+    if (r.script_source().empty()) {
+      return absl::InvalidArgumentError(
+          "script_source: must not be empty for a script job");
+    }
+    if (r.script_version() < 0) {
+      return absl::InvalidArgumentError("script_version: must not be negative");
+    }
+  } else if (r.handler().empty()) {
+    return absl::InvalidArgumentError("handler: must not be empty");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& request) {
   absl::Status valid = Validate(request);
-  if (!valid.ok()) return valid;
+  if (!valid.ok()) {
+    if (request.run_id() <= 0) return valid;
+    return absl::InvalidArgumentError(
+        absl::StrCat("run ", request.run_id(), ": ", valid.message()));
+  }
   const int64_t run_id = request.run_id();
   const int64_t job_id = request.job_id();
   if (IsScript(request.glue_type())) {

@@ -87,6 +87,9 @@ class RunManager {
   };
   // INVALID_ARGUMENT (naming the field) for a malformed request; otherwise the disposition.
   absl::StatusOr<SubmitOutcome> Submit(const jobwheel::v1::RunRequest& request);
+  // INVALID_ARGUMENT "<field>: <problem>" for a malformed request (Submit prefixes it with
+  // "run <id>: " once the run id is valid; RunBatch names the batch element instead).
+  static absl::Status Validate(const jobwheel::v1::RunRequest& request);
 
   struct KillOutcome {
     bool killed = false;
