@@ -115,22 +115,22 @@ void FireEngine::OnDeposed() {
 }
 
 void FireEngine::Hold(Fire fire) {
-  // A dispatcher routes and runs with a few of the job's fields; the others (schedule,
-  // description, owner, alarm contacts, child jobs, times) would be held in memory for the
-  // whole pre-read window and sent with every fire.
+  // A dispatcher routes and runs with these of the job's fields; only they are held for the
+  // pre-read window and sent with every fire (schedule, description, owner, alarm contacts,
+  // child jobs, times, and any field Job gains later, stay behind).
   Job* job = fire.mutable_job();
-  job->clear_name();
-  job->clear_description();
-  job->clear_owner();
-  job->clear_alarm_contacts();
-  job->clear_schedule();
-  job->clear_misfire_strategy();
-  job->clear_fail_retry_count();
-  job->clear_child_job_ids();
-  job->clear_enabled();
-  job->clear_next_fire_time();
-  job->clear_create_time();
-  job->clear_update_time();
+  Job kept;
+  kept.set_id(job->id());
+  kept.set_app(std::move(*job->mutable_app()));
+  kept.set_routing_strategy(job->routing_strategy());
+  kept.set_block_strategy(job->block_strategy());
+  kept.set_handler(std::move(*job->mutable_handler()));
+  kept.set_param(std::move(*job->mutable_param()));
+  if (job->has_timeout()) *kept.mutable_timeout() = job->timeout();
+  kept.set_glue_type(job->glue_type());
+  kept.set_script_source(std::move(*job->mutable_script_source()));
+  kept.set_script_version(job->script_version());
+  *job = std::move(kept);
   const int64_t id = fire.fire_id();
   const absl::Time due = FromProto(fire.scheduled_time());
   {
