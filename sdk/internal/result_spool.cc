@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "sdk/internal/write_all.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::sdk {
@@ -75,19 +76,6 @@ int64_t RunIdFromBytes(absl::string_view b) {
 
 absl::Status Errno(absl::string_view what, const std::string& path) {
   return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
-}
-
-absl::Status WriteAll(int fd, absl::string_view data, const std::string& path) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Errno("write", path);
-    }
-    done += static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
 }
 
 absl::Status FsyncDir(const std::string& dir) {

@@ -17,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/civil_time.h"
+#include "sdk/internal/write_all.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::sdk {
@@ -254,15 +255,8 @@ bool RunLogFile::FlushLocked() {
   ++flushes_;
   bool wrote = false;
   if (fd_ >= 0 || OpenLocked()) {
-    size_t done = 0;
-    while (done < buffer_.size()) {
-      ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        break;  // A full disk must not fail the run; the lines are lost.
-      }
-      done += static_cast<size_t>(n);
-    }
+    // A full disk must not fail the run; the lines are lost.
+    (void)WriteAll(fd_, buffer_, path_);
     wrote = true;
   }
   if (buffer_.capacity() > kKeptBufferCapacity) {
