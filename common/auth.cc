@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 
 namespace jobwheel {
-namespace {
 
 bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
   if (a.size() != b.size()) return false;
@@ -16,7 +15,14 @@ bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
   return diff == 0;
 }
 
-}  // namespace
+absl::StatusOr<absl::string_view> BearerToken(absl::string_view authorization) {
+  constexpr absl::string_view kPrefix = "Bearer ";
+  if (authorization.size() <= kPrefix.size() ||
+      authorization.substr(0, kPrefix.size()) != kPrefix) {
+    return absl::UnauthenticatedError("authorization metadata is not a Bearer token");
+  }
+  return authorization.substr(kPrefix.size());
+}
 
 absl::Status CheckBearer(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
                          const TokenPolicy& policy) {
@@ -25,15 +31,12 @@ absl::Status CheckBearer(const std::multimap<grpc::string_ref, grpc::string_ref>
   if (it == metadata.end()) {
     return absl::UnauthenticatedError("missing authorization metadata (Bearer token)");
   }
-  absl::string_view value(it->second.data(), it->second.size());
-  constexpr absl::string_view kPrefix = "Bearer ";
-  if (value.size() <= kPrefix.size() || value.substr(0, kPrefix.size()) != kPrefix) {
-    return absl::UnauthenticatedError("authorization metadata is not a Bearer token");
-  }
-  absl::string_view token = value.substr(kPrefix.size());
+  absl::StatusOr<absl::string_view> token =
+      BearerToken(absl::string_view(it->second.data(), it->second.size()));
+  if (!token.ok()) return token.status();
   bool ok = false;
   for (const std::string& t : policy.tokens) {
-    if (!t.empty() && ConstantTimeEquals(token, t)) ok = true;
+    if (!t.empty() && ConstantTimeEquals(*token, t)) ok = true;
   }
   if (!ok) return absl::UnauthenticatedError("invalid token");
   return absl::OkStatus();

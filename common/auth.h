@@ -19,6 +19,12 @@ struct TokenPolicy {
   std::vector<std::string> tokens;
 };
 
+// Compares in time that depends only on the lengths, not on where the inputs differ.
+bool ConstantTimeEquals(absl::string_view a, absl::string_view b);
+
+// The token of an `authorization` metadata value "Bearer <token>"; UNAUTHENTICATED otherwise.
+absl::StatusOr<absl::string_view> BearerToken(absl::string_view authorization);
+
 // OK when the call's `authorization: Bearer <token>` metadata matches one of the policy's
 // tokens (constant-time compare); UNAUTHENTICATED otherwise.
 absl::Status CheckBearer(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,

@@ -10,18 +10,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/auth.h"
 
 namespace jobwheel {
 namespace {
 
 constexpr size_t kSecretBytes = 32;
-
-bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
 
 std::string Hex(const unsigned char* bytes, size_t n) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -167,12 +161,9 @@ absl::StatusOr<Principal> TokenAuthenticator::Authenticate(
   if (!authorization.has_value()) {
     return absl::UnauthenticatedError("missing authorization metadata (Bearer token)");
   }
-  absl::string_view value = *authorization;
-  constexpr absl::string_view kPrefix = "Bearer ";
-  if (value.size() <= kPrefix.size() || !absl::StartsWith(value, kPrefix)) {
-    return absl::UnauthenticatedError("authorization metadata is not a Bearer token");
-  }
-  return AuthenticateToken(value.substr(kPrefix.size()));
+  absl::StatusOr<absl::string_view> token = BearerToken(*authorization);
+  if (!token.ok()) return token.status();
+  return AuthenticateToken(*token);
 }
 
 absl::StatusOr<Principal> TokenAuthenticator::AuthenticateToken(absl::string_view token) {
