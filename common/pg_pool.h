@@ -22,7 +22,20 @@ class PgPool {
   // Called after every Run with its duration and whether it succeeded (for metrics).
   using Observer = std::function<void(absl::string_view what, absl::Duration, bool ok)>;
 
-  PgPool(std::string dsn, int size, Observer observer = nullptr);
+  // How PostgreSQL plans the prepared statements (pg_prepared.h) of a connection.
+  enum class PlanMode {
+    // Planned for their actual arguments on every execution: safe for any statement, but the
+    // planning is repeated each time.
+    kCustom,
+    // Planned once per connection, with sequential scans, hash and merge joins ruled out, so
+    // the cached plan can only look rows up through indexes. For connections whose every
+    // statement selects rows by key (the dispatcher's fire path): a generic plan made while a
+    // table was small or its statistics stale would otherwise scan the whole table forever.
+    kIndexLookups,
+  };
+
+  PgPool(std::string dsn, int size, Observer observer = nullptr,
+         PlanMode plan_mode = PlanMode::kCustom);
   ~PgPool();
 
   // Runs `fn` on a pooled connection. libpqxx exceptions become statuses (see pg_errors.h);
@@ -31,7 +44,10 @@ class PgPool {
                    absl::Duration wait = absl::Seconds(10));
 
   // Opens a connection outside the pool (e.g. for LISTEN or the schedule lock).
-  static absl::StatusOr<std::unique_ptr<pqxx::connection>> Connect(const std::string& dsn);
+  static absl::StatusOr<std::unique_ptr<pqxx::connection>> Connect(
+      const std::string& dsn, PlanMode plan_mode = PlanMode::kCustom);
+  // Applies `plan_mode` to a connection opened elsewhere; survives libpqxx's reconnects.
+  static void SetPlanMode(pqxx::connection& conn, PlanMode plan_mode);
 
   const std::string& dsn() const { return dsn_; }
 
@@ -39,6 +55,7 @@ class PgPool {
   const std::string dsn_;
   const int size_;
   const Observer observer_;
+  const PlanMode plan_mode_;
   absl::Mutex mu_;
   std::vector<std::unique_ptr<pqxx::connection>> idle_ ABSL_GUARDED_BY(mu_);
   int in_use_ ABSL_GUARDED_BY(mu_) = 0;

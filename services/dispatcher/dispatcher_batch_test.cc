@@ -41,7 +41,7 @@ class DispatcherBatchTest : public ::testing::Test {
     auto dsn = jobwheel::testing::CreateMigratedTestDatabase();
     ASSERT_TRUE(dsn.ok()) << dsn.status();
     dsn_ = *dsn;
-    pg_ = std::make_unique<PgPool>(dsn_, 4);
+    pg_ = std::make_unique<PgPool>(dsn_, 4, nullptr, PgPool::PlanMode::kIndexLookups);
     store_ = std::make_unique<PgDispatchStore>(*pg_);
     metrics_ = std::make_unique<DispatcherMetrics>(registry_);
     router_ = std::make_unique<Router>(clock_, gen_, executors_);

@@ -47,7 +47,7 @@ class DispatcherTest : public ::testing::Test {
     auto dsn = jobwheel::testing::CreateMigratedTestDatabase();
     ASSERT_TRUE(dsn.ok()) << dsn.status();
     dsn_ = *dsn;
-    pool_ = std::make_unique<PgPool>(dsn_, 4);
+    pool_ = std::make_unique<PgPool>(dsn_, 4, nullptr, PgPool::PlanMode::kIndexLookups);
     store_ = std::make_unique<PgDispatchStore>(*pool_);
     metrics_ = std::make_unique<DispatcherMetrics>(registry_);
     router_ = std::make_unique<Router>(clock_, gen_, executors_);

@@ -22,7 +22,7 @@ class PgDispatchStoreTest : public ::testing::Test {
     auto dsn = jobwheel::testing::CreateMigratedTestDatabase();
     ASSERT_TRUE(dsn.ok()) << dsn.status();
     dsn_ = *dsn;
-    pool_ = std::make_unique<PgPool>(dsn_, 2);
+    pool_ = std::make_unique<PgPool>(dsn_, 2, nullptr, PgPool::PlanMode::kIndexLookups);
     store_ = std::make_unique<PgDispatchStore>(*pool_);
     job_ = MakeJob(InsertJob(dsn_, "demo", "echo", v1::ROUTING_STRATEGY_SHARDING_BROADCAST),
                    "demo", "echo", v1::ROUTING_STRATEGY_SHARDING_BROADCAST);
@@ -413,6 +413,66 @@ TEST_F(PgDispatchStoreTest, ResultsOutsideTheReportersAppsAreForbidden) {
   ASSERT_TRUE(allowed.ok()) << allowed.status();
   EXPECT_EQ((*allowed)[0].disposition, ResultDisposition::kRecorded);
   EXPECT_EQ(RunById(dsn_, a).result_message, "ok");
+}
+
+}  // namespace
+}  // namespace jobwheel::dispatcher
+
+namespace jobwheel::dispatcher {
+namespace {
+
+// The store's statements are planned once per connection (PlanMode::kIndexLookups), here on
+// nearly empty tables, where a sequential scan is the cheapest plan: the cached plans must
+// still reach rows only through indexes, or they would scan the whole table once it grows.
+TEST_F(PgDispatchStoreTest, CachedPlansLookRowsUpByIndex) {
+  PgPool one(dsn_, 1, nullptr, PgPool::PlanMode::kIndexLookups);
+  PgDispatchStore store(one);
+  auto plan = [](const v1::Fire&) {
+    FirePlan p;
+    p.runs.push_back(PlannedRun{"h:1", 0, 1, v1::RUN_STATUS_PENDING, "route FIRST"});
+    return p;
+  };
+  v1::Fire fire = NewFire();
+  auto dispatched = store.DispatchFires({fire}, now_, plan);
+  ASSERT_TRUE(dispatched.ok()) << dispatched.status();
+  ASSERT_TRUE(store.DispatchFires({fire}, now_, plan).ok());  // Duplicate: looks its runs up.
+  const int64_t run = (*dispatched)[0].created.at(0).run_id;
+  ASSERT_TRUE(store.RecordTriggerOutcomes({TriggerOutcome{run, v1::RUN_STATUS_RUNNING, "", now_}})
+                  .ok());
+  ASSERT_TRUE(
+      store.RecordResults({Result(run, v1::RUN_STATUS_SUCCEEDED, 0, "ok")}, now_, std::nullopt, {})
+          .ok());
+
+  const std::string ids = "'{1,2}'";
+  const std::string at = "now()";
+  const std::vector<std::pair<std::string, std::string>> statements = {
+      {"lock_fires", ids},
+      {"update_fires", ids + ", '{2,2}', '{\"\",\"\"}', " + at},
+      {"runs_of_fires", ids},
+      {"lock_runs", ids},
+      {"record_trigger_outcomes", ids + ", '{2,2}', '{x,y}', ARRAY[now(), now()]"},
+      {"lock_result_runs", ids},
+      {"record_results", ids + ", '{3,3}', '{0,0}', '{a,b}', ARRAY[now(), now()], "
+                               "ARRAY[now(), now()], '{\"\",\"\"}', ARRAY[now(), now()]"},
+  };
+  ASSERT_TRUE(one.Run("explain", [&](pqxx::connection& conn) {
+                   pqxx::nontransaction tx(conn);
+                   for (const auto& [name, args] : statements) {
+                     std::string text;
+                     for (const auto& row :
+                          tx.exec(absl::StrCat("EXPLAIN EXECUTE ", name, "(", args, ")"))) {
+                       absl::StrAppend(&text, row[0].as<std::string>(), "\n");
+                     }
+                     EXPECT_THAT(text, ::testing::Not(HasSubstr("Seq Scan"))) << name;
+                     EXPECT_THAT(text, HasSubstr("Index")) << name;
+                   }
+                   // Each was planned generically (once), not for each execution.
+                   for (const auto& row :
+                        tx.exec("SELECT name, custom_plans FROM pg_prepared_statements")) {
+                     EXPECT_EQ(row[1].as<int64_t>(), 0) << row[0].as<std::string>();
+                   }
+                 })
+                  .ok());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/pg_errors.h"
+#include "common/pg_pool.h"
 #include "common/proto_time.h"
 #include "spdlog/spdlog.h"
 
@@ -56,8 +57,7 @@ bool LeaderElector::TryAcquire() {
   if (conn_ == nullptr || !conn_->is_open()) {
     try {
       conn_ = std::make_unique<pqxx::connection>(options_.dsn);
-      // As PgPool::Connect: prepared statements are planned for their actual arguments.
-      conn_->set_variable("plan_cache_mode", "force_custom_plan");
+      PgPool::SetPlanMode(*conn_, PgPool::PlanMode::kCustom);
       // The lock is only released when the server ends this session. A leader killed on this
       // host closes its socket and the server notices at once; a leader whose node dies or is
       // cut off sends nothing more, and with the OS defaults (2 h keepalive idle) the server
