@@ -30,6 +30,9 @@ struct FirePlan {
   v1::FireStatus status = v1::FIRE_STATUS_DISPATCHED;
   std::string reason;
   std::vector<PlannedRun> runs;
+  // When the PENDING runs are to be triggered, if later than the call's `now` (a fire handed
+  // over ahead of its scheduled time): recorded as their trigger_time.
+  absl::Time trigger_time = absl::InfinitePast();
 };
 
 // Decides a pending fire's runs; called inside the store's transaction, with the fire locked.

@@ -76,6 +76,7 @@ struct RunRow {
   std::string result_message;
   bool has_start = false;
   bool has_end = false;
+  absl::Time trigger_time;
 };
 
 inline std::vector<RunRow> RunsOf(const std::string& dsn, int64_t fire_id) {
@@ -99,12 +100,13 @@ inline RunRow RunById(const std::string& dsn, int64_t run_id) {
   pqxx::work tx(conn);
   pqxx::row r = tx.exec1(absl::StrCat(
       "SELECT id, status, executor_address, shard_index, shard_total, trigger_message, "
-      "result_code, result_message, start_time IS NOT NULL, end_time IS NOT NULL "
-      "FROM runs WHERE id = ",
+      "result_code, result_message, start_time IS NOT NULL, end_time IS NOT NULL, "
+      "(EXTRACT(EPOCH FROM trigger_time) * 1000000)::BIGINT FROM runs WHERE id = ",
       run_id));
-  return RunRow{r[0].as<int64_t>(), r[1].as<int>(), r[2].as<std::string>(), r[3].as<int>(),
-                r[4].as<int>(), r[5].as<std::string>(), r[6].as<int>(), r[7].as<std::string>(),
-                r[8].as<bool>(), r[9].as<bool>()};
+  return RunRow{r[0].as<int64_t>(), r[1].as<int>(),         r[2].as<std::string>(),
+                r[3].as<int>(),     r[4].as<int>(),         r[5].as<std::string>(),
+                r[6].as<int>(),     r[7].as<std::string>(), r[8].as<bool>(),
+                r[9].as<bool>(),    absl::FromUnixMicros(r[10].as<int64_t>())};
 }
 
 // (status, reason, dispatch_time set) of a fire.

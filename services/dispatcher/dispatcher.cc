@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/proto_time.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::dispatcher {
@@ -114,10 +116,20 @@ Dispatcher::Dispatcher(DispatchStore& store, const ExecutorDirectory& directory,
 
 Dispatcher::~Dispatcher() { Shutdown(); }
 
-void Dispatcher::Start() { writer_ = std::thread([this] { WriterLoop(); }); }
+void Dispatcher::Start() {
+  writer_ = std::thread([this] { WriterLoop(); });
+  trigger_thread_ = std::thread([this] { HeldTriggerLoop(); });
+}
 
 void Dispatcher::Shutdown() {
-  // Queued trigger calls still run; their answers reach the writer before it stops.
+  // Held runs are triggered first (when due); queued trigger calls still run; their answers
+  // reach the writer before it stops.
+  {
+    absl::MutexLock lock(&held_runs_mu_);
+    triggers_stopping_ = true;
+  }
+  trigger_timer_.WakeUp();
+  if (trigger_thread_.joinable()) trigger_thread_.join();
   pools_.Shutdown();
   {
     absl::MutexLock lock(&mu_);
@@ -136,9 +148,26 @@ size_t Dispatcher::held_outcomes() const {
   return held_.size();
 }
 
+size_t Dispatcher::held_runs() const {
+  absl::MutexLock lock(&held_runs_mu_);
+  return held_runs_.size();
+}
+
 void Dispatcher::WakeWriter() {
-  absl::MutexLock lock(&mu_);
-  ++wakes_;
+  {
+    absl::MutexLock lock(&mu_);
+    ++wakes_;
+  }
+  trigger_timer_.WakeUp();
+}
+
+absl::Time Dispatcher::TriggerTime(const v1::Fire& fire, absl::Time now) const {
+  absl::Time at = FromProto(fire.scheduled_time());
+  if (at <= now || at - now > options_.max_trigger_hold) return now;  // Due (or far off).
+  if (options_.trigger_tick > absl::ZeroDuration()) {
+    at = absl::UnixEpoch() + absl::Ceil(at - absl::UnixEpoch(), options_.trigger_tick);
+  }
+  return at;
 }
 
 FirePlan Dispatcher::Plan(const v1::Fire& fire) {
@@ -222,20 +251,19 @@ absl::StatusOr<v1::DispatchResponse> Dispatcher::Dispatch(const v1::DispatchRequ
         "dispatcher not ready: no executor snapshot from the registry yet; retry");
   }
   std::vector<v1::Fire> fires(request.fires().begin(), request.fires().end());
+  const absl::Time now = clock_.Now();
   absl::StatusOr<std::vector<FireResult>> results =
-      store_.DispatchFires(fires, clock_.Now(), [this](const v1::Fire& f) { return Plan(f); });
+      store_.DispatchFires(fires, now, [this, now](const v1::Fire& f) {
+        FirePlan plan = Plan(f);
+        plan.trigger_time = TriggerTime(f, now);
+        return plan;
+      });
   if (!results.ok()) return results.status();
 
-  // The runs to trigger, one group per (executor, trigger pool), in the order they were
-  // created. A group that reaches max_runs_per_batch goes out at once, the rest at the end.
-  struct Group {
-    std::string address;
-    TriggerPool pool;
-    std::vector<PendingRun> runs;
-  };
-  std::vector<Group> groups;
-  absl::flat_hash_map<std::pair<std::string, TriggerPool>, size_t> group_of;
-  const size_t max_batch = std::max<size_t>(1, options_.max_runs_per_batch);
+  // The runs to trigger now, and the runs held until their fire is due.
+  std::vector<std::pair<TriggerPool, PendingRun>> now_runs;
+  std::vector<std::string> now_addresses;
+  std::vector<std::pair<int64_t, absl::Time>> held;
   for (size_t i = 0; i < results->size(); ++i) {
     const FireResult& r = (*results)[i];
     v1::FireOutcome* o = response.add_outcomes();
@@ -253,26 +281,101 @@ absl::StatusOr<v1::DispatchResponse> Dispatcher::Dispatch(const v1::DispatchRequ
     if (r.status == v1::FIRE_STATUS_FAILED && !r.duplicate && !r.not_found) {
       spdlog::warn("fire {}: failed: {}", r.fire_id, r.message);
     }
+    const absl::Time when = r.created.empty() ? now : TriggerTime(fires[i], now);
     for (const CreatedRun& run : r.created) {
       if (run.planned.status == v1::RUN_STATUS_PENDING) {
         const TriggerPool pool = pools_.PoolFor(fires[i].job().id());
-        auto [it, added] =
-            group_of.try_emplace(std::make_pair(run.planned.executor_address, pool), groups.size());
-        if (added) groups.push_back(Group{run.planned.executor_address, pool, {}});
-        Group& g = groups[it->second];
-        g.runs.push_back(MakePendingRun(fires[i], run));
-        if (g.runs.size() >= max_batch) {
-          TriggerBatch(g.address, g.pool, std::exchange(g.runs, std::vector<PendingRun>()));
+        if (when > now) {
+          absl::MutexLock lock(&held_runs_mu_);
+          held_runs_.emplace(run.run_id, HeldRun{run.planned.executor_address, pool,
+                                                 MakePendingRun(fires[i], run)});
+          held.emplace_back(run.run_id, when);
+        } else {
+          now_runs.emplace_back(pool, MakePendingRun(fires[i], run));
+          now_addresses.push_back(run.planned.executor_address);
         }
       } else if (metrics_ != nullptr && IsTerminal(run.planned.status)) {
         metrics_->RunFinished(run.planned.status);
       }
     }
   }
+  // Recorded before it goes on the timer: the trigger thread finds every run it pops.
+  for (const auto& [run_id, when] : held) trigger_timer_.Add(run_id, when);
+  if (metrics_ != nullptr && !held.empty()) metrics_->RunsHeld(held_runs());
+  TriggerGrouped(std::move(now_runs), now_addresses);
+  return response;
+}
+
+void Dispatcher::TriggerGrouped(std::vector<std::pair<TriggerPool, PendingRun>> runs,
+                                const std::vector<std::string>& addresses) {
+  // One group per (executor, trigger pool), in the order the runs were created. A group that
+  // reaches max_runs_per_batch goes out at once, the rest at the end.
+  struct Group {
+    std::string address;
+    TriggerPool pool;
+    std::vector<PendingRun> runs;
+  };
+  std::vector<Group> groups;
+  absl::flat_hash_map<std::pair<std::string, TriggerPool>, size_t> group_of;
+  const size_t max_batch = std::max<size_t>(1, options_.max_runs_per_batch);
+  const absl::Time now = clock_.Now();
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const TriggerPool pool = runs[i].first;
+    if (metrics_ != nullptr) {
+      metrics_->TriggerLateness(now - FromProto(runs[i].second.request.scheduled_time()));
+    }
+    auto [it, added] = group_of.try_emplace(std::make_pair(addresses[i], pool), groups.size());
+    if (added) groups.push_back(Group{addresses[i], pool, {}});
+    Group& g = groups[it->second];
+    g.runs.push_back(std::move(runs[i].second));
+    if (g.runs.size() >= max_batch) {
+      TriggerBatch(g.address, g.pool, std::exchange(g.runs, std::vector<PendingRun>()));
+    }
+  }
   for (Group& g : groups) {
     if (!g.runs.empty()) TriggerBatch(g.address, g.pool, std::move(g.runs));
   }
-  return response;
+}
+
+void Dispatcher::HeldTriggerLoop() {
+  absl::Time stop_deadline = absl::InfiniteFuture();  // Real time, once stopping.
+  while (true) {
+    std::vector<int64_t> due;
+    {
+      absl::MutexLock lock(&held_runs_mu_);
+      if (triggers_stopping_) {
+        if (held_runs_.empty()) return;
+        if (stop_deadline == absl::InfiniteFuture()) {
+          stop_deadline = absl::Now() + options_.max_trigger_hold;
+        }
+      }
+    }
+    if (absl::Now() >= stop_deadline) {
+      // Shutting down and the clock does not reach them (a test's clock): early, not never.
+      due = trigger_timer_.PopDue(absl::InfiniteFuture(), std::numeric_limits<size_t>::max());
+    } else {
+      // Bounded, so a Shutdown that came between the check above and this wait is seen.
+      due = trigger_timer_.WaitDue([this] { return clock_.Now(); }, 100000,
+                                   std::min(stop_deadline, absl::Now() + absl::Milliseconds(200)));
+    }
+    if (due.empty()) continue;
+    std::vector<std::pair<TriggerPool, PendingRun>> runs;
+    std::vector<std::string> addresses;
+    runs.reserve(due.size());
+    addresses.reserve(due.size());
+    {
+      absl::MutexLock lock(&held_runs_mu_);
+      for (int64_t id : due) {
+        auto it = held_runs_.find(id);
+        if (it == held_runs_.end()) continue;
+        addresses.push_back(std::move(it->second.address));
+        runs.emplace_back(it->second.pool, std::move(it->second.run));
+        held_runs_.erase(it);
+      }
+    }
+    if (metrics_ != nullptr) metrics_->RunsHeld(held_runs());
+    TriggerGrouped(std::move(runs), addresses);
+  }
 }
 
 Dispatcher::PendingRun Dispatcher::MakePendingRun(const v1::Fire& fire, const CreatedRun& run) {

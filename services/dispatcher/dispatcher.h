@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/timer_queue.h"
 #include "jobwheel/v1/dispatcher.pb.h"
 #include "services/dispatcher/dispatch_store.h"
 #include "services/dispatcher/dispatcher_metrics.h"
@@ -30,7 +31,9 @@ namespace jobwheel::dispatcher {
 // app's live executors (ExecutorDirectory + Router), writes runs and fire statuses, and
 // commits; only then are the new runs triggered on the trigger pools: one
 // ExecutorService.RunBatch call per (executor, trigger pool), or Run calls to an executor that
-// predates RunBatch. Trigger answers are written back in batches by a writer thread.
+// predates RunBatch. Schedulers hand fires over a little ahead of their scheduled time (their
+// --dispatch_lead): the runs of a fire due at most max_trigger_hold from now are held and
+// triggered when it is due, so neither the hand-off nor the commit delays them. Trigger answers are written back in batches by a writer thread.
 // Duplicated fires trigger nothing.
 // An answer that leaves the run open (STARTED, QUEUED) is held for trigger_write_delay first:
 // most runs are short, and a result that comes meanwhile carries the answer into its own
@@ -61,6 +64,14 @@ class Dispatcher {
     // How long a STARTED/QUEUED answer waits (after its arrival, on `clock`) for its run's
     // result to carry it; zero or less: written at once. The run shows PENDING meanwhile.
     absl::Duration trigger_write_delay = absl::Milliseconds(250);
+    // Runs of a fire scheduled later than now are triggered at its scheduled time if that is
+    // at most this far ahead; further (a scheduler's clock far ahead of this one), at once.
+    // Zero: always at once.
+    absl::Duration max_trigger_hold = absl::Seconds(2);
+    // Held runs are triggered on multiples of this (a fire's scheduled time rounded up): the
+    // runs of fires a few hundred microseconds apart share one RunBatch call instead of one
+    // call each. Times on whole seconds (cron) are exact.
+    absl::Duration trigger_tick = absl::Milliseconds(2);
   };
 
   Dispatcher(DispatchStore& store, const ExecutorDirectory& directory, Router& router,
@@ -81,8 +92,11 @@ class Dispatcher {
   size_t pending_outcomes() const;
   // Of those, the ones held for trigger_write_delay.
   size_t held_outcomes() const;
-  // Makes the writer look at the clock again now. Only needed with a clock that jumps (tests'
-  // FakeClock): on a real clock the writer wakes by itself when a held answer becomes due.
+  // Runs recorded and waiting for their scheduled time to be triggered.
+  size_t held_runs() const;
+  // Makes the writer and the trigger timer look at the clock again now. Only needed with a
+  // clock that jumps (tests' FakeClock): on a real clock they wake by themselves when a held
+  // answer or run becomes due.
   void WakeWriter();
 
  private:
@@ -116,6 +130,15 @@ class Dispatcher {
   // (or written) again.
   void EndFold(size_t taken, std::vector<TriggerOutcome> put_back);
   void WriterLoop();
+  // When the runs of `fire` are to be triggered (see Options::max_trigger_hold).
+  absl::Time TriggerTime(const v1::Fire& fire, absl::Time now) const;
+  // Sends `runs` as RunBatch calls: one per (executor, trigger pool), split at
+  // max_runs_per_batch.
+  void TriggerGrouped(std::vector<std::pair<TriggerPool, PendingRun>> runs,
+                      const std::vector<std::string>& addresses);
+  // Triggers held runs as they come due; at shutdown, the rest when due (all of them after
+  // max_trigger_hold of real time).
+  void HeldTriggerLoop();
 
   DispatchStore& store_;
   const ExecutorDirectory& directory_;
@@ -142,6 +165,18 @@ class Dispatcher {
   uint64_t wakes_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread writer_;
+
+  // Runs held for their scheduled time, by run id; the timer orders them.
+  struct HeldRun {
+    std::string address;
+    TriggerPool pool;
+    PendingRun run;
+  };
+  TimerQueue trigger_timer_;
+  mutable absl::Mutex held_runs_mu_;
+  absl::flat_hash_map<int64_t, HeldRun> held_runs_ ABSL_GUARDED_BY(held_runs_mu_);
+  bool triggers_stopping_ ABSL_GUARDED_BY(held_runs_mu_) = false;
+  std::thread trigger_thread_;
 };
 
 }  // namespace jobwheel::dispatcher

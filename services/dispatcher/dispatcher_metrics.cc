@@ -46,6 +46,21 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry)
                         "result (one write instead of two).")
                   .Register(registry)
                   .Add({})),
+      trigger_lateness_(
+          prometheus::BuildHistogram()
+              .Name("jobwheel_dispatcher_trigger_lateness_seconds")
+              .Help("When a run's trigger call started minus its fire's scheduled time.")
+              .Register(registry)
+              // Single milliseconds to minutes.
+              .Add({}, prometheus::Histogram::BucketBoundaries{
+                           0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10,
+                           30, 60, 300})),
+      runs_held_(prometheus::BuildGauge()
+                     .Name("jobwheel_dispatcher_runs_held")
+                     .Help("Runs recorded and waiting for their fire's scheduled time to be "
+                           "triggered (fires handed over ahead of time).")
+                     .Register(registry)
+                     .Add({})),
       executors_known_(prometheus::BuildGauge()
                            .Name("jobwheel_dispatcher_executors_known")
                            .Help("Executors in the watch cache.")

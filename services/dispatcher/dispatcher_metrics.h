@@ -1,6 +1,7 @@
 #ifndef JOBWHEEL_SERVICES_DISPATCHER_DISPATCHER_METRICS_H_
 #define JOBWHEEL_SERVICES_DISPATCHER_DISPATCHER_METRICS_H_
 
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -43,6 +44,12 @@ class DispatcherMetrics {
   }
   // STARTED/QUEUED answers written by their run's result write instead of on their own.
   void TriggerAnswersFolded(size_t n) { folded_.Increment(static_cast<double>(n)); }
+  // When a run's trigger call starts, minus its fire's scheduled time.
+  void TriggerLateness(absl::Duration d) {
+    trigger_lateness_.Observe(std::max(0.0, absl::ToDoubleSeconds(d)));
+  }
+  // Runs recorded and waiting for their fire's scheduled time.
+  void RunsHeld(size_t n) { runs_held_.Set(static_cast<double>(n)); }
   void ExecutorsKnown(size_t n) { executors_known_.Set(static_cast<double>(n)); }
   void DbQuery(absl::string_view op, absl::Duration d, bool ok);
 
@@ -59,6 +66,8 @@ class DispatcherMetrics {
   prometheus::Family<prometheus::Counter>& finished_;
   prometheus::Family<prometheus::Counter>& results_;
   prometheus::Counter& folded_;
+  prometheus::Histogram& trigger_lateness_;
+  prometheus::Gauge& runs_held_;
   prometheus::Gauge& executors_known_;
   prometheus::Family<prometheus::Histogram>& db_duration_;
   prometheus::Family<prometheus::Counter>& db_errors_;

@@ -56,6 +56,7 @@ class DispatcherTest : public ::testing::Test {
     // results (DispatcherFoldTest) would keep them off it while the FakeClock stands still.
     Dispatcher::Options options;
     options.trigger_write_delay = absl::ZeroDuration();
+    options.max_trigger_hold = absl::Seconds(1);
     dispatcher_ = std::make_unique<Dispatcher>(*store_, directory_, *router_, executors_, *pools_,
                                                metrics_.get(), clock_, options);
     dispatcher_->Start();
@@ -145,6 +146,81 @@ TEST_F(DispatcherTest, DispatchRoutesTriggersAndMarksRunning) {
                        {{"strategy", "last"}, {"outcome", "started"}}) == 1;
       },
       kWait));
+}
+
+// A fire handed over ahead of its time: the run is recorded at once (PENDING, its trigger
+// time the scheduled time) and triggered when the fire is due, not before.
+TEST_F(DispatcherTest, FireHandedOverAheadIsTriggeredWhenDue) {
+  v1::Fire fire = NewFire(v1::ROUTING_STRATEGY_FIRST);
+  const absl::Time due = clock_.Now() + absl::Milliseconds(300);
+  *fire.mutable_scheduled_time() = ToProto(due);
+  auto r = Dispatch({fire});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->outcomes(0).status(), v1::FIRE_STATUS_DISPATCHED);
+  const int64_t run_id = r->outcomes(0).run_ids(0);
+  RunRow row = RunById(dsn_, run_id);
+  EXPECT_EQ(row.status, v1::RUN_STATUS_PENDING);
+  EXPECT_EQ(row.trigger_time, due);
+  EXPECT_EQ(dispatcher_->held_runs(), 1u);
+
+  clock_.Advance(absl::Milliseconds(299));
+  dispatcher_->WakeWriter();
+  EXPECT_EQ(executors_.run_count(), 0u);
+  EXPECT_EQ(dispatcher_->held_runs(), 1u);
+
+  clock_.Advance(absl::Milliseconds(1));
+  dispatcher_->WakeWriter();
+  ASSERT_TRUE(Eventually([&] { return executors_.run_count() == 1; }, kWait));
+  EXPECT_EQ(executors_.runs()[0].second.run_id(), run_id);
+  EXPECT_EQ(dispatcher_->held_runs(), 0u);
+  EXPECT_TRUE(RunHasStatus(run_id, v1::RUN_STATUS_RUNNING));
+}
+
+// Fires due within one trigger tick (2 ms) go out together when the tick comes: one RunBatch
+// call, the tick recorded as their trigger time.
+TEST_F(DispatcherTest, HeldRunsDueWithinATickShareOneCall) {
+  const absl::Time tick = clock_.Now() + absl::Milliseconds(302);
+  v1::Fire a = NewFire(v1::ROUTING_STRATEGY_FIRST);
+  v1::Fire b = NewFire(v1::ROUTING_STRATEGY_FIRST);
+  *a.mutable_scheduled_time() = ToProto(tick - absl::Microseconds(1700));
+  *b.mutable_scheduled_time() = ToProto(tick - absl::Microseconds(300));
+  auto r = Dispatch({a, b});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(RunById(dsn_, r->outcomes(0).run_ids(0)).trigger_time, tick);
+  EXPECT_EQ(RunById(dsn_, r->outcomes(1).run_ids(0)).trigger_time, tick);
+  clock_.Set(tick - absl::Microseconds(1));
+  dispatcher_->WakeWriter();
+  EXPECT_EQ(dispatcher_->held_runs(), 2u);
+  clock_.Set(tick);
+  dispatcher_->WakeWriter();
+  ASSERT_TRUE(Eventually([&] { return executors_.run_count() == 2; }, kWait));
+  ASSERT_EQ(executors_.batch_calls().size(), 1u);
+  EXPECT_EQ(executors_.batch_calls()[0].second, 2);
+}
+
+// Further ahead than max_trigger_hold (a scheduler clock far ahead): triggered at once.
+TEST_F(DispatcherTest, FireFarAheadIsTriggeredAtOnce) {
+  v1::Fire fire = NewFire(v1::ROUTING_STRATEGY_FIRST);
+  *fire.mutable_scheduled_time() = ToProto(clock_.Now() + absl::Seconds(5));
+  auto r = Dispatch({fire});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(Eventually([&] { return executors_.run_count() == 1; }, kWait));
+  EXPECT_EQ(dispatcher_->held_runs(), 0u);
+  EXPECT_EQ(RunById(dsn_, r->outcomes(0).run_ids(0)).trigger_time, clock_.Now());
+}
+
+// Held runs are not lost at shutdown: triggered when due, or after max_trigger_hold of real
+// time if the clock does not get there (this test's clock stands still).
+TEST_F(DispatcherTest, ShutdownTriggersHeldRuns) {
+  v1::Fire fire = NewFire(v1::ROUTING_STRATEGY_FIRST);
+  *fire.mutable_scheduled_time() = ToProto(clock_.Now() + absl::Milliseconds(500));
+  auto r = Dispatch({fire});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(executors_.run_count(), 0u);
+  dispatcher_->Shutdown();
+  ASSERT_EQ(executors_.run_count(), 1u);
+  EXPECT_EQ(dispatcher_->held_runs(), 0u);
+  EXPECT_EQ(RunById(dsn_, r->outcomes(0).run_ids(0)).status, v1::RUN_STATUS_RUNNING);
 }
 
 TEST_F(DispatcherTest, RepeatedDispatchTriggersOnce) {

@@ -58,6 +58,12 @@ ABSL_FLAG(int, max_runs_per_batch, 256,
           "runs per ExecutorService.RunBatch call (one call per executor and trigger pool per "
           "Dispatch, split above this); 1..1000");
 ABSL_FLAG(absl::Duration, run_deadline, absl::Seconds(3), "deadline of Executor.Run calls");
+ABSL_FLAG(absl::Duration, max_trigger_hold, absl::Seconds(2),
+          "Runs of a fire handed over ahead of its scheduled time are triggered at that time "
+          "if it is at most this far ahead (schedulers' --dispatch_lead); further, at once");
+ABSL_FLAG(absl::Duration, trigger_tick, absl::Milliseconds(2),
+          "Held runs are triggered on multiples of this (scheduled time rounded up), so runs "
+          "due within one tick share a RunBatch call; 0: each at its exact time");
 ABSL_FLAG(absl::Duration, trigger_write_delay, absl::Milliseconds(250),
           "how long an executor's STARTED/QUEUED answer waits to be written together with the "
           "run's result (one write instead of two); the run shows PENDING meanwhile; 0 writes "
@@ -94,6 +100,8 @@ struct Config {
   absl::Duration run_deadline;
   absl::Duration probe_deadline;
   absl::Duration trigger_write_delay;
+  absl::Duration max_trigger_hold;
+  absl::Duration trigger_tick;
   ServerTls server_tls;
   ClientTls client_tls;
 
@@ -122,6 +130,12 @@ struct Config {
     }
     if (run_deadline <= absl::ZeroDuration() || probe_deadline <= absl::ZeroDuration()) {
       return absl::InvalidArgumentError("--run_deadline, --probe_deadline: must be positive");
+    }
+    if (trigger_tick < absl::ZeroDuration() || trigger_tick > absl::Milliseconds(100)) {
+      return absl::InvalidArgumentError("--trigger_tick: must be between 0 and 100ms");
+    }
+    if (max_trigger_hold < absl::ZeroDuration() || max_trigger_hold > absl::Seconds(30)) {
+      return absl::InvalidArgumentError("--max_trigger_hold: must be between 0 and 30s");
     }
     if (trigger_write_delay < absl::ZeroDuration() || trigger_write_delay > absl::Seconds(10)) {
       return absl::InvalidArgumentError(
@@ -163,6 +177,8 @@ absl::StatusOr<Config> ConfigFromFlags() {
   c.run_deadline = absl::GetFlag(FLAGS_run_deadline);
   c.probe_deadline = absl::GetFlag(FLAGS_probe_deadline);
   c.trigger_write_delay = absl::GetFlag(FLAGS_trigger_write_delay);
+  c.max_trigger_hold = absl::GetFlag(FLAGS_max_trigger_hold);
+  c.trigger_tick = absl::GetFlag(FLAGS_trigger_tick);
   c.server_tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                   absl::GetFlag(FLAGS_tls_client_ca)};
   c.client_tls = {absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_client_cert),
@@ -239,6 +255,8 @@ int Run(const Config& c) {
   dispatcher_options.run_deadline = c.run_deadline;
   dispatcher_options.max_runs_per_batch = static_cast<size_t>(c.max_runs_per_batch);
   dispatcher_options.trigger_write_delay = c.trigger_write_delay;
+  dispatcher_options.max_trigger_hold = c.max_trigger_hold;
+  dispatcher_options.trigger_tick = c.trigger_tick;
   Dispatcher dispatcher(store, directory, router, executors, pools, &metrics, RealClock::Get(),
                         dispatcher_options);
   WorkPool db_work("db", c.db_pool_size, /*max_queue=*/1000);

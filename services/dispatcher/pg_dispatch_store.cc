@@ -65,7 +65,7 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
     std::vector<int64_t> r_fire, r_job;
     std::vector<std::string> r_app, r_handler, r_address, r_message, r_param;
     std::vector<int> r_trigger, r_attempt, r_shard_index, r_shard_total, r_routing, r_status;
-    std::vector<absl::optional<absl::Time>> r_scheduled, r_end;
+    std::vector<absl::optional<absl::Time>> r_scheduled, r_end, r_trigger_time;
     // The fires' new status and reason.
     std::vector<int64_t> f_id;
     std::vector<int> f_status;
@@ -130,6 +130,7 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
         r_param.push_back(param);
         r_scheduled.push_back(scheduled);
         r_end.push_back(failed ? absl::optional<absl::Time>(now) : absl::nullopt);
+        r_trigger_time.push_back(failed ? now : std::max(now, p.trigger_time));
         out.created.push_back(CreatedRun{0, run});
       }
       f_id.push_back(f.fire_id());
@@ -146,18 +147,18 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
                "trigger_message, param, scheduled_time, trigger_time, end_time) "
                "SELECT u.fire_id, u.job_id, u.app, u.handler, u.trigger_type, u.attempt, "
                "u.shard_index, u.shard_total, u.address, u.routing, u.status, u.message, u.param, "
-               "u.scheduled, $16::timestamptz, u.ended FROM unnest($1::bigint[], $2::bigint[], "
+               "u.scheduled, u.triggered, u.ended FROM unnest($1::bigint[], $2::bigint[], "
                "$3::text[], $4::text[], $5::int[], $6::int[], $7::int[], $8::int[], $9::text[], "
                "$10::int[], $11::int[], $12::text[], $13::text[], $14::timestamptz[], "
-               "$15::timestamptz[]) AS u(fire_id, job_id, app, handler, trigger_type, attempt, "
-               "shard_index, shard_total, address, routing, status, message, param, scheduled, "
-               "ended) ON CONFLICT (fire_id, shard_index) DO NOTHING "
+               "$15::timestamptz[], $16::timestamptz[]) AS u(fire_id, job_id, app, handler, "
+               "trigger_type, attempt, shard_index, shard_total, address, routing, status, "
+               "message, param, scheduled, ended, triggered) ON CONFLICT (fire_id, shard_index) DO NOTHING "
                "RETURNING id, fire_id, shard_index",
                ToPgIntArray(r_fire), ToPgIntArray(r_job), ToPgArray(r_app), ToPgArray(r_handler),
                ToPgIntArray(r_trigger), ToPgIntArray(r_attempt), ToPgIntArray(r_shard_index),
                ToPgIntArray(r_shard_total), ToPgArray(r_address), ToPgIntArray(r_routing),
                ToPgIntArray(r_status), ToPgArray(r_message), ToPgArray(r_param),
-               ToPgTimeArray(r_scheduled), ToPgTimeArray(r_end), ToPgTimestamp(now))) {
+               ToPgTimeArray(r_scheduled), ToPgTimeArray(r_end), ToPgTimeArray(r_trigger_time))) {
         inserted_ids[{r[1].as<int64_t>(), r[2].as<int32_t>()}] = r[0].as<int64_t>();
       }
     }

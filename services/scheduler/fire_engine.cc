@@ -138,7 +138,17 @@ void FireEngine::Hold(Fire fire) {
     if (!active_) return;
     if (!fires_.emplace(id, std::move(fire)).second) return;
   }
-  timer_.Add(id, due);
+  timer_.Add(id, HandOffTime(due));
+}
+
+absl::Time FireEngine::HandOffTime(absl::Time scheduled) const {
+  const absl::Time at = scheduled - options_.dispatch_lead;
+  if (options_.dispatch_lead <= absl::ZeroDuration() ||
+      options_.handoff_interval <= absl::ZeroDuration()) {
+    return at;
+  }
+  return absl::UnixEpoch() +
+         absl::Floor(at - absl::UnixEpoch(), options_.handoff_interval);
 }
 
 absl::StatusOr<int> FireEngine::ClaimOnce() {
@@ -458,7 +468,7 @@ void FireEngine::DispatchBatch(std::vector<int64_t> ids) {
     // A fire removed by an edit, pause or delete is dropped, not counted as handed off.
     if (!removed.contains(f.fire_id())) {
       metrics_.FireHandedOff(f.trigger_type(), dispatched[f.fire_id()],
-                             sent - FromProto(f.scheduled_time()));
+                             sent - HandOffTime(FromProto(f.scheduled_time())));
     }
     fires_.erase(f.fire_id());
     retries_.erase(f.fire_id());

@@ -15,16 +15,18 @@
 #include "services/scheduler/dispatch_client.h"
 #include "services/scheduler/leader_elector.h"
 #include "services/scheduler/scheduler_metrics.h"
-#include "services/scheduler/timer_queue.h"
+#include "common/timer_queue.h"
 
 namespace jobwheel::scheduler {
 
 // The leader's firing loop. While this replica leads, it
 //  1. claims jobs due within `preread_window`: in one fenced transaction it writes their fire
 //     rows (unique per job and scheduled time) and advances next_fire_at;
-//  2. holds the fires in a millisecond timer and hands them to a dispatcher in batches when
-//     due (whatever is due when a dispatch thread is free goes in one batch, so batches grow
-//     with the load). The dispatcher locks each fire row and creates runs only for a PENDING
+//  2. holds the fires in a millisecond timer and hands them to a dispatcher in batches
+//     `dispatch_lead` before they are due (whatever is ready when a dispatch thread is free
+//     goes in one batch, so batches grow with the load). The dispatcher records the runs at
+//     once and triggers them on the executors at the scheduled time, so the database commit
+//     and this hand-off are not between a fire's time and its start. The dispatcher locks each fire row and creates runs only for a PENDING
 //     one, so a fire an edit, pause or delete removed never runs (it answers not_found, and
 //     the entry is dropped); a replica that is not the leader sends nothing, and should a
 //     deposed leader still send a fire, the row lock dispatches it at most once;
@@ -46,6 +48,13 @@ class FireEngine {
     // Pending fires read per page when loading them (takeover, manual/retry/child pick-up).
     int load_batch = 20000;
     int dispatch_batch = 500;
+    // How long before its scheduled time a fire is handed to a dispatcher (which holds its
+    // runs until then). Zero: at the scheduled time, as dispatchers before this existed did.
+    absl::Duration dispatch_lead = absl::Milliseconds(300);
+    // Hand-offs happen on multiples of this (a fire goes between dispatch_lead and
+    // dispatch_lead + handoff_interval ahead): one batch carries this long's fires instead of
+    // the few due in each millisecond.
+    absl::Duration handoff_interval = absl::Milliseconds(100);
     int dispatch_threads = 4;
   };
 
@@ -74,6 +83,8 @@ class FireEngine {
   void DispatchLoop();
   void DispatchBatch(std::vector<int64_t> ids);
   void Hold(jobwheel::v1::Fire fire);
+  // When a fire scheduled at `scheduled` goes to the dispatcher.
+  absl::Time HandOffTime(absl::Time scheduled) const;
   // Puts held fires back on the timer with a per-fire backoff (they stay PENDING).
   void Requeue(const std::vector<int64_t>& ids);
 

@@ -211,6 +211,25 @@ TEST_F(FireEngineTest, DueFiresAreHandedOffAndStaleOnesAreNot) {
   leader->engine->Shutdown();
 }
 
+// A fire goes to the dispatcher dispatch_lead before its scheduled time (the dispatcher holds
+// its runs until then), and no earlier.
+TEST_F(FireEngineTest, FiresAreHandedOffTheLeadAheadOfTheirTime) {
+  const absl::Time now = clock_.Now();
+  InsertJob(now + absl::Seconds(1));
+  auto leader = Elect("a");
+  leader->engine->Start();
+  ASSERT_TRUE(leader->engine->ClaimOnce().ok());
+  const absl::Duration lead = FireEngine::Options().dispatch_lead;
+  ASSERT_GT(lead, absl::ZeroDuration());
+  clock_.Advance(absl::Seconds(1) - lead);
+  ASSERT_TRUE(Eventually([&] { return dispatcher_->ids().size() == 1; }));
+  EXPECT_EQ(Count(absl::StrCat("SELECT count(*) FROM fires WHERE status = 2 AND scheduled_at = ",
+                               "'", ToPgTimestamp(now + absl::Seconds(1)), "'::timestamptz")),
+            1);
+  EXPECT_EQ(leader->engine->held(), 9u);  // now+2 .. now+10: not yet.
+  leader->engine->Shutdown();
+}
+
 TEST_F(FireEngineTest, LosingTheLockSessionFencesTheLeader) {
   InsertJob(clock_.Now() + absl::Seconds(1));
   // A long retry interval so it cannot simply take the lock again during the test.

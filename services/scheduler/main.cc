@@ -53,6 +53,10 @@ ABSL_FLAG(absl::Duration, claim_ahead, absl::Seconds(5),
           "jobs are claimed once per this period rather than once per fire");
 ABSL_FLAG(int, dispatch_threads, 4,
           "Hand-offs to dispatchers in flight at once; each takes every fire due when it starts");
+ABSL_FLAG(absl::Duration, dispatch_lead, absl::Milliseconds(300),
+          "Fires are handed to a dispatcher this long before their scheduled time; it records "
+          "the runs at once and triggers them at the scheduled time (0: hand off when due). "
+          "Keep it below the dispatchers' --max_trigger_hold");
 ABSL_FLAG(absl::Duration, misfire_threshold, absl::Seconds(5),
           "A fire later than this follows the job's misfire strategy");
 ABSL_FLAG(absl::Duration, lost_run_after, absl::Minutes(10),
@@ -178,6 +182,11 @@ int main(int argc, char** argv) {
   engine_options.dispatch_threads = absl::GetFlag(FLAGS_dispatch_threads);
   if (engine_options.dispatch_threads < 1 || engine_options.dispatch_threads > 64) {
     return Fail("--dispatch_threads: must be between 1 and 64");
+  }
+  engine_options.dispatch_lead = absl::GetFlag(FLAGS_dispatch_lead);
+  if (engine_options.dispatch_lead < absl::ZeroDuration() ||
+      engine_options.dispatch_lead > absl::Seconds(5)) {
+    return Fail("--dispatch_lead: must be between 0 and 5s");
   }
   engine_options.misfire_threshold = absl::GetFlag(FLAGS_misfire_threshold);
   Monitors::Options monitor_options;

@@ -79,7 +79,7 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry& registry)
                  .Register(registry)),
       lateness_(prometheus::BuildHistogram()
                     .Name("jobwheel_scheduler_fire_lateness_seconds")
-                    .Help("Hand-off time minus scheduled time.")
+                    .Help("Hand-off time minus the time the fire was due for hand-off (its scheduled time minus --dispatch_lead, on a 100 ms grid).")
                     .Register(registry)
                     .Add({}, LatenessBuckets())),
       dispatch_latency_(prometheus::BuildHistogram()

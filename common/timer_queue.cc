@@ -1,6 +1,6 @@
-#include "services/scheduler/timer_queue.h"
+#include "common/timer_queue.h"
 
-namespace jobwheel::scheduler {
+namespace jobwheel {
 
 bool TimerQueue::Add(int64_t id, absl::Time due) {
   absl::MutexLock lock(&mu_);
@@ -46,4 +46,4 @@ size_t TimerQueue::size() const {
   return heap_.size();
 }
 
-}  // namespace jobwheel::scheduler
+}  // namespace jobwheel

@@ -1,4 +1,4 @@
-#include "services/scheduler/timer_queue.h"
+#include "common/timer_queue.h"
 
 #include <atomic>
 #include <thread>
@@ -7,7 +7,7 @@
 
 #include "gtest/gtest.h"
 
-namespace jobwheel::scheduler {
+namespace jobwheel {
 namespace {
 
 const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
@@ -69,5 +69,12 @@ TEST(TimerQueueTest, WaitDueReturnsWhenAnEarlierEntryArrives) {
   EXPECT_EQ(got, std::vector<int64_t>({2}));
 }
 
+TEST(TimerQueueTest, WaitDueGivesUpAtItsDeadline) {
+  TimerQueue q;
+  q.Add(1, kT0 + absl::Seconds(1));  // Never due: the clock stands at kT0.
+  EXPECT_TRUE(q.WaitDue([] { return kT0; }, 10, absl::Now() + absl::Milliseconds(20)).empty());
+  EXPECT_TRUE(q.Contains(1));
+}
+
 }  // namespace
-}  // namespace jobwheel::scheduler
+}  // namespace jobwheel

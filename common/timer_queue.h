@@ -1,5 +1,5 @@
-#ifndef JOBWHEEL_SERVICES_SCHEDULER_TIMER_QUEUE_H_
-#define JOBWHEEL_SERVICES_SCHEDULER_TIMER_QUEUE_H_
+#ifndef JOBWHEEL_COMMON_TIMER_QUEUE_H_
+#define JOBWHEEL_COMMON_TIMER_QUEUE_H_
 
 #include <cstdint>
 #include <queue>
@@ -9,10 +9,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
-namespace jobwheel::scheduler {
+namespace jobwheel {
 
-// Fire ids ordered by due time, to the millisecond. The leader's hand-off thread blocks in
-// WaitDue() until the earliest entry is due. An id is held at most once. Thread-safe.
+// Ids ordered by due time, to the millisecond (the scheduler's fires until their hand-off,
+// the dispatcher's runs until their trigger). One thread blocks in WaitDue() until the
+// earliest entry is due. An id is held at most once. Thread-safe.
 class TimerQueue {
  public:
   // Returns false when the id is already queued.
@@ -20,9 +21,11 @@ class TimerQueue {
   // Whether the id is queued.
   bool Contains(int64_t id) const;
   // Blocks until at least one entry is due at `now_fn()` (or `wake_up` is called / the queue is
-  // cleared), then returns all due ids (at most `max`), earliest first. Empty on wake-up.
+  // cleared / the real time reaches `give_up`), then returns all due ids (at most `max`),
+  // earliest first. Empty on wake-up and give-up.
   template <typename NowFn>
-  std::vector<int64_t> WaitDue(NowFn now_fn, size_t max);
+  std::vector<int64_t> WaitDue(NowFn now_fn, size_t max,
+                               absl::Time give_up = absl::InfiniteFuture());
   // Returns all ids due at `now` without blocking (for tests and draining).
   std::vector<int64_t> PopDue(absl::Time now, size_t max);
   // Drops everything (leadership lost) and wakes the waiter.
@@ -46,15 +49,18 @@ class TimerQueue {
 };
 
 template <typename NowFn>
-std::vector<int64_t> TimerQueue::WaitDue(NowFn now_fn, size_t max) {
+std::vector<int64_t> TimerQueue::WaitDue(NowFn now_fn, size_t max, absl::Time give_up) {
   absl::MutexLock lock(&mu_);
   const uint64_t gen = generation_;
   while (generation_ == gen) {
     const absl::Time now = now_fn();
     if (!heap_.empty() && heap_.top().due <= now) return PopDueLocked(now, max);
+    const absl::Duration left = give_up - absl::Now();
+    if (left <= absl::ZeroDuration()) break;
     // Sleep until the earliest due time, or until an Add/Clear/WakeUp changes the queue.
-    const absl::Duration wait =
-        heap_.empty() ? absl::Milliseconds(200) : std::min(heap_.top().due - now, absl::Milliseconds(200));
+    const absl::Duration wait = std::min(
+        {heap_.empty() ? absl::Milliseconds(200) : heap_.top().due - now, absl::Milliseconds(200),
+         left});
     // Only an earlier entry matters: waking on every Add would wake this thread thousands
     // of times during one claim that adds fires due seconds from now.
     const absl::Time top = heap_.empty() ? absl::InfiniteFuture() : heap_.top().due;
@@ -66,6 +72,6 @@ std::vector<int64_t> TimerQueue::WaitDue(NowFn now_fn, size_t max) {
   return {};
 }
 
-}  // namespace jobwheel::scheduler
+}  // namespace jobwheel
 
-#endif  // JOBWHEEL_SERVICES_SCHEDULER_TIMER_QUEUE_H_
+#endif  // JOBWHEEL_COMMON_TIMER_QUEUE_H_
