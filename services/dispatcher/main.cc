@@ -61,7 +61,7 @@ ABSL_FLAG(absl::Duration, run_deadline, absl::Seconds(3), "deadline of Executor.
 ABSL_FLAG(absl::Duration, max_trigger_hold, absl::Seconds(2),
           "Runs of a fire handed over ahead of its scheduled time are triggered at that time "
           "if it is at most this far ahead (schedulers' --dispatch_lead); further, at once");
-ABSL_FLAG(absl::Duration, trigger_tick, absl::Milliseconds(2),
+ABSL_FLAG(absl::Duration, trigger_tick, absl::Milliseconds(5),
           "Held runs are triggered on multiples of this (scheduled time rounded up), so runs "
           "due within one tick share a RunBatch call; 0: each at its exact time");
 ABSL_FLAG(absl::Duration, trigger_write_delay, absl::Milliseconds(250),
