@@ -17,10 +17,10 @@ namespace {
 
 // Every statement takes its rows as array parameters (one per column, unnest()-ed) instead of
 // SQL text built per row: no per-row quoting, a fixed statement text, and one round trip per
-// statement whatever the batch size. Joins on a primary key also repeat the key as
-// `id = ANY($ids)`: that gives the planner an index path it takes even when the table's
-// statistics are stale (a fresh or just-truncated table that grew fast), where it would
-// otherwise hash-join against a sequential scan of the whole table for every batch.
+// statement whatever the batch size. The pool plans them once per connection with index
+// lookups only (PgPool::PlanMode::kIndexLookups): an update joined to its unnest()-ed rows is
+// a nested loop of primary-key lookups. (Repeating the key as `id = ANY($ids)` there made the
+// cached plan compare every row with every other: quadratic in the batch.)
 
 // Trigger answers and executor results update overlapping sets of runs from different
 // connections; taking the row locks in id order first keeps them from deadlocking.
@@ -170,7 +170,7 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
           "UPDATE fires f SET status = v.status, reason = CASE WHEN v.reason = '' THEN "
           "f.reason WHEN f.reason = '' THEN v.reason ELSE f.reason || '; ' || v.reason END, "
           "dispatch_time = $4::timestamptz FROM unnest($1::bigint[], $2::int[], $3::text[]) "
-          "AS v(id, status, reason) WHERE f.id = v.id AND f.id = ANY($1::bigint[])",
+          "AS v(id, status, reason) WHERE f.id = v.id",
           fire_ids, ToPgIntArray(f_status), ToPgArray(f_reason), ToPgTimestamp(now));
     }
     // Keep only runs really inserted (a conflicting row means the shard existed already).
@@ -248,7 +248,7 @@ absl::StatusOr<std::vector<int64_t>> PgDispatchStore::RecordTriggerOutcomes(
              "end_time = CASE WHEN r.status = 1 AND v.status <> 2 THEN v.at ELSE r.end_time END, "
              "trigger_message = r.trigger_message || v.msg "
              "FROM unnest($1::bigint[], $2::int[], $3::text[], $4::timestamptz[]) "
-             "AS v(id, status, msg, at) WHERE r.id = v.id AND r.id = ANY($1::bigint[]) "
+             "AS v(id, status, msg, at) WHERE r.id = v.id "
              "RETURNING r.id, r.status, v.status",
              run_ids, ToPgIntArray(statuses), ToPgArray(messages), ToPgTimeArray(at))) {
       const int new_status = r[1].as<int>();
@@ -335,7 +335,7 @@ absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
           "FROM unnest($1::bigint[], $2::int[], $3::int[], $4::text[], $5::timestamptz[], "
           "$6::timestamptz[], $7::text[], $8::timestamptz[]) "
           "AS v(id, status, code, msg, st, et, tmsg, ta) "
-          "WHERE r.id = v.id AND r.id = ANY($1::bigint[])",
+          "WHERE r.id = v.id",
           ToPgIntArray(ids), ToPgIntArray(statuses), ToPgIntArray(codes), ToPgArray(messages),
           ToPgTimeArray(starts), ToPgTimeArray(ends), ToPgArray(answer_suffixes),
           ToPgTimeArray(answer_times));
