@@ -441,7 +441,8 @@ void FireEngine::DispatchBatch(std::vector<int64_t> ids) {
     for (int64_t id : ids) {
       auto it = fires_.find(id);
       if (it == fires_.end()) continue;  // Dropped meanwhile (a new term).
-      *request.add_fires() = it->second;
+      // Moved, not copied (the entry stays until the answer): a fire is in one batch at once.
+      request.add_fires()->Swap(&it->second);
     }
   }
   if (request.fires().empty()) return;
@@ -453,7 +454,14 @@ void FireEngine::DispatchBatch(std::vector<int64_t> ids) {
                  response.status().ToString());
     std::vector<int64_t> sent_ids;
     sent_ids.reserve(request.fires_size());
-    for (const Fire& f : request.fires()) sent_ids.push_back(f.fire_id());
+    {
+      absl::MutexLock lock(&mu_);
+      for (Fire& f : *request.mutable_fires()) {
+        sent_ids.push_back(f.fire_id());
+        auto it = fires_.find(f.fire_id());
+        if (it != fires_.end()) it->second.Swap(&f);  // Back for the retry.
+      }
+    }
     Requeue(sent_ids);
     return;
   }

@@ -70,6 +70,30 @@ class RecordingDispatcher : public DispatchClient {
   int not_found_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// Fails the first call (UNAVAILABLE), then passes calls on; keeps every request it got.
+class FlakyDispatcher : public DispatchClient {
+ public:
+  explicit FlakyDispatcher(DispatchClient& next) : next_(next) {}
+  absl::StatusOr<jobwheel::v1::DispatchResponse> Dispatch(
+      const jobwheel::v1::DispatchRequest& request) override {
+    {
+      absl::MutexLock lock(&mu_);
+      requests_.push_back(request);
+      if (requests_.size() == 1) return absl::UnavailableError("connection refused");
+    }
+    return next_.Dispatch(request);
+  }
+  std::vector<jobwheel::v1::DispatchRequest> requests() {
+    absl::MutexLock lock(&mu_);
+    return requests_;
+  }
+
+ private:
+  DispatchClient& next_;
+  absl::Mutex mu_;
+  std::vector<jobwheel::v1::DispatchRequest> requests_ ABSL_GUARDED_BY(mu_);
+};
+
 // One scheduler replica: elector + engine wired as main.cc wires them.
 struct Replica {
   Replica(const std::string& dsn, const std::string& id, FakeClock& clock,
@@ -228,6 +252,32 @@ TEST_F(FireEngineTest, FiresAreHandedOffTheLeadAheadOfTheirTime) {
             1);
   EXPECT_EQ(leader->engine->held(), 9u);  // now+2 .. now+10: not yet.
   leader->engine->Shutdown();
+}
+
+// A failed Dispatch is retried with the same fire, complete (its job fields included).
+TEST_F(FireEngineTest, FailedHandOffIsRetriedWithTheWholeFire) {
+  const absl::Time now = clock_.Now();
+  InsertJob(now + absl::Seconds(1));
+  FlakyDispatcher flaky(*dispatcher_);
+  Replica leader(dsn_, "a", clock_, flaky, registry_);
+  leader.elector.Start();
+  ASSERT_TRUE(Eventually([&] { return leader.elector.is_leader() && leader.engine->active(); }));
+  leader.engine->Start();
+  ASSERT_TRUE(leader.engine->ClaimOnce().ok());
+  clock_.Advance(absl::Seconds(1));  // now+1 is due for hand-off; the retry backoff is 100 ms.
+  ASSERT_TRUE(Eventually([&] { return flaky.requests().size() == 1; }));
+  clock_.Advance(absl::Milliseconds(100));
+  ASSERT_TRUE(Eventually([&] { return dispatcher_->ids().size() == 1; }));
+  const auto requests = flaky.requests();
+  ASSERT_GE(requests.size(), 2u);
+  for (const auto& r : {requests[0], requests[1]}) {
+    ASSERT_EQ(r.fires_size(), 1);
+    EXPECT_EQ(r.fires(0).fire_id(), dispatcher_->ids()[0]);
+    EXPECT_EQ(r.fires(0).job().app(), "demo");
+    EXPECT_EQ(r.fires(0).job().handler(), "echo");
+    EXPECT_EQ(FromProto(r.fires(0).scheduled_time()), now + absl::Seconds(1));
+  }
+  leader.engine->Shutdown();
 }
 
 TEST_F(FireEngineTest, LosingTheLockSessionFencesTheLeader) {
