@@ -2,8 +2,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
-#include <limits.h>
-#include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,13 +10,10 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/civil_time.h"
-#include "sdk/internal/write_all.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::sdk {
@@ -53,7 +49,7 @@ struct State {
     return true;
   }
 
-  // Remembers the day folder of a log file this process opened.
+  // Remembers the day folder of a log this process wrote.
   void Remember(int64_t run_id, const std::string& day) {
     absl::MutexLock lock(&mu);
     if (days.insert_or_assign(run_id, day).second) {
@@ -79,13 +75,16 @@ struct State {
 
   const Clock& clock;
   const RunLogOptions options;
+  // Set by RunLogStore::Init, before any log exists; logs write through it even after the
+  // store is gone.
+  std::unique_ptr<LogSegments> segments;
   absl::Mutex mu;
   absl::CondVar cv;  // `due` got an entry, or the store shuts down.
   std::deque<Due> due ABSL_GUARDED_BY(mu);
   bool stopped ABSL_GUARDED_BY(mu) = false;
   // Logs not closed yet (their lines may be buffered): for Read, FlushAll and Create.
   absl::flat_hash_map<int64_t, OpenLog> open ABSL_GUARDED_BY(mu);
-  // Runs whose log file this process opened, run id → day folder name: the most recent
+  // Runs whose log this process wrote, run id → day folder name: the most recent
   // kRememberedDays of them (older ones are found by looking through the day folders).
   static constexpr size_t kRememberedDays = 100000;
   absl::flat_hash_map<int64_t, std::string> days ABSL_GUARDED_BY(mu);
@@ -109,11 +108,58 @@ std::string DayFolder(absl::Time t) {
 }
 
 bool ParseDayFolder(absl::string_view name, absl::CivilDay* day) {
-  if (name.size() != 10) return false;
-  return absl::ParseCivilTime(name, day);
+  return IsDayName(name) && absl::ParseCivilTime(name, day);
 }
 
-std::string LogName(int64_t run_id) { return absl::StrCat(run_id, ".log"); }
+// The per-run file of earlier versions.
+std::string LegacyName(int64_t run_id) { return absl::StrCat(run_id, ".log"); }
+
+absl::Status Outside(int64_t run_id) {
+  return absl::PermissionDeniedError(
+      absl::StrCat("run ", run_id, ": log path resolves outside the log directory"));
+}
+
+// Streams the whole lines of a file; a last line without '\n' (still being written) is left
+// out.
+class LineReader {
+ public:
+  explicit LineReader(int fd) : fd_(fd) {}
+  bool Next(absl::string_view* line) {
+    if (!Fill()) return false;
+    const size_t nl = buffer_.find('\n', pos_);
+    *line = absl::string_view(buffer_).substr(pos_, nl - pos_);
+    pos_ = nl + 1;
+    return true;
+  }
+  // Whether Next would return a line.
+  bool HasMore() { return Fill(); }
+
+ private:
+  // Makes sure a whole line is buffered, reading more if needed; false at the end.
+  bool Fill() {
+    while (buffer_.find('\n', pos_) == std::string::npos) {
+      if (eof_) return false;
+      buffer_.erase(0, pos_);
+      pos_ = 0;
+      char block[64 * 1024];
+      ssize_t n;
+      do {
+        n = ::read(fd_, block, sizeof(block));
+      } while (n < 0 && errno == EINTR);
+      if (n <= 0) {
+        eof_ = true;
+      } else {
+        buffer_.append(block, static_cast<size_t>(n));
+      }
+    }
+    return true;
+  }
+
+  const int fd_;
+  std::string buffer_;
+  size_t pos_ = 0;
+  bool eof_ = false;
+};
 
 // Whether a log queued for `due` is to be written at `now`. A due time more than an interval
 // ahead means the clock was set back: written too, rather than held up by the jump.
@@ -129,11 +175,11 @@ class PageBuilder {
     page_.to_line = from_line - 1;
   }
   // Returns true when the page is full (this line was the last one it takes).
-  bool Offer(std::string line) {
+  bool Offer(absl::string_view line) {
     ++number_;
     if (number_ < page_.from_line) return false;
     bytes_ += line.size();
-    page_.lines.push_back(std::move(line));
+    page_.lines.emplace_back(line);
     page_.to_line = number_;
     return static_cast<int>(page_.lines.size()) >= max_lines_ || bytes_ >= kMaxPageBytes;
   }
@@ -151,16 +197,14 @@ class PageBuilder {
 
 }  // namespace
 
-RunLogFile::RunLogFile(std::shared_ptr<State> state, int64_t run_id, std::string day,
-                       std::string path)
-    : state_(std::move(state)), run_id_(run_id), day_(std::move(day)), path_(std::move(path)) {}
+RunLogFile::RunLogFile(std::shared_ptr<State> state, int64_t run_id, std::string day)
+    : state_(std::move(state)), run_id_(run_id), day_(std::move(day)) {}
 
 RunLogFile::~RunLogFile() {
   bool registered;
   {
     absl::MutexLock lock(&mu_);
     if (!discarded_) FlushLocked();
-    CloseFdLocked();
     registered = !unregistered_;
   }
   if (registered) state_->Unregister(run_id_, this);
@@ -204,7 +248,6 @@ void RunLogFile::Close() {
   {
     absl::MutexLock lock(&mu_);
     FlushLocked();
-    CloseFdLocked();
     direct_ = true;
     unregistered_ = true;
   }
@@ -229,18 +272,21 @@ bool RunLogFile::FlushIfUnchanged(uint64_t flushes) {
 }
 
 void RunLogFile::Discard() {
-  bool created;
+  bool wrote;
   {
     absl::MutexLock lock(&mu_);
     discarded_ = true;
     buffer_.clear();
     ++flushes_;
-    CloseFdLocked();
-    created = created_file_;
-    if (created) ::unlink(path_.c_str());
+    wrote = wrote_;
+    if (wrote) {
+      absl::Status st = state_->segments->Discard(day_, run_id_, first_chunk_);
+      if (!st.ok()) spdlog::error("run {}: cannot discard its log: {}", run_id_, st.ToString());
+    }
     unregistered_ = true;
   }
-  if (created) state_->ForgetDay(run_id_);
+  // Its day is looked up again: an earlier process's lines of the run may remain.
+  if (wrote) state_->ForgetDay(run_id_);
   state_->Unregister(run_id_, this);
 }
 
@@ -253,57 +299,28 @@ void RunLogFile::WriteThrough() {
 bool RunLogFile::FlushLocked() {
   if (buffer_.empty()) return false;
   ++flushes_;
-  bool wrote = false;
-  if (fd_ >= 0 || OpenLocked()) {
+  absl::StatusOr<LogChunk> chunk =
+      state_->segments == nullptr
+          ? absl::FailedPreconditionError("the run log store was not initialized")
+          : state_->segments->Append(day_, run_id_, buffer_);
+  if (chunk.ok()) {
+    if (!wrote_) {
+      wrote_ = true;
+      first_chunk_ = *chunk;
+      state_->Remember(run_id_, day_);
+    }
+  } else if (!write_failed_) {
     // A full disk must not fail the run; the lines are lost.
-    (void)WriteAll(fd_, buffer_, path_);
-    wrote = true;
+    write_failed_ = true;
+    spdlog::error("run {}: cannot write its log in {}: {}", run_id_, day_,
+                  chunk.status().ToString());
   }
   if (buffer_.capacity() > kKeptBufferCapacity) {
     std::string().swap(buffer_);
   } else {
     buffer_.clear();
   }
-  return wrote;
-}
-
-bool RunLogFile::OpenLocked() {
-  std::string error;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
-                    0644);
-    if (fd >= 0) {
-      created_file_ = true;
-    } else if (errno == EEXIST) {
-      // An earlier process's log of the run (or ours, reopened after Close): appended to.
-      // O_NOFOLLOW: a planted symlink is not followed out of log_dir.
-      fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
-    }
-    if (fd >= 0) {
-      fd_ = fd;
-      state_->Remember(run_id_, day_);
-      return true;
-    }
-    error = std::strerror(errno);
-    if (errno != ENOENT) break;
-    // The day's first log, or its folder was removed (retention): make it.
-    std::error_code ec;
-    fs::create_directories(fs::path(path_).parent_path(), ec);
-    if (ec) {
-      error = ec.message();
-      break;
-    }
-  }
-  if (!open_failed_) {
-    open_failed_ = true;
-    spdlog::error("run {}: cannot write its log {}: {}", run_id_, path_, error);
-  }
-  return false;
-}
-
-void RunLogFile::CloseFdLocked() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+  return chunk.ok();
 }
 
 RunLogStore::RunLogStore(std::string log_dir, const Clock& clock, RunLogOptions options)
@@ -318,6 +335,11 @@ absl::Status RunLogStore::Init() {
   fs::path canonical = fs::canonical(dir_, ec);
   if (ec) return absl::InternalError(absl::StrCat("log_dir ", dir_, ": ", ec.message()));
   canonical_dir_ = canonical.string();
+  if (state_->segments == nullptr) {
+    auto segments = LogSegments::Open(canonical_dir_, state_->options.segment_bytes);
+    if (!segments.ok()) return segments.status();
+    state_->segments = std::move(*segments);
+  }
   absl::MutexLock lock(&state_->mu);
   if (state_->options.background_flush && !state_->stopped && !flusher_.joinable()) {
     flusher_ = std::thread([this] { FlusherLoop(); });
@@ -398,14 +420,13 @@ void RunLogStore::Shutdown() {
 absl::StatusOr<std::shared_ptr<RunLogFile>> RunLogStore::Create(int64_t run_id, bool* created) {
   if (run_id <= 0) return absl::InvalidArgumentError("run_id: must be positive");
   std::string day = DayFolder(clock_.Now());
-  std::string path = absl::StrCat(canonical_dir_, "/", day, "/", LogName(run_id));
   absl::MutexLock lock(&state_->mu);
   State::OpenLog& entry = state_->open[run_id];
   if (std::shared_ptr<RunLogFile> log = entry.weak.lock()) {
     if (created != nullptr) *created = false;
     return log;
   }
-  std::shared_ptr<RunLogFile> log(new RunLogFile(state_, run_id, std::move(day), std::move(path)));
+  std::shared_ptr<RunLogFile> log(new RunLogFile(state_, run_id, std::move(day)));
   entry.weak = log;
   entry.raw = log.get();
   if (created != nullptr) *created = true;
@@ -424,13 +445,43 @@ void RunLogStore::Remove(int64_t run_id) {
   if (log != nullptr) log->Discard();
 }
 
-absl::StatusOr<std::string> RunLogStore::Find(int64_t run_id) {
+absl::StatusOr<RunLogStore::OnDisk> RunLogStore::Look(int64_t run_id, const std::string& day,
+                                                      bool skip_bad_day) {
+  if (state_->segments == nullptr) {
+    return absl::FailedPreconditionError("the run log store was not initialized");
+  }
+  OnDisk disk;
+  absl::StatusOr<UniqueFd> day_fd = state_->segments->OpenDay(day);
+  if (absl::IsNotFound(day_fd.status())) return disk;
+  if (absl::IsPermissionDenied(day_fd.status())) {
+    if (skip_bad_day) return disk;
+    return Outside(run_id);
+  }
+  if (!day_fd.ok()) return day_fd.status();
+  disk.day = std::move(*day_fd);
+  const std::string legacy = LegacyName(run_id);
+  disk.legacy.Reset(::openat(disk.day.get(), legacy.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!disk.legacy.valid() && errno != ENOENT) {
+    if (errno == ELOOP) return Outside(run_id);  // A planted symlink.
+    return absl::InternalError(absl::StrCat(day, "/", legacy, ": ", std::strerror(errno)));
+  }
+  absl::StatusOr<std::vector<LogChunk>> chunks =
+      state_->segments->Chunks(disk.day.get(), day, run_id);
+  if (!chunks.ok()) return chunks.status();
+  disk.chunks = std::move(*chunks);
+  return disk;
+}
+
+absl::StatusOr<RunLogStore::OnDisk> RunLogStore::Find(int64_t run_id) {
+  std::string remembered;
   {
     absl::MutexLock lock(&state_->mu);
     auto it = state_->days.find(run_id);
-    if (it != state_->days.end()) {
-      return (fs::path(canonical_dir_) / it->second / LogName(run_id)).string();
-    }
+    if (it != state_->days.end()) remembered = it->second;
+  }
+  if (!remembered.empty()) {
+    absl::StatusOr<OnDisk> disk = Look(run_id, remembered);
+    if (!disk.ok() || !disk->empty()) return disk;
   }
   // A run from an earlier process: look through the day folders, newest first.
   std::error_code ec;
@@ -438,62 +489,54 @@ absl::StatusOr<std::string> RunLogStore::Find(int64_t run_id) {
   for (fs::directory_iterator it(canonical_dir_, ec), end; !ec && it != end; it.increment(ec)) {
     absl::CivilDay day;
     const std::string name = it->path().filename().string();
-    if (ParseDayFolder(name, &day)) days.push_back(name);
+    if (ParseDayFolder(name, &day) && name != remembered) days.push_back(name);
   }
   std::sort(days.rbegin(), days.rend());
   for (const std::string& day : days) {
-    fs::path candidate = fs::path(canonical_dir_) / day / LogName(run_id);
-    if (fs::exists(fs::symlink_status(candidate, ec))) return candidate.string();
+    absl::StatusOr<OnDisk> disk = Look(run_id, day, /*skip_bad_day=*/true);
+    if (!disk.ok() || !disk->empty()) return disk;
   }
   return absl::NotFoundError(absl::StrCat("run ", run_id, ": no log on this executor"));
 }
 
-absl::Status RunLogStore::CheckInside(const std::string& path) const {
-  char resolved[PATH_MAX];
-  if (::realpath(path.c_str(), resolved) == nullptr) {
-    return absl::NotFoundError(absl::StrCat("log ", path, ": ", std::strerror(errno)));
-  }
-  absl::string_view r(resolved);
-  const std::string prefix = canonical_dir_ + "/";
-  if (r.size() <= prefix.size() || r.substr(0, prefix.size()) != prefix) {
-    return absl::PermissionDeniedError("run log resolves outside the log directory");
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<RunLogStore::Page> RunLogStore::ReadPage(int64_t run_id, const std::string& path,
-                                                        const std::string* buffered,
-                                                        int from_line, int max_lines) {
-  const absl::Status not_found =
-      absl::NotFoundError(absl::StrCat("run ", run_id, ": no log on this executor"));
+RunLogStore::Page RunLogStore::ReadPage(OnDisk& disk, const std::string* buffered,
+                                        int from_line, int max_lines) {
   PageBuilder page(from_line, max_lines);
-  absl::Status inside = CheckInside(path);
-  if (!inside.ok() && !absl::IsNotFound(inside)) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("run ", run_id, ": log path resolves outside the log directory"));
-  }
-  // An open log whose lines are all still buffered has no file yet.
-  if (!inside.ok() && buffered == nullptr) return not_found;
-  if (inside.ok()) {
-    std::ifstream in(path);
-    if (!in && buffered == nullptr) return not_found;
-    std::string line;
-    while (in) {
-      // A last line without '\n' is still being written: leave it for the next page.
-      if (!std::getline(in, line) || in.eof()) break;
-      if (page.Offer(std::move(line))) {
-        const bool file_ends = in.peek() == std::char_traits<char>::eof();
-        return page.Finish(file_ends && (buffered == nullptr || buffered->empty()));
+  const bool buffered_lines = buffered != nullptr && !buffered->empty();
+  absl::string_view line;
+  if (disk.legacy.valid()) {
+    LineReader reader(disk.legacy.get());
+    while (reader.Next(&line)) {
+      if (page.Offer(line)) {
+        return page.Finish(!reader.HasMore() && disk.chunks.empty() && !buffered_lines);
       }
     }
   }
-  if (buffered != nullptr) {
+  LogSegments::ChunkReader chunks(state_->segments.get(), disk.day.get());
+  for (size_t i = 0; i < disk.chunks.size(); ++i) {
+    absl::StatusOr<std::string> data = chunks.Read(disk.chunks[i]);
+    if (!data.ok()) {
+      // Cut short since it was indexed (truncated by hand?): its lines are skipped.
+      spdlog::warn("run log: {}", data.status().ToString());
+      continue;
+    }
+    absl::string_view rest(*data);
+    while (!rest.empty()) {
+      const size_t nl = rest.find('\n');  // Chunks hold whole lines.
+      line = rest.substr(0, nl);
+      rest.remove_prefix(nl == absl::string_view::npos ? rest.size() : nl + 1);
+      if (page.Offer(line)) {
+        return page.Finish(rest.empty() && i + 1 == disk.chunks.size() && !buffered_lines);
+      }
+    }
+  }
+  if (buffered_lines) {
     absl::string_view rest(*buffered);
     while (!rest.empty()) {
       const size_t nl = rest.find('\n');  // Buffered lines always end in '\n'.
-      absl::string_view line = rest.substr(0, nl);
+      line = rest.substr(0, nl);
       rest.remove_prefix(nl == absl::string_view::npos ? rest.size() : nl + 1);
-      if (page.Offer(std::string(line))) return page.Finish(rest.empty());
+      if (page.Offer(line)) return page.Finish(rest.empty());
     }
   }
   return page.Finish(true);
@@ -506,22 +549,25 @@ absl::StatusOr<RunLogStore::Page> RunLogStore::Read(int64_t run_id, int from_lin
   if (max_lines < 1) max_lines = 1;
   std::shared_ptr<RunLogFile> log = OpenLog(run_id);
   if (log == nullptr) {
-    auto path = Find(run_id);
-    if (!path.ok()) return path.status();
-    return ReadPage(run_id, *path, nullptr, from_line, max_lines);
+    absl::StatusOr<OnDisk> disk = Find(run_id);
+    if (!disk.ok()) return disk.status();
+    return ReadPage(*disk, nullptr, from_line, max_lines);
   }
-  // The file's lines, then the buffered ones. A flush between taking the buffered lines and
-  // reading the file would show lines twice: then read again, and after a few such races
+  // The lines on disk, then the buffered ones. A flush between taking the buffered lines and
+  // looking at the disk would show lines twice: then read again, and after a few such races
   // read with the log's lock held (which holds up its appends for that long).
   for (int attempt = 0; attempt < 3; ++attempt) {
     uint64_t flushes = 0;
     const std::string buffered = log->Buffered(&flushes);
-    auto page = ReadPage(run_id, log->path(), &buffered, from_line, max_lines);
-    if (!page.ok() || log->flushes() == flushes) return page;
+    absl::StatusOr<OnDisk> disk = Look(run_id, log->day());
+    if (!disk.ok()) return disk.status();
+    if (log->flushes() == flushes) return ReadPage(*disk, &buffered, from_line, max_lines);
   }
   absl::StatusOr<Page> page;
   log->WithBuffered([&](const std::string& buffered) {
-    page = ReadPage(run_id, log->path(), &buffered, from_line, max_lines);
+    absl::StatusOr<OnDisk> disk = Look(run_id, log->day());
+    page = disk.ok() ? absl::StatusOr<Page>(ReadPage(*disk, &buffered, from_line, max_lines))
+                     : absl::StatusOr<Page>(disk.status());
   });
   return page;
 }
@@ -542,6 +588,7 @@ int RunLogStore::Cleanup(int retention_days) {
     std::error_code rm;
     fs::remove_all(fs::path(canonical_dir_) / name, rm);
     if (!rm) ++removed;
+    if (state_->segments != nullptr) state_->segments->DropDay(name);
   }
   if (!old.empty()) {
     absl::MutexLock lock(&state_->mu);

@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "sdk/internal/log_segment.h"
 
 namespace jobwheel::sdk {
 
@@ -26,6 +27,9 @@ struct RunLogOptions {
   // Whether Init() starts the background flusher thread. Without it, logs are written when
   // they are closed, when their buffer is full, and by FlushDue()/FlushAll() (for tests).
   bool background_flush = true;
+  // A day folder's segment (see RunLogStore) is closed and the next one started once its
+  // data file has reached this size.
+  size_t segment_bytes = 64 * 1024 * 1024;
 };
 
 namespace run_log_internal {
@@ -33,11 +37,12 @@ struct State;
 }  // namespace run_log_internal
 
 // One run's log. Every line is prefixed with a UTC timestamp ("2026-01-02 03:04:05.678 ")
-// taken at Append time and buffered in memory; the buffer goes to the file in one write(2)
-// (so readers never see half lines) when the run ends (Close), when it reaches
-// RunLogOptions::flush_bytes, or flush_interval after its first unwritten line (the store's
-// flusher). The file is created at the first write, so a run that logs nothing before it is
-// refused never creates one. Created by RunLogStore::Create. Thread-safe.
+// taken at Append time and buffered in memory; the buffer goes to the current segment of the
+// run's day folder as one chunk (one write(2), so readers never see half lines) when the run
+// ends (Close), when it reaches RunLogOptions::flush_bytes, or flush_interval after its first
+// unwritten line (the store's flusher). Nothing is written before the first flush, so a run
+// that logs nothing before it is refused leaves no trace. Created by RunLogStore::Create.
+// Thread-safe.
 class RunLogFile : public std::enable_shared_from_this<RunLogFile> {
  public:
   ~RunLogFile();  // Writes what is still buffered.
@@ -46,19 +51,19 @@ class RunLogFile : public std::enable_shared_from_this<RunLogFile> {
 
   // Appends `text`; each '\n'-separated line becomes one timestamped log line.
   void Append(absl::string_view text);
-  // Writes the buffered lines now (creating the file if needed).
+  // Writes the buffered lines now.
   void Flush();
-  // The run ended: writes the buffered lines and closes the file. Lines appended later (a
-  // handler's stray thread) are written at once, each with its own write.
+  // The run ended: writes the buffered lines. Lines appended later (a handler's stray thread)
+  // are written at once, each as its own chunk.
   void Close();
 
-  const std::string& path() const { return path_; }
   int64_t run_id() const { return run_id_; }
+  // The day folder ("yyyy-mm-dd", UTC) of the day the log was created: all its chunks go there.
+  const std::string& day() const { return day_; }
 
  private:
   friend class RunLogStore;
-  RunLogFile(std::shared_ptr<run_log_internal::State> state, int64_t run_id, std::string day,
-             std::string path);
+  RunLogFile(std::shared_ptr<run_log_internal::State> state, int64_t run_id, std::string day);
 
   // The buffered lines and the number of flushes so far (which changes whenever buffered
   // lines move to the file).
@@ -67,7 +72,7 @@ class RunLogFile : public std::enable_shared_from_this<RunLogFile> {
   // Flushes if no flush happened since the flusher queued the log (at `flushes`). Returns
   // whether it wrote.
   bool FlushIfUnchanged(uint64_t flushes);
-  // Drops the buffered lines, ignores later ones and deletes the file if this log created it.
+  // Drops the buffered lines, ignores later ones and discards the chunks this log wrote.
   void Discard();
   // Calls fn(buffered lines) with the lock held, so no flush moves lines meanwhile.
   template <typename Fn>
@@ -79,30 +84,31 @@ class RunLogFile : public std::enable_shared_from_this<RunLogFile> {
   void WriteThrough();
 
   bool FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool OpenLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void CloseFdLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::shared_ptr<run_log_internal::State> state_;
   const int64_t run_id_;
   const std::string day_;
-  const std::string path_;
   mutable absl::Mutex mu_;
   std::string buffer_ ABSL_GUARDED_BY(mu_);  // Whole timestamped lines, each ending in '\n'.
   uint64_t flushes_ ABSL_GUARDED_BY(mu_) = 0;
-  int fd_ ABSL_GUARDED_BY(mu_) = -1;
-  bool created_file_ ABSL_GUARDED_BY(mu_) = false;  // This log created path_.
-  bool direct_ ABSL_GUARDED_BY(mu_) = false;        // Closed: appends are written at once.
+  bool wrote_ ABSL_GUARDED_BY(mu_) = false;       // first_chunk_ is set.
+  LogChunk first_chunk_ ABSL_GUARDED_BY(mu_);     // Where a Discard's tombstone starts.
+  bool direct_ ABSL_GUARDED_BY(mu_) = false;      // Closed: appends are written at once.
   bool discarded_ ABSL_GUARDED_BY(mu_) = false;
-  bool open_failed_ ABSL_GUARDED_BY(mu_) = false;   // Reported once.
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;  // Reported once.
   bool unregistered_ ABSL_GUARDED_BY(mu_) = false;  // No longer among the store's open logs.
 };
 
-// The run logs of one executor: <log_dir>/<yyyy-mm-dd>/<run_id>.log, the date being the
-// (UTC) day the run was accepted. Paths are always built from the int64 run id and are
-// checked to resolve inside log_dir. Owns the background flusher thread (started by Init,
-// stopped by Shutdown or the destructor, which write everything still buffered). Logs may
-// outlive the store (a stuck handler's thread): they then write each line at once.
-// Thread-safe.
+// The run logs of one executor, in day folders <log_dir>/<yyyy-mm-dd>/ (the UTC day a run was
+// accepted; a run's chunks all go to that folder, even after midnight). Each folder holds
+// append-only segments shared by all runs (LogSegments: seg-<n>.log with the chunks,
+// seg-<n>.idx with one record per chunk), so a run costs one append per flush, not a file.
+// Per-run files <day>/<run_id>.log of earlier versions are still read (before the run's
+// chunks). Files are opened relative to log_dir with O_NOFOLLOW, by names built from day
+// strings, segment numbers and the int64 run id, so nothing outside log_dir is read or
+// written. Owns the background flusher thread (started by Init, stopped by Shutdown or the
+// destructor, which write everything still buffered). Logs may outlive the store (a stuck
+// handler's thread): they then write each line at once. Thread-safe.
 class RunLogStore {
  public:
   RunLogStore(std::string log_dir, const Clock& clock, RunLogOptions options = {});
@@ -110,16 +116,17 @@ class RunLogStore {
   RunLogStore(const RunLogStore&) = delete;
   RunLogStore& operator=(const RunLogStore&) = delete;
 
-  // Creates log_dir, resolves its canonical path and starts the flusher. Call once before
-  // anything else.
+  // Creates log_dir, resolves its canonical path, opens it and starts the flusher. Call once
+  // before anything else. Writes no file: a day's segment is made at its first chunk.
   absl::Status Init();
 
   // The log of `run_id`, in today's folder: the run's open log when it has one (*created =
-  // false), else a new one (*created = true), whose file is made at its first write (and
-  // appended to when it exists from an earlier process). Does no I/O.
+  // false), else a new one (*created = true), written at its first flush (after any lines an
+  // earlier process logged for the run). Does no I/O.
   absl::StatusOr<std::shared_ptr<RunLogFile>> Create(int64_t run_id, bool* created = nullptr);
   // Discards the open log of `run_id` (a run that was refused after all): its buffered lines
-  // are dropped and its file deleted if that log created it.
+  // are dropped, and the chunks it already wrote are cancelled by a tombstone record (lines
+  // of earlier processes stay).
   void Remove(int64_t run_id);
 
   struct Page {
@@ -129,13 +136,17 @@ class RunLogStore {
     bool eof = false;   // The page reaches the current end of the log.
   };
   // Lines [from_line, from_line + max_lines) of run_id's log, at most ~1 MiB of text: the
-  // lines in the file, then those of an open log still buffered.
+  // lines on disk (an old per-run file, then the run's chunks in write order), then those of
+  // an open log still buffered. A closed run is looked up in the day folder this process
+  // wrote it to, else in every day folder, newest first.
   // INVALID_ARGUMENT for a non-positive run id, NOT_FOUND for a run without a log here,
-  // PERMISSION_DENIED when the file resolves outside log_dir (e.g. a planted symlink).
+  // PERMISSION_DENIED when its day folder or old per-run file is a symlink (which could lead
+  // outside log_dir).
   absl::StatusOr<Page> Read(int64_t run_id, int from_line, int max_lines);
 
-  // Deletes day folders older than `retention_days` days before today (UTC). Returns how many
-  // folders were removed. retention_days <= 0 removes nothing.
+  // Deletes day folders (segments and old per-run files) older than `retention_days` days
+  // before today (UTC). Returns how many folders were removed. retention_days <= 0 removes
+  // nothing.
   int Cleanup(int retention_days);
 
   // Writes the logs whose first unwritten line is flush_interval old or older; returns how
@@ -150,15 +161,23 @@ class RunLogStore {
   const std::string& dir() const { return dir_; }
 
  private:
+  // What one day folder holds of a run's log.
+  struct OnDisk {
+    UniqueFd day;     // The day folder; invalid when it does not exist.
+    UniqueFd legacy;  // <run_id>.log of an earlier version, if there is one.
+    std::vector<LogChunk> chunks;
+    bool empty() const { return !legacy.valid() && chunks.empty(); }
+  };
+
   // The open (not closed) log of run_id, if any.
   std::shared_ptr<RunLogFile> OpenLog(int64_t run_id);
-  // Reads run_id's lines from `path`, then `buffered` ones. `buffered` is null for a log that
-  // is not open (then a missing file is NOT_FOUND).
-  absl::StatusOr<Page> ReadPage(int64_t run_id, const std::string& path,
-                                const std::string* buffered, int from_line, int max_lines);
-  // The existing log file of run_id, or NOT_FOUND.
-  absl::StatusOr<std::string> Find(int64_t run_id);
-  absl::Status CheckInside(const std::string& path) const;
+  // What `day` holds of run_id's log. A day "folder" that is not a directory (a symlink) is
+  // PERMISSION_DENIED, or looked past (empty) with skip_bad_day.
+  absl::StatusOr<OnDisk> Look(int64_t run_id, const std::string& day, bool skip_bad_day = false);
+  // What is on disk of a closed run's log, or NOT_FOUND.
+  absl::StatusOr<OnDisk> Find(int64_t run_id);
+  // Pages through the lines on `disk`, then `buffered` ones (null for a log that is not open).
+  Page ReadPage(OnDisk& disk, const std::string* buffered, int from_line, int max_lines);
   void FlusherLoop();
 
   const std::string dir_;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -9,12 +10,14 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/clock.h"
 #include "common/testing/process.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sdk/internal/log_segment.h"
 
 namespace jobwheel::sdk {
 namespace {
@@ -22,6 +25,7 @@ namespace {
 using ::jobwheel::testing::Eventually;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+namespace fs = std::filesystem;
 
 constexpr absl::Duration kInterval = absl::Milliseconds(200);
 
@@ -32,14 +36,27 @@ RunLogOptions ManualFlush() {
   return options;
 }
 
-// The lines of the file at `path`, or {"<absent>"}.
-std::vector<std::string> FileLines(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return {"<absent>"};
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) lines.push_back(line);
-  return lines;
+// The lines of run_id's log on disk under `log_dir` (what a restarted executor would read: not
+// the lines another store still buffers), or {"<absent>"}.
+std::vector<std::string> DiskLines(const std::string& log_dir, int64_t run_id) {
+  FakeClock clock;
+  RunLogStore fresh(log_dir, clock, ManualFlush());
+  if (!fresh.Init().ok()) return {"<init failed>"};
+  auto page = fresh.Read(run_id, 1, 100000);
+  if (absl::IsNotFound(page.status())) return {"<absent>"};
+  if (!page.ok()) return {page.status().ToString()};
+  return page->lines;
+}
+
+// The files under `dir`, relative to it, sorted.
+std::vector<std::string> Files(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_directory()) out.push_back(fs::relative(it->path(), dir).string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 class RunLogTest : public ::testing::Test {
@@ -51,10 +68,11 @@ class RunLogTest : public ::testing::Test {
         store_(dir_ + "/logs", clock_, options) {}
   void SetUp() override { ASSERT_TRUE(store_.Init().ok()); }
 
-  std::string LogPath(int64_t run_id, const std::string& day = "2026-03-10") {
-    return absl::StrCat(std::filesystem::canonical(dir_ + "/logs").string(), "/", day, "/",
-                        run_id, ".log");
+  // An old-format per-run file.
+  std::string LegacyPath(int64_t run_id, const std::string& day = "2026-03-10") {
+    return absl::StrCat(dir_, "/logs/", day, "/", run_id, ".log");
   }
+  std::vector<std::string> OnDisk(int64_t run_id) { return DiskLines(dir_ + "/logs", run_id); }
   std::vector<std::string> ReadAll(int64_t run_id) {
     auto page = store_.Read(run_id, 1, 1000);
     if (!page.ok()) return {page.status().ToString()};
@@ -69,7 +87,7 @@ class RunLogTest : public ::testing::Test {
 TEST_F(RunLogTest, BuffersTimestampedLinesUntilCloseThenWritesThemIntoTheDayFolder) {
   auto file = store_.Create(42);
   ASSERT_TRUE(file.ok());
-  EXPECT_EQ((*file)->path(), LogPath(42));
+  EXPECT_EQ((*file)->day(), "2026-03-10");
   (*file)->Append("first\nsecond");
   clock_.Advance(absl::Milliseconds(5));
   (*file)->Append("third\n");
@@ -85,9 +103,12 @@ TEST_F(RunLogTest, BuffersTimestampedLinesUntilCloseThenWritesThemIntoTheDayFold
   EXPECT_TRUE(page->eof);
 
   (*file)->Close();
-  EXPECT_THAT(FileLines(LogPath(42)), ElementsAre("2026-03-10 12:00:00.000 first",
-                                                  "2026-03-10 12:00:00.000 second",
-                                                  "2026-03-10 12:00:00.005 third"));
+  EXPECT_THAT(OnDisk(42), ElementsAre("2026-03-10 12:00:00.000 first",
+                                      "2026-03-10 12:00:00.000 second",
+                                      "2026-03-10 12:00:00.005 third"));
+  // One chunk in the day's segment, one record in its index.
+  EXPECT_THAT(Files(dir_ + "/logs"), ElementsAre("2026-03-10/seg-1.idx", "2026-03-10/seg-1.log"));
+  EXPECT_EQ(fs::file_size(dir_ + "/logs/2026-03-10/seg-1.idx"), IndexRecord::kSize);
   page = store_.Read(42, 2, 10);
   ASSERT_TRUE(page.ok());
   EXPECT_THAT(page->lines, ElementsAre(HasSubstr("second"), HasSubstr("third")));
@@ -97,7 +118,7 @@ TEST_F(RunLogTest, BuffersTimestampedLinesUntilCloseThenWritesThemIntoTheDayFold
 
   // A line appended after Close (a handler's stray thread) is written at once.
   (*file)->Append("late");
-  EXPECT_EQ(FileLines(LogPath(42)).size(), 4u);
+  EXPECT_EQ(OnDisk(42).size(), 4u);
   EXPECT_THAT(ReadAll(42), ElementsAre(HasSubstr("first"), HasSubstr("second"),
                                        HasSubstr("third"), HasSubstr("late")));
 }
@@ -110,13 +131,13 @@ TEST_F(RunLogTest, FlushesAnIntervalAfterTheFirstUnwrittenLine) {
   (*file)->Append("two");
   clock_.Advance(absl::Milliseconds(49));
   EXPECT_EQ(store_.FlushDue(), 0);  // 199 ms after "one".
-  EXPECT_FALSE(std::filesystem::exists(LogPath(5)));
+  EXPECT_THAT(OnDisk(5), ElementsAre("<absent>"));
   clock_.Advance(absl::Milliseconds(1));
   EXPECT_EQ(store_.FlushDue(), 1);
-  EXPECT_THAT(FileLines(LogPath(5)), ElementsAre(HasSubstr("one"), HasSubstr("two")));
+  EXPECT_THAT(OnDisk(5), ElementsAre(HasSubstr("one"), HasSubstr("two")));
   EXPECT_EQ(store_.FlushDue(), 0);  // Nothing left to write.
 
-  // The next line starts a new interval; Read numbers the file's lines, then buffered ones.
+  // The next line starts a new interval; Read numbers the written lines, then buffered ones.
   (*file)->Append("three");
   auto page = store_.Read(5, 2, 10);
   ASSERT_TRUE(page.ok());
@@ -126,11 +147,10 @@ TEST_F(RunLogTest, FlushesAnIntervalAfterTheFirstUnwrittenLine) {
   EXPECT_TRUE(page->eof);
   clock_.Advance(kInterval - absl::Milliseconds(1));
   EXPECT_EQ(store_.FlushDue(), 0);
-  EXPECT_EQ(FileLines(LogPath(5)).size(), 2u);
+  EXPECT_EQ(OnDisk(5).size(), 2u);
   clock_.Advance(absl::Milliseconds(1));
   EXPECT_EQ(store_.FlushDue(), 1);
-  EXPECT_THAT(FileLines(LogPath(5)),
-              ElementsAre(HasSubstr("one"), HasSubstr("two"), HasSubstr("three")));
+  EXPECT_THAT(OnDisk(5), ElementsAre(HasSubstr("one"), HasSubstr("two"), HasSubstr("three")));
   EXPECT_THAT(ReadAll(5), ElementsAre(HasSubstr("one"), HasSubstr("two"), HasSubstr("three")));
 }
 
@@ -141,7 +161,8 @@ TEST_F(RunLogTest, AClosedLogIsNotWrittenAgainByItsQueuedFlush) {
   (*file)->Close();
   clock_.Advance(kInterval);
   EXPECT_EQ(store_.FlushDue(), 0);
-  EXPECT_THAT(FileLines(LogPath(6)), ElementsAre(HasSubstr("only")));
+  EXPECT_THAT(OnDisk(6), ElementsAre(HasSubstr("only")));
+  EXPECT_EQ(fs::file_size(dir_ + "/logs/2026-03-10/seg-1.idx"), IndexRecord::kSize);
 }
 
 TEST(RunLogSizeTest, FlushesWhenTheBufferIsFull) {
@@ -155,11 +176,11 @@ TEST(RunLogSizeTest, FlushesWhenTheBufferIsFull) {
   ASSERT_TRUE(file.ok());
   const std::string text(76, 'x');  // 24 + 76 + 1 = 101 bytes per line.
   for (int i = 0; i < 9; ++i) (*file)->Append(text);
-  EXPECT_FALSE(std::filesystem::exists((*file)->path()));  // 909 bytes buffered.
-  (*file)->Append(text);                                    // 1010 bytes: written.
-  EXPECT_EQ(FileLines((*file)->path()).size(), 10u);
+  EXPECT_THAT(DiskLines(dir + "/logs", 3), ElementsAre("<absent>"));  // 909 bytes buffered.
+  (*file)->Append(text);                                               // 1010 bytes: written.
+  EXPECT_EQ(DiskLines(dir + "/logs", 3).size(), 10u);
   (*file)->Append("after");
-  EXPECT_EQ(FileLines((*file)->path()).size(), 10u);
+  EXPECT_EQ(DiskLines(dir + "/logs", 3).size(), 10u);
   auto page = store.Read(3, 10, 5);
   ASSERT_TRUE(page.ok());
   EXPECT_THAT(page->lines, ElementsAre(HasSubstr("xxx"), HasSubstr("after")));
@@ -182,13 +203,16 @@ TEST_F(RunLogTest, ReturnsTheOpenLogAndDiscardsItOnRemove) {
   EXPECT_EQ(store_.Read(7, 1, 10).status().code(), absl::StatusCode::kNotFound);
   (*first)->Append("ignored");
   (*first)->Flush();
-  EXPECT_FALSE(std::filesystem::exists(LogPath(7)));
+  EXPECT_THAT(Files(dir_ + "/logs"), ::testing::IsEmpty());
   // A new day's folder is used when the clock gets there.
   clock_.Advance(absl::Hours(24));
   auto next_day = store_.Create(8, &created);
   ASSERT_TRUE(next_day.ok());
   EXPECT_TRUE(created);
-  EXPECT_THAT((*next_day)->path(), HasSubstr("/2026-03-11/8.log"));
+  EXPECT_EQ((*next_day)->day(), "2026-03-11");
+  (*next_day)->Append("x");
+  (*next_day)->Close();
+  EXPECT_THAT(Files(dir_ + "/logs"), ElementsAre("2026-03-11/seg-1.idx", "2026-03-11/seg-1.log"));
 }
 
 TEST_F(RunLogTest, RefusedRunLeavesNoFile) {
@@ -205,27 +229,45 @@ TEST_F(RunLogTest, RefusedRunLeavesNoFile) {
   EXPECT_EQ(store_.Read(11, 1, 10).status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST_F(RunLogTest, RemoveDeletesTheFileItsLogCreatedButNotAnEarlierProcesssFile) {
+TEST_F(RunLogTest, RemoveDiscardsWhatItsLogWroteButNotAnEarlierProcesssLines) {
+  {
+    // An earlier process's chunks of run 14 (this store writes a segment after its one).
+    RunLogStore earlier(dir_ + "/logs", clock_, ManualFlush());
+    ASSERT_TRUE(earlier.Init().ok());
+    auto log = earlier.Create(14);
+    ASSERT_TRUE(log.ok());
+    (*log)->Append("earlier process");
+    (*log)->Close();
+  }
   auto written = store_.Create(12);
   ASSERT_TRUE(written.ok());
   (*written)->Append("flushed already");
   (*written)->Flush();
-  ASSERT_TRUE(std::filesystem::exists(LogPath(12)));
+  ASSERT_EQ(OnDisk(12).size(), 1u);
   store_.Remove(12);
-  EXPECT_FALSE(std::filesystem::exists(LogPath(12)));
   EXPECT_EQ(store_.Read(12, 1, 10).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(OnDisk(12), ElementsAre("<absent>"));  // The tombstone is on disk.
 
-  std::filesystem::create_directories(dir_ + "/logs/2026-03-10");
-  std::ofstream(LogPath(13)) << "2026-03-10 11:00:00.000 earlier process\n";
+  // An old-format file of the run.
+  fs::create_directories(dir_ + "/logs/2026-03-10");
+  std::ofstream(LegacyPath(13)) << "2026-03-10 11:00:00.000 earlier process\n";
   auto reopened = store_.Create(13);
   ASSERT_TRUE(reopened.ok());
   (*reopened)->Append("this process");
   EXPECT_THAT(ReadAll(13), ElementsAre(HasSubstr("earlier process"), HasSubstr("this process")));
-  (*reopened)->Flush();  // Appended, not truncated.
-  EXPECT_THAT(FileLines(LogPath(13)),
-              ElementsAre(HasSubstr("earlier process"), HasSubstr("this process")));
+  (*reopened)->Flush();
+  EXPECT_THAT(OnDisk(13), ElementsAre(HasSubstr("earlier process"), HasSubstr("this process")));
   store_.Remove(13);
-  EXPECT_TRUE(std::filesystem::exists(LogPath(13)));
+  EXPECT_THAT(ReadAll(13), ElementsAre(HasSubstr("earlier process")));
+  EXPECT_THAT(OnDisk(13), ElementsAre(HasSubstr("earlier process")));
+
+  auto again = store_.Create(14);
+  ASSERT_TRUE(again.ok());
+  (*again)->Append("this process");
+  (*again)->Flush();
+  EXPECT_THAT(ReadAll(14), ElementsAre(HasSubstr("earlier process"), HasSubstr("this process")));
+  store_.Remove(14);
+  EXPECT_THAT(ReadAll(14), ElementsAre(HasSubstr("earlier process")));
 }
 
 TEST_F(RunLogTest, PagesThroughFileAndBufferedLines) {
@@ -234,7 +276,7 @@ TEST_F(RunLogTest, PagesThroughFileAndBufferedLines) {
   for (int i = 1; i <= 15; ++i) (*file)->Append(absl::StrCat("line ", i));
   (*file)->Flush();
   for (int i = 16; i <= 25; ++i) (*file)->Append(absl::StrCat("line ", i));
-  ASSERT_EQ(FileLines(LogPath(7)).size(), 15u);
+  ASSERT_EQ(OnDisk(7).size(), 15u);
   auto p1 = store_.Read(7, 1, 10);
   ASSERT_TRUE(p1.ok());
   EXPECT_EQ(p1->lines.size(), 10u);
@@ -300,8 +342,8 @@ TEST_F(RunLogTest, FindsLogsOfAnEarlierProcessOnLaterDays) {
 TEST_F(RunLogTest, RefusesAPathThatResolvesOutsideTheLogDir) {
   const std::string outside = dir_ + "/secret.txt";
   std::ofstream(outside) << "secret\n";
-  std::filesystem::create_directories(dir_ + "/logs/2026-03-10");
-  ASSERT_EQ(::symlink(outside.c_str(), (dir_ + "/logs/2026-03-10/77.log").c_str()), 0);
+  fs::create_directories(dir_ + "/logs/2026-03-10");
+  ASSERT_EQ(::symlink(outside.c_str(), LegacyPath(77).c_str()), 0);
   auto page = store_.Read(77, 1, 10);
   ASSERT_FALSE(page.ok());
   EXPECT_EQ(page.status().code(), absl::StatusCode::kPermissionDenied);
@@ -313,7 +355,21 @@ TEST_F(RunLogTest, RefusesAPathThatResolvesOutsideTheLogDir) {
   (*file)->Append("must not leave log_dir");
   EXPECT_EQ(store_.Read(77, 1, 10).status().code(), absl::StatusCode::kPermissionDenied);
   (*file)->Close();
-  EXPECT_THAT(FileLines(outside), ElementsAre("secret"));
+  std::ifstream in(outside);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "secret\n");
+}
+
+TEST_F(RunLogTest, NeitherWritesNorReadsThroughASymlinkedDayFolder) {
+  const std::string outside = dir_ + "/elsewhere";
+  fs::create_directories(outside);
+  fs::create_directory_symlink(outside, dir_ + "/logs/2026-03-10");
+  auto file = store_.Create(78);
+  ASSERT_TRUE(file.ok());
+  (*file)->Append("must not leave log_dir");
+  EXPECT_EQ(store_.Read(78, 1, 10).status().code(), absl::StatusCode::kPermissionDenied);
+  (*file)->Close();  // The write fails (and is reported), the run does not.
+  EXPECT_TRUE(fs::is_empty(outside));
+  EXPECT_EQ(store_.Read(78, 1, 10).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(RunLogTest, CleanupRemovesOldDayFoldersOnly) {
@@ -330,8 +386,10 @@ TEST_F(RunLogTest, CleanupRemovesOldDayFoldersOnly) {
   EXPECT_EQ(store_.Cleanup(0), 0);
   EXPECT_EQ(store_.Cleanup(5), 0);
   EXPECT_EQ(store_.Cleanup(2), 1);  // Keeps 03-11 and later.
+  EXPECT_FALSE(fs::exists(dir_ + "/logs/2026-03-10"));
   EXPECT_EQ(store_.Read(1, 1, 10).status().code(), absl::StatusCode::kNotFound);
   EXPECT_TRUE(store_.Read(2, 1, 10).ok());
+  EXPECT_THAT(Files(dir_ + "/logs"), ElementsAre("2026-03-13/seg-1.idx", "2026-03-13/seg-1.log"));
   EXPECT_TRUE(std::filesystem::exists(dir_ + "/logs/scripts"));
   EXPECT_TRUE(std::filesystem::exists(dir_ + "/logs/not-a-date"));
 }
@@ -341,9 +399,9 @@ TEST_F(RunLogTest, RemakesADayFolderRemovedMeanwhile) {
   ASSERT_TRUE(file.ok());
   (*file)->Append("before");
   (*file)->Close();
-  std::filesystem::remove_all(dir_ + "/logs/2026-03-10");
+  fs::remove_all(dir_ + "/logs/2026-03-10");
   (*file)->Append("after");
-  EXPECT_THAT(FileLines(LogPath(21)), ElementsAre(HasSubstr("after")));
+  EXPECT_THAT(OnDisk(21), ElementsAre(HasSubstr("after")));
 }
 
 TEST_F(RunLogTest, ShutdownWritesEverythingAndLaterLinesAtOnce) {
@@ -351,28 +409,26 @@ TEST_F(RunLogTest, ShutdownWritesEverythingAndLaterLinesAtOnce) {
   ASSERT_TRUE(file.ok());
   (*file)->Append("buffered");
   store_.Shutdown();
-  EXPECT_THAT(FileLines(LogPath(31)), ElementsAre(HasSubstr("buffered")));
+  EXPECT_THAT(OnDisk(31), ElementsAre(HasSubstr("buffered")));
   (*file)->Append("after shutdown");
-  EXPECT_THAT(FileLines(LogPath(31)),
-              ElementsAre(HasSubstr("buffered"), HasSubstr("after shutdown")));
+  EXPECT_THAT(OnDisk(31), ElementsAre(HasSubstr("buffered"), HasSubstr("after shutdown")));
   store_.Shutdown();  // Idempotent.
 }
 
 TEST_F(RunLogTest, ALogOutlivesItsStore) {
   std::shared_ptr<RunLogFile> file;
-  std::string path;
   {
     RunLogStore store(dir_ + "/other", clock_, ManualFlush());
     ASSERT_TRUE(store.Init().ok());
     auto made = store.Create(41);
     ASSERT_TRUE(made.ok());
     file = *made;
-    path = file->path();
     file->Append("first");
   }
-  EXPECT_THAT(FileLines(path), ElementsAre(HasSubstr("first")));
+  EXPECT_THAT(DiskLines(dir_ + "/other", 41), ElementsAre(HasSubstr("first")));
   file->Append("second");  // A stuck handler's thread, after the executor shut down.
-  EXPECT_THAT(FileLines(path), ElementsAre(HasSubstr("first"), HasSubstr("second")));
+  EXPECT_THAT(DiskLines(dir_ + "/other", 41),
+              ElementsAre(HasSubstr("first"), HasSubstr("second")));
   file.reset();
 }
 
@@ -381,7 +437,7 @@ TEST_F(RunLogTest, DestroyingAnUnclosedLogWritesItsLines) {
   ASSERT_TRUE(file.ok());
   (*file)->Append("unclosed");
   file->reset();
-  EXPECT_THAT(FileLines(LogPath(51)), ElementsAre(HasSubstr("unclosed")));
+  EXPECT_THAT(OnDisk(51), ElementsAre(HasSubstr("unclosed")));
   EXPECT_THAT(ReadAll(51), ElementsAre(HasSubstr("unclosed")));
 }
 
@@ -393,7 +449,7 @@ TEST_F(RunLogTest, ZeroIntervalWritesEachLineAtOnce) {
   auto file = store.Create(61);
   ASSERT_TRUE(file.ok());
   (*file)->Append("now");
-  EXPECT_THAT(FileLines((*file)->path()), ElementsAre(HasSubstr("now")));
+  EXPECT_THAT(DiskLines(dir_ + "/direct", 61), ElementsAre(HasSubstr("now")));
 }
 
 // The background flusher writes a log once the (fake) clock passes its due time.
@@ -412,15 +468,15 @@ TEST_F(RunLogFlusherTest, WritesWithinTheInterval) {
   ASSERT_TRUE(file.ok());
   (*file)->Append("long run, first line");
   clock_.Advance(kInterval - absl::Milliseconds(1));
-  EXPECT_FALSE(std::filesystem::exists(LogPath(71)));
+  EXPECT_THAT(OnDisk(71), ElementsAre("<absent>"));
   clock_.Advance(absl::Milliseconds(1));
-  EXPECT_TRUE(Eventually([&] { return std::filesystem::exists(LogPath(71)); },
+  EXPECT_TRUE(Eventually([&] { return OnDisk(71).size() == 1 && OnDisk(71)[0] != "<absent>"; },
                          absl::Seconds(10)));
-  EXPECT_THAT(FileLines(LogPath(71)), ElementsAre(HasSubstr("first line")));
+  EXPECT_THAT(OnDisk(71), ElementsAre(HasSubstr("first line")));
   // And again for the next line.
   (*file)->Append("second line");
   clock_.Advance(kInterval);
-  EXPECT_TRUE(Eventually([&] { return FileLines(LogPath(71)).size() == 2; }, absl::Seconds(10)));
+  EXPECT_TRUE(Eventually([&] { return OnDisk(71).size() == 2; }, absl::Seconds(10)));
 }
 
 // Read while another thread appends and flushes: every line shows once, with its number.
@@ -458,6 +514,247 @@ TEST(RunLogConcurrencyTest, ReadsNeverShowALineTwiceOrOutOfPlace) {
   ASSERT_TRUE(page.ok());
   EXPECT_EQ(page->lines.size(), static_cast<size_t>(kLines));
   EXPECT_TRUE(page->eof);
+}
+
+
+// The lines "<prefix> 1" ... "<prefix> n" as logged (without their timestamps).
+std::vector<std::string> Numbered(absl::string_view prefix, int n) {
+  std::vector<std::string> out;
+  for (int i = 1; i <= n; ++i) out.push_back(absl::StrCat(prefix, " ", i));
+  return out;
+}
+
+// Drops the 24-character timestamps.
+std::vector<std::string> Texts(const std::vector<std::string>& lines) {
+  std::vector<std::string> out;
+  for (const std::string& line : lines) out.push_back(line.size() >= 24 ? line.substr(24) : line);
+  return out;
+}
+
+TEST_F(RunLogTest, ManyRunsShareOneSegmentAndReadBackSeparately) {
+  constexpr int kRuns = 1000;
+  std::vector<std::shared_ptr<RunLogFile>> logs;
+  for (int64_t id = 1; id <= kRuns; ++id) logs.push_back(*store_.Create(id));
+  // Three rounds of one line and one flush per run: every run's chunks interleave with
+  // everyone else's.
+  for (int round = 1; round <= 3; ++round) {
+    for (auto& log : logs) {
+      log->Append(absl::StrCat("run ", log->run_id(), " line ", round));
+      log->Flush();
+    }
+  }
+  for (auto& log : logs) log->Close();
+  EXPECT_THAT(Files(dir_ + "/logs"), ElementsAre("2026-03-10/seg-1.idx", "2026-03-10/seg-1.log"));
+  EXPECT_EQ(fs::file_size(dir_ + "/logs/2026-03-10/seg-1.idx"), 3 * kRuns * IndexRecord::kSize);
+  RunLogStore restarted(dir_ + "/logs", clock_, ManualFlush());
+  ASSERT_TRUE(restarted.Init().ok());
+  for (int64_t id = 1; id <= kRuns; ++id) {
+    auto page = restarted.Read(id, 1, 100);
+    ASSERT_TRUE(page.ok()) << page.status();
+    ASSERT_EQ(Texts(page->lines), Numbered(absl::StrCat("run ", id, " line"), 3)) << id;
+    EXPECT_TRUE(page->eof);
+  }
+}
+
+TEST(RunLogThreadsTest, ConcurrentRunsFlushingAtOnceStaySeparated) {
+  const std::string dir = jobwheel::testing::TestTempDir("RunLogThreadsTest") + "/logs";
+  fs::remove_all(dir);
+  RunLogOptions options = ManualFlush();
+  options.flush_bytes = 100;  // A chunk every two lines or so.
+  RunLogStore store(dir, RealClock::Get(), options);
+  ASSERT_TRUE(store.Init().ok());
+  constexpr int kThreads = 4;
+  constexpr int kRunsPerThread = 50;
+  constexpr int kLines = 40;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&store, t] {
+      std::vector<std::shared_ptr<RunLogFile>> logs;
+      for (int r = 0; r < kRunsPerThread; ++r) {
+        logs.push_back(*store.Create(1 + t * kRunsPerThread + r));
+      }
+      for (int i = 1; i <= kLines; ++i) {
+        for (auto& log : logs) log->Append(absl::StrCat("run ", log->run_id(), " line ", i));
+      }
+      for (auto& log : logs) log->Close();
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<std::string> files = Files(dir);
+  EXPECT_EQ(files.size(), 2u) << absl::StrJoin(files, ", ");
+  for (int64_t id = 1; id <= kThreads * kRunsPerThread; ++id) {
+    auto page = store.Read(id, 1, 1000);
+    ASSERT_TRUE(page.ok()) << page.status();
+    ASSERT_EQ(Texts(page->lines), Numbered(absl::StrCat("run ", id, " line"), kLines)) << id;
+  }
+}
+
+TEST(RunLogChunksTest, PagesAcrossChunkBoundaries) {
+  const std::string dir = jobwheel::testing::TestTempDir("RunLogChunksTest") + "/logs";
+  fs::remove_all(dir);
+  FakeClock clock(absl::FromCivil(absl::CivilSecond(2026, 3, 10, 12, 0, 0), absl::UTCTimeZone()));
+  RunLogOptions options = ManualFlush();
+  options.flush_bytes = 90;  // "<24-char stamp>line NN\n" = 32 bytes: a chunk per 3 lines.
+  RunLogStore store(dir, clock, options);
+  ASSERT_TRUE(store.Init().ok());
+  auto file = store.Create(9);
+  ASSERT_TRUE(file.ok());
+  auto other = store.Create(10);  // Its chunks sit between run 9's.
+  ASSERT_TRUE(other.ok());
+  for (int i = 10; i <= 34; ++i) {
+    (*file)->Append(absl::StrCat("line ", i));
+    (*other)->Append(absl::StrCat("other ", i));
+  }
+  // 8 chunks of 3 lines written, the 25th line still buffered.
+  ASSERT_EQ(DiskLines(dir, 9).size(), 24u);
+  std::vector<std::string> all;
+  for (int i = 10; i <= 34; ++i) all.push_back(absl::StrCat("line ", i));
+  auto check_pages = [&](const std::string& when) {
+    for (int from = 1; from <= 27; ++from) {
+      for (int max : {1, 2, 3, 4, 7, 30}) {
+        auto page = store.Read(9, from, max);
+        ASSERT_TRUE(page.ok()) << page.status();
+        const int to = std::max(from - 1, std::min(25, from + max - 1));
+        std::vector<std::string> want;
+        for (int line = from; line <= to; ++line) want.push_back(all[line - 1]);
+        ASSERT_EQ(Texts(page->lines), want) << when << " from " << from << " max " << max;
+        EXPECT_EQ(page->from_line, from);
+        EXPECT_EQ(page->to_line, to);
+        EXPECT_EQ(page->eof, to >= 25) << when << " from " << from << " max " << max;
+      }
+    }
+  };
+  check_pages("open");
+  (*file)->Close();
+  check_pages("closed");
+  (*other)->Close();
+  auto others = store.Read(10, 1, 100);
+  ASSERT_TRUE(others.ok());
+  EXPECT_EQ(others->lines.size(), 25u);
+  EXPECT_THAT(others->lines.front(), HasSubstr("other 10"));
+}
+
+TEST(RunLogRollOverTest, StartsANewSegmentAtTheSizeLimitAndAfterARestart) {
+  const std::string dir = jobwheel::testing::TestTempDir("RunLogRollOverTest") + "/logs";
+  fs::remove_all(dir);
+  FakeClock clock(absl::FromCivil(absl::CivilSecond(2026, 3, 10, 12, 0, 0), absl::UTCTimeZone()));
+  RunLogOptions options = ManualFlush();
+  options.segment_bytes = 1000;
+  {
+    RunLogStore store(dir, clock, options);
+    ASSERT_TRUE(store.Init().ok());
+    auto longer = store.Create(100);  // Its chunks end up in several segments.
+    ASSERT_TRUE(longer.ok());
+    for (int64_t id = 1; id <= 30; ++id) {
+      auto log = store.Create(id);
+      ASSERT_TRUE(log.ok());
+      (*log)->Append(absl::StrCat("run ", id, " line 1\nrun ", id, " line 2"));
+      (*log)->Close();
+      (*longer)->Append(absl::StrCat("run 100 line ", id));
+      (*longer)->Flush();
+    }
+    // 30 * (2 * 43 + 34) bytes = 3600: four segments, each closed once past 1000 bytes.
+    EXPECT_THAT(Files(dir), ElementsAre("2026-03-10/seg-1.idx", "2026-03-10/seg-1.log",
+                                        "2026-03-10/seg-2.idx", "2026-03-10/seg-2.log",
+                                        "2026-03-10/seg-3.idx", "2026-03-10/seg-3.log",
+                                        "2026-03-10/seg-4.idx", "2026-03-10/seg-4.log"));
+    for (int n = 1; n <= 3; ++n) {
+      const auto size = fs::file_size(absl::StrCat(dir, "/2026-03-10/seg-", n, ".log"));
+      EXPECT_GE(size, 1000u);
+      EXPECT_LT(size, 1000u + 120);
+    }
+    auto page = store.Read(100, 1, 100);
+    ASSERT_TRUE(page.ok());
+    EXPECT_EQ(Texts(page->lines), Numbered("run 100 line", 30));
+  }
+  // A restart writes into a segment of its own and still reads the old runs.
+  const auto old_size = fs::file_size(dir + "/2026-03-10/seg-4.log");
+  RunLogStore restarted(dir, clock, options);
+  ASSERT_TRUE(restarted.Init().ok());
+  auto log = restarted.Create(31);
+  ASSERT_TRUE(log.ok());
+  (*log)->Append("after the restart");
+  (*log)->Close();
+  EXPECT_TRUE(fs::exists(dir + "/2026-03-10/seg-5.log"));
+  EXPECT_EQ(fs::file_size(dir + "/2026-03-10/seg-4.log"), old_size);
+  for (int64_t id = 1; id <= 30; ++id) {
+    auto page = restarted.Read(id, 1, 10);
+    ASSERT_TRUE(page.ok()) << page.status();
+    EXPECT_EQ(Texts(page->lines), Numbered(absl::StrCat("run ", id, " line"), 2));
+  }
+  EXPECT_EQ(Texts(restarted.Read(100, 1, 100)->lines), Numbered("run 100 line", 30));
+  EXPECT_THAT(restarted.Read(31, 1, 10)->lines, ElementsAre(HasSubstr("after the restart")));
+
+  // A refused run whose chunks went to two segments is discarded whole.
+  auto refused = restarted.Create(40);
+  ASSERT_TRUE(refused.ok());
+  for (int i = 1; i <= 40; ++i) {
+    (*refused)->Append(absl::StrCat("refused line ", i));
+    (*refused)->Flush();
+  }
+  ASSERT_TRUE(fs::exists(dir + "/2026-03-10/seg-6.log"));
+  restarted.Remove(40);
+  EXPECT_EQ(restarted.Read(40, 1, 10).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(DiskLines(dir, 40), ElementsAre("<absent>"));
+  EXPECT_EQ(DiskLines(dir, 31).size(), 1u);
+}
+
+TEST_F(RunLogTest, ReadsOldFormatPerRunFiles) {
+  fs::create_directories(dir_ + "/logs/2026-03-08");
+  std::ofstream(LegacyPath(55, "2026-03-08"))
+      << "2026-03-09 10:00:00.000 a\n2026-03-09 10:00:00.000 b\n2026-03-09 10:00:00.000 c\n"
+      << "2026-03-09 10:00:00.000 half";  // Still being written: left out.
+  auto page = store_.Read(55, 1, 10);
+  ASSERT_TRUE(page.ok()) << page.status();
+  EXPECT_THAT(Texts(page->lines), ElementsAre("a", "b", "c"));
+  EXPECT_TRUE(page->eof);
+  page = store_.Read(55, 2, 1);
+  ASSERT_TRUE(page.ok());
+  EXPECT_THAT(Texts(page->lines), ElementsAre("b"));
+  EXPECT_FALSE(page->eof);
+  page = store_.Read(55, 3, 1);
+  ASSERT_TRUE(page.ok());
+  EXPECT_THAT(Texts(page->lines), ElementsAre("c"));
+  EXPECT_TRUE(page->eof);
+  EXPECT_EQ(store_.Read(56, 1, 10).status().code(), absl::StatusCode::kNotFound);
+  // Cleanup removes old-format folders too.
+  EXPECT_EQ(store_.Cleanup(1), 1);
+  EXPECT_EQ(store_.Read(55, 1, 10).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(RunLogTest, IgnoresATornIndexTailAndRecordsPastTheData) {
+  for (int64_t id : {1, 2}) {
+    auto file = store_.Create(id);
+    ASSERT_TRUE(file.ok());
+    (*file)->Append(absl::StrCat("run ", id));
+    (*file)->Close();
+  }
+  const std::string day = dir_ + "/logs/2026-03-10";
+  const auto data_size = static_cast<int64_t>(fs::file_size(day + "/seg-1.log"));
+  {
+    // A crash: the index got a record whose chunk never reached the data file, and half of
+    // the next record.
+    std::ofstream idx(day + "/seg-1.idx", std::ios::app | std::ios::binary);
+    idx << EncodeIndexRecord({1, data_size, 50, 0});
+    idx << EncodeIndexRecord({2, 0, 10, 0}).substr(0, 20);
+  }
+  std::ofstream(day + "/seg-2.idx", std::ios::binary) << std::string(333, '\x7f');
+  std::ofstream(day + "/seg-2.log", std::ios::binary) << "garbage";
+  RunLogStore restarted(dir_ + "/logs", clock_, ManualFlush());
+  ASSERT_TRUE(restarted.Init().ok());
+  for (int64_t id : {1, 2}) {
+    auto page = restarted.Read(id, 1, 10);
+    ASSERT_TRUE(page.ok()) << page.status();
+    EXPECT_THAT(Texts(page->lines), ElementsAre(absl::StrCat("run ", id)));
+    EXPECT_TRUE(page->eof);
+  }
+  EXPECT_EQ(restarted.Read(3, 1, 10).status().code(), absl::StatusCode::kNotFound);
+  auto file = restarted.Create(3);
+  ASSERT_TRUE(file.ok());
+  (*file)->Append("run 3");
+  (*file)->Close();
+  EXPECT_TRUE(fs::exists(day + "/seg-3.log"));
+  EXPECT_THAT(DiskLines(dir_ + "/logs", 3), ElementsAre(HasSubstr("run 3")));
 }
 
 }  // namespace

@@ -60,7 +60,8 @@ struct ExecutorOptions {
   bool allow_scripts = false;
 
   // --- Files ---
-  // Run logs: <log_dir>/<yyyy-mm-dd>/<run_id>.log; script sources: <log_dir>/scripts/.
+  // Run logs: day folders <log_dir>/<yyyy-mm-dd>/ of append-only segments (seg-<n>.log with
+  // an index seg-<n>.idx; see docs/sdk.md); script sources: <log_dir>/scripts/.
   std::string log_dir = "/tmp/jobwheel-executor/logs";
   // Day folders older than this are deleted (checked hourly). <= 0 keeps logs forever.
   int log_retention_days = 30;
