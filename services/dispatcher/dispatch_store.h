@@ -64,6 +64,13 @@ struct TriggerOutcome {
   absl::Time at;
 };
 
+// A held run moved to another executor before its trigger (its first one left).
+struct Reroute {
+  int64_t run_id = 0;
+  std::string executor_address;
+  std::string message_suffix;  // Appended to trigger_message.
+};
+
 // kForbidden: the run belongs to an app outside the reporter's scope (not recorded, not acked).
 enum class ResultDisposition { kRecorded, kDuplicate, kUnknown, kForbidden };
 
@@ -93,6 +100,11 @@ class DispatchStore {
   // Returns the ids of runs that entered a terminal status through this call.
   virtual absl::StatusOr<std::vector<int64_t>> RecordTriggerOutcomes(
       const std::vector<TriggerOutcome>& outcomes) = 0;
+
+  // Moves PENDING runs to other executors (executor_address, trigger_message). Returns the
+  // ids of the runs moved (a run no longer PENDING is left alone).
+  virtual absl::StatusOr<std::vector<int64_t>> RerouteRuns(
+      const std::vector<Reroute>& reroutes) = 0;
 
   // Records terminal results on runs still PENDING or RUNNING (start_time: the executor's, else
   // the trigger's, else end_time); others are duplicates, ids

@@ -265,6 +265,7 @@ absl::StatusOr<v1::DispatchResponse> Dispatcher::Dispatch(const v1::DispatchRequ
   std::vector<std::string> now_addresses;
   std::vector<std::pair<int64_t, absl::Time>> held;
   for (size_t i = 0; i < results->size(); ++i) {
+    std::shared_ptr<const v1::Fire> held_fire;  // Shared by the fire's held runs.
     const FireResult& r = (*results)[i];
     v1::FireOutcome* o = response.add_outcomes();
     o->set_fire_id(r.fire_id);
@@ -286,9 +287,10 @@ absl::StatusOr<v1::DispatchResponse> Dispatcher::Dispatch(const v1::DispatchRequ
       if (run.planned.status == v1::RUN_STATUS_PENDING) {
         const TriggerPool pool = pools_.PoolFor(fires[i].job().id());
         if (when > now) {
+          if (held_fire == nullptr) held_fire = std::make_shared<const v1::Fire>(fires[i]);
           absl::MutexLock lock(&held_runs_mu_);
           held_runs_.emplace(run.run_id, HeldRun{run.planned.executor_address, pool,
-                                                 MakePendingRun(fires[i], run)});
+                                                 MakePendingRun(fires[i], run), held_fire});
           held.emplace_back(run.run_id, when);
         } else {
           now_runs.emplace_back(pool, MakePendingRun(fires[i], run));
@@ -363,19 +365,85 @@ void Dispatcher::HeldTriggerLoop() {
     std::vector<std::string> addresses;
     runs.reserve(due.size());
     addresses.reserve(due.size());
+    std::vector<HeldRun> taken;
+    taken.reserve(due.size());
     {
       absl::MutexLock lock(&held_runs_mu_);
       for (int64_t id : due) {
         auto it = held_runs_.find(id);
         if (it == held_runs_.end()) continue;
-        addresses.push_back(std::move(it->second.address));
-        runs.emplace_back(it->second.pool, std::move(it->second.run));
+        taken.push_back(std::move(it->second));
         held_runs_.erase(it);
       }
     }
+    // The executors online now, by app (looked up once per app and tick).
+    absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>> online;
+    std::vector<HeldRun> orphans;
+    for (HeldRun& h : taken) {
+      const std::string& app = h.fire->job().app();
+      auto [it, added] = online.try_emplace(app);
+      if (added) {
+        for (const v1::Executor& e : directory_.Executors(app)) it->second.insert(e.address());
+      }
+      if (!it->second.contains(h.address)) {
+        orphans.push_back(std::move(h));
+        continue;
+      }
+      addresses.push_back(std::move(h.address));
+      runs.emplace_back(h.pool, std::move(h.run));
+    }
     if (metrics_ != nullptr) metrics_->RunsHeld(held_runs());
     TriggerGrouped(std::move(runs), addresses);
+    if (!orphans.empty()) RerouteHeld(std::move(orphans));
   }
+}
+
+void Dispatcher::RerouteHeld(std::vector<HeldRun> orphans) {
+  std::vector<Reroute> reroutes;  // Parallel to `moving`.
+  std::vector<HeldRun*> moving;
+  for (HeldRun& h : orphans) {
+    // Routed again as the fire was, for this run's shard.
+    v1::Fire fire = *h.fire;
+    if (h.run.request.shard_total() > 1) {
+      fire.set_shard_index(h.run.request.shard_index());
+      fire.set_shard_total(h.run.request.shard_total());
+    }
+    FirePlan plan = Plan(fire);
+    const std::string left = absl::StrCat("executor ", h.address, " left before the trigger");
+    if (plan.status == v1::FIRE_STATUS_FAILED || plan.runs.empty()) {
+      spdlog::warn("run {}: {}; not triggered: {}", h.run.request.run_id(), left, plan.reason);
+      TriggerOutcome o;
+      o.run_id = h.run.request.run_id();
+      o.status = v1::RUN_STATUS_FAILED;
+      o.message_suffix = absl::StrCat("; not triggered: ", left, ": ", plan.reason);
+      o.at = clock_.Now();
+      Enqueue(std::move(o));
+      continue;
+    }
+    const PlannedRun& to = plan.runs.front();
+    reroutes.push_back(Reroute{h.run.request.run_id(), to.executor_address,
+                               absl::StrCat("; ", left, ": ", to.trigger_message)});
+    moving.push_back(&h);
+  }
+  if (moving.empty()) return;
+  absl::StatusOr<std::vector<int64_t>> moved = store_.RerouteRuns(reroutes);
+  absl::flat_hash_set<int64_t> moved_ids;
+  if (moved.ok()) {
+    moved_ids.insert(moved->begin(), moved->end());
+  } else {
+    // The row still names the old executor: the trigger goes there and fails, as it would have.
+    spdlog::error("moving {} held runs off departed executors failed: {}", moving.size(),
+                  moved.status().ToString());
+  }
+  std::vector<std::pair<TriggerPool, PendingRun>> runs;
+  std::vector<std::string> addresses;
+  for (size_t i = 0; i < moving.size(); ++i) {
+    HeldRun& h = *moving[i];
+    if (moved.ok() && !moved_ids.contains(h.run.request.run_id())) continue;  // Not PENDING.
+    addresses.push_back(moved.ok() ? reroutes[i].executor_address : h.address);
+    runs.emplace_back(h.pool, std::move(h.run));
+  }
+  TriggerGrouped(std::move(runs), addresses);
 }
 
 Dispatcher::PendingRun Dispatcher::MakePendingRun(const v1::Fire& fire, const CreatedRun& run) {

@@ -108,6 +108,14 @@ class Dispatcher {
     std::string strategy;
   };
   static PendingRun MakePendingRun(const v1::Fire& fire, const CreatedRun& run);
+  // A run recorded and waiting for its fire's scheduled time.
+  struct HeldRun {
+    std::string address;
+    TriggerPool pool;
+    PendingRun run;
+    std::shared_ptr<const v1::Fire> fire;  // To route it again should its executor leave.
+  };
+
   // Sends `runs` (one executor, all in `pool`) as one RunBatch call in one slot of `pool`;
   // to an executor without RunBatch, as one Run call per run in that slot.
   void TriggerBatch(const std::string& address, TriggerPool pool, std::vector<PendingRun> runs);
@@ -140,6 +148,9 @@ class Dispatcher {
   // Triggers held runs as they come due; at shutdown, the rest when due (all of them after
   // max_trigger_hold of real time).
   void HeldTriggerLoop();
+  // Held runs whose executor left the directory while they were held: routed again among the
+  // app's live executors (the run row moved first), or FAILED with the reason when none fits.
+  void RerouteHeld(std::vector<HeldRun> orphans);
 
   DispatchStore& store_;
   const ExecutorDirectory& directory_;
@@ -168,11 +179,6 @@ class Dispatcher {
   std::thread writer_;
 
   // Runs held for their scheduled time, by run id; the timer orders them.
-  struct HeldRun {
-    std::string address;
-    TriggerPool pool;
-    PendingRun run;
-  };
   TimerQueue trigger_timer_;
   mutable absl::Mutex held_runs_mu_;
   absl::flat_hash_map<int64_t, HeldRun> held_runs_ ABSL_GUARDED_BY(held_runs_mu_);

@@ -32,6 +32,11 @@ class NullStore : public DispatchStore {
       const std::vector<TriggerOutcome>&) override {
     return std::vector<int64_t>();
   }
+  absl::StatusOr<std::vector<int64_t>> RerouteRuns(const std::vector<Reroute>& r) override {
+    std::vector<int64_t> ids;
+    for (const Reroute& x : r) ids.push_back(x.run_id);
+    return ids;
+  }
   absl::StatusOr<std::vector<ResultRecord>> RecordResults(
       const std::vector<v1::RunResult>& r, absl::Time, const AppScope& scope,
       const std::vector<TriggerOutcome>&) override {

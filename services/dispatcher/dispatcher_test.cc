@@ -199,6 +199,48 @@ TEST_F(DispatcherTest, HeldRunsDueWithinATickShareOneCall) {
   EXPECT_EQ(executors_.batch_calls()[0].second, 2);
 }
 
+// The executor a held run was routed to leaves before the run is due: the run is routed again
+// among the executors still online (its row first), and triggered there.
+TEST_F(DispatcherTest, HeldRunOfADepartedExecutorIsRoutedAgain) {
+  v1::Fire fire = NewFire(v1::ROUTING_STRATEGY_LAST);
+  const absl::Time due = clock_.Now() + absl::Milliseconds(300);
+  *fire.mutable_scheduled_time() = ToProto(due);
+  auto r = Dispatch({fire});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const int64_t run_id = r->outcomes(0).run_ids(0);
+  ASSERT_EQ(RunById(dsn_, run_id).address, "127.0.0.1:7203");  // LAST of the three.
+  SetExecutors({{"127.0.0.1:7201", {"echo"}}, {"127.0.0.1:7202", {"echo"}}});
+  clock_.Set(due);
+  dispatcher_->WakeWriter();
+  ASSERT_TRUE(Eventually([&] { return executors_.run_count() == 1; }, kWait));
+  EXPECT_EQ(executors_.runs()[0].first, "127.0.0.1:7202");
+  EXPECT_EQ(executors_.runs()[0].second.run_id(), run_id);
+  ASSERT_TRUE(RunHasStatus(run_id, v1::RUN_STATUS_RUNNING));
+  RunRow row = RunById(dsn_, run_id);
+  EXPECT_EQ(row.address, "127.0.0.1:7202");
+  EXPECT_THAT(row.trigger_message,
+              HasSubstr("; executor 127.0.0.1:7203 left before the trigger: route LAST over 2 "
+                        "executors → 127.0.0.1:7202"));
+}
+
+// ... and when no executor that fits is left, the run fails with the reason, untriggered.
+TEST_F(DispatcherTest, HeldRunFailsWhenNoExecutorIsLeft) {
+  v1::Fire fire = NewFire(v1::ROUTING_STRATEGY_FIRST, "sleep");  // Only 127.0.0.1:7203.
+  const absl::Time due = clock_.Now() + absl::Milliseconds(300);
+  *fire.mutable_scheduled_time() = ToProto(due);
+  auto r = Dispatch({fire});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const int64_t run_id = r->outcomes(0).run_ids(0);
+  SetExecutors({{"127.0.0.1:7201", {"echo"}}});
+  clock_.Set(due);
+  dispatcher_->WakeWriter();
+  ASSERT_TRUE(RunHasStatus(run_id, v1::RUN_STATUS_FAILED));
+  EXPECT_EQ(executors_.run_count(), 0u);
+  EXPECT_THAT(RunById(dsn_, run_id).trigger_message,
+              HasSubstr("; not triggered: executor 127.0.0.1:7203 left before the trigger: job "));
+  EXPECT_EQ(dispatcher_->held_runs(), 0u);
+}
+
 // Further ahead than max_trigger_hold (a scheduler clock far ahead): triggered at once.
 TEST_F(DispatcherTest, FireFarAheadIsTriggeredAtOnce) {
   v1::Fire fire = NewFire(v1::ROUTING_STRATEGY_FIRST);
@@ -486,6 +528,11 @@ class RecordingStore : public DispatchStore {
     return done;
   }
 
+  absl::StatusOr<std::vector<int64_t>> RerouteRuns(const std::vector<Reroute>& r) override {
+    std::vector<int64_t> ids;
+    for (const Reroute& x : r) ids.push_back(x.run_id);
+    return ids;
+  }
   absl::StatusOr<std::vector<ResultRecord>> RecordResults(
       const std::vector<v1::RunResult>& results, absl::Time, const AppScope&,
       const std::vector<TriggerOutcome>& answers) override {

@@ -262,6 +262,47 @@ absl::StatusOr<std::vector<int64_t>> PgDispatchStore::RecordTriggerOutcomes(
   return finished;
 }
 
+absl::StatusOr<std::vector<int64_t>> PgDispatchStore::RerouteRuns(
+    const std::vector<Reroute>& reroutes) {
+  std::vector<int64_t> moved;
+  absl::Status status = pool_.Run("reroute_runs", [&](pqxx::connection& conn) {
+    moved.clear();
+    if (reroutes.empty()) return;
+    pqxx::work tx(conn);
+    std::vector<int64_t> all_ids;
+    for (const Reroute& r : reroutes) all_ids.push_back(r.run_id);
+    // Locked in id order (as trigger answers and results lock them); the status is tested
+    // here rather than in the update, whose plan would then walk the open-runs index.
+    absl::flat_hash_map<int64_t, int> status_of;
+    for (const auto& row : ExecPrepared(tx, "lock_reroute_runs",
+             "SELECT id, status FROM runs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
+             ToPgIntArray(all_ids))) {
+      status_of[row[0].as<int64_t>()] = row[1].as<int>();
+    }
+    std::vector<int64_t> ids;
+    std::vector<std::string> addresses, messages;
+    for (const Reroute& r : reroutes) {
+      auto it = status_of.find(r.run_id);
+      if (it == status_of.end() || it->second != v1::RUN_STATUS_PENDING) continue;
+      ids.push_back(r.run_id);
+      addresses.push_back(r.executor_address);
+      messages.push_back(r.message_suffix);
+    }
+    if (!ids.empty()) {
+      ExecPrepared(tx, "reroute_runs",
+                   "UPDATE runs r SET executor_address = v.address, "
+                   "trigger_message = r.trigger_message || v.msg "
+                   "FROM unnest($1::bigint[], $2::text[], $3::text[]) AS v(id, address, msg) "
+                   "WHERE r.id = v.id",
+                   ToPgIntArray(ids), ToPgArray(addresses), ToPgArray(messages));
+    }
+    tx.commit();
+    moved = std::move(ids);
+  });
+  if (!status.ok()) return status;
+  return moved;
+}
+
 absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
     const std::vector<v1::RunResult>& results, absl::Time now, const AppScope& scope,
     const std::vector<TriggerOutcome>& answers) {

@@ -19,6 +19,7 @@ class PgDispatchStore : public DispatchStore {
                                                         const FirePlanner& plan) override;
   absl::StatusOr<std::vector<int64_t>> RecordTriggerOutcomes(
       const std::vector<TriggerOutcome>& outcomes) override;
+  absl::StatusOr<std::vector<int64_t>> RerouteRuns(const std::vector<Reroute>& reroutes) override;
   absl::StatusOr<std::vector<ResultRecord>> RecordResults(
       const std::vector<v1::RunResult>& results, absl::Time now, const AppScope& scope,
       const std::vector<TriggerOutcome>& answers) override;

@@ -415,6 +415,22 @@ TEST_F(PgDispatchStoreTest, ResultsOutsideTheReportersAppsAreForbidden) {
   EXPECT_EQ(RunById(dsn_, a).result_message, "ok");
 }
 
+// A held run moves to another executor only while PENDING.
+TEST_F(PgDispatchStoreTest, RerouteMovesOnlyPendingRuns) {
+  const int64_t pending = PendingRun();
+  const int64_t done = PendingRun();
+  ASSERT_TRUE(store_->RecordResults({Result(done, v1::RUN_STATUS_SUCCEEDED, 0, "ok")}, now_,
+                                    std::nullopt, {})
+                  .ok());
+  auto moved = store_->RerouteRuns({Reroute{pending, "h:9", "; executor h:1 left"},
+                                    Reroute{done, "h:9", "; executor h:1 left"}});
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  EXPECT_THAT(*moved, ElementsAre(pending));
+  EXPECT_EQ(RunById(dsn_, pending).address, "h:9");
+  EXPECT_EQ(RunById(dsn_, pending).trigger_message, "route FIRST; executor h:1 left");
+  EXPECT_EQ(RunById(dsn_, done).address, "h:1");
+}
+
 }  // namespace
 }  // namespace jobwheel::dispatcher
 
@@ -437,6 +453,9 @@ TEST_F(PgDispatchStoreTest, CachedPlansLookRowsUpByIndex) {
   ASSERT_TRUE(dispatched.ok()) << dispatched.status();
   ASSERT_TRUE(store.DispatchFires({fire}, now_, plan).ok());  // Duplicate: looks its runs up.
   const int64_t run = (*dispatched)[0].created.at(0).run_id;
+  auto moved = store.RerouteRuns({Reroute{run, "h:2", "; moved"}});
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  EXPECT_THAT(*moved, ElementsAre(run));
   ASSERT_TRUE(store.RecordTriggerOutcomes({TriggerOutcome{run, v1::RUN_STATUS_RUNNING, "", now_}})
                   .ok());
   ASSERT_TRUE(
@@ -450,6 +469,8 @@ TEST_F(PgDispatchStoreTest, CachedPlansLookRowsUpByIndex) {
       {"update_fires", ids + ", '{2,2}', '{\"\",\"\"}', " + at},
       {"runs_of_fires", ids},
       {"lock_runs", ids},
+      {"lock_reroute_runs", ids},
+      {"reroute_runs", ids + ", '{a,b}', '{x,y}'"},
       {"record_trigger_outcomes", ids + ", '{2,2}', '{x,y}', ARRAY[now(), now()]"},
       {"lock_result_runs", ids},
       {"record_results", ids + ", '{3,3}', '{0,0}', '{a,b}', ARRAY[now(), now()], "
