@@ -6,7 +6,7 @@
 #include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
 #include "services/dispatcher/dispatcher.h"
-#include "services/dispatcher/work_pool.h"
+#include "common/work_pool.h"
 
 namespace jobwheel::dispatcher {
 

@@ -109,7 +109,7 @@ class DispatcherServiceTest : public ::testing::Test {
   TriggerPools pools_{clock_, TriggerPools::Options{1, 1}};
   Dispatcher dispatcher_{store_, directory_, router_, executors_, pools_, nullptr, clock_,
                          Dispatcher::Options()};
-  WorkPool work_{"db", 2, 10};
+  WorkPool work_{2, 10};
   InMemoryTokenStore tokens_;
   std::unique_ptr<TokenAuthenticator> auth_;
   std::unique_ptr<DispatcherServiceImpl> service_;

@@ -34,7 +34,7 @@
 #include "services/dispatcher/registry_watcher.h"
 #include "services/dispatcher/router.h"
 #include "services/dispatcher/trigger_pools.h"
-#include "services/dispatcher/work_pool.h"
+#include "common/work_pool.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:7102", "gRPC listen address");
@@ -259,7 +259,7 @@ int Run(const Config& c) {
   dispatcher_options.trigger_tick = c.trigger_tick;
   Dispatcher dispatcher(store, directory, router, executors, pools, &metrics, RealClock::Get(),
                         dispatcher_options);
-  WorkPool db_work("db", c.db_pool_size, /*max_queue=*/1000);
+  WorkPool db_work(c.db_pool_size, /*max_queue=*/1000);
   PgTokenStore token_store(pg);
   TokenAuthenticator::Options auth_options;
   auth_options.insecure_dev = c.insecure_dev;

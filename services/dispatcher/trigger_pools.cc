@@ -21,9 +21,9 @@ TriggerPools::TriggerPools(Clock& clock, Options options, LatencyObserver latenc
     if (!depth) return nullptr;
     return [depth, pool](size_t n) { depth(pool, n); };
   };
-  fast_ = std::make_unique<WorkPool>("trigger-fast", options_.fast_threads, 0,
+  fast_ = std::make_unique<WorkPool>(options_.fast_threads, 0,
                                      observer(TriggerPool::kFast));
-  slow_ = std::make_unique<WorkPool>("trigger-slow", options_.slow_threads, 0,
+  slow_ = std::make_unique<WorkPool>(options_.slow_threads, 0,
                                      observer(TriggerPool::kSlow));
 }
 

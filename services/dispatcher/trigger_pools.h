@@ -12,7 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
-#include "services/dispatcher/work_pool.h"
+#include "common/work_pool.h"
 
 namespace jobwheel::dispatcher {
 

@@ -208,27 +208,5 @@ TEST(TriggerPoolsTest, BatchCallTakesOneSlotOfTheGivenPool) {
   EXPECT_EQ(started.size(), 3u);
 }
 
-TEST(WorkPoolTest, BoundedQueueRefusesAndShutdownDrains) {
-  absl::Notification release, started;
-  std::atomic<int> ran{0};
-  size_t last_depth = 99;
-  WorkPool pool("t", 1, 2, [&](size_t d) { last_depth = d; });
-  ASSERT_TRUE(pool.Submit([&] {
-    started.Notify();
-    release.WaitForNotification();
-    ++ran;
-  }));
-  started.WaitForNotification();
-  int accepted = 0;
-  while (pool.Submit([&] { ++ran; })) ++accepted;
-  EXPECT_EQ(accepted, 2);
-  EXPECT_EQ(pool.depth(), 2u);
-  release.Notify();
-  pool.Shutdown();
-  EXPECT_EQ(ran.load(), accepted + 1);
-  EXPECT_EQ(last_depth, 0u);
-  EXPECT_FALSE(pool.Submit([] {}));
-}
-
 }  // namespace
 }  // namespace jobwheel::dispatcher

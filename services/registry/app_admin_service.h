@@ -6,7 +6,7 @@
 #include "jobwheel/v1/app_admin.grpc.pb.h"
 #include "services/registry/app_store.h"
 #include "services/registry/executor_view.h"
-#include "services/registry/work_pool.h"
+#include "common/work_pool.h"
 
 namespace jobwheel::registry {
 

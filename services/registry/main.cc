@@ -33,7 +33,7 @@
 #include "services/registry/registry_metrics.h"
 #include "services/registry/registry_service.h"
 #include "services/registry/view_syncer.h"
-#include "services/registry/work_pool.h"
+#include "common/work_pool.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:7101", "gRPC listen address");

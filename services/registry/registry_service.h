@@ -11,7 +11,7 @@
 #include "services/registry/executor_view.h"
 #include "services/registry/registry.h"
 #include "services/registry/registry_metrics.h"
-#include "services/registry/work_pool.h"
+#include "common/work_pool.h"
 
 namespace jobwheel::registry {
 

@@ -26,7 +26,7 @@
 #include "services/registry/pg_executor_store.h"
 #include "services/registry/registry.h"
 #include "services/registry/view_syncer.h"
-#include "services/registry/work_pool.h"
+#include "common/work_pool.h"
 
 namespace jobwheel::registry {
 namespace {

@@ -28,7 +28,6 @@ std::string RunName(int64_t id) { return absl::StrCat("run ", id); }
 JobAdminService::JobAdminService(JobAdmin& core, TokenAuthenticator& auth,
                                  JobAdminServiceOptions options)
     : core_(core), auth_(auth), pool_(options.worker_threads, options.max_queued) {
-  pool_.Start();
 }
 
 JobAdminService::~JobAdminService() { pool_.Shutdown(); }

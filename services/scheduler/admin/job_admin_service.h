@@ -7,7 +7,7 @@
 #include "common/token_auth.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "services/scheduler/admin/job_admin.h"
-#include "services/scheduler/admin/work_pool.h"
+#include "common/work_pool.h"
 
 namespace jobwheel::scheduler::admin {
 

@@ -11,7 +11,6 @@ namespace jobwheel::scheduler::admin {
 TokenAdminService::TokenAdminService(TokenAdmin& core, TokenAuthenticator& auth,
                                      int worker_threads)
     : core_(core), auth_(auth), pool_(worker_threads, 64) {
-  pool_.Start();
 }
 
 TokenAdminService::~TokenAdminService() { pool_.Shutdown(); }

@@ -7,7 +7,7 @@
 #include "common/token_auth.h"
 #include "jobwheel/v1/token_admin.grpc.pb.h"
 #include "services/scheduler/admin/token_admin.h"
-#include "services/scheduler/admin/work_pool.h"
+#include "common/work_pool.h"
 
 namespace jobwheel::scheduler::admin {
 

@@ -1,15 +1,16 @@
-#include "services/dispatcher/work_pool.h"
+#include "common/work_pool.h"
 
 #include <utility>
 
-namespace jobwheel::dispatcher {
+namespace jobwheel {
 
-WorkPool::WorkPool(std::string name, int threads, size_t max_queue,
-                   std::function<void(size_t)> depth_observer)
-    : name_(std::move(name)), max_queue_(max_queue), depth_observer_(std::move(depth_observer)) {
-  if (threads < 1) threads = 1;
-  threads_.reserve(threads);
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Worker(); });
+WorkPool::WorkPool(int threads, size_t max_queue, std::function<void(size_t)> depth_observer)
+    : max_queue_(max_queue), depth_observer_(std::move(depth_observer)) {
+  absl::MutexLock lock(&join_mu_);
+  threads_.reserve(threads < 1 ? 1 : threads);
+  for (int i = 0; i < (threads < 1 ? 1 : threads); ++i) {
+    threads_.emplace_back([this] { Worker(); });
+  }
 }
 
 WorkPool::~WorkPool() { Shutdown(); }
@@ -27,19 +28,33 @@ bool WorkPool::Submit(std::function<void()> task) {
   return true;
 }
 
-void WorkPool::Shutdown() {
+void WorkPool::SubmitMustRun(std::function<void()> task) {
+  size_t depth;
   {
     absl::MutexLock lock(&mu_);
-    stopping_ = true;
+    if (stopping_) {
+      std::thread(std::move(task)).detach();
+      return;
+    }
+    queue_.push_back(std::move(task));
+    depth = queue_.size();
   }
-  for (std::thread& t : threads_) {
-    if (t.joinable()) t.join();
-  }
+  if (depth_observer_) depth_observer_(depth);
 }
 
 size_t WorkPool::depth() const {
   absl::MutexLock lock(&mu_);
   return queue_.size();
+}
+
+void WorkPool::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  absl::MutexLock lock(&join_mu_);
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
 }
 
 void WorkPool::Worker() {
@@ -62,4 +77,4 @@ void WorkPool::Worker() {
   }
 }
 
-}  // namespace jobwheel::dispatcher
+}  // namespace jobwheel
