@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -29,6 +30,18 @@ struct ClientTls {
   std::string ca_file;
   std::string cert_file;  // For mutual TLS.
   std::string key_file;
+
+  // A process's client TLS: without a client certificate of its own, its server certificate
+  // doubles as one (a server that does not ask for a client certificate ignores it).
+  static ClientTls WithServerFallback(std::string ca_file, std::string client_cert,
+                                      std::string client_key, const std::string& server_cert,
+                                      const std::string& server_key) {
+    if (client_cert.empty() && client_key.empty()) {
+      client_cert = server_cert;
+      client_key = server_key;
+    }
+    return ClientTls{std::move(ca_file), std::move(client_cert), std::move(client_key)};
+  }
 };
 
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target,

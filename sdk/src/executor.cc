@@ -124,13 +124,9 @@ class ExecutorCore {
     st = spool_->Init();
     if (!st.ok()) return st;
 
-    ClientTls client_tls{options_.tls_ca_file, options_.tls_client_cert_file,
-                         options_.tls_client_key_file};
-    if (client_tls.cert_file.empty()) {
-      // The server certificate doubles as the client certificate for mutual TLS.
-      client_tls.cert_file = options_.tls_cert_file;
-      client_tls.key_file = options_.tls_key_file;
-    }
+    const ClientTls client_tls = ClientTls::WithServerFallback(
+        options_.tls_ca_file, options_.tls_client_cert_file, options_.tls_client_key_file,
+        options_.tls_cert_file, options_.tls_key_file);
     if (!options_.dispatcher_target.empty()) {
       auto channel = MakeChannel(DispatcherChannelTarget(options_.dispatcher_target), client_tls);
       if (!channel.ok()) return channel.status();

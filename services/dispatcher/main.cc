@@ -181,14 +181,9 @@ absl::StatusOr<Config> ConfigFromFlags() {
   c.trigger_tick = absl::GetFlag(FLAGS_trigger_tick);
   c.server_tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                   absl::GetFlag(FLAGS_tls_client_ca)};
-  c.client_tls = {absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_client_cert),
-                  absl::GetFlag(FLAGS_tls_client_key)};
-  if (c.client_tls.cert_file.empty() && c.client_tls.key_file.empty()) {
-    // The server certificate doubles as the client certificate; a server that does not ask
-    // for one (no mutual TLS) simply ignores it.
-    c.client_tls.cert_file = c.server_tls.cert_file;
-    c.client_tls.key_file = c.server_tls.key_file;
-  }
+  c.client_tls = ClientTls::WithServerFallback(
+      absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_client_cert),
+      absl::GetFlag(FLAGS_tls_client_key), c.server_tls.cert_file, c.server_tls.key_file);
   absl::Status valid = c.Validate();
   if (!valid.ok()) return valid;
   return c;

@@ -158,13 +158,10 @@ int main(int argc, char** argv) {
     metrics.DbQuery(op, d, ok);
   });
 
-  ClientTls client_tls{absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_client_cert),
-                       absl::GetFlag(FLAGS_tls_client_key)};
-  if (client_tls.cert_file.empty()) {
-    // The server certificate doubles as the client certificate for mutual TLS.
-    client_tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
-    client_tls.key_file = absl::GetFlag(FLAGS_tls_key);
-  }
+  const ClientTls client_tls = ClientTls::WithServerFallback(
+      absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_client_cert),
+      absl::GetFlag(FLAGS_tls_client_key), absl::GetFlag(FLAGS_tls_cert),
+      absl::GetFlag(FLAGS_tls_key));
   auto dispatcher_channel = MakeChannel(absl::GetFlag(FLAGS_dispatcher_target), client_tls);
   if (!dispatcher_channel.ok()) return Fail(dispatcher_channel.status().ToString());
   GrpcDispatchClient dispatch_client(*dispatcher_channel, *cluster_token);
