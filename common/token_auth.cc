@@ -93,6 +93,16 @@ absl::optional<std::vector<std::string>> ReadableApps(const Principal& p) {
   return p.apps;
 }
 
+absl::StatusOr<Principal> TokenAuthenticator::Authorize(
+    const absl::optional<std::string>& authorization, std::initializer_list<Role> roles,
+    absl::string_view service) {
+  absl::StatusOr<Principal> p = Authenticate(authorization);
+  if (!p.ok()) return p.status();
+  absl::Status role = RequireRole(*p, roles, service);
+  if (!role.ok()) return role;
+  return p;
+}
+
 absl::Status RequireRole(const Principal& p, std::initializer_list<Role> roles,
                          absl::string_view service) {
   if (p.insecure_dev) return absl::OkStatus();

@@ -123,6 +123,11 @@ class TokenAuthenticator {
     return Authenticate(AuthorizationHeader(metadata));
   }
   absl::StatusOr<Principal> AuthenticateToken(absl::string_view token);
+  // Authenticate, then RequireRole(principal, roles, service): the principal of a token this
+  // service accepts at all.
+  absl::StatusOr<Principal> Authorize(const absl::optional<std::string>& authorization,
+                                      std::initializer_list<Role> roles,
+                                      absl::string_view service);
 
   bool insecure_dev() const { return options_.insecure_dev; }
 

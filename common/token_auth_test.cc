@@ -88,6 +88,19 @@ TEST_F(TokenAuthTest, BootstrapTokensResolveToTheirRoles) {
   EXPECT_EQ(store_.lookups(), 0);
 }
 
+// Authorize: a valid token of a role the service does not take is refused like no token.
+TEST_F(TokenAuthTest, AuthorizeRequiresOneOfTheRoles) {
+  TokenAuthenticator auth(Options(), &store_, clock_);
+  auto executor = auth.Authorize(Bearer(kExecutor), {Role::kExecutor}, "Svc/Call");
+  ASSERT_TRUE(executor.ok()) << executor.status();
+  EXPECT_EQ(executor->role, Role::kExecutor);
+  auto admin = auth.Authorize(Bearer(kAdmin), {Role::kExecutor}, "Svc/Call");
+  EXPECT_EQ(admin.status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_TRUE(absl::StrContains(admin.status().message(), "Svc/Call")) << admin.status();
+  EXPECT_EQ(auth.Authorize(absl::nullopt, {Role::kExecutor}, "Svc/Call").status().code(),
+            absl::StatusCode::kUnauthenticated);
+}
+
 TEST_F(TokenAuthTest, MissingMalformedAndUnknownTokensAreUnauthenticated) {
   TokenAuthenticator auth(Options(), &store_, clock_);
   EXPECT_EQ(auth.Authenticate(absl::optional<std::string>()).status().code(),

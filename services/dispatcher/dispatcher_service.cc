@@ -35,11 +35,10 @@ grpc::ServerUnaryReactor* DispatcherServiceImpl::ReportResults(
   absl::optional<std::string> authorization = AuthorizationHeader(ctx->client_metadata());
   const bool queued = db_work_.Submit([this, reactor, request, response, authorization] {
     // Authenticated here: an API token may need a database lookup.
-    absl::StatusOr<Principal> p = executor_auth_.Authenticate(authorization);
-    absl::Status auth = p.status();
-    if (auth.ok()) auth = RequireRole(*p, {Role::kExecutor}, "DispatcherService/ReportResults");
-    if (!auth.ok()) {
-      reactor->Finish(ToGrpcStatus(auth));
+    absl::StatusOr<Principal> p =
+        executor_auth_.Authorize(authorization, {Role::kExecutor}, "DispatcherService/ReportResults");
+    if (!p.ok()) {
+      reactor->Finish(ToGrpcStatus(p.status()));
       return;
     }
     // A per-app executor token reports only runs of its apps.

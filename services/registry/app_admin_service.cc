@@ -30,9 +30,9 @@ grpc::ServerUnaryReactor* AppAdminService::Run(grpc::CallbackServerContext* cont
   absl::optional<std::string> authorization = AuthorizationHeader(context->client_metadata());
   auto task = [this, reactor, write, authorization = std::move(authorization),
                fn = std::move(fn)] {
-    absl::StatusOr<Principal> p = auth_.Authenticate(authorization);
+    absl::StatusOr<Principal> p = auth_.Authorize(
+        authorization, {Role::kAdmin, Role::kOperator, Role::kViewer}, "AppAdminService");
     absl::Status s = p.status();
-    if (s.ok()) s = RequireRole(*p, {Role::kAdmin, Role::kOperator, Role::kViewer}, "AppAdminService");
     if (s.ok() && write && !IsAdmin(*p)) s = PermissionDenied(*p, "AppAdminService", "ADMIN");
     if (s.ok()) s = fn();
     reactor->Finish(ToGrpcStatus(s));

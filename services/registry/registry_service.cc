@@ -116,10 +116,9 @@ class RegistryService::HeartbeatReactor final
   // EXECUTOR token whose apps include reg.app (the bootstrap executor token serves all).
   absl::Status Authorize(const v1::ExecutorRegistration& reg) {
     if (!principal_.has_value()) {
-      absl::StatusOr<Principal> p = service_->options_.authenticator->Authenticate(authorization_);
+      absl::StatusOr<Principal> p = service_->options_.authenticator->Authorize(
+          authorization_, {Role::kExecutor}, "RegistryService/Heartbeat");
       if (!p.ok()) return p.status();
-      absl::Status role = RequireRole(*p, {Role::kExecutor}, "RegistryService/Heartbeat");
-      if (!role.ok()) return role;
       principal_ = *std::move(p);
     }
     if (!CanServeApp(*principal_, reg.app())) {

@@ -39,11 +39,9 @@ grpc::ServerUnaryReactor* JobAdminService::Handle(
   absl::optional<std::string> authorization = AuthorizationHeader(ctx->client_metadata());
   const bool queued = pool_.Submit(
       [this, reactor, authorization = std::move(authorization), work = std::move(work)]() {
-        absl::StatusOr<Principal> p = auth_.Authenticate(authorization);
+        absl::StatusOr<Principal> p =
+            auth_.Authorize(authorization, {Role::kAdmin, Role::kOperator, Role::kViewer}, kService);
         absl::Status status = p.status();
-        if (status.ok()) {
-          status = RequireRole(*p, {Role::kAdmin, Role::kOperator, Role::kViewer}, kService);
-        }
         if (status.ok()) status = work(*p);
         reactor->Finish(ToGrpcStatus(status));
       });

@@ -23,11 +23,9 @@ grpc::ServerUnaryReactor* TokenAdminService::Handle(grpc::CallbackServerContext*
   const bool queued = pool_.Submit([this, reactor, what = std::string(what),
                                     authorization = std::move(authorization),
                                     work = std::move(work)]() {
-    absl::StatusOr<Principal> p = auth_.Authenticate(authorization);
+    absl::StatusOr<Principal> p = auth_.Authorize(
+        authorization, {Role::kAdmin, Role::kOperator, Role::kViewer}, "TokenAdminService");
     absl::Status status = p.status();
-    if (status.ok()) {
-      status = RequireRole(*p, {Role::kAdmin, Role::kOperator, Role::kViewer}, "TokenAdminService");
-    }
     if (status.ok() && !IsAdmin(*p)) status = PermissionDenied(*p, what, "ADMIN");
     if (status.ok()) {
       status = work();
