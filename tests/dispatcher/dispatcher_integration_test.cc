@@ -123,7 +123,9 @@ class DispatcherIntegrationTest : public ::testing::Test {
                            {"--listen=" + Addr(dispatcher_port_), "--db_dsn=" + dsn_,
                             "--metrics_address=", "--registry_target=" + Addr(registry_port_),
                             "--cluster_token_file=" + cluster_token_file_,
-                            "--executor_token_file=" + executor_token_file_},
+                            "--executor_token_file=" + executor_token_file_,
+                            // Room for a fire handed over well ahead of its time.
+                            "--max_trigger_hold=10s"},
                            dir_ + "/dispatcher.log")
                     .ok());
     ASSERT_TRUE(WaitForServing(Addr(dispatcher_port_), kStartTimeout).ok());
@@ -142,7 +144,7 @@ class DispatcherIntegrationTest : public ::testing::Test {
     v1::Job job = MakeJob(job_id, "demo", handler, strategy, block, timeout);
     job.set_param(param);
     for (int i = 0; i < n; ++i) {
-      v1::Fire f = MakeFire(InsertFire(dsn_, job_id), job, absl::Now());
+      v1::Fire f = MakeFire(InsertFire(dsn_, job_id), job, scheduled_.value_or(absl::Now()));
       if (override_param.has_value()) f.set_param(*override_param);
       *req.add_fires() = f;
     }
@@ -222,6 +224,8 @@ class DispatcherIntegrationTest : public ::testing::Test {
   std::vector<std::unique_ptr<Process>> executors_;
   std::vector<std::string> addresses_;  // Sorted.
   int64_t probe_job_ = 0;
+  // The scheduled time of the fires Dispatch sends (default: now, i.e. due).
+  absl::optional<absl::Time> scheduled_;
   std::unique_ptr<v1::DispatcherService::Stub> dispatcher_stub_;
 };
 
@@ -295,6 +299,29 @@ TEST_F(DispatcherIntegrationTest, FailoverSkipsDeadExecutors) {
   const int64_t run2 = r->outcomes(0).run_ids(0);
   ASSERT_TRUE(RunReaches(run2, v1::RUN_STATUS_SUCCEEDED)) << Run(run2).trigger_message;
   EXPECT_EQ(Run(run2).address, addresses_[2]);
+}
+
+// A fire handed over ahead of its time: its run is recorded for one executor, which is killed
+// before the run is due; when due, the run goes to an executor still online.
+TEST_F(DispatcherIntegrationTest, HeldRunMovesOffAnExecutorKilledBeforeItsTime) {
+  const int64_t job = Job("echo", v1::ROUTING_STRATEGY_FIRST);
+  // Seconds ahead, within --max_trigger_hold: the kill below is seen long before.
+  const absl::Time due = absl::Now() + absl::Seconds(4);
+  scheduled_ = due;
+  auto r = Dispatch(job, "echo", v1::ROUTING_STRATEGY_FIRST, 1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->outcomes(0).status(), v1::FIRE_STATUS_DISPATCHED) << r->outcomes(0).message();
+  const int64_t run = r->outcomes(0).run_ids(0);
+  ASSERT_EQ(Run(run).address, addresses_[0]);
+  ASSERT_EQ(Run(run).status, v1::RUN_STATUS_PENDING);
+  executors_[IndexOf(addresses_[0])]->Kill();
+  ASSERT_TRUE(RunReaches(run, v1::RUN_STATUS_SUCCEEDED)) << Run(run).trigger_message;
+  EXPECT_EQ(Run(run).address, addresses_[1]);
+  EXPECT_NE(Run(run).trigger_message.find(addresses_[0] + " left before the trigger"),
+            std::string::npos)
+      << Run(run).trigger_message;
+  // Started at its time, not when handed over.
+  EXPECT_GE(Times(run).first, absl::ToUnixMicros(due));
 }
 
 TEST_F(DispatcherIntegrationTest, BusyoverSkipsBusyExecutor) {
