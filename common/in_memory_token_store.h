@@ -20,13 +20,9 @@ class InMemoryTokenStore : public TokenStore {
     if (!available_) return absl::UnavailableError("token store down");
     for (auto& [id, e] : rows_) {
       if (e.hash == hash && !e.row.revoke_time.has_value()) {
-        StoredToken t;
+        StoredToken t = ToStoredToken(e.row);
         t.id = id;
-        t.name = e.row.name;
-        t.role = e.row.role;
-        t.apps = e.row.apps;
-        t.expire_time = e.row.expire_time;
-        return absl::optional<StoredToken>(t);
+        return absl::optional<StoredToken>(std::move(t));
       }
     }
     return absl::optional<StoredToken>();

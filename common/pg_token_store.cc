@@ -60,14 +60,7 @@ absl::StatusOr<absl::optional<StoredToken>> PgTokenStore::FindActive(
     pqxx::result r = tx.exec_params(kFindActiveSql, secret_hash);
     tx.commit();
     if (r.empty()) return;
-    TokenRow row = RowFrom(r[0]);
-    StoredToken t;
-    t.id = row.id;
-    t.name = std::move(row.name);
-    t.role = row.role;
-    t.apps = std::move(row.apps);
-    t.expire_time = row.expire_time;
-    out = std::move(t);
+    out = ToStoredToken(RowFrom(r[0]));
   });
   if (!s.ok()) return s;
   return out;

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -23,6 +24,17 @@ struct TokenRow {
   absl::optional<absl::Time> revoke_time;
   absl::optional<absl::Time> last_used_time;
 };
+
+// What the authenticator keeps of a row.
+inline StoredToken ToStoredToken(TokenRow row) {
+  StoredToken t;
+  t.id = row.id;
+  t.name = std::move(row.name);
+  t.role = row.role;
+  t.apps = std::move(row.apps);
+  t.expire_time = row.expire_time;
+  return t;
+}
 
 // A validated token to insert.
 struct NewToken {
