@@ -130,6 +130,7 @@ void Dispatcher::Shutdown() {
   }
   trigger_timer_.WakeUp();
   if (trigger_thread_.joinable()) trigger_thread_.join();
+  reroute_pool_.Shutdown();
   pools_.Shutdown();
   {
     absl::MutexLock lock(&mu_);
@@ -163,7 +164,7 @@ void Dispatcher::WakeWriter() {
 
 absl::Time Dispatcher::TriggerTime(const v1::Fire& fire, absl::Time now) const {
   absl::Time at = FromProto(fire.scheduled_time());
-  if (at <= now || at - now > options_.max_trigger_hold) return now;  // Due (or far off).
+  if (at <= now) return now;  // Due. (Never earlier: Dispatch refuses fires too far ahead.)
   if (options_.trigger_tick > absl::ZeroDuration()) {
     at = absl::UnixEpoch() + absl::Ceil(at - absl::UnixEpoch(), options_.trigger_tick);
   }
@@ -246,6 +247,20 @@ absl::StatusOr<v1::DispatchResponse> Dispatcher::Dispatch(const v1::DispatchRequ
   }
   v1::DispatchResponse response;
   if (request.fires_size() == 0) return response;
+  // A run never starts before its time, so a fire further ahead than we hold runs for is
+  // refused (the scheduler retries it later): clocks apart, or a lead above our hold.
+  const absl::Time arrived = clock_.Now();
+  for (int i = 0; i < request.fires_size(); ++i) {
+    const absl::Duration ahead = FromProto(request.fires(i).scheduled_time()) - arrived;
+    if (ahead > options_.max_trigger_hold) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "fires[", i, "].scheduled_time: ", absl::FormatDuration(ahead),
+          " ahead of this dispatcher's clock, more than --max_trigger_hold (",
+          absl::FormatDuration(options_.max_trigger_hold),
+          "): are the clocks apart, or the scheduler's --dispatch_lead above it? (fire ",
+          request.fires(i).fire_id(), ")"));
+    }
+  }
   if (!directory_.ready()) {
     return absl::UnavailableError(
         "dispatcher not ready: no executor snapshot from the registry yet; retry");
@@ -288,9 +303,25 @@ absl::StatusOr<v1::DispatchResponse> Dispatcher::Dispatch(const v1::DispatchRequ
         const TriggerPool pool = pools_.PoolFor(fires[i].job().id());
         if (when > now) {
           if (held_fire == nullptr) held_fire = std::make_shared<const v1::Fire>(fires[i]);
-          absl::MutexLock lock(&held_runs_mu_);
-          held_runs_.emplace(run.run_id, HeldRun{run.planned.executor_address, pool,
-                                                 MakePendingRun(fires[i], run), held_fire});
+          bool stopping;
+          {
+            absl::MutexLock lock(&held_runs_mu_);
+            stopping = triggers_stopping_;
+            if (!stopping) {
+              held_runs_.emplace(run.run_id, HeldRun{run.planned.executor_address, pool,
+                                                     MakePendingRun(fires[i], run), held_fire});
+            }
+          }
+          if (stopping) {
+            // The trigger thread is done (a Dispatch after Shutdown): never early, so not run.
+            TriggerOutcome o;
+            o.run_id = run.run_id;
+            o.status = v1::RUN_STATUS_FAILED;
+            o.message_suffix = "; not triggered: dispatcher shutting down";
+            o.at = now;
+            Enqueue(std::move(o));
+            continue;
+          }
           held.emplace_back(run.run_id, when);
         } else {
           now_runs.emplace_back(pool, MakePendingRun(fires[i], run));
@@ -394,7 +425,12 @@ void Dispatcher::HeldTriggerLoop() {
     }
     if (metrics_ != nullptr) metrics_->RunsHeld(held_runs());
     TriggerGrouped(std::move(runs), addresses);
-    if (!orphans.empty()) RerouteHeld(std::move(orphans));
+    if (!orphans.empty()) {
+      // Routing may probe executors and moving the rows is a transaction: off this thread,
+      // which must be free for the next tick.
+      auto moved = std::make_shared<std::vector<HeldRun>>(std::move(orphans));
+      reroute_pool_.SubmitMustRun([this, moved] { RerouteHeld(std::move(*moved)); });
+    }
   }
 }
 

@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/timer_queue.h"
+#include "common/work_pool.h"
 #include "jobwheel/v1/dispatcher.pb.h"
 #include "services/dispatcher/dispatch_store.h"
 #include "services/dispatcher/dispatcher_metrics.h"
@@ -32,8 +33,8 @@ namespace jobwheel::dispatcher {
 // commits; only then are the new runs triggered on the trigger pools: one
 // ExecutorService.RunBatch call per (executor, trigger pool), or Run calls to an executor that
 // predates RunBatch. Schedulers hand fires over a little ahead of their scheduled time (their
-// --dispatch_lead): the runs of a fire due at most max_trigger_hold from now are held and
-// triggered when it is due, so neither the hand-off nor the commit delays them. Trigger answers are written back in batches by a writer thread.
+// --dispatch_lead): the runs of a fire not yet due are held and triggered when it is due (never
+// earlier), so neither the hand-off nor the commit delays them. Trigger answers are written back in batches by a writer thread.
 // Duplicated fires trigger nothing.
 // An answer that leaves the run open (STARTED, QUEUED) is held for trigger_write_delay first:
 // most runs are short, and a result that comes meanwhile carries the answer into its own
@@ -64,9 +65,9 @@ class Dispatcher {
     // How long a STARTED/QUEUED answer waits (after its arrival, on `clock`) for its run's
     // result to carry it; zero or less: written at once. The run shows PENDING meanwhile.
     absl::Duration trigger_write_delay = absl::Milliseconds(250);
-    // Runs of a fire scheduled later than now are triggered at its scheduled time if that is
-    // at most this far ahead; further (a scheduler's clock far ahead of this one), at once.
-    // Zero: always at once.
+    // Runs of a fire scheduled later than now are held and triggered at its scheduled time,
+    // never earlier. A Dispatch with a fire further ahead than this is refused
+    // (FAILED_PRECONDITION; the scheduler retries): clocks apart, or a lead above the hold.
     absl::Duration max_trigger_hold = absl::Seconds(2);
     // Held runs are triggered on multiples of this (a fire's scheduled time rounded up): the
     // runs of fires a few milliseconds apart share one RunBatch call instead of one call
@@ -184,6 +185,8 @@ class Dispatcher {
   absl::flat_hash_map<int64_t, HeldRun> held_runs_ ABSL_GUARDED_BY(held_runs_mu_);
   bool triggers_stopping_ ABSL_GUARDED_BY(held_runs_mu_) = false;
   std::thread trigger_thread_;
+  // Re-routes held runs whose executor left (RerouteHeld), off the trigger thread.
+  WorkPool reroute_pool_{1};
 };
 
 }  // namespace jobwheel::dispatcher

@@ -241,19 +241,27 @@ TEST_F(DispatcherTest, HeldRunFailsWhenNoExecutorIsLeft) {
   EXPECT_EQ(dispatcher_->held_runs(), 0u);
 }
 
-// Further ahead than max_trigger_hold (a scheduler clock far ahead): triggered at once.
-TEST_F(DispatcherTest, FireFarAheadIsTriggeredAtOnce) {
+// Further ahead than max_trigger_hold (clocks apart, or a scheduler lead above the hold): the
+// call is refused and nothing is written, so nothing can start early; the scheduler retries.
+TEST_F(DispatcherTest, FireTooFarAheadIsRefused) {
   v1::Fire fire = NewFire(v1::ROUTING_STRATEGY_FIRST);
   *fire.mutable_scheduled_time() = ToProto(clock_.Now() + absl::Seconds(5));
   auto r = Dispatch({fire});
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("fires[0].scheduled_time: 5s ahead of this dispatcher's clock"));
+  EXPECT_EQ(std::get<0>(FireRow(dsn_, fire.fire_id())), v1::FIRE_STATUS_PENDING);
+  EXPECT_TRUE(RunsOf(dsn_, fire.fire_id()).empty());
+  EXPECT_EQ(executors_.run_count(), 0u);
+  // Once within the hold it goes through, and is held until due.
+  clock_.Advance(absl::Seconds(4));
+  r = Dispatch({fire});
   ASSERT_TRUE(r.ok()) << r.status();
-  ASSERT_TRUE(Eventually([&] { return executors_.run_count() == 1; }, kWait));
-  EXPECT_EQ(dispatcher_->held_runs(), 0u);
-  EXPECT_EQ(RunById(dsn_, r->outcomes(0).run_ids(0)).trigger_time, clock_.Now());
+  EXPECT_EQ(dispatcher_->held_runs(), 1u);
+  EXPECT_EQ(RunById(dsn_, r->outcomes(0).run_ids(0)).trigger_time,
+            FromProto(fire.scheduled_time()));
 }
 
-// Held runs are not lost at shutdown: triggered when due, or after max_trigger_hold of real
-// time if the clock does not get there (this test's clock stands still).
 TEST_F(DispatcherTest, ShutdownTriggersHeldRuns) {
   v1::Fire fire = NewFire(v1::ROUTING_STRATEGY_FIRST);
   *fire.mutable_scheduled_time() = ToProto(clock_.Now() + absl::Milliseconds(500));

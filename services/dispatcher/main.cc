@@ -59,11 +59,13 @@ ABSL_FLAG(int, max_runs_per_batch, 256,
           "Dispatch, split above this); 1..1000");
 ABSL_FLAG(absl::Duration, run_deadline, absl::Seconds(3), "deadline of Executor.Run calls");
 ABSL_FLAG(absl::Duration, max_trigger_hold, absl::Seconds(2),
-          "Runs of a fire handed over ahead of its scheduled time are triggered at that time "
-          "if it is at most this far ahead (schedulers' --dispatch_lead); further, at once");
+          "Runs of a fire handed over ahead of its scheduled time (schedulers' --dispatch_lead) "
+          "are held and triggered at that time, never earlier; a fire further ahead than this "
+          "is refused (FAILED_PRECONDITION) and the scheduler retries it");
 ABSL_FLAG(absl::Duration, trigger_tick, absl::Milliseconds(5),
           "Held runs are triggered on multiples of this (scheduled time rounded up), so runs "
-          "due within one tick share a RunBatch call; 0: each at its exact time");
+          "due within one tick share a RunBatch call; 0: each at its exact time. Must divide 1s, "
+          "so times on whole seconds stay exact");
 ABSL_FLAG(absl::Duration, trigger_write_delay, absl::Milliseconds(250),
           "how long an executor's STARTED/QUEUED answer waits to be written together with the "
           "run's result (one write instead of two); the run shows PENDING meanwhile; 0 writes "
@@ -131,8 +133,11 @@ struct Config {
     if (run_deadline <= absl::ZeroDuration() || probe_deadline <= absl::ZeroDuration()) {
       return absl::InvalidArgumentError("--run_deadline, --probe_deadline: must be positive");
     }
-    if (trigger_tick < absl::ZeroDuration() || trigger_tick > absl::Milliseconds(100)) {
-      return absl::InvalidArgumentError("--trigger_tick: must be between 0 and 100ms");
+    if (trigger_tick < absl::ZeroDuration() || trigger_tick > absl::Milliseconds(100) ||
+        (trigger_tick > absl::ZeroDuration() &&
+         absl::Seconds(1) % trigger_tick != absl::ZeroDuration())) {
+      return absl::InvalidArgumentError(
+          "--trigger_tick: must be between 0 and 100ms and divide 1s (e.g. 1ms, 2ms, 5ms, 10ms)");
     }
     if (max_trigger_hold < absl::ZeroDuration() || max_trigger_hold > absl::Seconds(30)) {
       return absl::InvalidArgumentError("--max_trigger_hold: must be between 0 and 30s");

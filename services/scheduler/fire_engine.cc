@@ -475,8 +475,13 @@ void FireEngine::DispatchBatch(std::vector<int64_t> ids) {
   for (const Fire& f : request.fires()) {
     // A fire removed by an edit, pause or delete is dropped, not counted as handed off.
     if (!removed.contains(f.fire_id())) {
+      // Schedule-driven fires were due for hand-off `dispatch_lead` ahead; manual, retry,
+      // child and misfire fires are written due now and handed off as soon as they are seen.
+      const bool scheduled = f.trigger_type() == jobwheel::v1::TRIGGER_TYPE_CRON ||
+                             f.trigger_type() == jobwheel::v1::TRIGGER_TYPE_FIX_RATE;
+      const absl::Time due = FromProto(f.scheduled_time());
       metrics_.FireHandedOff(f.trigger_type(), dispatched[f.fire_id()],
-                             sent - HandOffTime(FromProto(f.scheduled_time())));
+                             sent - (scheduled ? HandOffTime(due) : due));
     }
     fires_.erase(f.fire_id());
     retries_.erase(f.fire_id());

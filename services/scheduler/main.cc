@@ -56,7 +56,8 @@ ABSL_FLAG(int, dispatch_threads, 4,
 ABSL_FLAG(absl::Duration, dispatch_lead, absl::Milliseconds(300),
           "Fires are handed to a dispatcher this long before their scheduled time; it records "
           "the runs at once and triggers them at the scheduled time (0: hand off when due). "
-          "Keep it below the dispatchers' --max_trigger_hold");
+          "0 to 1s; with the 100 ms hand-off grid it must stay below the dispatchers' "
+          "--max_trigger_hold (2s)");
 ABSL_FLAG(absl::Duration, misfire_threshold, absl::Seconds(5),
           "A fire later than this follows the job's misfire strategy");
 ABSL_FLAG(absl::Duration, lost_run_after, absl::Minutes(10),
@@ -182,8 +183,10 @@ int main(int argc, char** argv) {
   }
   engine_options.dispatch_lead = absl::GetFlag(FLAGS_dispatch_lead);
   if (engine_options.dispatch_lead < absl::ZeroDuration() ||
-      engine_options.dispatch_lead > absl::Seconds(5)) {
-    return Fail("--dispatch_lead: must be between 0 and 5s");
+      engine_options.dispatch_lead > absl::Seconds(1)) {
+    // Plus the 100 ms hand-off grid and retry backoff, it stays below the dispatchers'
+    // default --max_trigger_hold (2s).
+    return Fail("--dispatch_lead: must be between 0 and 1s");
   }
   engine_options.misfire_threshold = absl::GetFlag(FLAGS_misfire_threshold);
   Monitors::Options monitor_options;
