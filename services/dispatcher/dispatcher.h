@@ -147,7 +147,7 @@ class Dispatcher {
   void TriggerGrouped(std::vector<std::pair<TriggerPool, PendingRun>> runs,
                       const std::vector<std::string>& addresses);
   // Triggers held runs as they come due; at shutdown, the rest when due (all of them after
-  // max_trigger_hold of real time).
+  // max_trigger_hold + 1s of real time).
   void HeldTriggerLoop();
   // Held runs whose executor left the directory while they were held: routed again among the
   // app's live executors (the run row moved first), or FAILED with the reason when none fits.
