@@ -32,7 +32,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "sdk/internal/grpc_keep_warm.h"
+#include "common/grpc_keep_warm.h"
 
 ABSL_FLAG(std::string, mode, "client", "server or client");
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "server: listen address");

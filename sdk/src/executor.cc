@@ -23,7 +23,7 @@
 #include "sdk/internal/executor_grpc_service.h"
 #include "sdk/internal/executor_metrics.h"
 #include "sdk/internal/grpc_dispatcher_client.h"
-#include "sdk/internal/grpc_keep_warm.h"
+#include "common/grpc_keep_warm.h"
 #include "sdk/internal/heartbeat_client.h"
 #include "sdk/internal/result_reporter.h"
 #include "sdk/internal/result_spool.h"

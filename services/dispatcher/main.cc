@@ -24,7 +24,7 @@
 #include "common/token_auth.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
-#include "sdk/internal/grpc_keep_warm.h"
+#include "common/grpc_keep_warm.h"
 #include "services/dispatcher/dispatcher.h"
 #include "services/dispatcher/dispatcher_metrics.h"
 #include "services/dispatcher/dispatcher_service.h"

@@ -1,5 +1,5 @@
-#ifndef JOBWHEEL_SDK_INTERNAL_GRPC_KEEP_WARM_H_
-#define JOBWHEEL_SDK_INTERNAL_GRPC_KEEP_WARM_H_
+#ifndef JOBWHEEL_COMMON_GRPC_KEEP_WARM_H_
+#define JOBWHEEL_COMMON_GRPC_KEEP_WARM_H_
 
 #include <cstdint>
 #include <memory>
@@ -53,4 +53,4 @@ class GrpcKeepWarm {
 
 }  // namespace jobwheel
 
-#endif  // JOBWHEEL_SDK_INTERNAL_GRPC_KEEP_WARM_H_
+#endif  // JOBWHEEL_COMMON_GRPC_KEEP_WARM_H_

@@ -1,4 +1,4 @@
-#include "sdk/internal/grpc_keep_warm.h"
+#include "common/grpc_keep_warm.h"
 
 #include <utility>
 
