@@ -16,15 +16,20 @@ const char* TriggerPoolName(TriggerPool pool) {
 
 TriggerPools::TriggerPools(Clock& clock, Options options, LatencyObserver latency,
                            DepthObserver depth)
-    : clock_(clock), options_(options), latency_(std::move(latency)), depth_(depth) {
-  auto observer = [depth](TriggerPool pool) -> std::function<void(size_t)> {
-    if (!depth) return nullptr;
-    return [depth, pool](size_t n) { depth(pool, n); };
-  };
-  fast_ = std::make_unique<WorkPool>(options_.fast_threads, 0,
-                                     observer(TriggerPool::kFast));
-  slow_ = std::make_unique<WorkPool>(options_.slow_threads, 0,
-                                     observer(TriggerPool::kSlow));
+    : clock_(clock), options_(options), latency_(std::move(latency)), depth_(depth) {}
+
+WorkPool* TriggerPools::BlockingPool(TriggerPool pool) {
+  absl::MutexLock lock(&blocking_mu_);
+  if (blocking_stopped_) return nullptr;
+  std::unique_ptr<WorkPool>& p = pool == TriggerPool::kSlow ? slow_ : fast_;
+  if (p == nullptr) {
+    std::function<void(size_t)> observer;
+    if (depth_) observer = [depth = depth_, pool](size_t n) { depth(pool, n); };
+    p = std::make_unique<WorkPool>(
+        pool == TriggerPool::kSlow ? options_.slow_threads : options_.fast_threads, 0,
+        std::move(observer));
+  }
+  return p.get();
 }
 
 TriggerPools::~TriggerPools() { Shutdown(); }
@@ -46,7 +51,8 @@ TriggerPool TriggerPools::Submit(int64_t job_id, std::function<void()> task, boo
     Record({job_id}, took);
     if (latency_) latency_(pool, took);
   };
-  const bool ok = (pool == TriggerPool::kSlow ? slow_ : fast_)->Submit(std::move(wrapped));
+  WorkPool* threads = BlockingPool(pool);
+  const bool ok = threads != nullptr && threads->Submit(std::move(wrapped));
   if (accepted != nullptr) *accepted = ok;
   return pool;
 }
@@ -128,8 +134,17 @@ void TriggerPools::FinishAsync(TriggerPool pool) {
 }
 
 void TriggerPools::Shutdown() {
-  fast_->Shutdown();
-  slow_->Shutdown();
+  std::vector<WorkPool*> blocking;
+  {
+    // No new pool after this; the existing ones (kept until the destructor) run what is
+    // queued. WorkPool::Shutdown is idempotent.
+    absl::MutexLock lock(&blocking_mu_);
+    blocking_stopped_ = true;
+    for (WorkPool* p : {fast_.get(), slow_.get()}) {
+      if (p != nullptr) blocking.push_back(p);
+    }
+  }
+  for (WorkPool* p : blocking) p->Shutdown();
   absl::MutexLock lock(&async_mu_);
   stopping_ = true;
   // Calls in flight have deadlines; the waiting ones start as those finish.

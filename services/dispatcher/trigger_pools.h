@@ -29,7 +29,8 @@ const char* TriggerPoolName(TriggerPool pool);
 // `*_max_in_flight` per pool at a time (the rest queue and start as earlier calls finish), so
 // no thread waits for an executor. SubmitBatchAsync() is SubmitAsync for one call carrying the
 // runs of several jobs (RunBatch): it takes one slot of the pool it is given, and its duration
-// counts for each of its jobs. Thread-safe; Shutdown() runs queued work and waits for the
+// counts for each of its jobs. The dispatcher only uses the asynchronous kinds; the threads of
+// Submit() start at its first call. Thread-safe; Shutdown() runs queued work and waits for the
 // calls in flight.
 class TriggerPools {
  public:
@@ -85,8 +86,12 @@ class TriggerPools {
   const Options options_;
   const LatencyObserver latency_;
   const DepthObserver depth_;
-  std::unique_ptr<WorkPool> fast_;
-  std::unique_ptr<WorkPool> slow_;
+  // Submit()'s threads, made at its first call.
+  WorkPool* BlockingPool(TriggerPool pool);
+  absl::Mutex blocking_mu_;
+  bool blocking_stopped_ ABSL_GUARDED_BY(blocking_mu_) = false;
+  std::unique_ptr<WorkPool> fast_ ABSL_GUARDED_BY(blocking_mu_);
+  std::unique_ptr<WorkPool> slow_ ABSL_GUARDED_BY(blocking_mu_);
 
   absl::Mutex async_mu_;
   Lane fast_lane_ ABSL_GUARDED_BY(async_mu_);
