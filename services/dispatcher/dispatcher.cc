@@ -249,9 +249,9 @@ absl::StatusOr<v1::DispatchResponse> Dispatcher::Dispatch(const v1::DispatchRequ
   if (request.fires_size() == 0) return response;
   // A run never starts before its time, so a fire further ahead than we hold runs for is
   // refused (the scheduler retries it later): clocks apart, or a lead above our hold.
-  const absl::Time arrived = clock_.Now();
+  const absl::Time now = clock_.Now();
   for (int i = 0; i < request.fires_size(); ++i) {
-    const absl::Duration ahead = FromProto(request.fires(i).scheduled_time()) - arrived;
+    const absl::Duration ahead = FromProto(request.fires(i).scheduled_time()) - now;
     if (ahead > options_.max_trigger_hold) {
       return absl::FailedPreconditionError(absl::StrCat(
           "fires[", i, "].scheduled_time: ", absl::FormatDuration(ahead),
@@ -266,7 +266,6 @@ absl::StatusOr<v1::DispatchResponse> Dispatcher::Dispatch(const v1::DispatchRequ
         "dispatcher not ready: no executor snapshot from the registry yet; retry");
   }
   std::vector<v1::Fire> fires(request.fires().begin(), request.fires().end());
-  const absl::Time now = clock_.Now();
   absl::StatusOr<std::vector<FireResult>> results =
       store_.DispatchFires(fires, now, [this, now](const v1::Fire& f) {
         FirePlan plan = Plan(f);
@@ -275,10 +274,9 @@ absl::StatusOr<v1::DispatchResponse> Dispatcher::Dispatch(const v1::DispatchRequ
       });
   if (!results.ok()) return results.status();
 
-  // The runs to trigger now, and the runs held until their fire is due.
-  std::vector<std::pair<TriggerPool, PendingRun>> now_runs;
-  std::vector<std::string> now_addresses;
-  std::vector<std::pair<int64_t, absl::Time>> held;
+  // The runs to trigger now, and the runs held until their fire is due (with that time).
+  std::vector<RoutedRun> now_runs;
+  std::vector<std::pair<RoutedRun, absl::Time>> held;
   for (size_t i = 0; i < results->size(); ++i) {
     std::shared_ptr<const v1::Fire> held_fire;  // Shared by the fire's held runs.
     const FireResult& r = (*results)[i];
@@ -300,47 +298,58 @@ absl::StatusOr<v1::DispatchResponse> Dispatcher::Dispatch(const v1::DispatchRequ
     const absl::Time when = r.created.empty() ? now : TriggerTime(fires[i], now);
     for (const CreatedRun& run : r.created) {
       if (run.planned.status == v1::RUN_STATUS_PENDING) {
-        const TriggerPool pool = pools_.PoolFor(fires[i].job().id());
+        RoutedRun routed{run.planned.executor_address, pools_.PoolFor(fires[i].job().id()),
+                         MakePendingRun(fires[i], run), nullptr};
         if (when > now) {
           if (held_fire == nullptr) held_fire = std::make_shared<const v1::Fire>(fires[i]);
-          bool stopping;
-          {
-            absl::MutexLock lock(&held_runs_mu_);
-            stopping = triggers_stopping_;
-            if (!stopping) {
-              held_runs_.emplace(run.run_id, HeldRun{run.planned.executor_address, pool,
-                                                     MakePendingRun(fires[i], run), held_fire});
-            }
-          }
-          if (stopping) {
-            // The trigger thread is done (a Dispatch after Shutdown): never early, so not run.
-            TriggerOutcome o;
-            o.run_id = run.run_id;
-            o.status = v1::RUN_STATUS_FAILED;
-            o.message_suffix = "; not triggered: dispatcher shutting down";
-            o.at = now;
-            Enqueue(std::move(o));
-            continue;
-          }
-          held.emplace_back(run.run_id, when);
+          routed.fire = held_fire;
+          held.emplace_back(std::move(routed), when);
         } else {
-          now_runs.emplace_back(pool, MakePendingRun(fires[i], run));
-          now_addresses.push_back(run.planned.executor_address);
+          now_runs.push_back(std::move(routed));
         }
       } else if (metrics_ != nullptr && IsTerminal(run.planned.status)) {
         metrics_->RunFinished(run.planned.status);
       }
     }
   }
-  // Recorded before it goes on the timer: the trigger thread finds every run it pops.
-  for (const auto& [run_id, when] : held) trigger_timer_.Add(run_id, when);
-  if (metrics_ != nullptr && !held.empty()) metrics_->RunsHeld(held_runs());
-  TriggerGrouped(std::move(now_runs), now_addresses);
+  if (!held.empty()) Hold(std::move(held), now);
+  TriggerGrouped(std::move(now_runs));
   return response;
 }
 
-void Dispatcher::TriggerGrouped(std::vector<std::pair<TriggerPool, PendingRun>> runs,
-                                const std::vector<std::string>& addresses) {
+void Dispatcher::Hold(std::vector<std::pair<RoutedRun, absl::Time>> runs, absl::Time now) {
+  std::vector<std::pair<int64_t, absl::Time>> timed;
+  timed.reserve(runs.size());
+  bool stopping;
+  {
+    absl::MutexLock lock(&held_runs_mu_);
+    stopping = triggers_stopping_;
+    if (!stopping) {
+      for (auto& [routed, when] : runs) {
+        const int64_t run_id = routed.run.request.run_id();
+        held_runs_.emplace(run_id, std::move(routed));
+        timed.emplace_back(run_id, when);
+      }
+    }
+  }
+  if (stopping) {
+    // The trigger thread is done (a Dispatch after Shutdown): never early, so not run.
+    for (const auto& [routed, when] : runs) {
+      TriggerOutcome o;
+      o.run_id = routed.run.request.run_id();
+      o.status = v1::RUN_STATUS_FAILED;
+      o.message_suffix = "; not triggered: dispatcher shutting down";
+      o.at = now;
+      Enqueue(std::move(o));
+    }
+    return;
+  }
+  // Recorded before it goes on the timer: the trigger thread finds every run it pops.
+  for (const auto& [run_id, when] : timed) trigger_timer_.Add(run_id, when);
+  if (metrics_ != nullptr) metrics_->RunsHeld(held_runs());
+}
+
+void Dispatcher::TriggerGrouped(std::vector<RoutedRun> runs) {
   // One group per (executor, trigger pool), in the order the runs were created. A group that
   // reaches max_runs_per_batch goes out at once, the rest at the end.
   struct Group {
@@ -352,15 +361,14 @@ void Dispatcher::TriggerGrouped(std::vector<std::pair<TriggerPool, PendingRun>> 
   absl::flat_hash_map<std::pair<std::string, TriggerPool>, size_t> group_of;
   const size_t max_batch = std::max<size_t>(1, options_.max_runs_per_batch);
   const absl::Time now = clock_.Now();
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const TriggerPool pool = runs[i].first;
+  for (RoutedRun& r : runs) {
     if (metrics_ != nullptr) {
-      metrics_->TriggerLateness(now - FromProto(runs[i].second.request.scheduled_time()));
+      metrics_->TriggerLateness(now - FromProto(r.run.request.scheduled_time()));
     }
-    auto [it, added] = group_of.try_emplace(std::make_pair(addresses[i], pool), groups.size());
-    if (added) groups.push_back(Group{addresses[i], pool, {}});
+    auto [it, added] = group_of.try_emplace(std::make_pair(r.address, r.pool), groups.size());
+    if (added) groups.push_back(Group{std::move(r.address), r.pool, {}});
     Group& g = groups[it->second];
-    g.runs.push_back(std::move(runs[i].second));
+    g.runs.push_back(std::move(r.run));
     if (g.runs.size() >= max_batch) {
       TriggerBatch(g.address, g.pool, std::exchange(g.runs, std::vector<PendingRun>()));
     }
@@ -394,11 +402,7 @@ void Dispatcher::HeldTriggerLoop() {
                                    std::min(stop_deadline, absl::Now() + absl::Milliseconds(200)));
     }
     if (due.empty()) continue;
-    std::vector<std::pair<TriggerPool, PendingRun>> runs;
-    std::vector<std::string> addresses;
-    runs.reserve(due.size());
-    addresses.reserve(due.size());
-    std::vector<HeldRun> taken;
+    std::vector<RoutedRun> taken;
     taken.reserve(due.size());
     {
       absl::MutexLock lock(&held_runs_mu_);
@@ -411,35 +415,30 @@ void Dispatcher::HeldTriggerLoop() {
     }
     // The executors online now, by app (looked up once per app and tick).
     absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>> online;
-    std::vector<HeldRun> orphans;
-    for (HeldRun& h : taken) {
+    std::vector<RoutedRun> runs, orphans;
+    for (RoutedRun& h : taken) {
       const std::string& app = h.fire->job().app();
       auto [it, added] = online.try_emplace(app);
       if (added) {
         for (const v1::Executor& e : directory_.Executors(app)) it->second.insert(e.address());
       }
-      if (!it->second.contains(h.address)) {
-        orphans.push_back(std::move(h));
-        continue;
-      }
-      addresses.push_back(std::move(h.address));
-      runs.emplace_back(h.pool, std::move(h.run));
+      (it->second.contains(h.address) ? runs : orphans).push_back(std::move(h));
     }
     if (metrics_ != nullptr) metrics_->RunsHeld(held_runs());
-    TriggerGrouped(std::move(runs), addresses);
+    TriggerGrouped(std::move(runs));
     if (!orphans.empty()) {
       // Routing may probe executors and moving the rows is a transaction: off this thread,
       // which must be free for the next tick.
-      auto moved = std::make_shared<std::vector<HeldRun>>(std::move(orphans));
+      auto moved = std::make_shared<std::vector<RoutedRun>>(std::move(orphans));
       reroute_pool_.SubmitMustRun([this, moved] { RerouteHeld(std::move(*moved)); });
     }
   }
 }
 
-void Dispatcher::RerouteHeld(std::vector<HeldRun> orphans) {
+void Dispatcher::RerouteHeld(std::vector<RoutedRun> orphans) {
   std::vector<Reroute> reroutes;  // Parallel to `moving`.
-  std::vector<HeldRun*> moving;
-  for (HeldRun& h : orphans) {
+  std::vector<RoutedRun*> moving;
+  for (RoutedRun& h : orphans) {
     // Routed again as the fire was, for this run's shard.
     v1::Fire fire = *h.fire;
     if (h.run.request.shard_total() > 1) {
@@ -473,15 +472,14 @@ void Dispatcher::RerouteHeld(std::vector<HeldRun> orphans) {
     spdlog::error("moving {} held runs off departed executors failed: {}", moving.size(),
                   moved.status().ToString());
   }
-  std::vector<std::pair<TriggerPool, PendingRun>> runs;
-  std::vector<std::string> addresses;
+  std::vector<RoutedRun> runs;
   for (size_t i = 0; i < moving.size(); ++i) {
-    HeldRun& h = *moving[i];
+    RoutedRun& h = *moving[i];
     if (moved.ok() && !moved_ids.contains(h.run.request.run_id())) continue;  // Not PENDING.
-    addresses.push_back(moved.ok() ? reroutes[i].executor_address : h.address);
-    runs.emplace_back(h.pool, std::move(h.run));
+    if (moved.ok()) h.address = reroutes[i].executor_address;
+    runs.push_back(std::move(h));
   }
-  TriggerGrouped(std::move(runs), addresses);
+  TriggerGrouped(std::move(runs));
 }
 
 Dispatcher::PendingRun Dispatcher::MakePendingRun(const v1::Fire& fire, const CreatedRun& run) {

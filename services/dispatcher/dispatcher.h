@@ -109,12 +109,13 @@ class Dispatcher {
     std::string strategy;
   };
   static PendingRun MakePendingRun(const v1::Fire& fire, const CreatedRun& run);
-  // A run recorded and waiting for its fire's scheduled time.
-  struct HeldRun {
+  // A created run and where it goes: triggered at once, or held for its fire's time.
+  struct RoutedRun {
     std::string address;
     TriggerPool pool;
     PendingRun run;
-    std::shared_ptr<const v1::Fire> fire;  // To route it again should its executor leave.
+    // Held runs only: to route it again should its executor leave.
+    std::shared_ptr<const v1::Fire> fire;
   };
 
   // Sends `runs` (one executor, all in `pool`) as one RunBatch call in one slot of `pool`;
@@ -144,14 +145,15 @@ class Dispatcher {
   absl::Time TriggerTime(const v1::Fire& fire, absl::Time now) const;
   // Sends `runs` as RunBatch calls: one per (executor, trigger pool), split at
   // max_runs_per_batch.
-  void TriggerGrouped(std::vector<std::pair<TriggerPool, PendingRun>> runs,
-                      const std::vector<std::string>& addresses);
+  void TriggerGrouped(std::vector<RoutedRun> runs);
+  // Holds runs until their time (the trigger thread sends them); after Shutdown, fails them.
+  void Hold(std::vector<std::pair<RoutedRun, absl::Time>> runs, absl::Time now);
   // Triggers held runs as they come due; at shutdown, the rest when due (all of them after
   // max_trigger_hold + 1s of real time).
   void HeldTriggerLoop();
   // Held runs whose executor left the directory while they were held: routed again among the
   // app's live executors (the run row moved first), or FAILED with the reason when none fits.
-  void RerouteHeld(std::vector<HeldRun> orphans);
+  void RerouteHeld(std::vector<RoutedRun> orphans);
 
   DispatchStore& store_;
   const ExecutorDirectory& directory_;
@@ -182,7 +184,7 @@ class Dispatcher {
   // Runs held for their scheduled time, by run id; the timer orders them.
   TimerQueue trigger_timer_;
   mutable absl::Mutex held_runs_mu_;
-  absl::flat_hash_map<int64_t, HeldRun> held_runs_ ABSL_GUARDED_BY(held_runs_mu_);
+  absl::flat_hash_map<int64_t, RoutedRun> held_runs_ ABSL_GUARDED_BY(held_runs_mu_);
   bool triggers_stopping_ ABSL_GUARDED_BY(held_runs_mu_) = false;
   std::thread trigger_thread_;
   // Re-routes held runs whose executor left (RerouteHeld), off the trigger thread.
