@@ -21,8 +21,7 @@ namespace jobwheel {
 // and the request waits up to 100 ms. This class makes a trivial callback call (a health
 // Check) every `interval`, well under a second, so one of them is always polling.
 //
-// Used by the executor SDK and the dispatcher; it belongs in common/ (it is here because
-// that directory is not this package's to edit). Thread-safe; Start() once, Shutdown()
+// Used by the executor SDK and the dispatcher. Thread-safe; Start() once, Shutdown()
 // (idempotent, joining) before the channel's server goes away.
 class GrpcKeepWarm {
  public:

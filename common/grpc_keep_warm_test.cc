@@ -1,20 +1,14 @@
 #include "common/grpc_keep_warm.h"
 
 #include "absl/time/clock.h"
+#include "common/testing/process.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "gtest/gtest.h"
 
 namespace jobwheel {
 namespace {
 
-bool Eventually(const std::function<bool()>& cond, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!cond()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return true;
-}
+using ::jobwheel::testing::Eventually;
 
 TEST(GrpcKeepWarmTest, CallsTheServerPeriodicallyAndStopsCleanly) {
   grpc::EnableDefaultHealthCheckService(true);

@@ -17,6 +17,11 @@ namespace jobwheel {
 
 // {"a","b"}: every element quoted and escaped.
 std::string ToPgArray(const std::vector<std::string>& values);
+// The same from any other container of strings (e.g. a protobuf RepeatedPtrField).
+template <typename Strings>
+std::string ToPgArray(const Strings& values) {
+  return ToPgArray(std::vector<std::string>(values.begin(), values.end()));
+}
 
 // {1,2,3} from any container of integers (std::vector, protobuf RepeatedField).
 template <typename Ints>

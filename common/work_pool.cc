@@ -6,11 +6,10 @@ namespace jobwheel {
 
 WorkPool::WorkPool(int threads, size_t max_queue, std::function<void(size_t)> depth_observer)
     : max_queue_(max_queue), depth_observer_(std::move(depth_observer)) {
-  absl::MutexLock lock(&join_mu_);
-  threads_.reserve(threads < 1 ? 1 : threads);
-  for (int i = 0; i < (threads < 1 ? 1 : threads); ++i) {
-    threads_.emplace_back([this] { Worker(); });
-  }
+  const int n = threads < 1 ? 1 : threads;
+  absl::MutexLock lock(&join_mu_);  // Only for the annotation: nothing else sees us yet.
+  threads_.reserve(n);
+  for (int i = 0; i < n; ++i) threads_.emplace_back([this] { Worker(); });
 }
 
 WorkPool::~WorkPool() { Shutdown(); }

@@ -11,10 +11,11 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "sdk/internal/byte_codec.h"
+#include "sdk/internal/write_all.h"
 
 namespace jobwheel::sdk {
 namespace {
@@ -29,43 +30,8 @@ constexpr size_t kMaxOpenDays = 4;
 // Index bytes read at a time (whole records).
 constexpr int64_t kIndexBlock = 2048 * IndexRecord::kSize;
 
-uint32_t Fnv1a(absl::string_view data) {
-  uint32_t h = 2166136261u;
-  for (unsigned char c : data) {
-    h ^= c;
-    h *= 16777619u;
-  }
-  return h;
-}
-
-void PutLe(char* p, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-
-uint64_t GetLe(const char* p, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) {
-    v |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
-  }
-  return v;
-}
-
 absl::Status Errno(absl::string_view what, absl::string_view name, int err) {
   return absl::InternalError(absl::StrCat(what, " ", name, ": ", std::strerror(err)));
-}
-
-absl::Status PWriteAll(int fd, absl::string_view data, int64_t offset, absl::string_view name) {
-  size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done,
-                               static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Errno("write", name, errno);
-    }
-    done += static_cast<size_t>(n);
-  }
-  return absl::OkStatus();
 }
 
 // Reads up to `length` bytes at `offset`; fewer only at the end of the file.
@@ -158,23 +124,23 @@ void UniqueFd::Reset(int fd) {
 
 std::string EncodeIndexRecord(const IndexRecord& record) {
   std::string out(IndexRecord::kSize, '\0');
-  PutLe(&out[0], static_cast<uint64_t>(record.run_id), 8);
-  PutLe(&out[8], static_cast<uint64_t>(record.offset), 8);
-  PutLe(&out[16], static_cast<uint64_t>(record.length), 8);
-  PutLe(&out[24], record.segment, 4);
-  PutLe(&out[28], Fnv1a(absl::string_view(out).substr(0, 28)), 4);
+  PutLittleEndian(&out[0], static_cast<uint64_t>(record.run_id), 8);
+  PutLittleEndian(&out[8], static_cast<uint64_t>(record.offset), 8);
+  PutLittleEndian(&out[16], static_cast<uint64_t>(record.length), 8);
+  PutLittleEndian(&out[24], record.segment, 4);
+  PutLittleEndian(&out[28], Fnv1a(absl::string_view(out).substr(0, 28)), 4);
   return out;
 }
 
 bool DecodeIndexRecord(absl::string_view bytes, IndexRecord* record) {
   if (bytes.size() < IndexRecord::kSize) return false;
   const char* p = bytes.data();
-  if (static_cast<uint32_t>(GetLe(p + 28, 4)) != Fnv1a(bytes.substr(0, 28))) return false;
+  if (static_cast<uint32_t>(GetLittleEndian(p + 28, 4)) != Fnv1a(bytes.substr(0, 28))) return false;
   IndexRecord r;
-  r.run_id = static_cast<int64_t>(GetLe(p, 8));
-  r.offset = static_cast<int64_t>(GetLe(p + 8, 8));
-  r.length = static_cast<int64_t>(GetLe(p + 16, 8));
-  r.segment = static_cast<uint32_t>(GetLe(p + 24, 4));
+  r.run_id = static_cast<int64_t>(GetLittleEndian(p, 8));
+  r.offset = static_cast<int64_t>(GetLittleEndian(p + 8, 8));
+  r.length = static_cast<int64_t>(GetLittleEndian(p + 16, 8));
+  r.segment = static_cast<uint32_t>(GetLittleEndian(p + 24, 4));
   if (r.run_id <= 0 || r.offset < 0) return false;
   if (r.tombstone()) {
     if (r.segment == 0) return false;
@@ -220,8 +186,7 @@ absl::StatusOr<LogChunk> LogSegments::Append(absl::string_view day, int64_t run_
   Writer* w = *writer;
   // Written at the segment's known end: after a failed (partial) write, the next chunk
   // overwrites those bytes, which no index record points to.
-  absl::Status st = PWriteAll(w->data.get(), lines, w->data_bytes,
-                              absl::StrCat(day, "/", SegmentDataName(w->n)));
+  absl::Status st = WriteAll(w->data.get(), lines, w->data_name, w->data_bytes);
   if (!st.ok()) return st;
   const IndexRecord record{run_id, w->data_bytes, static_cast<int64_t>(lines.size()), 0};
   st = AppendRecord(day, w, record);
@@ -241,8 +206,8 @@ absl::Status LogSegments::Discard(absl::string_view day, int64_t run_id, const L
 
 absl::Status LogSegments::AppendRecord(absl::string_view day, Writer* w,
                                        const IndexRecord& record) {
-  absl::Status st = PWriteAll(w->index.get(), EncodeIndexRecord(record), w->index_bytes,
-                              absl::StrCat(day, "/", SegmentIndexName(w->n)));
+  absl::Status st = WriteAll(w->index.get(), EncodeIndexRecord(record), w->index_name,
+                             w->index_bytes);
   if (!st.ok()) return st;
   w->index_bytes += IndexRecord::kSize;
   absl::MutexLock lock(&info_mu_);
@@ -326,6 +291,8 @@ absl::StatusOr<LogSegments::Writer> LogSegments::CreateSegment(absl::string_view
     }
     Writer w;
     w.n = number;
+    w.data_name = absl::StrCat(day, "/", SegmentDataName(number));
+    w.index_name = absl::StrCat(day, "/", SegmentIndexName(number));
     w.data = std::move(data);
     w.index = std::move(index);
     return w;

@@ -137,6 +137,7 @@ class LogSegments {
   // A segment this process appends to.
   struct Writer {
     uint32_t n = 0;
+    std::string data_name, index_name;  // "<day>/seg-<n>.log|idx", for error messages.
     UniqueFd data;
     UniqueFd index;
     int64_t data_bytes = 0;

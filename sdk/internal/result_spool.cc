@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "sdk/internal/byte_codec.h"
 #include "sdk/internal/write_all.h"
 #include "spdlog/spdlog.h"
 
@@ -32,46 +33,26 @@ constexpr size_t kHeader = 9;
 constexpr uint8_t kPut = 1;     // Payload: a serialized RunResult.
 constexpr uint8_t kRemove = 2;  // Payload: the run id, 8 bytes little-endian.
 
-uint32_t Checksum(absl::string_view data) {  // FNV-1a: enough to tell a torn write.
-  uint32_t h = 2166136261u;
-  for (unsigned char c : data) {
-    h ^= c;
-    h *= 16777619u;
-  }
-  return h;
-}
-
-void PutU32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-uint32_t GetU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i)
-    v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
-  return v;
-}
+void PutU32(char* p, uint32_t v) { PutLittleEndian(p, v, 4); }
+uint32_t GetU32(const char* p) { return static_cast<uint32_t>(GetLittleEndian(p, 4)); }
 
 std::string Encode(uint8_t kind, absl::string_view payload) {
   std::string r(kHeader + payload.size(), '\0');
   PutU32(&r[0], static_cast<uint32_t>(payload.size()));
   r[8] = static_cast<char>(kind);
   std::memcpy(&r[kHeader], payload.data(), payload.size());
-  PutU32(&r[4], Checksum(absl::string_view(r).substr(8)));
+  PutU32(&r[4], Fnv1a(absl::string_view(r).substr(8)));
   return r;
 }
 
 std::string RunIdBytes(int64_t run_id) {
   std::string b(8, '\0');
-  const uint64_t v = static_cast<uint64_t>(run_id);
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  PutLittleEndian(&b[0], static_cast<uint64_t>(run_id), 8);
   return b;
 }
 
 int64_t RunIdFromBytes(absl::string_view b) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i)
-    v |= static_cast<uint64_t>(static_cast<unsigned char>(b[i])) << (8 * i);
-  return static_cast<int64_t>(v);
+  return static_cast<int64_t>(GetLittleEndian(b.data(), 8));
 }
 
 absl::Status Errno(absl::string_view what, const std::string& path) {
@@ -324,7 +305,7 @@ absl::Status ResultSpool::ReadAllLocked(std::map<int64_t, jobwheel::v1::RunResul
       }
       const uint32_t len = GetU32(&data[pos]);
       if (data.size() - pos - kHeader < len ||
-          GetU32(&data[pos + 4]) != Checksum(absl::string_view(data).substr(pos + 8, 1 + len))) {
+          GetU32(&data[pos + 4]) != Fnv1a(absl::string_view(data).substr(pos + 8, 1 + len))) {
         torn = true;
         break;
       }

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <pthread.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -194,6 +193,18 @@ class PageBuilder {
   int number_ = 0;
   size_t bytes_ = 0;
 };
+
+// Offers the '\n'-separated lines of `rest` to `page` until it is full; returns whether it
+// filled, with `*rest` what follows the last line offered.
+bool OfferLines(PageBuilder& page, absl::string_view* rest) {
+  while (!rest->empty()) {
+    const size_t nl = rest->find('\n');
+    const absl::string_view line = rest->substr(0, nl);
+    rest->remove_prefix(nl == absl::string_view::npos ? rest->size() : nl + 1);
+    if (page.Offer(line)) return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -520,24 +531,14 @@ RunLogStore::Page RunLogStore::ReadPage(OnDisk& disk, const std::string* buffere
       spdlog::warn("run log: {}", data.status().ToString());
       continue;
     }
-    absl::string_view rest(*data);
-    while (!rest.empty()) {
-      const size_t nl = rest.find('\n');  // Chunks hold whole lines.
-      line = rest.substr(0, nl);
-      rest.remove_prefix(nl == absl::string_view::npos ? rest.size() : nl + 1);
-      if (page.Offer(line)) {
-        return page.Finish(rest.empty() && i + 1 == disk.chunks.size() && !buffered_lines);
-      }
+    absl::string_view rest(*data);  // Chunks hold whole lines.
+    if (OfferLines(page, &rest)) {
+      return page.Finish(rest.empty() && i + 1 == disk.chunks.size() && !buffered_lines);
     }
   }
   if (buffered_lines) {
-    absl::string_view rest(*buffered);
-    while (!rest.empty()) {
-      const size_t nl = rest.find('\n');  // Buffered lines always end in '\n'.
-      line = rest.substr(0, nl);
-      rest.remove_prefix(nl == absl::string_view::npos ? rest.size() : nl + 1);
-      if (page.Offer(line)) return page.Finish(rest.empty());
-    }
+    absl::string_view rest(*buffered);  // Buffered lines always end in '\n'.
+    if (OfferLines(page, &rest)) return page.Finish(rest.empty());
   }
   return page.Finish(true);
 }

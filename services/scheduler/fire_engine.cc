@@ -240,7 +240,7 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
           "RETURNING id, job_id, (EXTRACT(EPOCH FROM scheduled_at) * 1000000)::BIGINT, "
           "trigger_type, status",
           ToPgIntArray(f_job), ToPgTimeArray(f_time), ToPgIntArray(f_type), ToPgIntArray(f_status),
-          PgArray(f_reason), epoch);
+          ToPgArray(f_reason), epoch);
       for (const pqxx::row& r : inserted) {
         if (r[4].as<int>() != kFirePending) continue;
         Fire fire;

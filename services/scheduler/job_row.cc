@@ -1,7 +1,5 @@
 #include "services/scheduler/job_row.h"
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/pg_arrays.h"
 #include "common/proto_time.h"
 
@@ -108,15 +106,5 @@ jobwheel::v1::Run RunFromRow(const pqxx::row& row) {
   SetTime(row[19], run.mutable_end_time());
   return run;
 }
-
-std::string PgArray(const google::protobuf::RepeatedField<int64_t>& values) {
-  return ToPgIntArray(values);
-}
-
-std::string PgArray(const google::protobuf::RepeatedPtrField<std::string>& values) {
-  return ToPgArray(std::vector<std::string>(values.begin(), values.end()));
-}
-
-std::string PgArray(const std::vector<std::string>& values) { return ToPgArray(values); }
 
 }  // namespace jobwheel::scheduler

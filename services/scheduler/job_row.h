@@ -21,11 +21,6 @@ extern const char* const kRunColumns;
 
 jobwheel::v1::Run RunFromRow(const pqxx::row& row);
 
-// Encodes a repeated int64 / string field as a PostgreSQL array literal ("{1,2}").
-std::string PgArray(const google::protobuf::RepeatedField<int64_t>& values);
-std::string PgArray(const google::protobuf::RepeatedPtrField<std::string>& values);
-std::string PgArray(const std::vector<std::string>& values);
-
 }  // namespace jobwheel::scheduler
 
 #endif  // JOBWHEEL_SERVICES_SCHEDULER_JOB_ROW_H_

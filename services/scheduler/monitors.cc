@@ -2,8 +2,6 @@
 
 #include <vector>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/pg_arrays.h"
 #include "common/proto_time.h"
 #include "services/scheduler/job_row.h"
@@ -131,7 +129,7 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
           "u.si, u.sn, $7 FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[], "
           "$5::int[], $6::int[]) AS u(job_id, parent, attempt, param, si, sn) "
           "ON CONFLICT DO NOTHING RETURNING id",
-          ToPgIntArray(retry_job), ToPgIntArray(retry_parent), ToPgIntArray(retry_attempt), PgArray(params),
+          ToPgIntArray(retry_job), ToPgIntArray(retry_parent), ToPgIntArray(retry_attempt), ToPgArray(params),
           ToPgIntArray(retry_shard_i), ToPgIntArray(retry_shard_n), epoch);
       counts.retries = static_cast<int>(ins.size());
     }

@@ -109,11 +109,11 @@ pqxx::result ExecJobWrite(pqxx::work& tx, const char* sql, const JobWrite& w, Ex
   }
   const int64_t timeout_ms = absl::ToInt64Milliseconds(FromProto(j.timeout()));
   return tx.exec_params(
-      sql, j.app(), j.name(), j.description(), j.owner(), PgArray(j.alarm_contacts()), kind,
+      sql, j.app(), j.name(), j.description(), j.owner(), ToPgArray(j.alarm_contacts()), kind,
       cron_expression, time_zone, fix_rate_seconds, fix_rate_start,
       static_cast<int>(j.misfire_strategy()), static_cast<int>(j.routing_strategy()),
       static_cast<int>(j.block_strategy()), j.handler(), j.param(), timeout_ms,
-      j.fail_retry_count(), PgArray(j.child_job_ids()), static_cast<int>(j.glue_type()),
+      j.fail_retry_count(), ToPgIntArray(j.child_job_ids()), static_cast<int>(j.glue_type()),
       j.script_source(), j.script_version(), j.enabled(), PgTime(w.next_fire_at),
       ToPgTimestamp(FromProto(j.create_time())), ToPgTimestamp(FromProto(j.update_time())),
       std::forward<Extra>(extra)...);
@@ -257,7 +257,7 @@ absl::StatusOr<std::vector<Job>> PgJobStore::ListJobs(const JobFilter& filter, i
                                     "ORDER BY j.id LIMIT $5::int"),
                        after_id, filter.app, filter.enabled, pattern, limit,
                        filter.only_apps.has_value(),
-                       PgArray(filter.only_apps.value_or(std::vector<std::string>())));
+                       ToPgArray(filter.only_apps.value_or(std::vector<std::string>())));
     for (const pqxx::row& row : r) out.push_back(JobFromRow(row));
   });
   if (!s.ok()) return s;
@@ -339,7 +339,7 @@ absl::StatusOr<std::vector<Run>> PgJobStore::ListRuns(const RunFilter& filter, i
                      "ORDER BY r.id DESC LIMIT $7::int"),
         before_id, filter.job_id, filter.app, ToPgIntArray(statuses), PgTime(filter.triggered_from),
         PgTime(filter.triggered_before), limit, filter.only_apps.has_value(),
-        PgArray(filter.only_apps.value_or(std::vector<std::string>())));
+        ToPgArray(filter.only_apps.value_or(std::vector<std::string>())));
     for (const pqxx::row& row : r) out.push_back(RunFromRow(row));
   });
   if (!s.ok()) return s;
