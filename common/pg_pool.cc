@@ -16,28 +16,25 @@ PgPool::PgPool(std::string dsn, int size, Observer observer, PlanMode plan_mode)
 
 PgPool::~PgPool() = default;
 
-void PgPool::SetPlanMode(pqxx::connection& conn, PlanMode plan_mode) {
-  switch (plan_mode) {
-    case PlanMode::kCustom:
-      // A generic plan for `id = ANY($1)` joined to unnest()-ed arrays can turn into a scan
-      // of a whole table.
-      conn.set_variable("plan_cache_mode", "force_custom_plan");
-      break;
-    case PlanMode::kIndexLookups:
-      // Planning every execution was a fifth of the server's CPU on the fire path.
-      conn.set_variable("plan_cache_mode", "force_generic_plan");
-      conn.set_variable("enable_seqscan", "off");
-      conn.set_variable("enable_hashjoin", "off");
-      conn.set_variable("enable_mergejoin", "off");
-      break;
-  }
-}
-
 absl::StatusOr<std::unique_ptr<pqxx::connection>> PgPool::Connect(const std::string& dsn,
                                                                   PlanMode plan_mode) {
   try {
     auto conn = std::make_unique<pqxx::connection>(dsn);
-    SetPlanMode(*conn, plan_mode);
+    // set_variable() survives libpqxx's transparent reconnects.
+    switch (plan_mode) {
+      case PlanMode::kCustom:
+        // A generic plan for `id = ANY($1)` joined to unnest()-ed arrays can turn into a scan
+        // of a whole table.
+        conn->set_variable("plan_cache_mode", "force_custom_plan");
+        break;
+      case PlanMode::kIndexLookups:
+        // Planning every execution was a fifth of the server's CPU on the fire path.
+        conn->set_variable("plan_cache_mode", "force_generic_plan");
+        conn->set_variable("enable_seqscan", "off");
+        conn->set_variable("enable_hashjoin", "off");
+        conn->set_variable("enable_mergejoin", "off");
+        break;
+    }
     return conn;
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("connect to database: ", e.what()));

@@ -46,8 +46,6 @@ class PgPool {
   // Opens a connection outside the pool (e.g. for LISTEN or the schedule lock).
   static absl::StatusOr<std::unique_ptr<pqxx::connection>> Connect(
       const std::string& dsn, PlanMode plan_mode = PlanMode::kCustom);
-  // Applies `plan_mode` to a connection opened elsewhere; survives libpqxx's reconnects.
-  static void SetPlanMode(pqxx::connection& conn, PlanMode plan_mode);
 
   const std::string& dsn() const { return dsn_; }
 

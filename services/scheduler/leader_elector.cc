@@ -55,9 +55,14 @@ int64_t LeaderElector::epoch() const {
 
 bool LeaderElector::TryAcquire() {
   if (conn_ == nullptr || !conn_->is_open()) {
+    absl::StatusOr<std::unique_ptr<pqxx::connection>> conn = PgPool::Connect(options_.dsn);
+    if (!conn.ok()) {
+      spdlog::warn("schedule lock: {}", conn.status().ToString());
+      conn_.reset();
+      return false;
+    }
+    conn_ = std::move(conn).value();
     try {
-      conn_ = std::make_unique<pqxx::connection>(options_.dsn);
-      PgPool::SetPlanMode(*conn_, PgPool::PlanMode::kCustom);
       // The lock is only released when the server ends this session. A leader killed on this
       // host closes its socket and the server notices at once; a leader whose node dies or is
       // cut off sends nothing more, and with the OS defaults (2 h keepalive idle) the server
