@@ -151,4 +151,22 @@ absl::StatusOr<jobwheel::v1::Token> TokenAdmin::RevokeToken(int64_t id) {
   return TokenToProto(row);
 }
 
+absl::StatusOr<jobwheel::v1::Token> TokenAdmin::CurrentToken(const Principal& caller) {
+  if (caller.token_id == 0) {
+    jobwheel::v1::Token t;
+    t.set_name(caller.name);
+    t.set_role(RoleToProto(caller.role));
+    if (!caller.all_apps) {
+      for (const std::string& a : caller.apps) t.add_apps(a);
+    }
+    return t;
+  }
+  // Tokens are few (people and services, not requests): a scan is cheap.
+  ASSIGN_OR_RETURN(std::vector<TokenRow> rows, store_.List(/*include_revoked=*/false));
+  for (const TokenRow& row : rows) {
+    if (row.id == caller.token_id) return TokenToProto(row);
+  }
+  return absl::UnauthenticatedError(absl::StrCat("token ", caller.name, " was revoked"));
+}
+
 }  // namespace jobwheel::scheduler::admin

@@ -5,6 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/clock.h"
+#include "common/token_auth.h"
 #include "common/token_store.h"
 #include "jobwheel/v1/token_admin.pb.h"
 
@@ -27,6 +28,10 @@ class TokenAdmin {
       const jobwheel::v1::ListTokensRequest& req);
   // Idempotent. Servers stop accepting the token within their cache period (a few seconds).
   absl::StatusOr<jobwheel::v1::Token> RevokeToken(int64_t id);
+  // The caller's own token: the stored row of an API token; for a bootstrap token (no row)
+  // id 0 with the principal's name and role. UNAUTHENTICATED when the API token was revoked
+  // since it was authenticated (the authenticator caches for a few seconds).
+  absl::StatusOr<jobwheel::v1::Token> CurrentToken(const Principal& caller);
 
   // INVALID_ARGUMENT naming the field, or OK (exposed for the request fuzzer).
   static absl::Status Validate(const jobwheel::v1::CreateTokenRequest& req, absl::Time now);

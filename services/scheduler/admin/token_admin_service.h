@@ -11,7 +11,8 @@
 
 namespace jobwheel::scheduler::admin {
 
-// The gRPC surface of TokenAdmin (callback API). ADMIN tokens only: operators and viewers get
+// The gRPC surface of TokenAdmin (callback API). ADMIN tokens only, except GetCurrentToken,
+// which any ADMIN, OPERATOR or VIEWER token may call: operators and viewers get
 // PERMISSION_DENIED, executor and cluster tokens UNAUTHENTICATED. Calls run on a small
 // WorkPool. The gRPC server must be shut down before this object is destroyed.
 class TokenAdminService final : public jobwheel::v1::TokenAdminService::CallbackService {
@@ -28,10 +29,16 @@ class TokenAdminService final : public jobwheel::v1::TokenAdminService::Callback
   grpc::ServerUnaryReactor* RevokeToken(grpc::CallbackServerContext* ctx,
                                         const jobwheel::v1::RevokeTokenRequest* req,
                                         jobwheel::v1::RevokeTokenResponse* resp) override;
+  grpc::ServerUnaryReactor* GetCurrentToken(grpc::CallbackServerContext* ctx,
+                                            const jobwheel::v1::GetCurrentTokenRequest* req,
+                                            jobwheel::v1::GetCurrentTokenResponse* resp) override;
 
  private:
+  // On the pool: authenticates (ADMIN only when `admin_only`), runs `work` with the caller and
+  // finishes the call with its status.
   grpc::ServerUnaryReactor* Handle(grpc::CallbackServerContext* ctx, absl::string_view what,
-                                   std::function<absl::Status()> work);
+                                   bool admin_only,
+                                   std::function<absl::Status(const Principal&)> work);
 
   TokenAdmin& core_;
   TokenAuthenticator& auth_;

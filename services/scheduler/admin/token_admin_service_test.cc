@@ -146,5 +146,81 @@ TEST_F(TokenAdminServiceTest, OnlyAdminsAndValidRequests) {
             grpc::StatusCode::NOT_FOUND);
 }
 
+TEST_F(TokenAdminServiceTest, GetCurrentTokenAnswersEveryAdminApiRole) {
+  // A bootstrap admin token has no row.
+  jobwheel::v1::GetCurrentTokenResponse me;
+  grpc::Status s = stub_->GetCurrentToken(Ctx(kAdmin).get(), {}, &me);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(me.token().id(), 0);
+  EXPECT_EQ(me.token().name(), "bootstrap-admin");
+  EXPECT_EQ(me.token().role(), jobwheel::v1::ROLE_ADMIN);
+  EXPECT_EQ(me.token().apps_size(), 0);
+
+  // API tokens get their own row back (never another's, never a secret).
+  jobwheel::v1::CreateTokenResponse viewer, op, exec;
+  ASSERT_TRUE(Create(kAdmin, "viewer-a", jobwheel::v1::ROLE_VIEWER, {"a"}, &viewer).ok());
+  jobwheel::v1::CreateTokenRequest expiring;
+  expiring.set_name("ops-b");
+  expiring.set_role(jobwheel::v1::ROLE_OPERATOR);
+  expiring.add_apps("b");
+  expiring.add_apps("c");
+  expiring.mutable_expire_time()->set_seconds(absl::ToUnixSeconds(clock_.Now()) + 3600);
+  ASSERT_TRUE(stub_->CreateToken(Ctx(kAdmin).get(), expiring, &op).ok());
+  ASSERT_TRUE(Create(kAdmin, "exec-a", jobwheel::v1::ROLE_EXECUTOR, {"a"}, &exec).ok());
+
+  s = stub_->GetCurrentToken(Ctx(viewer.secret()).get(), {}, &me);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(me.token().id(), viewer.token().id());
+  EXPECT_EQ(me.token().name(), "viewer-a");
+  EXPECT_EQ(me.token().role(), jobwheel::v1::ROLE_VIEWER);
+  ASSERT_EQ(me.token().apps_size(), 1);
+  EXPECT_EQ(me.token().apps(0), "a");
+  EXPECT_FALSE(me.token().has_expire_time());
+
+  s = stub_->GetCurrentToken(Ctx(op.secret()).get(), {}, &me);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(me.token().id(), op.token().id());
+  EXPECT_EQ(me.token().role(), jobwheel::v1::ROLE_OPERATOR);
+  EXPECT_EQ(me.token().apps_size(), 2);
+  EXPECT_EQ(me.token().expire_time().seconds(), expiring.expire_time().seconds());
+  EXPECT_TRUE(me.token().has_create_time());
+
+  // Executor and cluster tokens are not admin-API credentials; no token is refused.
+  EXPECT_EQ(stub_->GetCurrentToken(Ctx(exec.secret()).get(), {}, &me).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(stub_->GetCurrentToken(Ctx("cluster").get(), {}, &me).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(stub_->GetCurrentToken(Ctx("").get(), {}, &me).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+
+  // Revoked: refused once the authenticator's cache has expired.
+  jobwheel::v1::RevokeTokenRequest revoke;
+  revoke.set_id(viewer.token().id());
+  jobwheel::v1::RevokeTokenResponse revoked;
+  ASSERT_TRUE(stub_->RevokeToken(Ctx(kAdmin).get(), revoke, &revoked).ok());
+  // Within the cache period the row is gone already: still no data of another token.
+  EXPECT_EQ(stub_->GetCurrentToken(Ctx(viewer.secret()).get(), {}, &me).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  clock_.Advance(absl::Seconds(5));
+  EXPECT_EQ(stub_->GetCurrentToken(Ctx(viewer.secret()).get(), {}, &me).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST(TokenAdminCurrentTokenTest, InsecureDevIsAnAdmin) {
+  FakeClock clock;
+  InMemoryTokenStore store;
+  TokenAdmin core(store, clock);
+  TokenAuthenticator::Options o;
+  o.insecure_dev = true;
+  TokenAuthenticator auth(o, &store, clock);
+  auto p = auth.Authenticate(absl::nullopt);
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto t = core.CurrentToken(*p);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->id(), 0);
+  EXPECT_EQ(t->name(), "insecure-dev");
+  EXPECT_EQ(t->role(), jobwheel::v1::ROLE_ADMIN);
+}
+
 }  // namespace
 }  // namespace jobwheel::scheduler::admin
