@@ -69,8 +69,8 @@ type Capabilities struct {
 
 type KubeVersion struct{ Version, Major, Minor string }
 
-func (k KubeVersion) String() string       { return k.Version }
-func (k KubeVersion) GitVersion() string   { return k.Version }
+func (k KubeVersion) String() string     { return k.Version }
+func (k KubeVersion) GitVersion() string { return k.Version }
 
 // VersionSet lists the API groups/versions (and "group/version/Kind") the cluster serves.
 type VersionSet []string
