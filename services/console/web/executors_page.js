@@ -1,0 +1,60 @@
+// Apps and their online executors: running/queued counts, capacity and last beat.
+
+import {h, put, link} from './dom.js';
+import {apps, registry} from './api.js';
+import {t, enumLabel} from './i18n.js';
+import {agoEl, timeEl} from './time.js';
+import {card, table, errorBox, spinner} from './widgets.js';
+
+const REFRESH_MS = 3000;
+
+function executorsTable(list) {
+  return table([
+    {title: t('col.address'), cell: (x) => h('code', null, x.address)},
+    {title: t('ex.running'), cls: 'num', cell: (x) => String(x.running || 0)},
+    {title: t('ex.queued'), cls: 'num', cell: (x) => String(x.queued || 0)},
+    {title: t('ex.capacity'), cls: 'num', cell: (x) => String(x.capacity || 0)},
+    {title: t('ex.lastbeat'), cell: (x) => agoEl(x.lastBeatTime)},
+    {title: t('ex.registered'), cell: (x) => timeEl(x.registerTime)},
+    {title: t('ex.handlers'), cls: 'wrap', cell: (x) => (x.handlers || []).join(', ')},
+    {title: t('ex.scripts'), cell: (x) => (x.allowScripts ? t('common.yes') : t('common.no'))},
+    {title: t('ex.version'), cell: (x) => x.sdkVersion || ''},
+    {title: t('ex.replica'), cell: (x) => x.registryReplica || ''},
+  ], list, {empty: t('ex.none'), rowAttrs: (x) => ({'data-executor': x.address})});
+}
+
+async function load(body) {
+  const [appList, execs] = await Promise.all([
+    apps('ListApps', {}).catch((e) => ({error: e})),
+    registry('ListExecutors', {}),
+  ]);
+  const byApp = new Map();
+  for (const a of appList.apps || []) byApp.set(a.name, {app: a, executors: []});
+  for (const x of execs.executors || []) {
+    if (!byApp.has(x.app)) byApp.set(x.app, {app: {name: x.app}, executors: []});
+    byApp.get(x.app).executors.push(x);
+  }
+  const sections = [...byApp.values()].sort((a, b) => a.app.name.localeCompare(b.app.name))
+      .map(({app, executors}) => {
+        executors.sort((a, b) => a.address.localeCompare(b.address));
+        const manual = app.addressType === 'ADDRESS_TYPE_MANUAL';
+        return card(null,
+            h('div', {class: 'card-head'}, h('h2', null, app.name),
+                app.title ? h('span', {class: 'muted'}, app.title) : null,
+                h('span', {class: 'badge'}, enumLabel('ADDRESS_TYPE_', app.addressType || 'ADDRESS_TYPE_AUTO')),
+                h('span', {class: executors.length ? 'ok' : 'bad'},
+                    t('ex.online', {n: executors.length})),
+                link('/jobs?app=' + encodeURIComponent(app.name), t('ex.jobs'))),
+            manual ? h('p', {class: 'muted small'}, t('ex.manual'), ' ',
+                (app.manualAddresses || []).join(', ')) : null,
+            executorsTable(executors));
+      });
+  put(body, appList.error ? errorBox(appList.error) : null,
+      sections.length ? sections : h('div', {class: 'card muted'}, t('ex.noapps')));
+}
+
+export function render(view, ctx) {
+  const body = h('div', null, spinner());
+  put(view, h('div', {class: 'page-head'}, h('h1', null, t('nav.executors'))), body);
+  ctx.poll(() => load(body).catch((e) => put(body, errorBox(e))), REFRESH_MS);
+}

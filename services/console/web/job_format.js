@@ -1,0 +1,20 @@
+// How jobs are summarised in tables and detail pages.
+
+import {h} from './dom.js';
+import {t} from './i18n.js';
+
+// "cron 0 30 2 ? * MON-FRI (Asia/Shanghai)", "every 5 s", "none".
+export function scheduleText(schedule) {
+  const s = schedule || {};
+  if (s.cron) return `cron ${s.cron.expression || ''}` + (s.cron.timeZone ? ` (${s.cron.timeZone})` : ' (UTC)');
+  if (s.fixRate) return t('sched.every', {n: Number(s.fixRate.intervalSeconds || 0)});
+  return t('sched.none');
+}
+
+export function scheduleEl(schedule) {
+  return h('code', {class: 'sched'}, scheduleText(schedule));
+}
+
+export function shortEnum(prefix, v, dflt) {
+  return (v || prefix + dflt).replace(prefix, '');
+}

@@ -1,0 +1,66 @@
+// A table of runs with a status filter and paging (ListRuns page tokens). Used by the job
+// detail page (one job) and the runs page (all jobs, app filter).
+
+import {h, put, link} from './dom.js';
+import {jobs} from './api.js';
+import {t, enumLabel} from './i18n.js';
+import {timeEl, between, formatMs} from './time.js';
+import {table, Pager, errorBox, runStatus} from './widgets.js';
+
+const STATUSES = ['PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'KILLED', 'LOST',
+  'DISCARDED'];
+
+// Returns {el, load}; base is the fixed part of the request ({jobId}) and withApp adds an app
+// filter. The table reloads itself every refreshMs while ctx is alive.
+export function runsTable(ctx, {base = {}, withApp = false, refreshMs = 3000, pageSize = 20}) {
+  const status = h('select', {name: 'status', 'data-test': 'filter-status'},
+      h('option', {value: ''}, t('runs.allstatuses')),
+      h('option', {value: 'failures'}, t('runs.failures')),
+      STATUSES.map((s) => h('option', {value: s}, enumLabel('', s))));
+  if (ctx.query && ctx.query.get('status')) status.value = ctx.query.get('status');
+  const app = withApp ? h('input', {name: 'app', placeholder: t('col.app'),
+    value: (ctx.query && ctx.query.get('app')) || '', 'data-test': 'filter-app'}) : null;
+  const body = h('div');
+  const pager = new Pager(() => load());
+
+  async function load() {
+    const req = {...base, pageSize, pageToken: pager.token};
+    if (status.value === 'failures') {
+      req.statuses = ['RUN_STATUS_FAILED', 'RUN_STATUS_TIMED_OUT', 'RUN_STATUS_LOST'];
+    } else if (status.value) {
+      req.statuses = ['RUN_STATUS_' + status.value];
+    }
+    if (app && app.value.trim()) req.app = app.value.trim();
+    try {
+      const r = await jobs('ListRuns', req);
+      if (!ctx.alive) return;
+      const cols = [
+        {title: t('col.run'), cls: 'num', cell: (x) => link('/runs/' + x.id, '#' + x.id)},
+        base.jobId ? null : {title: t('col.job'), cell: (x) => link('/jobs/' + x.jobId, '#' + x.jobId)},
+        withApp ? {title: t('col.app'), cell: (x) => x.app || ''} : null,
+        {title: t('col.status'), cell: (x) => runStatus(x.status)},
+        {title: t('col.trigger'), cell: (x) => enumLabel('TRIGGER_TYPE_', x.triggerType)},
+        {title: t('col.attempt'), cls: 'num', cell: (x) => String(x.attempt || 0)},
+        {title: t('col.executor'), cell: (x) => x.executorAddress || ''},
+        {title: t('col.scheduled'), cell: (x) => timeEl(x.scheduledTime)},
+        {title: t('col.duration'), cls: 'num', cell: (x) =>
+          formatMs(between(x.startTime || x.triggerTime, x.endTime))},
+        {title: t('col.result'), cls: 'wrap', cell: (x) => x.resultMessage || ''},
+      ].filter(Boolean);
+      put(body, table(cols, r.runs || [], {empty: t('runs.empty'),
+        rowAttrs: (x) => ({'data-run': x.id, 'data-status': (x.status || '').replace('RUN_STATUS_', '')})}));
+      pager.update(r.nextPageToken, (r.runs || []).length);
+    } catch (e) {
+      put(body, errorBox(e));
+    }
+  }
+  const refilter = () => {
+    pager.reset();
+    load();
+  };
+  status.addEventListener('change', refilter);
+  if (app) app.addEventListener('change', refilter);
+  // Only the first page follows new runs; an older page stays still while it is read.
+  ctx.poll(() => (pager.stack.length === 1 ? load() : null), refreshMs);
+  return {el: h('div', null, h('div', {class: 'filters'}, status, app), body, pager.el), load};
+}
