@@ -1,6 +1,9 @@
 // The demo executor: the SDK with a few handlers, used by scripts/up and integration tests.
 // Flags only and wiring; see docs/sdk.md.
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <memory>
 #include <string>
 
@@ -50,17 +53,61 @@ ABSL_FLAG(std::string, tls_client_cert, "",
 ABSL_FLAG(std::string, tls_client_key, "", "Private key of --tls_client_cert");
 ABSL_FLAG(bool, log_json, false, "Log one JSON object per line");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
+ABSL_FLAG(std::string, executions_file, "",
+          "Tests: append one line when each handler execution starts and one when it ends "
+          "(empty: none)");
 
 namespace {
 
-void RegisterDemoHandlers(jobwheel::Executor& exec) {
+// Appends a line per handler start and end to a file, so tests count executions on the
+// executor itself: "start handler=H job=J fire=F run=R attempt=A" and
+// "end handler=H job=J fire=F run=R attempt=A ok=0|1 cancelled=0|1". Each line is one
+// O_APPEND write, so lines of concurrent runs never interleave. Thread-safe.
+class ExecutionRecorder {
+ public:
+  explicit ExecutionRecorder(const std::string& path)
+      : fd_(open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) {
+    if (fd_ < 0) spdlog::critical("executions_file {}: cannot open", path);
+  }
+  ~ExecutionRecorder() {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool ok() const { return fd_ >= 0; }
+
+  jobwheel::Handler Wrap(jobwheel::Handler handler) {
+    return [this, handler = std::move(handler)](jobwheel::JobContext& ctx) {
+      const std::string what =
+          absl::StrCat("handler=", ctx.handler(), " job=", ctx.job_id(), " fire=", ctx.fire_id(),
+                       " run=", ctx.run_id(), " attempt=", ctx.attempt());
+      Append(absl::StrCat("start ", what, "\n"));
+      jobwheel::Result result = handler(ctx);
+      Append(absl::StrCat("end ", what, " ok=", result.ok() ? 1 : 0,
+                          " cancelled=", ctx.cancelled() ? 1 : 0, "\n"));
+      return result;
+    };
+  }
+
+ private:
+  void Append(const std::string& line) {
+    if (fd_ >= 0 && write(fd_, line.data(), line.size()) < 0) {
+      spdlog::error("executions_file: write failed");
+    }
+  }
+
+  const int fd_;
+};
+
+void RegisterDemoHandlers(jobwheel::Executor& exec, ExecutionRecorder* recorder) {
+  auto wrap = [recorder](jobwheel::Handler h) {
+    return recorder == nullptr ? h : recorder->Wrap(std::move(h));
+  };
   // Logs the param and succeeds with it.
-  (void)exec.Register("echo", [](jobwheel::JobContext& ctx) {
+  (void)exec.Register("echo", wrap([](jobwheel::JobContext& ctx) {
     ctx.Log(ctx.param());
     return jobwheel::Result::Ok(ctx.param());
-  });
+  }));
   // Sleeps `param` milliseconds, returning early when cancelled.
-  (void)exec.Register("sleep", [](jobwheel::JobContext& ctx) {
+  (void)exec.Register("sleep", wrap([](jobwheel::JobContext& ctx) {
     int64_t ms = 0;
     if (!absl::SimpleAtoi(ctx.param(), &ms) || ms < 0) {
       return jobwheel::Result::Fail(400, absl::StrCat("param: want milliseconds, got \"",
@@ -72,20 +119,20 @@ void RegisterDemoHandlers(jobwheel::Executor& exec) {
       return jobwheel::Result::Fail("interrupted");
     }
     return jobwheel::Result::Ok(absl::StrCat("slept ", ms, " ms"));
-  });
+  }));
   // Always fails with code 500.
-  (void)exec.Register("fail", [](jobwheel::JobContext& ctx) {
+  (void)exec.Register("fail", wrap([](jobwheel::JobContext& ctx) {
     ctx.Log("failing on purpose");
     return jobwheel::Result::Fail(500, ctx.param().empty() ? "failed on purpose" : ctx.param());
-  });
+  }));
   // Logs its shard.
-  (void)exec.Register("shard", [](jobwheel::JobContext& ctx) {
+  (void)exec.Register("shard", wrap([](jobwheel::JobContext& ctx) {
     const std::string shard = absl::StrCat("shard ", ctx.shard_index(), "/", ctx.shard_total());
     ctx.Log(shard);
     return jobwheel::Result::Ok(shard);
-  });
+  }));
   // Fails unless attempt >= param (so it succeeds on the param-th retry).
-  (void)exec.Register("flaky", [](jobwheel::JobContext& ctx) {
+  (void)exec.Register("flaky", wrap([](jobwheel::JobContext& ctx) {
     int needed = 0;
     if (!ctx.param().empty() && !absl::SimpleAtoi(ctx.param(), &needed)) {
       return jobwheel::Result::Fail(400, "param: want an attempt number");
@@ -95,7 +142,7 @@ void RegisterDemoHandlers(jobwheel::Executor& exec) {
       return jobwheel::Result::Ok(absl::StrCat("succeeded at attempt ", ctx.attempt()));
     }
     return jobwheel::Result::Fail(500, absl::StrCat("flaky: attempt ", ctx.attempt(), " < ", needed));
-  });
+  }));
 }
 
 std::string PortOf(const std::string& address) {
@@ -163,8 +210,13 @@ int main(int argc, char** argv) {
     exposer->RegisterCollectable(options.metrics_registry);
   }
 
+  std::unique_ptr<ExecutionRecorder> recorder;
+  if (!absl::GetFlag(FLAGS_executions_file).empty()) {
+    recorder = std::make_unique<ExecutionRecorder>(absl::GetFlag(FLAGS_executions_file));
+    if (!recorder->ok()) return 2;
+  }
   jobwheel::Executor exec(options);
-  RegisterDemoHandlers(exec);
+  RegisterDemoHandlers(exec, recorder.get());
   absl::Status st = exec.Run();
   if (!st.ok()) {
     spdlog::critical("executor: {}", st.ToString());

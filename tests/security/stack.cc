@@ -1,15 +1,21 @@
 #include "tests/security/stack.h"
 
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
 #include "common/testing/pg_test_db.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "jobwheel/v1/app_admin.grpc.pb.h"
+#include "jobwheel/v1/token_admin.grpc.pb.h"
 
 namespace jobwheel::security_testing {
 
@@ -31,8 +37,36 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+namespace {
+
+// Whether something accepts TCP connections on 127.0.0.1:<port of target>.
+bool Listening(const std::string& target) {
+  int port = 0;
+  const size_t colon = target.rfind(':');
+  if (colon == std::string::npos || !absl::SimpleAtoi(target.substr(colon + 1), &port)) {
+    return true;  // Not host:port: let the health check find out.
+  }
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+}  // namespace
+
 absl::Status WaitForServingTls(const std::string& target, const ClientTls& tls,
                                absl::Duration timeout) {
+  // Wait for the listening socket first: a health check sent before the server listens puts
+  // the gRPC channel into reconnect backoff, which cost ~5 s per process started.
+  const absl::Time start = absl::Now();
+  if (!testing::Eventually([&] { return Listening(target); }, timeout)) {
+    return absl::DeadlineExceededError(absl::StrCat(target, " never listened"));
+  }
+  timeout -= absl::Now() - start;
   if (tls.ca_file.empty()) return testing::WaitForServing(target, timeout);
   grpc::SslCredentialsOptions opts;
   opts.pem_root_certs = ReadFile(tls.ca_file);
@@ -149,28 +183,130 @@ absl::Status Stack::StartServices() {
 
 absl::Status Stack::StartExecutor(const std::string& app, const std::string& executor_token,
                                   bool allow_scripts) {
-  executor_port_ = PickFreePort();
+  ExecutorSpec spec;
+  spec.app = app;
+  spec.token = executor_token;
+  spec.allow_scripts = allow_scripts;
+  const int index = static_cast<int>(executors_.size());
   const std::string token_file = WriteFile(dir_ + "/executor-" + app, executor_token + "\n");
-  std::vector<std::string> args = {"--listen=" + Addr(executor_port_),
-                                   "--app=" + app,
+  return StartExecutorProcess(index, spec, token_file);
+}
+
+absl::StatusOr<int> Stack::AddExecutor(const ExecutorSpec& spec) {
+  const int index = static_cast<int>(executors_.size());
+  std::string token = spec.token;
+  if (token.empty()) {
+    auto created = CreateToken(absl::StrCat("executor-", spec.app, "-", index),
+                               jobwheel::v1::ROLE_EXECUTOR, {spec.app});
+    if (!created.ok()) return created.status();
+    token = *created;
+  }
+  const std::string token_file =
+      WriteFile(absl::StrCat(dir_, "/executor-", spec.app, "-", index), token + "\n");
+  absl::Status s = StartExecutorProcess(index, spec, token_file);
+  if (!s.ok()) return s;
+  s = WaitExecutorOnline(spec.app, executor(index), absl::Seconds(30));
+  if (!s.ok()) return s;
+  return index;
+}
+
+absl::Status Stack::StartExecutorProcess(int index, const ExecutorSpec& spec,
+                                         const std::string& token_file) {
+  auto e = std::make_unique<ExecutorProcess>();
+  e->port = PickFreePort();
+  e->name = index == 0 ? "executor" : absl::StrCat("executor-", index);
+  const std::string suffix = index == 0 ? "" : absl::StrCat("-", index);
+  std::vector<std::string> args = {"--listen=" + Addr(e->port),
+                                   "--app=" + spec.app,
                                    "--registry_target=" + Addr(registry_port_),
                                    "--dispatcher_target=" + Addr(dispatcher_port_),
                                    "--metrics_address=",
-                                   "--log_dir=" + executor_log_dir(),
-                                   "--spool_dir=" + dir_ + "/exec-spool",
+                                   "--log_dir=" + dir_ + "/exec-logs" + suffix,
+                                   "--spool_dir=" + dir_ + "/exec-spool" + suffix,
+                                   "--executions_file=" + dir_ + "/" + e->name + ".executions",
                                    "--executor_token_file=" + token_file,
                                    "--cluster_token_file=" + dir_ + "/cluster"};
-  if (allow_scripts) args.push_back("--allow_scripts");
+  if (spec.allow_scripts) args.push_back("--allow_scripts");
   for (auto& f : TlsServerFlags()) args.push_back(f);
   for (auto& f : TlsClientFlags()) args.push_back(f);
-  absl::Status s = executor_.Start(RunfilePath("sdk/examples/demo_executor"), args,
-                                   dir_ + "/executor.log");
+  for (const std::string& f : spec.extra_flags) args.push_back(f);
+  absl::Status s = e->process.Start(RunfilePath("sdk/examples/demo_executor"), args,
+                                    dir_ + "/" + e->name + ".log");
+  const std::string address = Addr(e->port);
+  executors_.push_back(std::move(e));
   if (!s.ok()) return s;
-  return WaitServing(Addr(executor_port_));
+  return WaitServing(address);
+}
+
+absl::StatusOr<std::string> Stack::CreateToken(const std::string& name, jobwheel::v1::Role role,
+                                               const std::vector<std::string>& apps) {
+  auto stub = jobwheel::v1::TokenAdminService::NewStub(Channel(scheduler()));
+  jobwheel::v1::CreateTokenRequest req;
+  req.set_name(name);
+  req.set_role(role);
+  for (const std::string& a : apps) req.add_apps(a);
+  jobwheel::v1::CreateTokenResponse resp;
+  grpc::Status s = stub->CreateToken(Ctx(admin_token_).get(), req, &resp);
+  if (!s.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                        absl::StrCat("CreateToken ", name, ": ", s.error_message()));
+  }
+  return resp.secret();
+}
+
+absl::Status Stack::WaitExecutorOnline(const std::string& app, const std::string& address,
+                                       absl::Duration timeout) const {
+  auto stub = jobwheel::v1::AppAdminService::NewStub(Channel(registry()));
+  std::string last;
+  const bool online = testing::Eventually(
+      [&] {
+        jobwheel::v1::ListAppsResponse resp;
+        grpc::Status s = stub->ListApps(Ctx(admin_token_).get(), {}, &resp);
+        if (!s.ok()) {
+          last = s.error_message();
+          return false;
+        }
+        for (const auto& a : resp.apps()) {
+          if (a.name() != app) continue;
+          for (const auto& online : a.online_addresses()) {
+            if (online == address) return true;
+          }
+        }
+        last = "not listed online";
+        return false;
+      },
+      timeout);
+  if (online) return absl::OkStatus();
+  return absl::DeadlineExceededError(
+      absl::StrCat("executor ", address, " of app ", app, " never online: ", last));
+}
+
+std::string Stack::executor(int i) const {
+  return i < static_cast<int>(executors_.size()) ? Addr(executors_[i]->port) : "";
+}
+
+std::string Stack::executor_log_dir(int i) const {
+  return i == 0 ? dir_ + "/exec-logs" : absl::StrCat(dir_, "/exec-logs-", i);
+}
+
+std::vector<testing::Execution> Stack::Executions(int i) const {
+  if (i >= static_cast<int>(executors_.size())) return {};
+  return testing::ReadExecutions(dir_ + "/" + executors_[i]->name + ".executions");
+}
+
+std::vector<testing::Execution> Stack::Executions() const {
+  std::vector<testing::Execution> all;
+  for (int i = 0; i < static_cast<int>(executors_.size()); ++i) {
+    for (testing::Execution& e : Executions(i)) all.push_back(std::move(e));
+  }
+  return all;
 }
 
 void Stack::Stop() {
-  for (testing::Process* p : {&executor_, &scheduler_, &dispatcher_, &registry_}) {
+  std::vector<testing::Process*> processes;
+  for (auto& e : executors_) processes.push_back(&e->process);
+  for (testing::Process* p : {&scheduler_, &dispatcher_, &registry_}) processes.push_back(p);
+  for (testing::Process* p : processes) {
     if (!p->running()) continue;
     p->Signal(SIGTERM);
     if (!p->Wait(absl::Seconds(10)).ok()) p->Kill();
@@ -179,7 +315,9 @@ void Stack::Stop() {
 
 std::string Stack::Logs() const {
   std::string out;
-  for (const char* name : {"registry", "dispatcher", "scheduler", "executor"}) {
+  std::vector<std::string> names = {"registry", "dispatcher", "scheduler"};
+  for (const auto& e : executors_) names.push_back(e->name);
+  for (const std::string& name : names) {
     std::string text = ReadFile(absl::StrCat(dir_, "/", name, ".log"));
     if (text.size() > 3000) text = text.substr(text.size() - 3000);
     absl::StrAppend(&out, "---- ", name, ".log (tail)\n", text, "\n");

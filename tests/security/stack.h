@@ -9,8 +9,10 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/grpc_server.h"
+#include "common/testing/executions.h"
 #include "common/testing/process.h"
 #include "grpcpp/grpcpp.h"
+#include "jobwheel/v1/token_admin.pb.h"
 
 // The real binaries (registry, dispatcher, scheduler, demo executor) on the real test
 // PostgreSQL, for the security tests. Token files are written into the stack's directory.
@@ -39,6 +41,16 @@ class Stack {
     bool mutual_tls = false;  // Servers require client certificates signed by tls_ca.
   };
 
+  // One demo executor (see AddExecutor).
+  struct ExecutorSpec {
+    std::string app = "demo";
+    // Presented to the registry and dispatcher; empty: an executor token for `app` is created
+    // through TokenAdminService/CreateToken.
+    std::string token;
+    bool allow_scripts = false;
+    std::vector<std::string> extra_flags;
+  };
+
   explicit Stack(Options options) : options_(std::move(options)) {}
   ~Stack();
 
@@ -49,6 +61,16 @@ class Stack {
   // Starts the demo executor for `app` presenting `executor_token`.
   absl::Status StartExecutor(const std::string& app, const std::string& executor_token,
                              bool allow_scripts = false);
+  // Starts one more demo executor (its own port, log, spool and executions file) and waits
+  // until it serves and its app lists it online in the registry. Returns its index: 0 for the
+  // first executor of the stack (also the one StartExecutor starts), 1 for the next...
+  absl::StatusOr<int> AddExecutor(const ExecutorSpec& spec);
+  // Creates an API token through TokenAdminService as the bootstrap admin; returns the secret.
+  absl::StatusOr<std::string> CreateToken(const std::string& name, jobwheel::v1::Role role,
+                                          const std::vector<std::string>& apps);
+  // Waits until the registry lists `address` online for `app` (AppAdminService/ListApps).
+  absl::Status WaitExecutorOnline(const std::string& app, const std::string& address,
+                                  absl::Duration timeout) const;
   void Stop();
 
   const std::string& dir() const { return dir_; }
@@ -58,8 +80,16 @@ class Stack {
   std::string scheduler() const { return Addr(scheduler_port_); }
   std::string registry() const { return Addr(registry_port_); }
   std::string dispatcher() const { return Addr(dispatcher_port_); }
-  std::string executor() const { return Addr(executor_port_); }
-  std::string executor_log_dir() const { return dir_ + "/exec-logs"; }
+  // The first executor.
+  std::string executor() const { return executor(0); }
+  std::string executor_log_dir() const { return executor_log_dir(0); }
+  int executor_count() const { return static_cast<int>(executors_.size()); }
+  std::string executor(int i) const;
+  std::string executor_log_dir(int i) const;
+  testing::Process& executor_process(int i) { return executors_[i]->process; }
+  // Every handler execution recorded by executor i (its --executions_file), or by all.
+  std::vector<testing::Execution> Executions(int i) const;
+  std::vector<testing::Execution> Executions() const;
   ClientTls client_tls() const;
   std::shared_ptr<grpc::Channel> Channel(const std::string& target) const;
 
@@ -70,11 +100,19 @@ class Stack {
   std::vector<std::string> TlsServerFlags() const;
   std::vector<std::string> TlsClientFlags() const;
   absl::Status WaitServing(const std::string& target) const;
+  absl::Status StartExecutorProcess(int index, const ExecutorSpec& spec,
+                                    const std::string& token_file);
 
   const Options options_;
   std::string dir_, dsn_, admin_token_, cluster_token_;
-  int registry_port_ = 0, dispatcher_port_ = 0, scheduler_port_ = 0, executor_port_ = 0;
-  testing::Process registry_, dispatcher_, scheduler_, executor_;
+  struct ExecutorProcess {
+    int port = 0;
+    std::string name;  // "executor", "executor-1", ...: its log is <dir>/<name>.log.
+    testing::Process process;
+  };
+  int registry_port_ = 0, dispatcher_port_ = 0, scheduler_port_ = 0;
+  testing::Process registry_, dispatcher_, scheduler_;
+  std::vector<std::unique_ptr<ExecutorProcess>> executors_;
 };
 
 }  // namespace jobwheel::security_testing
