@@ -2,9 +2,12 @@
 Naming, labels and the shared building blocks of every jobwheel component.
 
 Components are described by "jobwheel.component" dicts:
-  key    values key (scheduler, registry, dispatcher, demoExecutor)
+  key    values key (scheduler, registry, dispatcher, demoExecutor, console)
   name   resource-name suffix and app.kubernetes.io/component label
   binary executable in the image's /usr/local/bin
+  port   name of the serving port: grpc (gRPC services) or http (the console)
+  db     true when the component connects to PostgreSQL
+  tokens the token files it reads (keys of the tokens Secret)
 */}}
 
 {{- define "jobwheel.name" -}}
@@ -65,13 +68,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/* Component descriptors. Argument: the component key. */}}
 {{- define "jobwheel.component" -}}
 {{- if eq . "scheduler" -}}
-{key: scheduler, name: scheduler, binary: scheduler}
+{key: scheduler, name: scheduler, binary: scheduler, port: grpc, db: true, tokens: [cluster-token, admin-token]}
 {{- else if eq . "registry" -}}
-{key: registry, name: registry, binary: registry}
+{key: registry, name: registry, binary: registry, port: grpc, db: true, tokens: [cluster-token, admin-token, executor-token]}
 {{- else if eq . "dispatcher" -}}
-{key: dispatcher, name: dispatcher, binary: dispatcher}
+{key: dispatcher, name: dispatcher, binary: dispatcher, port: grpc, db: true, tokens: [cluster-token, executor-token]}
 {{- else if eq . "demoExecutor" -}}
-{key: demoExecutor, name: demo-executor, binary: demo_executor}
+{key: demoExecutor, name: demo-executor, binary: demo_executor, port: grpc, db: false, tokens: [cluster-token, executor-token]}
+{{- else if eq . "console" -}}
+{{- /* The console forwards each caller's own token and holds none. */ -}}
+{key: console, name: console, binary: console, port: http, db: false, tokens: []}
 {{- else -}}
 {{- fail (printf "jobwheel: unknown component %q" .) -}}
 {{- end -}}
@@ -149,6 +155,23 @@ admin-token: {{ .Values.auth.adminToken | toString | b64enc | quote }}
 {{- include "jobwheel.target" (dict "root" . "name" "dispatcher" "port" .Values.dispatcher.ports.grpc) -}}
 {{- end -}}
 
+{{/* gRPC target of the scheduler's ClusterIP Service (every replica serves the admin API). */}}
+{{- define "jobwheel.schedulerTarget" -}}
+{{- printf "%s-scheduler.%s.svc.%s:%d" (include "jobwheel.fullname" .) .Release.Namespace .Values.clusterDomain (int .Values.scheduler.ports.grpc) -}}
+{{- end -}}
+
+{{/* Secret with a component's tls.crt, tls.key and ca.crt: the Certificate the chart asks
+cert-manager for, the component's entry in tls.componentSecrets, or tls.existingSecret.
+Argument: dict root, c. */}}
+{{- define "jobwheel.tlsSecretName" -}}
+{{- $tls := .root.Values.tls -}}
+{{- if $tls.certManager.enabled -}}
+{{- printf "%s-%s-tls" (include "jobwheel.fullname" .root) .c.name -}}
+{{- else -}}
+{{- index ($tls.componentSecrets | default dict) .c.key | default $tls.existingSecret -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Where secrets and certificates are mounted. */}}
 {{- define "jobwheel.secretsDir" -}}/etc/jobwheel/secrets{{- end -}}
 {{- define "jobwheel.tlsDir" -}}/etc/jobwheel/tls{{- end -}}
@@ -164,23 +187,22 @@ Argument: dict root, c. The component's `config` map wins over the chart's own k
 {{- $secrets := include "jobwheel.secretsDir" $root -}}
 {{- $tlsDir := include "jobwheel.tlsDir" $root -}}
 {{- $env := dict -}}
-{{- $_ := set $env "JOBWHEEL_LISTEN" (printf "%s:%d" $root.Values.listenHost (int $v.ports.grpc)) -}}
+{{- $_ := set $env "JOBWHEEL_LISTEN" (printf "%s:%d" $root.Values.listenHost (int (index $v.ports $c.port))) -}}
 {{- $_ := set $env "JOBWHEEL_METRICS_ADDRESS" (printf "%s:%d" $root.Values.listenHost (int $v.ports.metrics)) -}}
 {{- $_ := set $env "JOBWHEEL_LOG_JSON" (toString $root.Values.logging.json) -}}
 {{- $_ := set $env "JOBWHEEL_LOG_LEVEL" (toString $root.Values.logging.level) -}}
-{{- if $root.Values.insecureDev -}}
-{{- $_ := set $env "JOBWHEEL_INSECURE_DEV" "true" -}}
-{{- else -}}
-{{- $_ := set $env "JOBWHEEL_CLUSTER_TOKEN_FILE" (printf "%s/cluster-token" $secrets) -}}
-{{- if has $c.key (list "scheduler" "registry") -}}
-{{- $_ := set $env "JOBWHEEL_ADMIN_TOKEN_FILE" (printf "%s/admin-token" $secrets) -}}
-{{- end -}}
-{{- if has $c.key (list "registry" "dispatcher" "demoExecutor") -}}
-{{- $_ := set $env "JOBWHEEL_EXECUTOR_TOKEN_FILE" (printf "%s/executor-token" $secrets) -}}
+{{- /* --insecure_dev goes on the command line (see jobwheel.deployment), never here. */ -}}
+{{- if not $root.Values.insecureDev -}}
+{{- range $c.tokens -}}
+{{- $_ := set $env (printf "JOBWHEEL_%s_FILE" (. | replace "-" "_" | upper)) (printf "%s/%s" $secrets .) -}}
 {{- end -}}
 {{- end -}}
-{{- if has $c.key (list "dispatcher" "demoExecutor") -}}
+{{- if has $c.key (list "dispatcher" "demoExecutor" "console") -}}
 {{- $_ := set $env "JOBWHEEL_REGISTRY_TARGET" (include "jobwheel.registryTarget" $root) -}}
+{{- end -}}
+{{- if eq $c.key "console" -}}
+{{- $_ := set $env "JOBWHEEL_SCHEDULER_TARGET" (include "jobwheel.schedulerTarget" $root) -}}
+{{- $_ := set $env "JOBWHEEL_WEB_ROOT" (toString $v.webRoot) -}}
 {{- end -}}
 {{- if has $c.key (list "scheduler" "demoExecutor") -}}
 {{- $_ := set $env "JOBWHEEL_DISPATCHER_TARGET" (include "jobwheel.dispatcherTarget" $root) -}}
@@ -190,7 +212,13 @@ Argument: dict root, c. The component's `config` map wins over the chart's own k
 {{- $_ := set $env "JOBWHEEL_LOG_DIR" "/var/lib/jobwheel/logs" -}}
 {{- $_ := set $env "JOBWHEEL_SPOOL_DIR" "/var/lib/jobwheel/spool" -}}
 {{- end -}}
-{{- if $root.Values.tls.enabled -}}
+{{- if and $root.Values.tls.enabled (eq $c.key "console") -}}
+{{- /* The console serves plain HTTP (TLS ends at the Ingress) and is a TLS client of the
+scheduler and registry, with a client certificate for mutual TLS. */ -}}
+{{- $_ := set $env "JOBWHEEL_TLS_CA" (printf "%s/ca.crt" $tlsDir) -}}
+{{- $_ := set $env "JOBWHEEL_TLS_CLIENT_CERT" (printf "%s/tls.crt" $tlsDir) -}}
+{{- $_ := set $env "JOBWHEEL_TLS_CLIENT_KEY" (printf "%s/tls.key" $tlsDir) -}}
+{{- else if $root.Values.tls.enabled -}}
 {{- $_ := set $env "JOBWHEEL_TLS_CERT" (printf "%s/tls.crt" $tlsDir) -}}
 {{- $_ := set $env "JOBWHEEL_TLS_KEY" (printf "%s/tls.key" $tlsDir) -}}
 {{- if ne $c.key "registry" -}}
@@ -210,10 +238,15 @@ Argument: dict root, c. The component's `config` map wins over the chart's own k
 {{- end -}}
 {{- end -}}
 
-{{/* Probe with jobwheel's handler: native gRPC health check, or TCP when the port speaks TLS.
-Argument: dict root, port, probe (timing). */}}
+{{/* Probe with jobwheel's handler: native gRPC health check, or TCP when the port speaks TLS;
+HTTP /healthz (liveness, startup) or /readyz (readiness) for the console.
+Argument: dict root, c, port, kind (liveness, readiness, startup), probe (timing). */}}
 {{- define "jobwheel.probe" -}}
-{{- if .root.Values.tls.enabled }}
+{{- if eq .c.port "http" }}
+httpGet:
+  path: {{ if eq .kind "readiness" }}/readyz{{ else }}/healthz{{ end }}
+  port: http
+{{- else if .root.Values.tls.enabled }}
 tcpSocket:
   port: grpc
 {{- else }}
@@ -275,7 +308,7 @@ A component's Deployment. Argument: the component key. Called with the root cont
 {{- $c := include "jobwheel.component" .key | fromYaml -}}
 {{- $ctx := dict "root" $root "c" $c -}}
 {{- $v := index $root.Values $c.key -}}
-{{- $auth := include "jobwheel.authEnabled" $root -}}
+{{- $auth := and (include "jobwheel.authEnabled" $root) $c.tokens -}}
 {{- $secretData := include "jobwheel.secretData" $root -}}
 {{- $autoscaling := and (hasKey $v "autoscaling") $v.autoscaling.enabled -}}
 apiVersion: apps/v1
@@ -306,6 +339,10 @@ spec:
         {{- with $root.Values.commonLabels }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
+        {{- if eq $c.key "demoExecutor" }}
+        {{- /* Executors are recognized by this label in the NetworkPolicies. */}}
+        jobwheel.io/executor: "true"
+        {{- end }}
         {{- with $root.Values.podLabels }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -314,7 +351,7 @@ spec:
         {{- end }}
       annotations:
         checksum/config: {{ include "jobwheel.configData" $ctx | sha256sum }}
-        {{- if $secretData }}
+        {{- if and $secretData (or $c.db $auth) }}
         checksum/secret: {{ $secretData | sha256sum }}
         {{- end }}
         {{- if $root.Values.metrics.scrapeAnnotations }}
@@ -368,13 +405,18 @@ spec:
           imagePullPolicy: {{ $root.Values.image.pullPolicy }}
           command:
             - /usr/local/bin/{{ $c.binary }}
-          {{- with $v.extraArgs }}
+          {{- $args := list -}}
+          {{- if and $root.Values.insecureDev (ne $c.key "console") }}
+          {{- /* Only on the command line: the services do not take it from the environment. */}}
+          {{- $args = append $args "--insecure_dev" }}
+          {{- end }}
+          {{- with concat $args ($v.extraArgs | default list) }}
           args:
             {{- toYaml . | nindent 12 }}
           {{- end }}
           ports:
-            - name: grpc
-              containerPort: {{ int $v.ports.grpc }}
+            - name: {{ $c.port }}
+              containerPort: {{ int (index $v.ports $c.port) }}
               protocol: TCP
             - name: metrics
               containerPort: {{ int $v.ports.metrics }}
@@ -382,8 +424,9 @@ spec:
           envFrom:
             - configMapRef:
                 name: {{ include "jobwheel.fullname" $root }}-{{ $c.name }}
+          {{- if or $c.db (eq $c.key "demoExecutor") $v.extraEnv }}
           env:
-            {{- if ne $c.key "demoExecutor" }}
+            {{- if $c.db }}
             - name: JOBWHEEL_REPLICA_ID
               valueFrom:
                 fieldRef:
@@ -393,7 +436,7 @@ spec:
                 secretKeyRef:
                   name: {{ include "jobwheel.dsnSecretName" $root }}
                   key: {{ include "jobwheel.dsnSecretKey" $root }}
-            {{- else }}
+            {{- else if eq $c.key "demoExecutor" }}
             - name: POD_IP
               valueFrom:
                 fieldRef:
@@ -404,12 +447,13 @@ spec:
             {{- with $v.extraEnv }}
             {{- toYaml . | nindent 12 }}
             {{- end }}
+          {{- end }}
           startupProbe:
-            {{- include "jobwheel.probe" (dict "root" $root "port" $v.ports.grpc "probe" $v.startupProbe) | trim | nindent 12 }}
+            {{- include "jobwheel.probe" (dict "root" $root "c" $c "port" (index $v.ports $c.port) "kind" "startup" "probe" $v.startupProbe) | trim | nindent 12 }}
           livenessProbe:
-            {{- include "jobwheel.probe" (dict "root" $root "port" $v.ports.grpc "probe" $v.livenessProbe) | trim | nindent 12 }}
+            {{- include "jobwheel.probe" (dict "root" $root "c" $c "port" (index $v.ports $c.port) "kind" "liveness" "probe" $v.livenessProbe) | trim | nindent 12 }}
           readinessProbe:
-            {{- include "jobwheel.probe" (dict "root" $root "port" $v.ports.grpc "probe" $v.readinessProbe) | trim | nindent 12 }}
+            {{- include "jobwheel.probe" (dict "root" $root "c" $c "port" (index $v.ports $c.port) "kind" "readiness" "probe" $v.readinessProbe) | trim | nindent 12 }}
           {{- with $v.resources }}
           resources:
             {{- toYaml . | nindent 12 }}
@@ -448,21 +492,15 @@ spec:
             secretName: {{ include "jobwheel.tokenSecretName" $root }}
             defaultMode: 288 # 0440: readable by the pod's fsGroup only
             items:
-              - key: cluster-token
-                path: cluster-token
-              {{- if has $c.key (list "scheduler" "registry") }}
-              - key: admin-token
-                path: admin-token
-              {{- end }}
-              {{- if has $c.key (list "registry" "dispatcher" "demoExecutor") }}
-              - key: executor-token
-                path: executor-token
+              {{- range $c.tokens }}
+              - key: {{ . }}
+                path: {{ . }}
               {{- end }}
         {{- end }}
         {{- if $root.Values.tls.enabled }}
         - name: tls
           secret:
-            secretName: {{ $root.Values.tls.existingSecret }}
+            secretName: {{ include "jobwheel.tlsSecretName" $ctx }}
             defaultMode: 288 # 0440
             items:
               - key: tls.crt
@@ -521,11 +559,11 @@ spec:
   selector:
     {{- include "jobwheel.selectorLabels" $ctx | nindent 4 }}
   ports:
-    - name: grpc
-      port: {{ int $v.ports.grpc }}
-      targetPort: grpc
+    - name: {{ $c.port }}
+      port: {{ int (index $v.ports $c.port) }}
+      targetPort: {{ $c.port }}
       protocol: TCP
-      appProtocol: grpc
+      appProtocol: {{ $c.port }}
     - name: metrics
       port: {{ int $v.ports.metrics }}
       targetPort: metrics
