@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "services/registry/validation.h"
 
@@ -25,7 +26,7 @@ AppAdminService::AppAdminService(AppStore& store, ExecutorView& view, WorkPool& 
     : store_(store), view_(view), pool_(pool), auth_(auth) {}
 
 grpc::ServerUnaryReactor* AppAdminService::Run(grpc::CallbackServerContext* context, bool write,
-                                               std::function<absl::Status()> fn) {
+                                               std::function<absl::Status(const Principal&)> fn) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::optional<std::string> authorization = AuthorizationHeader(context->client_metadata());
   auto task = [this, reactor, write, authorization = std::move(authorization),
@@ -34,7 +35,7 @@ grpc::ServerUnaryReactor* AppAdminService::Run(grpc::CallbackServerContext* cont
         authorization, {Role::kAdmin, Role::kOperator, Role::kViewer}, "AppAdminService");
     absl::Status s = p.status();
     if (s.ok() && write && !IsAdmin(*p)) s = PermissionDenied(*p, "AppAdminService", "ADMIN");
-    if (s.ok()) s = fn();
+    if (s.ok()) s = fn(*p);
     reactor->Finish(ToGrpcStatus(s));
   };
   if (!pool_.Submit(std::move(task))) {
@@ -53,7 +54,8 @@ void AppAdminService::FillOnline(v1::App* app) const {
 grpc::ServerUnaryReactor* AppAdminService::CreateApp(grpc::CallbackServerContext* context,
                                                      const v1::CreateAppRequest* request,
                                                      v1::CreateAppResponse* response) {
-  return Run(context, /*write=*/true, [this, request, response]() -> absl::Status {
+  return Run(context, /*write=*/true,
+             [this, request, response](const Principal&) -> absl::Status {
     v1::App app = Normalized(request->app());
     absl::Status s = ValidateApp(app);
     if (!s.ok()) return s;
@@ -68,7 +70,8 @@ grpc::ServerUnaryReactor* AppAdminService::CreateApp(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* AppAdminService::UpdateApp(grpc::CallbackServerContext* context,
                                                      const v1::UpdateAppRequest* request,
                                                      v1::UpdateAppResponse* response) {
-  return Run(context, /*write=*/true, [this, request, response]() -> absl::Status {
+  return Run(context, /*write=*/true,
+             [this, request, response](const Principal&) -> absl::Status {
     v1::App app = Normalized(request->app());
     absl::Status s = ValidateApp(app);
     if (!s.ok()) return s;
@@ -83,9 +86,14 @@ grpc::ServerUnaryReactor* AppAdminService::UpdateApp(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* AppAdminService::GetApp(grpc::CallbackServerContext* context,
                                                   const v1::GetAppRequest* request,
                                                   v1::GetAppResponse* response) {
-  return Run(context, /*write=*/false, [this, request, response]() -> absl::Status {
+  return Run(context, /*write=*/false,
+             [this, request, response](const Principal& caller) -> absl::Status {
     absl::Status s = ValidateAppName(request->name(), "name");
     if (!s.ok()) return s;
+    if (!CanReadApp(caller, request->name())) {
+      return PermissionDenied(caller, "name",
+                              absl::StrCat("read access to app ", request->name()));
+    }
     auto app = store_.Get(request->name());
     if (!app.ok()) return app.status();
     *response->mutable_app() = *std::move(app);
@@ -97,10 +105,11 @@ grpc::ServerUnaryReactor* AppAdminService::GetApp(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* AppAdminService::ListApps(grpc::CallbackServerContext* context,
                                                     const v1::ListAppsRequest* /*request*/,
                                                     v1::ListAppsResponse* response) {
-  return Run(context, /*write=*/false, [this, response]() -> absl::Status {
+  return Run(context, /*write=*/false, [this, response](const Principal& caller) -> absl::Status {
     auto apps = store_.List();
     if (!apps.ok()) return apps.status();
     for (v1::App& app : *apps) {
+      if (!CanReadApp(caller, app.name())) continue;
       FillOnline(&app);
       *response->add_apps() = std::move(app);
     }
@@ -111,7 +120,7 @@ grpc::ServerUnaryReactor* AppAdminService::ListApps(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* AppAdminService::DeleteApp(grpc::CallbackServerContext* context,
                                                      const v1::DeleteAppRequest* request,
                                                      v1::DeleteAppResponse* /*response*/) {
-  return Run(context, /*write=*/true, [this, request]() -> absl::Status {
+  return Run(context, /*write=*/true, [this, request](const Principal&) -> absl::Status {
     absl::Status s = ValidateAppName(request->name(), "name");
     if (!s.ok()) return s;
     return store_.Delete(request->name());

@@ -12,7 +12,8 @@ namespace jobwheel::registry {
 
 // The AppAdminService gRPC surface: authentication (on the WorkPool: writes need an ADMIN
 // token, reads any admin-API role: ADMIN, OPERATOR or VIEWER), validation, then the AppStore;
-// online_addresses come from the ExecutorView. Thread-safe.
+// online_addresses come from the ExecutorView. A token scoped to apps reads only those:
+// ListApps leaves the others out, GetApp of another is PERMISSION_DENIED. Thread-safe.
 class AppAdminService final : public v1::AppAdminService::CallbackService {
  public:
   // `auth` must outlive this service.
@@ -35,10 +36,10 @@ class AppAdminService final : public v1::AppAdminService::CallbackService {
                                       v1::DeleteAppResponse* response) override;
 
  private:
-  // On the pool: authenticates (`write`: ADMIN only), then runs `fn` and finishes with its
-  // status.
+  // On the pool: authenticates (`write`: ADMIN only), then runs `fn` with the caller and
+  // finishes with its status.
   grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context, bool write,
-                                std::function<absl::Status()> fn);
+                                std::function<absl::Status(const Principal&)> fn);
   void FillOnline(v1::App* app) const;
 
   AppStore& store_;

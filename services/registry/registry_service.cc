@@ -1,8 +1,10 @@
 #include "services/registry/registry_service.h"
 
 #include <deque>
+#include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
@@ -343,13 +345,71 @@ grpc::ServerUnaryReactor* RegistryService::ListExecutors(grpc::CallbackServerCon
                                                          const v1::ListExecutorsRequest* request,
                                                          v1::ListExecutorsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::Status s = CheckBearer(context->client_metadata(), options_.cluster_policy);
-  if (s.ok() && !request->app().empty()) s = ValidateAppName(request->app(), "app");
-  if (s.ok()) {
-    for (v1::Executor& e : view_.List(request->app())) *response->add_executors() = std::move(e);
+  // Dispatchers present the cluster token: checked here, without the database, for every app.
+  if (CheckBearer(context->client_metadata(), options_.cluster_policy).ok()) {
+    absl::Status s =
+        request->app().empty() ? absl::OkStatus() : ValidateAppName(request->app(), "app");
+    if (s.ok()) {
+      for (v1::Executor& e : view_.List(request->app())) *response->add_executors() = std::move(e);
+    }
+    reactor->Finish(ToGrpcStatus(s));
+    return reactor;
   }
-  reactor->Finish(ToGrpcStatus(s));
+  // API tokens (the console, operators) may need a database lookup: on the pool.
+  absl::optional<std::string> authorization = AuthorizationHeader(context->client_metadata());
+  const bool queued = pool_.Submit(
+      [this, reactor, request, response, authorization = std::move(authorization)] {
+        absl::StatusOr<Principal> p = options_.authenticator->Authorize(
+            authorization, {Role::kAdmin, Role::kOperator, Role::kViewer}, "ListExecutors");
+        absl::Status s = p.status();
+        if (s.ok()) s = ListReadableExecutors(*p, request->app(), response);
+        if (s.ok()) FillLoad(response);
+        reactor->Finish(ToGrpcStatus(s));
+      });
+  if (!queued) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "registry overloaded"));
+  }
   return reactor;
+}
+
+absl::Status RegistryService::ListReadableExecutors(const Principal& p, const std::string& app,
+                                                    v1::ListExecutorsResponse* response) const {
+  if (!app.empty()) {
+    absl::Status s = ValidateAppName(app, "app");
+    if (!s.ok()) return s;
+    // As JobAdminService's lists: naming an app outside the token's scope is refused.
+    if (!CanReadApp(p, app)) {
+      return PermissionDenied(p, "app", absl::StrCat("read access to app ", app));
+    }
+    for (v1::Executor& e : view_.List(app)) *response->add_executors() = std::move(e);
+    return absl::OkStatus();
+  }
+  const bool every_app = !ReadableApps(p).has_value();
+  for (v1::Executor& e : view_.List("")) {
+    if (every_app || CanReadApp(p, e.app())) *response->add_executors() = std::move(e);
+  }
+  return absl::OkStatus();
+}
+
+void RegistryService::FillLoad(v1::ListExecutorsResponse* response) const {
+  if (options_.load_store == nullptr || response->executors().empty()) return;
+  std::vector<ExecutorKey> keys;
+  for (const v1::Executor& e : response->executors()) keys.push_back({e.app(), e.address()});
+  absl::StatusOr<std::vector<v1::Executor>> rows = options_.load_store->GetOnline(keys);
+  if (!rows.ok()) {
+    // The list itself is right; only the load figures are as of registration.
+    spdlog::warn("ListExecutors: reading executor load failed: {}", rows.status().ToString());
+    return;
+  }
+  std::map<ExecutorKey, const v1::Executor*> by_key;
+  for (const v1::Executor& row : *rows) by_key[{row.app(), row.address()}] = &row;
+  for (v1::Executor& e : *response->mutable_executors()) {
+    auto it = by_key.find({e.app(), e.address()});
+    if (it == by_key.end()) continue;
+    e.set_running(it->second->running());
+    e.set_queued(it->second->queued());
+    *e.mutable_last_beat_time() = it->second->last_beat_time();
+  }
 }
 
 grpc::ServerWriteReactor<v1::WatchExecutorsResponse>* RegistryService::WatchExecutors(

@@ -8,6 +8,7 @@
 #include "common/token_auth.h"
 #include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
+#include "services/registry/executor_store.h"
 #include "services/registry/executor_view.h"
 #include "services/registry/registry.h"
 #include "services/registry/registry_metrics.h"
@@ -19,13 +20,20 @@ namespace jobwheel::registry {
 // to the Registry (blocking calls on the WorkPool) and serves
 // ListExecutors/WatchExecutors from the ExecutorView. Heartbeat needs an EXECUTOR token for
 // the registering app (checked on the pool with each Register: UNAUTHENTICATED for a missing
-// or invalid token, PERMISSION_DENIED for another app's token); ListExecutors and
-// WatchExecutors need the cluster token. Thread-safe.
+// or invalid token, PERMISSION_DENIED for another app's token); WatchExecutors needs the
+// cluster token. ListExecutors takes the cluster token (every app, checked on the reactor
+// thread) or an ADMIN, OPERATOR or VIEWER API token (on the pool), which sees only the
+// executors of apps it may read: naming another app is PERMISSION_DENIED. Thread-safe.
 class RegistryService final : public v1::RegistryService::CallbackService {
  public:
   struct Options {
-    TokenAuthenticator* authenticator = nullptr;  // Heartbeat. Required; must outlive this.
-    TokenPolicy cluster_policy;                   // ListExecutors, WatchExecutors.
+    // Heartbeat, and ListExecutors with API tokens. Required; must outlive this.
+    TokenAuthenticator* authenticator = nullptr;
+    TokenPolicy cluster_policy;  // ListExecutors, WatchExecutors.
+    // Optional. When set, ListExecutors for API tokens takes running, queued and
+    // last_beat_time from the store's online rows (renewed about every second), as the
+    // ExecutorView does not follow beats; otherwise they are as of registration.
+    ExecutorStore* load_store = nullptr;
     // A watcher this many events behind is cut off (it reconnects and gets a
     // snapshot).
     size_t max_watch_backlog = 10000;
@@ -49,6 +57,13 @@ class RegistryService final : public v1::RegistryService::CallbackService {
  private:
   class HeartbeatReactor;
   class WatchReactor;
+
+  // The executors `p` may read: of `app` (PERMISSION_DENIED when it may not read it), or of
+  // every app it may read when `app` is empty.
+  absl::Status ListReadableExecutors(const Principal& p, const std::string& app,
+                                     v1::ListExecutorsResponse* response) const;
+  // Running, queued and last beat from options_.load_store (blocking; on the pool).
+  void FillLoad(v1::ListExecutorsResponse* response) const;
 
   Registry& registry_;
   ExecutorView& view_;
