@@ -1,0 +1,193 @@
+#include "bench/bench_db.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/proto_time.h"
+#include "common/status_macros.h"
+#include "common/testing/process.h"
+#include "jobwheel/v1/types.pb.h"
+
+namespace jobwheel::bench {
+namespace {
+
+// Status values as stored (the proto enums' numbers).
+constexpr int kFirePending = v1::FIRE_STATUS_PENDING;
+constexpr int kFireSkipped = v1::FIRE_STATUS_SKIPPED;
+constexpr int kFireFailed = v1::FIRE_STATUS_FAILED;
+constexpr int kRunPending = v1::RUN_STATUS_PENDING;
+constexpr int kRunRunning = v1::RUN_STATUS_RUNNING;
+constexpr int kRunSucceeded = v1::RUN_STATUS_SUCCEEDED;
+constexpr int kRoutingRound = v1::ROUTING_STRATEGY_ROUND;
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BenchDb>> BenchDb::Connect(const std::string& dsn,
+                                                          std::string app) {
+  try {
+    auto conn = std::make_unique<pqxx::connection>(dsn);
+    return std::unique_ptr<BenchDb>(new BenchDb(std::move(conn), std::move(app)));
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("database: ", e.what()));
+  }
+}
+
+std::string BenchDb::OwnJobs() const {
+  return absl::StrCat("job_id IN (SELECT id FROM jobs WHERE app = ", conn_->quote(app_), ")");
+}
+
+std::string BenchDb::Ts(absl::Time t) {
+  if (t == absl::InfinitePast()) return "'-infinity'::timestamptz";
+  if (t == absl::InfiniteFuture()) return "'infinity'::timestamptz";
+  return absl::StrCat("'", ToPgTimestamp(t), "'::timestamptz");
+}
+
+absl::Status BenchDb::Exec(absl::string_view sql) { return Query(sql).status(); }
+
+absl::StatusOr<pqxx::result> BenchDb::Query(absl::string_view sql) {
+  try {
+    pqxx::nontransaction tx(*conn_);
+    return tx.exec(std::string(sql));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat(sql.substr(0, 200), ": ", e.what()));
+  }
+}
+
+absl::StatusOr<int64_t> BenchDb::Count(absl::string_view sql) {
+  ASSIGN_OR_RETURN(pqxx::result r, Query(sql));
+  return r.empty() || r[0][0].is_null() ? 0 : r[0][0].as<int64_t>();
+}
+
+absl::StatusOr<std::vector<JobSchedule>> BenchDb::CreateSpreadJobs(absl::string_view tag, int n,
+                                                                   int64_t period_s,
+                                                                   absl::Time first) {
+  const int64_t period_us = period_s * 1000000;
+  RETURN_IF_ERROR(Exec(absl::StrCat(
+      "INSERT INTO jobs (app, name, schedule_kind, fix_rate_seconds, fix_rate_start, handler, "
+      "routing_strategy, next_fire_at) SELECT ",
+      conn_->quote(app_), ", '", tag, "-' || g, 'FIX_RATE', ", period_s, ", s, 'noop', ",
+      kRoutingRound, ", s FROM (SELECT g, ", Ts(first), " + ((g - 1)::bigint * ", period_us,
+      " / ", n, ") * interval '1 microsecond' AS s FROM generate_series(1, ", n,
+      ") AS g) AS x")));
+  return ReadSchedules(/*burst=*/false, first);
+}
+
+absl::StatusOr<std::vector<JobSchedule>> BenchDb::CreateBurstJobs(absl::string_view tag, int n,
+                                                                  absl::Time first) {
+  RETURN_IF_ERROR(Exec(absl::StrCat(
+      "INSERT INTO jobs (app, name, schedule_kind, cron_expression, handler, routing_strategy, "
+      "next_fire_at) SELECT ",
+      conn_->quote(app_), ", '", tag, "-' || g, 'CRON', '* * * * * ?', 'noop', ", kRoutingRound,
+      ", ", Ts(first), " FROM generate_series(1, ", n, ") AS g")));
+  return ReadSchedules(/*burst=*/true, first);
+}
+
+absl::StatusOr<std::vector<JobSchedule>> BenchDb::ReadSchedules(bool burst, absl::Time first) {
+  ASSIGN_OR_RETURN(pqxx::result r,
+                   Query(absl::StrCat("SELECT id, (EXTRACT(EPOCH FROM fix_rate_start) * "
+                                      "1000000)::BIGINT, fix_rate_seconds FROM jobs WHERE app = ",
+                                      conn_->quote(app_), " ORDER BY id")));
+  std::vector<JobSchedule> out;
+  out.reserve(r.size());
+  for (const auto& row : r) {
+    JobSchedule s;
+    s.job_id = row[0].as<int64_t>();
+    if (burst) {
+      s.first_us = absl::ToUnixMicros(first);
+      s.period_us = 1000000;
+    } else {
+      s.first_us = row[1].as<int64_t>();
+      s.period_us = row[2].as<int64_t>() * 1000000;
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+absl::Status BenchDb::StopLoad(absl::Time from) {
+  RETURN_IF_ERROR(
+      Exec(absl::StrCat("UPDATE jobs SET enabled = false WHERE app = ", conn_->quote(app_))));
+  return Exec(absl::StrCat("DELETE FROM fires WHERE status = ", kFirePending,
+                           " AND scheduled_at >= ", Ts(from), " AND ", OwnJobs()));
+}
+
+absl::Status BenchDb::WaitDrained(absl::Time due_before, absl::Duration timeout) {
+  absl::Status last;
+  const std::string pending =
+      absl::StrCat("SELECT count(*) FROM fires WHERE status = ", kFirePending,
+                   " AND scheduled_at < ", Ts(due_before), " AND ", OwnJobs());
+  const std::string open = absl::StrCat("SELECT count(*) FROM runs WHERE status IN (",
+                                        kRunPending, ", ", kRunRunning, ") AND ", OwnJobs());
+  int64_t left_fires = -1, left_runs = -1;
+  const bool drained = testing::Eventually(
+      [&] {
+        absl::StatusOr<int64_t> f = Count(pending);
+        absl::StatusOr<int64_t> r = Count(open);
+        if (!f.ok() || !r.ok()) {
+          last = f.ok() ? r.status() : f.status();
+          return false;
+        }
+        left_fires = *f;
+        left_runs = *r;
+        return left_fires == 0 && left_runs == 0;
+      },
+      timeout);
+  if (drained) return absl::OkStatus();
+  return absl::DeadlineExceededError(absl::StrCat(
+      "the bench's jobs did not drain within ", absl::FormatDuration(timeout), ": ", left_fires,
+      " fires still pending, ", left_runs, " runs still open",
+      last.ok() ? "" : absl::StrCat(" (", last.ToString(), ")")));
+}
+
+absl::Status BenchDb::RemoveOwnLoad(absl::Duration timeout) {
+  RETURN_IF_ERROR(StopLoad(absl::InfinitePast()));
+  RETURN_IF_ERROR(WaitDrained(absl::InfiniteFuture(), timeout));
+  RETURN_IF_ERROR(DeleteOwnRows());
+  // Dead rows and index entries gone before the next load (no TRUNCATE: other rows stay).
+  return Exec("VACUUM ANALYZE jobs, fires, runs");
+}
+
+absl::Status BenchDb::DeleteOwnRows() {
+  RETURN_IF_ERROR(Exec(absl::StrCat("DELETE FROM runs WHERE ", OwnJobs())));
+  RETURN_IF_ERROR(Exec(absl::StrCat("DELETE FROM fires WHERE ", OwnJobs())));
+  return Exec(absl::StrCat("DELETE FROM jobs WHERE app = ", conn_->quote(app_)));
+}
+
+absl::Status BenchDb::RemoveOwnRegistrations(const std::vector<std::string>& apps) {
+  std::vector<std::string> quoted;
+  for (const std::string& a : apps) quoted.push_back(conn_->quote(a));
+  const std::string list = absl::StrJoin(quoted, ", ");
+  RETURN_IF_ERROR(
+      Exec(absl::StrCat("DELETE FROM executors WHERE NOT online AND app IN (", list, ")")));
+  return Exec(absl::StrCat(
+      "DELETE FROM apps a WHERE name IN (", list,
+      ") AND NOT EXISTS (SELECT 1 FROM executors e WHERE e.app = a.name) "
+      "AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.app = a.name)"));
+}
+
+absl::StatusOr<BenchDb::FireRows> BenchDb::ReadFires(absl::Time from, absl::Time to) {
+  ASSIGN_OR_RETURN(pqxx::result r,
+                   Query(absl::StrCat("SELECT job_id, (EXTRACT(EPOCH FROM scheduled_at) * "
+                                      "1000000)::BIGINT, status FROM fires WHERE ",
+                                      OwnJobs(), " AND scheduled_at >= ", Ts(from),
+                                      " AND scheduled_at < ", Ts(to))));
+  FireRows out;
+  out.keys.reserve(r.size());
+  for (const auto& row : r) {
+    out.keys.emplace_back(row[0].as<int64_t>(), row[1].as<int64_t>());
+    const int status = row[2].as<int>();
+    if (status == kFireFailed) ++out.failed;
+    if (status == kFireSkipped) ++out.skipped;
+    if (status == kFirePending) ++out.pending;
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> BenchDb::CountCompleted(absl::Time from, absl::Time to) {
+  return Count(absl::StrCat("SELECT count(DISTINCT fire_id) FROM runs WHERE status = ",
+                            kRunSucceeded, " AND scheduled_time >= ", Ts(from),
+                            " AND scheduled_time < ", Ts(to), " AND ", OwnJobs()));
+}
+
+}  // namespace jobwheel::bench
