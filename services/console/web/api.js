@@ -46,7 +46,7 @@ export async function call(service, method, body = {}, {token} = {}) {
   }
   if (!resp.ok) {
     const code = (data && data.code) || STATUS_CODES[resp.status] || 'unknown';
-    const message = (data && data.message) || text || `HTTP ${resp.status}`;
+    const message = data ? data.message || '' : text || `HTTP ${resp.status}`;
     const err = new ApiError(code, message, resp.status);
     if (code === 'unauthenticated') unauthenticatedListeners.forEach((fn) => fn(err));
     throw err;

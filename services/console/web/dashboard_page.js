@@ -20,8 +20,9 @@ async function fill(slot, fn) {
 }
 
 async function appsTable() {
+  // Each half shows what it can when the other fails (e.g. an older scheduler).
   const [counts, execs] = await Promise.all([
-    jobs('CountJobs', {}),
+    jobs('CountJobs', {}).catch((e) => ({error: e})),
     registry('ListExecutors', {}).catch((e) => ({error: e})),
   ]);
   const online = {};
@@ -40,6 +41,7 @@ async function appsTable() {
       {title: t('dash.running'), cls: 'num', cell: (r) => String(Number(r.runningRunCount || 0))},
       {title: t('dash.pending'), cls: 'num', cell: (r) => String(Number(r.pendingRunCount || 0))},
     ], rows),
+    counts.error ? errorBox(counts.error) : null,
     execs.error ? errorBox(execs.error) : null,
   ];
 }

@@ -21,7 +21,7 @@ export function errorBox(err) {
   if (!err) return h('div', {class: 'error hidden', role: 'alert'});
   return h('div', {class: 'error', role: 'alert'},
       h('span', {class: 'error-code'}, err.code || 'error'), ' ', h('span', {class: 'error-msg'},
-          err.message || String(err)));
+          err instanceof Error || 'message' in err ? err.message : String(err)));
 }
 
 // Puts err into a slot (an element made by errorBox(null)); null hides it.

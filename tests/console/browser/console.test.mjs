@@ -113,6 +113,7 @@ test('open a running run, see its log grow, kill it and see KILLED; XSS log line
         app: 'demo', name: 'long-script', handler: 'long-script', glueType: 'GLUE_TYPE_SCRIPT_SHELL',
         scriptSource: script, schedule: {none: {}}, enabled: true}});
       await go(page, '/jobs/' + job.id);
+      await page.waitForSelector('[data-test=trigger]', {timeout: WAIT_MS});
       await page.click('[data-test=trigger]');
       await page.waitForSelector('dialog[open] [data-test=dialog-ok]', {timeout: WAIT_MS});
       await page.click('dialog[open] [data-test=dialog-ok]');
