@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
 #include <sstream>
 
@@ -142,7 +143,10 @@ absl::Status Stack::StartServices() {
   auto dsn = testing::CreateTestDatabase();
   if (!dsn.ok()) return dsn.status();
   dsn_ = *dsn;
-  dir_ = testing::TestTempDir("security");
+  // Its own directory per stack (several tests of one process each start one).
+  static std::atomic<int> stacks{0};
+  const int n = stacks++;
+  dir_ = testing::TestTempDir(n == 0 ? "security" : absl::StrCat("security", n));
   // Random per run: the tests never rely on a well-known secret.
   admin_token_ = absl::StrCat("admin-", PickFreePort(), "-", absl::ToUnixNanos(absl::Now()));
   cluster_token_ = absl::StrCat("cluster-", PickFreePort(), "-", absl::ToUnixNanos(absl::Now()));
