@@ -358,8 +358,10 @@ for b in scheduler registry dispatcher demo_executor jobwheelctl console; do
   check "image gets $b" grep -qE "bazel-bin/.*/$b( |\\\\|$)" "$D"
 done
 check "binaries land in /usr/local/bin" grep -q 'COPY --from=build /out/ /usr/local/bin/' "$D"
-check "image gets the console's web pages in /usr/share/jobwheel/console/web" \
-  grep -q 'services/console/web.*/usr/share/jobwheel/console/web' "$D"
+check "build stage copies services/console/web" grep -q 'cp -R services/console/web/' "$D"
+WEB_ROOT="$(awk '/^console:/{s=1;next} /^[A-Za-z]/{s=0} s&&/^  webRoot:/{print $2; exit}' "$V")"
+check "image gets the console's web pages at the chart's console.webRoot ($WEB_ROOT)" \
+  grep -qE "^COPY --from=build /web/ ${WEB_ROOT:-unset}/?\$" "$D"
 check "runtime installs libcpp-httplib0.11 (the console's HTTP server)" \
   bash -c "sed -n '/^FROM debian:bookworm-slim/,\$p' '$D' | grep -q 'libcpp-httplib0.11'"
 check "runs as USER 65532" grep -qE '^USER 65532' "$D"
