@@ -293,6 +293,56 @@ if EXPECT.get("network_policy", True):
             if not rule.get("to") and not rule.get("ports"):
                 probs.append("%s: an egress rule allows everything" % name(np))
     check("NetworkPolicies (Ingress+Egress) select every pod; no rule open to any source on any port", probs)
+
+    # Who may call whom among the release's components, from the policies' both ends.
+    CALLS = {("scheduler", "dispatcher"), ("scheduler", "registry"), ("scheduler", "demo-executor"),
+             ("dispatcher", "registry"), ("dispatcher", "demo-executor"),
+             ("demo-executor", "registry"), ("demo-executor", "dispatcher"),
+             ("console", "scheduler"), ("console", "registry")}
+    by_comp = {}
+    for d in deployments:
+        c = containers(d)[0]
+        serve = [p["containerPort"] for p in c.get("ports", []) if p["name"] != "metrics"][0]
+        by_comp[component(d)] = (pod(d)["metadata"]["labels"], serve)
+
+    def peer_matches(peers, labels):
+        if not peers:
+            return True
+        for pr in peers:
+            if "ipBlock" in pr:
+                continue
+            ns = pr.get("namespaceSelector")
+            if ns not in (None, {}) and ns.get("matchLabels") != {"kubernetes.io/metadata.name": NS}:
+                continue
+            if matches((pr.get("podSelector") or {}).get("matchLabels"), labels) or pr.get("podSelector") == {}:
+                return True
+        return False
+
+    def port_matches(ports, port):
+        return not ports or any(p.get("port") == port for p in ports)
+
+    def policy_of(labels):
+        return [np for np in nps if matches(np["spec"]["podSelector"].get("matchLabels"), labels)]
+
+    def allowed(src, dst):
+        (sl, _), (dl, dport) = by_comp[src], by_comp[dst]
+        ing = any(peer_matches(r.get("from"), sl) and port_matches(r.get("ports"), dport)
+                  for np in policy_of(dl) for r in np["spec"].get("ingress", []))
+        eg = any(peer_matches(r.get("to"), dl) and port_matches(r.get("ports"), dport)
+                 for np in policy_of(sl) for r in np["spec"].get("egress", []))
+        return ing and eg
+
+    probs = []
+    for src in by_comp:
+        for dst in by_comp:
+            if src == dst:
+                continue
+            want, got_a = (src, dst) in CALLS, allowed(src, dst)
+            if want and not got_a:
+                probs.append("%s cannot reach %s" % (src, dst))
+            if got_a and not want:
+                probs.append("%s may reach %s but needs not" % (src, dst))
+    check("NetworkPolicies let each component reach exactly the peers it calls (%d components)" % len(by_comp), probs)
 else:
     check("no NetworkPolicy when networkPolicy.enabled=false", ["%d rendered" % len(nps)] if nps else [])
 
