@@ -58,7 +58,7 @@ export async function render(view, ctx) {
       [t('col.app'), run.app], [t('field.handler'), run.handler ? h('code', null, run.handler) : ''],
       [t('col.trigger'), enumLabel('TRIGGER_TYPE_', run.triggerType)],
       [t('col.attempt'), String(run.attempt || 0)],
-      run.shardTotal ? [t('run.shard'), `${run.shardIndex || 0}/${run.shardTotal}`] : null,
+      run.shardTotal > 1 ? [t('run.shard'), `${run.shardIndex || 0}/${run.shardTotal}`] : null,
       [t('col.executor'), run.executorAddress || ''],
       [t('field.routing'), enumLabel('ROUTING_STRATEGY_', run.routingStrategy)],
       [t('field.param'), run.param ? h('code', {class: 'pre'}, run.param) : ''],

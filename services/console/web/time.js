@@ -9,7 +9,8 @@ const pad = (n, w = 2) => String(n).padStart(w, '0');
 export function parseTs(ts) {
   if (!ts) return null;
   const d = new Date(ts);
-  return isNaN(d.getTime()) ? null : d;
+  // Some servers write an unset time as the Unix epoch: that is "not yet" too.
+  return isNaN(d.getTime()) || d.getTime() <= 0 ? null : d;
 }
 
 export function formatLocal(d, withMs = false) {

@@ -80,6 +80,38 @@ test('create a job through the form and see its runs succeed', async () => {
   await page.closeContext();
 });
 
+test('edit a job, trigger it with a param, pause, resume and delete it', async () => {
+  const page = await newPage();
+  await signIn(page, ADMIN_TOKEN);
+  await openJob(page, 'made-in-the-browser');
+  await page.click('[data-test=edit]');
+  await page.waitForSelector('#f-param', {timeout: WAIT_MS});
+  await page.click('#f-param', {clickCount: 3});
+  await page.type('#f-param', 'edited param');
+  await page.click('[data-test=save]');
+  await waitText(page, 'dl.kv dd', 'edited param');
+  // Trigger with another param: a MANUAL run with that param.
+  await page.click('[data-test=trigger]');
+  await page.waitForSelector('dialog[open] [data-test=trigger-param]', {timeout: WAIT_MS});
+  await page.$eval('[data-test=trigger-param]', (e) => { e.value = ''; });
+  await page.type('[data-test=trigger-param]', 'one-off param');
+  await page.click('dialog[open] [data-test=dialog-ok]');
+  await page.waitForFunction(() => [...document.querySelectorAll('tr[data-status=SUCCEEDED]')]
+      .some((tr) => tr.textContent.includes('one-off param')), {timeout: WAIT_MS});
+  await page.click('[data-test=pause]');
+  await waitText(page, 'h1 .badge', 'paused');
+  await page.click('[data-test=resume]');
+  await waitText(page, 'h1 .badge', 'enabled');
+  await page.click('[data-test=delete]');
+  await page.waitForSelector('dialog[open] [data-test=dialog-ok]', {timeout: WAIT_MS});
+  await page.click('dialog[open] [data-test=dialog-ok]');
+  await page.waitForFunction(() => location.hash === '#/jobs', {timeout: WAIT_MS});
+  await waitJobRow(page, 'echo-every-second');
+  assert(await page.$('tr[data-job=made-in-the-browser]') === null, 'the deleted job is listed');
+  checkProblems(page);
+  await page.closeContext();
+});
+
 test('an invalid cron shows its error next to the cron field', async () => {
   const page = await newPage();
   await signIn(page, ADMIN_TOKEN);
