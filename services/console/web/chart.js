@@ -8,7 +8,7 @@ import {parseTs, formatLocal} from './time.js';
 export const CHART_STATUSES = ['SUCCEEDED', 'RUNNING', 'PENDING', 'FAILED', 'TIMED_OUT', 'LOST',
   'KILLED', 'DISCARDED'];
 
-const W = 760, H = 200, LEFT = 40, BOTTOM = 22, TOP = 8;
+const W = 1200, H = 220, LEFT = 44, BOTTOM = 22, TOP = 8;
 
 function niceMax(v) {
   if (v <= 5) return 5;
@@ -40,7 +40,7 @@ export function runsChart(buckets) {
     g.push(svg('text', {x: LEFT - 6, y: y(v) + 4, class: 'axis', 'text-anchor': 'end'},
         Number.isInteger(v) ? v : v.toFixed(1)));
   }
-  const labelEvery = Math.ceil(n / 8);
+  const labelEvery = Math.ceil(n / 12);
   buckets.forEach((b, i) => {
     const c = counts(b);
     const x = LEFT + i * slot + (slot - barW) / 2;

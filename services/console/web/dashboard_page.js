@@ -105,7 +105,8 @@ export function render(view, ctx) {
           card(t('dash.apps'), apps),
           card(t('dash.leadership'), leader)),
       card(t('dash.chart'), stats),
-      card(t('dash.recentfailures'), failures));
+      card(t('dash.recentfailures'), failures,
+          h('div', {class: 'more'}, link('/runs?status=failures', t('dash.allfailures')))));
   ctx.poll(async () => {
     await Promise.all([fill(apps, appsTable), fill(stats, statsCard),
       fill(failures, failuresTable), fill(leader, leaderCard)]);

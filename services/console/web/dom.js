@@ -76,3 +76,12 @@ export function debounce(fn, ms) {
     t = setTimeout(() => fn(...args), ms);
   };
 }
+
+// Keeps a page's filters in the route's query (#/jobs?app=demo) without re-rendering, so a
+// reload or Back shows the same list. Never put a secret here.
+export function replaceQuery(params) {
+  const [path] = location.hash.replace(/^#/, '').split('?');
+  const q = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== '' && v !== undefined))
+      .toString();
+  history.replaceState(history.state, '', '#' + path + (q ? '?' + q : ''));
+}

@@ -1,6 +1,6 @@
 // Jobs: search and filter (app, name, enabled), paging with page tokens, actions per job.
 
-import {h, put, link, debounce} from './dom.js';
+import {h, put, link, debounce, replaceQuery} from './dom.js';
 import {jobs} from './api.js';
 import {t} from './i18n.js';
 import {canWrite} from './session.js';
@@ -54,6 +54,7 @@ export function render(view, ctx) {
   }
 
   const refilter = () => {
+    replaceQuery({app: app.value.trim(), name: name.value.trim(), enabled: enabled.value});
     pager.reset();
     load();
   };

@@ -1,7 +1,7 @@
 // A table of runs with a status filter and paging (ListRuns page tokens). Used by the job
 // detail page (one job) and the runs page (all jobs, app filter).
 
-import {h, put, link} from './dom.js';
+import {h, put, link, replaceQuery} from './dom.js';
 import {jobs} from './api.js';
 import {t, enumLabel} from './i18n.js';
 import {timeEl, between, formatMs} from './time.js';
@@ -55,6 +55,7 @@ export function runsTable(ctx, {base = {}, withApp = false, refreshMs = 3000, pa
     }
   }
   const refilter = () => {
+    replaceQuery({status: status.value, app: app ? app.value.trim() : ''});
     pager.reset();
     load();
   };
