@@ -26,22 +26,23 @@ FAILED=0
 SKIPPED=0
 G_PASSED=0
 G_FAILED=0
+G_SKIPPED=0
 GROUP=""
 
 ok() { PASSED=$((PASSED + 1)); G_PASSED=$((G_PASSED + 1)); echo "ok   - $*"; }
 fail() { FAILED=$((FAILED + 1)); G_FAILED=$((G_FAILED + 1)); echo "FAIL - $*"; }
-skip() { SKIPPED=$((SKIPPED + 1)); echo "skip - $*"; }
+skip() { SKIPPED=$((SKIPPED + 1)); G_SKIPPED=$((G_SKIPPED + 1)); echo "skip - $*"; }
 check() { # check DESCRIPTION COMMAND...: passes when COMMAND succeeds
   local desc="$1"; shift
   if "$@" >/dev/null 2>&1; then ok "$desc"; else fail "$desc"; fi
 }
 group() {
   end_group
-  GROUP="$1"; G_PASSED=0; G_FAILED=0
+  GROUP="$1"; G_PASSED=0; G_FAILED=0; G_SKIPPED=0
   echo "== $GROUP"
 }
 end_group() {
-  if [ -n "$GROUP" ]; then echo "== $GROUP: $G_PASSED passed, $G_FAILED failed"; echo; fi
+  if [ -n "$GROUP" ]; then echo "== $GROUP: $G_PASSED passed, $G_FAILED failed, $G_SKIPPED skipped"; echo; fi
 }
 
 JSON_TOOL=""
@@ -382,6 +383,7 @@ RENDER_FAILURES=(no-values tls-without-certificates ingress-without-host short-t
 render_skip() { # render_skip REASON: every rendered check is skipped, visibly
   skip "$1: $(( ${#RENDER_SCENARIOS[@]} + ${#RENDER_FAILURES[@]} + 1 )) render checks skipped"
   SKIPPED=$(( SKIPPED + ${#RENDER_SCENARIOS[@]} + ${#RENDER_FAILURES[@]} ))
+  G_SKIPPED=$(( G_SKIPPED + ${#RENDER_SCENARIOS[@]} + ${#RENDER_FAILURES[@]} ))
 }
 RENDERER=""
 if ! python3 -c 'import yaml' >/dev/null 2>&1; then
@@ -400,6 +402,7 @@ fi
 
 if [ -n "$RENDERER" ]; then
   WORK="$(mktemp -d)"; trap 'rm -rf "$WORK"' EXIT
+  RAN=()
   # Flags each component's binary defines, for rendered_checks.py.
   python3 - "$ROOT" >"$WORK/flags.json" <<'PY'
 import json, os, re, sys
@@ -429,6 +432,7 @@ PY
   scenario() {
     local name="$1" release="$2" full="$3" expect="$4"; shift 4
     local out="$WORK/$name.yaml" err="$WORK/$name.err"
+    RAN+=("$name")
     if ! "$RENDERER" "$release" "$CHART" -n jobs "$@" >"$out" 2>"$err"; then
       fail "$name: renders ($(head -c 1500 "$err"))"; return
     fi
@@ -443,6 +447,7 @@ PY
   must_fail() {
     local name="$1" msg="$2"; shift 2
     local out rc
+    RAN+=("$name")
     out="$("$RENDERER" jw "$CHART" -n jobs "$@" 2>&1)"; rc=$?
     if [ "$rc" -ne 0 ] && grep -qF -- "$msg" <<<"$out"; then ok "$name: the render fails with \"$msg\""
     else fail "$name: want a failed render saying \"$msg\", got rc=$rc: $(head -c 600 <<<"$out")"; fi
@@ -492,6 +497,9 @@ YAML
     "${SECRETS[@]}" --set console.ingress.enabled=true
   must_fail short-token "auth.adminToken is too short" \
     --set-string "db.dsn=$DSN" --set-string "auth.clusterToken=c$T,auth.executorToken=e$T,auth.adminToken=short"
+  # The skip count above assumes these lists; keep them equal to what ran.
+  check "the value sets that ran are RENDER_SCENARIOS + RENDER_FAILURES" \
+    test "${RAN[*]}" = "${RENDER_SCENARIOS[*]} ${RENDER_FAILURES[*]}"
 fi
 end_group
 
