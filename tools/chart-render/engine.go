@@ -197,7 +197,7 @@ func newEngine(c *Chart) (*engine, error) {
 	e := &engine{depth: map[string]int{}}
 	e.set = template.New("gotpl").Option("missingkey=zero").Funcs(funcMap())
 	e.bind(e.set)
-	// Helpers (_*.tpl and friends) first, so the others may override nothing by accident.
+	// Every file goes into one set (in name order), so a define is visible everywhere.
 	for _, t := range c.Templates {
 		if _, err := e.set.New(t.Name).Parse(t.Data); err != nil {
 			return nil, cleanError(err)

@@ -19,6 +19,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -46,13 +47,21 @@ type Options struct {
 	ShowOnly                                  []string
 }
 
+var errHelp = errors.New("help")
+
 type setArg struct {
 	arg   string
 	typed bool
 }
 
+const usage = "usage: chart-render [-n NS] [-f FILE]... [--set K=V]... [--set-string K=V]... [--kube-version V] [-a G/V]... [-s TEMPLATE]... [--notes] [RELEASE] CHART_DIR"
+
 func main() {
 	opts, err := parseArgs(os.Args[1:])
+	if err == errHelp {
+		fmt.Println(usage)
+		return
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "chart-render: %v\n", err)
 		os.Exit(2)
@@ -113,7 +122,7 @@ func parseArgs(args []string) (*Options, error) {
 		case "--notes":
 			o.Notes = true
 		case "-h", "--help":
-			return nil, fmt.Errorf("usage: chart-render [-n NS] [-f FILE]... [--set K=V]... [--set-string K=V]... [--kube-version V] [-a G/V]... [-s TEMPLATE]... [--notes] [RELEASE] CHART_DIR")
+			return nil, errHelp
 		default:
 			if strings.HasPrefix(a, "-") {
 				return nil, fmt.Errorf("unknown flag %s", a)
@@ -130,7 +139,7 @@ func parseArgs(args []string) (*Options, error) {
 	case 2:
 		o.Release, o.ChartDir = pos[0], pos[1]
 	default:
-		return nil, fmt.Errorf("want [RELEASE] CHART_DIR, got %d arguments", len(pos))
+		return nil, fmt.Errorf("want [RELEASE] CHART_DIR, got %d arguments\n%s", len(pos), usage)
 	}
 	if !regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`).MatchString(o.Release) || len(o.Release) > 53 {
 		return nil, fmt.Errorf("invalid release name %q (lowercase DNS label, at most 53 characters)", o.Release)
@@ -144,11 +153,16 @@ func run(o *Options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	shown := 0
 	for _, d := range docs {
 		if len(o.ShowOnly) > 0 && !showOnly(o.ShowOnly, d.Source) {
 			continue
 		}
 		fmt.Fprintf(out, "---\n# Source: %s\n%s\n", d.Source, d.Content)
+		shown++
+	}
+	if len(o.ShowOnly) > 0 && shown == 0 {
+		return fmt.Errorf("could not find template %s in chart", strings.Join(o.ShowOnly, ", "))
 	}
 	if o.Notes && notes != "" {
 		fmt.Fprintf(out, "\nNOTES:\n%s\n", notes)
