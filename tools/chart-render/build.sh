@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds chart-render (tools/chart-render/out/chart-render) with Debian's Go and Debian's Go
+# Builds chart-render (.data/bin/chart-render) with Debian's Go and Debian's Go
 # libraries (golang-github-masterminds-sprig-dev, golang-k8s-sigs-yaml-dev,
 # golang-gopkg-yaml.v3-dev) in GOPATH mode: nothing is fetched from the network.
 #
@@ -8,7 +8,10 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-OUT="$HERE/out"
+ROOT="$(cd "$HERE/../.." && pwd)"
+# Build state (GOPATH, Go build cache) and the binary live under the gitignored .data/.
+OUT="$ROOT/.data/chart-render"
+BIN="$ROOT/.data/bin/chart-render"
 command -v go >/dev/null 2>&1 || { echo "chart-render: go is not installed (apt-get install golang-go)" >&2; exit 77; }
 SYS_GOPATH=/usr/share/gocode
 for dep in github.com/Masterminds/sprig sigs.k8s.io/yaml gopkg.in/yaml.v3 github.com/Masterminds/semver; do
@@ -19,7 +22,7 @@ for dep in github.com/Masterminds/sprig sigs.k8s.io/yaml gopkg.in/yaml.v3 github
 done
 
 # A private GOPATH whose only package is this directory; the libraries come from Debian's.
-mkdir -p "$OUT/gopath/src/jobwheel" "$OUT/cache"
+mkdir -p "$OUT/gopath/src/jobwheel" "$OUT/cache" "$(dirname "$BIN")"
 ln -sfn "$HERE" "$OUT/gopath/src/jobwheel/chart-render"
 # Debian installs the v3 modules without the /v3 import-path suffix GOPATH mode needs.
 for m in sprig semver; do
@@ -29,5 +32,5 @@ done
 export GO111MODULE=off GOPATH="$OUT/gopath:$SYS_GOPATH" GOCACHE="$OUT/cache" GOTOOLCHAIN=local
 cd "$OUT/gopath/src/jobwheel/chart-render"
 if [ "${1:-}" = test ]; then go test ./ >&2; fi
-go build -o "$OUT/chart-render" .
-echo "$OUT/chart-render"
+go build -o "$BIN" .
+echo "$BIN"
