@@ -106,12 +106,14 @@ for d in DOCS:
 check("object counts by kind %s" % json.dumps(want_kinds, sort_keys=True),
       ["%s: %d, want %d" % (k, got.get(k, 0), n) for k, n in want_kinds.items() if got.get(k, 0) != n])
 
-# ------------------------------------------------------------------ Deployments
+# ------------------------------------------------------------------ Deployments (and Jobs)
 probs = []
-for d in deployments:
+jobs = of_kind("Job")
+for d in deployments + jobs:
     n = name(d)
     p = pod(d)
-    if not matches(d["spec"]["selector"].get("matchLabels"), p["metadata"].get("labels", {})):
+    is_job = d["kind"] == "Job"
+    if not is_job and not matches(d["spec"]["selector"].get("matchLabels"), p["metadata"].get("labels", {})):
         probs.append("%s: selector does not match its pod labels" % n)
     psc = p["spec"].get("securityContext") or {}
     if psc.get("runAsNonRoot") is not True:
@@ -128,7 +130,7 @@ for d in deployments:
         if "memory" not in (res.get("limits") or {}):
             probs.append("%s: no memory limit" % cn)
         ports = {pt["name"]: pt["containerPort"] for pt in c.get("ports", [])}
-        for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        for probe in () if is_job else ("livenessProbe", "readinessProbe", "startupProbe"):
             pr = c.get(probe)
             if not pr:
                 probs.append("%s: no %s" % (cn, probe))
@@ -170,8 +172,8 @@ for d in deployments:
             for item in v["secret"].get("items", []):
                 if item["key"] not in (secrets[s].get("data") or {}):
                     probs.append("%s: volume %s: Secret %s has no key %s" % (n, v["name"], s, item["key"]))
-check("%d Deployments: resources, probes on declared ports, non-root read-only containers, "
-      "rendered ConfigMaps/Secrets" % len(deployments), probs)
+check("%d Deployments, %d Jobs: resources, probes on declared ports, non-root read-only "
+      "containers, rendered ConfigMaps/Secrets" % (len(deployments), len(jobs)), probs)
 
 
 def env_of(c):
@@ -186,7 +188,7 @@ def env_of(c):
 
 
 probs = []
-for d in deployments:
+for d in deployments + jobs:
     comp = component(d)
     flags = FLAGS.get(comp)
     if not flags:
