@@ -200,3 +200,25 @@ func TestChartChecks(t *testing.T) {
 		t.Error("an invalid release name must fail")
 	}
 }
+
+func TestYamlFunctionsAndTplWithInclude(t *testing.T) {
+	files := baseChart()
+	files["values.yaml"] += "nested: {b: 2, a: [1, x]}\ntext: '{{ include \"demo.fullname\" . }}-t'\n"
+	files["templates/svc.yaml"] = `kind: ConfigMap
+data:
+  y: {{ .Values.nested | toYaml | quote }}
+  back: {{ (.Values.nested | toYaml | fromYaml).a | toJson | quote }}
+  bad: {{ hasKey (fromYaml "a: [") "Error" | quote }}
+  tpl: {{ tpl .Values.text . }}
+  num: {{ kindOf .Values.port }}
+`
+	docs, _, err := render(t, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`y: "a:\n- 1\n- x\nb: 2"`, `back: "[1,\"x\"]"`, `bad: "true"`, "tpl: rel-web-t", "num: float64"} {
+		if !strings.Contains(docs[1].Content, want) {
+			t.Errorf("lacks %q:\n%s", want, docs[1].Content)
+		}
+	}
+}
