@@ -505,6 +505,7 @@ end_group
 
 echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
 if [ "$FAILED" -ne 0 ]; then exit 1; fi
-if [ "$PASSED" -eq 0 ] && [ "$SKIPPED" -gt 0 ]; then exit 77; fi
-if [ "$SKIPPED" -gt 0 ] && [ "${CI:-}" = true ]; then echo "CI=true: a skipped check is a failure"; exit 1; fi
+# Anything skipped makes the whole check a skip for scripts/test (which fails it under CI=true):
+# a partly run check never counts as passed.
+if [ "$SKIPPED" -gt 0 ]; then exit 77; fi
 exit 0
