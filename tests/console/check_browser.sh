@@ -4,7 +4,9 @@
 # then drives Debian's chromium headless over the DevTools protocol (puppeteer-core) through
 # tests/console/browser/*.test.mjs. Exit 0: all passed; 1: a failure; 77: could not run.
 # Assumes `bazel build //services/... //sdk/examples:demo_executor //tools/jobwheelctl` ran.
-# JOBWHEEL_SCREENSHOTS=<dir> saves screenshots of every page there (docs/console/).
+# JOBWHEEL_SCREENSHOTS=<dir> saves screenshots of every page there (docs/console/);
+# JOBWHEEL_CASES=<text> runs only the cases whose name contains it; JOBWHEEL_CONSOLE_HOLD=1 starts
+# the stack and keeps it up without running tests (for working on the pages).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -114,6 +116,10 @@ export JOBWHEEL_CONSOLE_URL="http://$CONSOLE/"
 export JOBWHEEL_ADMIN_TOKEN_FILE="$TOK/admin"
 export JOBWHEEL_SCREENSHOTS=${JOBWHEEL_SCREENSHOTS:-}
 export JOBWHEEL_BROWSER_LOGS="$TMP/logs"
+if [ -n "${JOBWHEEL_CONSOLE_HOLD:-}" ]; then  # For working on the pages: keep the stack up.
+  echo "check_browser: console $JOBWHEEL_CONSOLE_URL admin token $TOK/admin scheduler $SCHEDULER; Ctrl-C stops"
+  while sleep 1; do :; done
+fi
 cd tests/console/browser
 rc=0
 for t in *.test.mjs; do
