@@ -58,6 +58,7 @@ export function between(a, b) {
 // 1234 → "1.23 s"; 45 → "45 ms".
 export function formatMs(ms) {
   if (ms === null || ms === undefined) return '—';
+  if (Math.abs(ms) < 10) return `${ms.toFixed(ms === 0 ? 0 : 1)} ms`;
   if (Math.abs(ms) < 1000) return `${Math.round(ms)} ms`;
   if (Math.abs(ms) < 60000) return `${(ms / 1000).toFixed(2)} s`;
   return `${(ms / 60000).toFixed(1)} min`;
