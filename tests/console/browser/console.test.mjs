@@ -44,6 +44,9 @@ test('sign in with the admin token, see the demo jobs and echo-every-second\'s S
       await openJob(page, 'echo-every-second');
       await waitRunStatus(page, 'SUCCEEDED');
       await waitText(page, '[data-test=preview-times] li', 'UTC');
+      // Times are local, with the UTC time on hover.
+      assert(await page.$('tr[data-status=SUCCEEDED] time[title$=" UTC"]') !== null,
+          'a run time without its UTC title');
       await shot(page, 'job-detail');
       await go(page, '/executors');
       await page.waitForSelector('tr[data-executor]', {timeout: WAIT_MS});
