@@ -1,0 +1,228 @@
+// The console: the web pages and a Connect protocol (JSON) gateway in front of the admin gRPC
+// services of the scheduler and registry. It forwards each caller's own bearer token and holds
+// no credential that acts for a user, nor any database connection.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/flags.h"
+#include "common/grpc_server.h"
+#include "common/logging.h"
+#include "common/mutex_mode.h"
+#include "common/signals.h"
+#include "prometheus/exposer.h"
+#include "prometheus/registry.h"
+#include "services/console/backend_health.h"
+#include "services/console/connect_gateway.h"
+#include "services/console/console_metrics.h"
+#include "services/console/console_server.h"
+#include "services/console/grpc_backend_caller.h"
+#include "services/console/route_table.h"
+#include "services/console/static_files.h"
+#include "services/console/web_root.h"
+#include "spdlog/spdlog.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:7180", "HTTP listen address (host:port)");
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9180",
+          "Prometheus /metrics listen address; empty disables");
+ABSL_FLAG(std::string, scheduler_target, "127.0.0.1:7100",
+          "scheduler replicas (JobAdminService, TokenAdminService, LeadershipService): host:port, "
+          "a comma-separated list, or a gRPC target (dns:///...)");
+ABSL_FLAG(std::string, registry_target, "127.0.0.1:7101",
+          "registry replicas (AppAdminService, RegistryService/ListExecutors): host:port, a "
+          "comma-separated list, or a gRPC target");
+ABSL_FLAG(std::string, web_root, "",
+          "directory of the pages; default: services/console/web in the binary's runfiles");
+ABSL_FLAG(int64_t, max_body_bytes, 1 << 20, "largest request body accepted (bytes)");
+ABSL_FLAG(int, max_concurrent_requests, 32,
+          "Connect requests served at once; more are refused as unavailable (HTTP 503)");
+ABSL_FLAG(absl::Duration, request_timeout, absl::Seconds(10),
+          "deadline of each backend call (a shorter connect-timeout-ms from the client wins)");
+ABSL_FLAG(absl::Duration, read_timeout, absl::Seconds(10), "HTTP request read timeout");
+ABSL_FLAG(absl::Duration, write_timeout, absl::Seconds(10), "HTTP response write timeout");
+ABSL_FLAG(absl::Duration, keep_alive_timeout, absl::Seconds(5),
+          "how long an idle keep-alive connection is kept open");
+ABSL_FLAG(absl::Duration, ready_timeout, absl::Seconds(1),
+          "deadline of the backends' health checks behind GET /readyz");
+ABSL_FLAG(bool, log_json, false, "log one JSON object per line");
+ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
+ABSL_FLAG(std::string, tls_ca, "", "CA to verify the scheduler and registry; empty = plaintext");
+ABSL_FLAG(std::string, tls_client_cert, "",
+          "client certificate (PEM) for mutual TLS to the scheduler and registry");
+ABSL_FLAG(std::string, tls_client_key, "", "private key of --tls_client_cert");
+
+namespace jobwheel::console {
+namespace {
+
+// Everything the flags say, checked before anything starts.
+struct Config {
+  std::string listen;
+  std::string metrics_address;
+  std::string scheduler_target;
+  std::string registry_target;
+  std::string web_root;
+  int64_t max_body_bytes = 0;
+  int max_concurrent_requests = 0;
+  absl::Duration request_timeout;
+  absl::Duration read_timeout;
+  absl::Duration write_timeout;
+  absl::Duration keep_alive_timeout;
+  absl::Duration ready_timeout;
+  ClientTls client_tls;
+
+  absl::Status Validate() const {
+    if (listen.empty()) return absl::InvalidArgumentError("--listen: must not be empty");
+    if (scheduler_target.empty() || registry_target.empty()) {
+      return absl::InvalidArgumentError("--scheduler_target, --registry_target: required");
+    }
+    if (max_body_bytes < 1024 || max_body_bytes > (int64_t{64} << 20)) {
+      return absl::InvalidArgumentError("--max_body_bytes: must be between 1024 and 64 MiB");
+    }
+    if (max_concurrent_requests < 1 || max_concurrent_requests > 4096) {
+      return absl::InvalidArgumentError("--max_concurrent_requests: must be between 1 and 4096");
+    }
+    for (absl::Duration d : {request_timeout, read_timeout, write_timeout, ready_timeout}) {
+      if (d <= absl::ZeroDuration()) {
+        return absl::InvalidArgumentError(
+            "--request_timeout, --read_timeout, --write_timeout, --ready_timeout: must be "
+            "positive");
+      }
+    }
+    if (keep_alive_timeout < absl::Seconds(1)) {
+      return absl::InvalidArgumentError("--keep_alive_timeout: must be at least 1s");
+    }
+    if (client_tls.cert_file.empty() != client_tls.key_file.empty()) {
+      return absl::InvalidArgumentError("--tls_client_cert and --tls_client_key go together");
+    }
+    if (!client_tls.cert_file.empty() && client_tls.ca_file.empty()) {
+      return absl::InvalidArgumentError("--tls_client_cert needs --tls_ca");
+    }
+    return absl::OkStatus();
+  }
+};
+
+// "a:1,b:2" is a static list of replicas for gRPC's ipv4 resolver (round_robin over them).
+std::string Target(std::string target) {
+  if (absl::StrContains(target, ",") && !absl::StrContains(target, ":///") &&
+      !absl::StartsWith(target, "ipv4:") && !absl::StartsWith(target, "ipv6:")) {
+    return absl::StrCat("ipv4:", target);
+  }
+  return target;
+}
+
+std::string ExePath() {
+  char buf[4096] = {0};
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+absl::StatusOr<Config> ConfigFromFlags() {
+  Config c;
+  c.listen = absl::GetFlag(FLAGS_listen);
+  c.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  c.scheduler_target = Target(absl::GetFlag(FLAGS_scheduler_target));
+  c.registry_target = Target(absl::GetFlag(FLAGS_registry_target));
+  c.web_root = absl::GetFlag(FLAGS_web_root);
+  if (c.web_root.empty()) {
+    const char* runfiles = std::getenv("RUNFILES_DIR");
+    c.web_root = DefaultWebRoot(ExePath(), runfiles != nullptr ? runfiles : "");
+  }
+  c.max_body_bytes = absl::GetFlag(FLAGS_max_body_bytes);
+  c.max_concurrent_requests = absl::GetFlag(FLAGS_max_concurrent_requests);
+  c.request_timeout = absl::GetFlag(FLAGS_request_timeout);
+  c.read_timeout = absl::GetFlag(FLAGS_read_timeout);
+  c.write_timeout = absl::GetFlag(FLAGS_write_timeout);
+  c.keep_alive_timeout = absl::GetFlag(FLAGS_keep_alive_timeout);
+  c.ready_timeout = absl::GetFlag(FLAGS_ready_timeout);
+  c.client_tls = ClientTls{absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_client_cert),
+                           absl::GetFlag(FLAGS_tls_client_key)};
+  absl::Status valid = c.Validate();
+  if (!valid.ok()) return valid;
+  return c;
+}
+
+int Run(const Config& c) {
+  BlockTerminationSignals();
+
+  auto prom = std::make_shared<prometheus::Registry>();
+  const RouteTable& routes = RouteTable::Console();
+  ConsoleMetrics metrics(*prom, routes.Procedures());
+  std::unique_ptr<prometheus::Exposer> exposer;
+  if (!c.metrics_address.empty()) {
+    try {
+      exposer = std::make_unique<prometheus::Exposer>(c.metrics_address);
+    } catch (const std::exception& e) {
+      spdlog::error("--metrics_address {}: {}", c.metrics_address, e.what());
+      return 1;
+    }
+    exposer->RegisterCollectable(prom);
+  }
+
+  auto scheduler = MakeChannel(c.scheduler_target, c.client_tls);
+  if (!scheduler.ok()) {
+    spdlog::error("--scheduler_target: {}", scheduler.status().ToString());
+    return 1;
+  }
+  auto registry = MakeChannel(c.registry_target, c.client_tls);
+  if (!registry.ok()) {
+    spdlog::error("--registry_target: {}", registry.status().ToString());
+    return 1;
+  }
+  GrpcBackendCaller backends(*scheduler, *registry);
+  BackendHealth health({{"scheduler", *scheduler}, {"registry", *registry}});
+  Clock& clock = RealClock::Get();
+  ConnectGateway::Options gateway_options;
+  gateway_options.request_timeout = c.request_timeout;
+  gateway_options.max_body_bytes = static_cast<size_t>(c.max_body_bytes);
+  ConnectGateway gateway(routes, backends, clock, gateway_options);
+  StaticFiles pages(c.web_root);
+
+  ConsoleServer::Options server_options;
+  server_options.listen = c.listen;
+  server_options.max_concurrent_requests = c.max_concurrent_requests;
+  server_options.max_body_bytes = static_cast<size_t>(c.max_body_bytes);
+  server_options.read_timeout = c.read_timeout;
+  server_options.write_timeout = c.write_timeout;
+  server_options.keep_alive_timeout = c.keep_alive_timeout;
+  const absl::Duration ready_timeout = c.ready_timeout;
+  ConsoleServer server(
+      server_options, gateway, pages,
+      [&health, &clock, ready_timeout] { return health.Check(clock.Now() + ready_timeout); },
+      metrics, clock);
+  absl::Status started = server.Start();
+  if (!started.ok()) {
+    spdlog::error("{}", started.ToString());
+    return 1;
+  }
+  spdlog::info("console listening on {} (port {}), scheduler {}, registry {}, pages from {}",
+               c.listen, server.port(), c.scheduler_target, c.registry_target, c.web_root);
+
+  const int sig = WaitForTerminationSignal();
+  spdlog::info("signal {}: shutting down", sig);
+  server.Shutdown();  // Requests in progress finish first.
+  spdlog::info("console stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace jobwheel::console
+
+int main(int argc, char** argv) {
+  jobwheel::DisableMutexDeadlockDetection();
+  jobwheel::ParseFlagsWithEnv(argc, argv,
+                              "jobwheel console: web pages and a Connect gateway to the admin API");
+  jobwheel::InitLogging("console", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
+  auto config = jobwheel::console::ConfigFromFlags();
+  if (!config.ok()) {
+    spdlog::error("{}", config.status().ToString());
+    return 2;
+  }
+  return jobwheel::console::Run(*config);
+}
