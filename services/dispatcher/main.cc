@@ -15,6 +15,7 @@
 #include "common/auth.h"
 #include "common/clock.h"
 #include "common/flags.h"
+#include "common/insecure_dev.h"
 #include "common/grpc_server.h"
 #include "common/logging.h"
 #include "common/mutex_mode.h"
@@ -116,6 +117,7 @@ struct Config {
           "--executor_token_file's token or per-app API tokens), or --insecure_dev for local "
           "development");
     }
+    if (absl::Status s = CheckInsecureDevListen(insecure_dev, listen); !s.ok()) return s;
     if (server_tls.cert_file.empty() != server_tls.key_file.empty()) {
       return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
     }

@@ -16,6 +16,7 @@
 #include "common/auth.h"
 #include "common/clock.h"
 #include "common/flags.h"
+#include "common/insecure_dev.h"
 #include "common/grpc_server.h"
 #include "common/logging.h"
 #include "common/mutex_mode.h"
@@ -98,6 +99,7 @@ struct ServerConfig {
           "--admin_token_file, or API tokens from TokenAdminService), or --insecure_dev for "
           "development");
     }
+    if (absl::Status s = CheckInsecureDevListen(insecure_dev, listen); !s.ok()) return s;
     if (tls.cert_file.empty() != tls.key_file.empty()) {
       return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
     }

@@ -40,6 +40,8 @@ void LeaderElector::Shutdown() {
     }
     conn_.reset();
   }
+  SetLeader(absl::UnavailableError(
+      absl::StrCat("replica ", options_.replica_id, " is shutting down")));
   if (was_leader && callbacks_.on_deposed) callbacks_.on_deposed();
 }
 
@@ -53,11 +55,31 @@ int64_t LeaderElector::epoch() const {
   return epoch_;
 }
 
+absl::StatusOr<LeaderInfo> LeaderElector::Leader() const {
+  absl::MutexLock lock(&leader_mu_);
+  return leader_info_;
+}
+
+void LeaderElector::SetLeader(absl::StatusOr<LeaderInfo> leader) {
+  absl::MutexLock lock(&leader_mu_);
+  leader_info_ = std::move(leader);
+}
+
+namespace {
+
+absl::Status NoDatabase(absl::string_view replica, absl::string_view why) {
+  return absl::UnavailableError(
+      absl::StrCat("replica ", replica, " cannot reach the database, leader unknown: ", why));
+}
+
+}  // namespace
+
 bool LeaderElector::TryAcquire() {
   if (conn_ == nullptr || !conn_->is_open()) {
     absl::StatusOr<std::unique_ptr<pqxx::connection>> conn = PgPool::Connect(options_.dsn);
     if (!conn.ok()) {
       spdlog::warn("schedule lock: {}", conn.status().ToString());
+      SetLeader(NoDatabase(options_.replica_id, conn.status().message()));
       conn_.reset();
       return false;
     }
@@ -76,6 +98,7 @@ bool LeaderElector::TryAcquire() {
           "SET tcp_keepalives_count = 3; SET tcp_user_timeout = 5000");
     } catch (const std::exception& e) {
       spdlog::warn("schedule lock: cannot connect to database: {}", e.what());
+      SetLeader(NoDatabase(options_.replica_id, e.what()));
       conn_.reset();
       return false;
     }
@@ -90,27 +113,36 @@ bool LeaderElector::TryAcquire() {
     }
     if (!acquired) {
       EndSilentHolder();
+      ReadHolder();
       return false;
     }
   } catch (const std::exception& e) {
     spdlog::warn("schedule lock: {}", e.what());
+    SetLeader(NoDatabase(options_.replica_id, e.what()));
     conn_.reset();
     return false;
   }
+  LeaderInfo mine;
   try {
     pqxx::work tx(*conn_);
     pqxx::result r = tx.exec_params(
         "INSERT INTO leadership (id, holder_id, since, epoch) VALUES (1, $1, now(), 1) "
         "ON CONFLICT (id) DO UPDATE SET holder_id = $1, since = now(), "
-        "epoch = leadership.epoch + 1 RETURNING epoch",
+        "epoch = leadership.epoch + 1 "
+        "RETURNING epoch, (EXTRACT(EPOCH FROM since) * 1000000)::BIGINT",
         options_.replica_id);
     epoch_ = r[0][0].as<int64_t>();
+    mine.since = FromMicros(r[0][1].as<int64_t>());
     tx.commit();
   } catch (const std::exception& e) {
     spdlog::warn("schedule lock: recording the new epoch failed: {}", e.what());
+    SetLeader(NoDatabase(options_.replica_id, e.what()));
     conn_.reset();  // Closing the session releases the lock.
     return false;
   }
+  mine.holder_id = options_.replica_id;
+  mine.epoch = epoch_;
+  SetLeader(std::move(mine));
   leader_ = true;
   return true;
 }
@@ -120,6 +152,29 @@ void LeaderElector::Depose(absl::string_view why) {
   spdlog::error("lost the schedule lock (epoch {}): {}", epoch_, std::string(why));
   leader_ = false;
   conn_.reset();
+  SetLeader(absl::UnavailableError(absl::StrCat(
+      "replica ", options_.replica_id, " lost the schedule lock and has not yet seen who holds it")));
+}
+
+void LeaderElector::ReadHolder() {
+  pqxx::nontransaction ntx(*conn_);
+  // The lock is the truth; the table says who took it last (a new holder records itself
+  // right after taking the lock, so the next try sees it).
+  pqxx::result r = ntx.exec_params(
+      "SELECT holder_id, (EXTRACT(EPOCH FROM since) * 1000000)::BIGINT, epoch, "
+      "EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
+      "((classid::bigint << 32) | objid::bigint) = $1) "
+      "FROM leadership WHERE id = 1",
+      options_.lock_key);
+  LeaderInfo info;
+  if (!r.empty()) {
+    info.epoch = r[0][2].as<int64_t>();
+    if (r[0][3].as<bool>()) {
+      info.holder_id = r[0][0].as<std::string>();
+      info.since = FromMicros(r[0][1].as<int64_t>());
+    }
+  }
+  SetLeader(std::move(info));
 }
 
 void LeaderElector::EndSilentHolder() {
@@ -196,30 +251,6 @@ absl::Status LeaderElector::RunFenced(absl::string_view what,
   }
   if (deposed && callbacks_.on_deposed) callbacks_.on_deposed();
   return status;
-}
-
-absl::StatusOr<LeaderInfo> LeaderElector::ReadLeader(PgPool& pool) {
-  LeaderInfo info;
-  absl::Status s = pool.Run("read leader", [&](pqxx::connection& conn) {
-    pqxx::nontransaction tx(conn);
-    // The lock is the truth; the table says who took it last.
-    pqxx::result held = tx.exec(
-        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
-        "((classid::bigint << 32) | objid::bigint) = " +
-        std::to_string(options_.lock_key));
-    pqxx::result r = tx.exec(
-        "SELECT holder_id, (EXTRACT(EPOCH FROM since) * 1000000)::BIGINT, epoch "
-        "FROM leadership WHERE id = 1");
-    info = LeaderInfo();
-    if (r.empty()) return;
-    info.epoch = r[0][2].as<int64_t>();
-    if (held[0][0].as<int64_t>() > 0) {
-      info.holder_id = r[0][0].as<std::string>();
-      info.since = FromMicros(r[0][1].as<int64_t>());
-    }
-  });
-  if (!s.ok()) return s;
-  return info;
 }
 
 }  // namespace jobwheel::scheduler

@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "absl/status/statusor.h"
 #include "common/pg_pool.h"
 #include "pqxx/pqxx"
 
@@ -18,7 +19,7 @@ namespace jobwheel::scheduler {
 
 // Who holds the schedule lock, as recorded in the `leadership` table.
 struct LeaderInfo {
-  std::string holder_id;
+  std::string holder_id;  // Empty when no replica holds the lock.
   absl::Time since = absl::InfinitePast();
   int64_t epoch = 0;
 };
@@ -27,7 +28,9 @@ struct LeaderInfo {
 // The holder is leader. Each takeover bumps the fencing epoch in `leadership`. All of the
 // leader's writes run on the lock-holding session through RunFenced, so once the session is
 // gone (connection lost, server restarted, session killed) they fail and leadership ends at
-// once. Standbys retry every `retry_interval`. Thread-safe.
+// once. Standbys retry every `retry_interval`, and each try also reads who holds the lock, so
+// every replica knows the leader from memory (`Leader()`), never from a query per caller.
+// Thread-safe.
 class LeaderElector {
  public:
   struct Options {
@@ -66,8 +69,11 @@ class LeaderElector {
   // returned. `fn` must not keep the connection.
   absl::Status RunFenced(absl::string_view what, const std::function<void(pqxx::work&)>& fn);
 
-  // Reads the current holder from the database (any replica may ask).
-  absl::StatusOr<LeaderInfo> ReadLeader(PgPool& pool);
+  // Who holds the lock, as this replica's loop last saw it: itself while it leads; on a
+  // standby, what its last try (every retry_interval) read. UNAVAILABLE while this replica
+  // cannot reach the database or has just lost the lock and not yet looked again. Never
+  // touches the database: cheap enough for any caller, any rate.
+  absl::StatusOr<LeaderInfo> Leader() const;
 
  private:
   void Loop();
@@ -75,6 +81,9 @@ class LeaderElector {
   // Ends the holder's session if it has been silent longer than takeover_after.
   void EndSilentHolder() ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
   void Depose(absl::string_view why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
+  // On a standby after a failed try: reads the holder into the snapshot.
+  void ReadHolder() ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
+  void SetLeader(absl::StatusOr<LeaderInfo> leader) ABSL_LOCKS_EXCLUDED(leader_mu_);
 
   const Options options_;
   const Callbacks callbacks_;
@@ -84,6 +93,11 @@ class LeaderElector {
   std::unique_ptr<pqxx::connection> conn_ ABSL_GUARDED_BY(conn_mu_);
   bool leader_ ABSL_GUARDED_BY(conn_mu_) = false;
   int64_t epoch_ ABSL_GUARDED_BY(conn_mu_) = 0;
+
+  // The snapshot Leader() returns; its own mutex so readers never wait for a query.
+  mutable absl::Mutex leader_mu_;
+  absl::StatusOr<LeaderInfo> leader_info_ ABSL_GUARDED_BY(leader_mu_) =
+      absl::UnavailableError("the schedule lock has not been tried yet");
 
   absl::Notification stop_;
   std::thread thread_;

@@ -9,8 +9,8 @@ grpc::ServerUnaryReactor* LeadershipService::GetLeader(
     grpc::CallbackServerContext* ctx, const jobwheel::v1::GetLeaderRequest* /*request*/,
     jobwheel::v1::GetLeaderResponse* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  // One short indexed read on a pooled connection.
-  auto info = elector_.ReadLeader(pool_);
+  // From memory: the elector's loop keeps this current (every retry_interval on a standby).
+  absl::StatusOr<LeaderInfo> info = elector_.Leader();
   if (!info.ok()) {
     reactor->Finish(ToGrpcStatus(info.status()));
     return reactor;
@@ -19,7 +19,9 @@ grpc::ServerUnaryReactor* LeadershipService::GetLeader(
   if (info->since != absl::InfinitePast()) *response->mutable_since() = ToProto(info->since);
   response->set_epoch(info->epoch);
   response->set_replica_id(elector_.replica_id());
-  response->set_is_leader(elector_.is_leader());
+  // Not elector_.is_leader(): that waits for the lock connection, which a fenced transaction
+  // may hold for a while.
+  response->set_is_leader(info->holder_id == elector_.replica_id());
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

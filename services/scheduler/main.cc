@@ -13,6 +13,7 @@
 #include "common/token_auth.h"
 #include "common/clock.h"
 #include "common/flags.h"
+#include "common/insecure_dev.h"
 #include "common/grpc_server.h"
 #include "common/logging.h"
 #include "common/mutex_mode.h"
@@ -109,6 +110,11 @@ int main(int argc, char** argv) {
   if (dsn.empty()) return Fail("--db_dsn is required");
   std::string replica = absl::GetFlag(FLAGS_replica_id);
   if (replica.empty()) replica = DefaultReplicaId();
+  if (absl::Status s = CheckInsecureDevListen(absl::GetFlag(FLAGS_insecure_dev),
+                                              absl::GetFlag(FLAGS_listen));
+      !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
   if (absl::GetFlag(FLAGS_tls_cert).empty() != absl::GetFlag(FLAGS_tls_key).empty()) {
     return Fail("--tls_cert and --tls_key go together");
   }
@@ -219,7 +225,7 @@ int main(int argc, char** argv) {
   admin::TokenAdmin token_admin(token_store, RealClock::Get());
   admin::TokenAdminService token_service(token_admin, authenticator);
   // Open on purpose: read-only, no secrets, used by probes and operators to find the leader.
-  LeadershipService leadership_service(elector, pool);
+  LeadershipService leadership_service(elector);
 
   ServerTls tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                 absl::GetFlag(FLAGS_tls_client_ca)};
