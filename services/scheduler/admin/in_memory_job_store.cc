@@ -1,12 +1,14 @@
 #include "services/scheduler/admin/in_memory_job_store.h"
 
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/proto_time.h"
+#include "services/scheduler/admin/run_stats.h"
 
 namespace jobwheel::scheduler::admin {
 
@@ -260,6 +262,71 @@ absl::StatusOr<Run> InMemoryJobStore::MarkRunKilled(int64_t id, const std::strin
     *r.mutable_end_time() = ToProto(clock_.Now());
   }
   return r;
+}
+
+absl::StatusOr<RunStatsRows> InMemoryJobStore::RunStats(const RunStatsQuery& query) {
+  absl::MutexLock lock(&mu_);
+  std::map<std::pair<int64_t, int>, int64_t> counts;
+  std::map<int64_t, std::vector<absl::Duration>> late;
+  std::vector<absl::Duration> all_late;
+  for (const auto& [id, r] : runs_) {
+    const absl::Time t = FromProto(r.trigger_time());
+    if (t < query.start || t >= query.end) continue;
+    if (!query.app.empty() && r.app() != query.app) continue;
+    if (query.job_id != 0 && r.job_id() != query.job_id) continue;
+    if (query.only_apps && std::find(query.only_apps->begin(), query.only_apps->end(),
+                                     r.app()) == query.only_apps->end()) {
+      continue;
+    }
+    absl::Duration rem;
+    const int64_t bucket = absl::IDivDuration(t - query.start, query.bucket, &rem);
+    ++counts[{bucket, r.status()}];
+    if (r.trigger_type() == jobwheel::v1::TRIGGER_TYPE_CRON ||
+        r.trigger_type() == jobwheel::v1::TRIGGER_TYPE_FIX_RATE) {
+      const absl::Duration d =
+          absl::Trunc(t - FromProto(r.scheduled_time()), absl::Microseconds(1));
+      late[bucket].push_back(d);
+      all_late.push_back(d);
+    }
+  }
+  RunStatsRows out;
+  for (const auto& [key, n] : counts) {
+    out.counts.push_back({key.first, static_cast<jobwheel::v1::RunStatus>(key.second), n});
+  }
+  for (auto& [bucket, samples] : late) out.lateness[bucket] = SummarizeLateness(samples);
+  out.overall_lateness = SummarizeLateness(std::move(all_late));
+  return out;
+}
+
+absl::StatusOr<std::vector<AppJobCountsRow>> InMemoryJobStore::CountJobs(
+    const std::string& app, const std::optional<std::vector<std::string>>& only_apps) {
+  absl::MutexLock lock(&mu_);
+  std::map<std::string, AppJobCountsRow> by_app;
+  for (const std::string& a : apps_) by_app[a].app = a;
+  for (const auto& [id, j] : jobs_) {
+    AppJobCountsRow& c = by_app[j.job.app()];
+    c.app = j.job.app();
+    ++c.jobs;
+    if (j.job.enabled()) ++c.enabled_jobs;
+  }
+  for (const auto& [id, r] : runs_) {
+    if (r.status() != jobwheel::v1::RUN_STATUS_PENDING &&
+        r.status() != jobwheel::v1::RUN_STATUS_RUNNING) {
+      continue;
+    }
+    AppJobCountsRow& c = by_app[r.app()];
+    c.app = r.app();
+    ++(r.status() == jobwheel::v1::RUN_STATUS_PENDING ? c.pending_runs : c.running_runs);
+  }
+  std::vector<AppJobCountsRow> out;
+  for (auto& [name, c] : by_app) {
+    if (!app.empty() && name != app) continue;
+    if (only_apps && std::find(only_apps->begin(), only_apps->end(), name) == only_apps->end()) {
+      continue;
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 }  // namespace jobwheel::scheduler::admin

@@ -10,6 +10,7 @@
 #include "common/proto_time.h"
 #include "common/status_macros.h"
 #include "services/scheduler/admin/job_validation.h"
+#include "services/scheduler/admin/run_stats.h"
 #include "services/scheduler/schedule.h"
 
 namespace jobwheel::scheduler::admin {
@@ -311,6 +312,33 @@ absl::StatusOr<jobwheel::v1::PreviewFireTimesResponse> JobAdmin::PreviewFireTime
   }
   jobwheel::v1::PreviewFireTimesResponse resp;
   for (absl::Time t : schedule.Preview(after, count)) *resp.add_fire_times() = ToProto(t);
+  return resp;
+}
+
+absl::StatusOr<jobwheel::v1::GetRunStatsResponse> JobAdmin::GetRunStats(
+    const jobwheel::v1::GetRunStatsRequest& req, const AppScope& scope) {
+  ASSIGN_OR_RETURN(RunStatsQuery query, ResolveRunStatsQuery(req, clock_.Now()));
+  query.only_apps = scope;
+  ASSIGN_OR_RETURN(RunStatsRows rows, store_.RunStats(query));
+  return BuildRunStatsResponse(query, rows);
+}
+
+absl::StatusOr<jobwheel::v1::CountJobsResponse> JobAdmin::CountJobs(
+    const jobwheel::v1::CountJobsRequest& req, const AppScope& scope) {
+  if (req.app().size() > static_cast<size_t>(kMaxAppLength)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("app: must be at most ", kMaxAppLength, " characters"));
+  }
+  ASSIGN_OR_RETURN(std::vector<AppJobCountsRow> rows, store_.CountJobs(req.app(), scope));
+  jobwheel::v1::CountJobsResponse resp;
+  for (const AppJobCountsRow& row : rows) {
+    jobwheel::v1::AppJobCounts* c = resp.add_apps();
+    c->set_app(row.app);
+    c->set_job_count(row.jobs);
+    c->set_enabled_job_count(row.enabled_jobs);
+    c->set_pending_run_count(row.pending_runs);
+    c->set_running_run_count(row.running_runs);
+  }
   return resp;
 }
 

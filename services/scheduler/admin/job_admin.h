@@ -60,6 +60,13 @@ class JobAdmin {
   absl::StatusOr<jobwheel::v1::PreviewFireTimesResponse> PreviewFireTimes(
       const jobwheel::v1::PreviewFireTimesRequest& req);
 
+  // Dashboards: run counts by status and lateness per time bucket (see run_stats.h), and job
+  // and open-run counts per app; both confined to `scope`.
+  absl::StatusOr<jobwheel::v1::GetRunStatsResponse> GetRunStats(
+      const jobwheel::v1::GetRunStatsRequest& req, const AppScope& scope = std::nullopt);
+  absl::StatusOr<jobwheel::v1::CountJobsResponse> CountJobs(
+      const jobwheel::v1::CountJobsRequest& req, const AppScope& scope = std::nullopt);
+
  private:
   // Builds the write for `merged` (already merged with the current row, if any).
   absl::StatusOr<JobWrite> PrepareWrite(const jobwheel::v1::Job& merged,

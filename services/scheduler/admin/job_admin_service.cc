@@ -201,4 +201,24 @@ grpc::ServerUnaryReactor* JobAdminService::PreviewFireTimes(
   });
 }
 
+grpc::ServerUnaryReactor* JobAdminService::GetRunStats(grpc::CallbackServerContext* ctx,
+                                                       const jobwheel::v1::GetRunStatsRequest* req,
+                                                       jobwheel::v1::GetRunStatsResponse* resp) {
+  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+    ASSIGN_OR_RETURN(JobAdmin::AppScope scope, ListScope(p, req->app()));
+    return Reply(core_.GetRunStats(*req, scope),
+                 [resp](jobwheel::v1::GetRunStatsResponse r) { *resp = std::move(r); });
+  });
+}
+
+grpc::ServerUnaryReactor* JobAdminService::CountJobs(grpc::CallbackServerContext* ctx,
+                                                     const jobwheel::v1::CountJobsRequest* req,
+                                                     jobwheel::v1::CountJobsResponse* resp) {
+  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+    ASSIGN_OR_RETURN(JobAdmin::AppScope scope, ListScope(p, req->app()));
+    return Reply(core_.CountJobs(*req, scope),
+                 [resp](jobwheel::v1::CountJobsResponse r) { *resp = std::move(r); });
+  });
+}
+
 }  // namespace jobwheel::scheduler::admin

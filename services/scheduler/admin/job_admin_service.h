@@ -68,6 +68,12 @@ class JobAdminService final : public jobwheel::v1::JobAdminService::CallbackServ
   grpc::ServerUnaryReactor* PreviewFireTimes(grpc::CallbackServerContext* ctx,
                                              const jobwheel::v1::PreviewFireTimesRequest* req,
                                              jobwheel::v1::PreviewFireTimesResponse* resp) override;
+  grpc::ServerUnaryReactor* GetRunStats(grpc::CallbackServerContext* ctx,
+                                        const jobwheel::v1::GetRunStatsRequest* req,
+                                        jobwheel::v1::GetRunStatsResponse* resp) override;
+  grpc::ServerUnaryReactor* CountJobs(grpc::CallbackServerContext* ctx,
+                                      const jobwheel::v1::CountJobsRequest* req,
+                                      jobwheel::v1::CountJobsResponse* resp) override;
 
  private:
   // On the pool: authenticates, then runs `work` with the caller and finishes the call with

@@ -63,6 +63,48 @@ struct RunFilter {
   std::optional<std::vector<std::string>> only_apps;
 };
 
+// What GetRunStats reads: runs triggered in [start, end), counted in buckets of `bucket`
+// (bucket i covers [start + i * bucket, start + (i + 1) * bucket)).
+struct RunStatsQuery {
+  std::string app;     // Empty: all.
+  int64_t job_id = 0;  // Zero: all.
+  // Set: only runs of these apps (the caller's token scope); an empty list matches nothing.
+  std::optional<std::vector<std::string>> only_apps;
+  absl::Time start;
+  absl::Time end;
+  absl::Duration bucket;  // Whole seconds, positive.
+};
+
+// Trigger lateness (trigger_time - scheduled_time) of the schedule-driven runs (CRON,
+// FIX_RATE) of a group; percentiles interpolate linearly (PostgreSQL's percentile_cont).
+struct LatenessStats {
+  int64_t samples = 0;  // The durations below are zero when there are none.
+  absl::Duration p50;
+  absl::Duration p99;
+  absl::Duration max;
+};
+
+// Aggregates over RunStatsQuery's runs.
+struct RunStatsRows {
+  struct Count {
+    int64_t bucket = 0;
+    jobwheel::v1::RunStatus status = jobwheel::v1::RUN_STATUS_UNSPECIFIED;
+    int64_t runs = 0;
+  };
+  std::vector<Count> counts;  // Only non-zero (bucket, status) pairs, in any order.
+  absl::flat_hash_map<int64_t, LatenessStats> lateness;  // By bucket; only buckets with samples.
+  LatenessStats overall_lateness;
+};
+
+// One app's job and open-run counts (CountJobs).
+struct AppJobCountsRow {
+  std::string app;
+  int64_t jobs = 0;
+  int64_t enabled_jobs = 0;
+  int64_t pending_runs = 0;
+  int64_t running_runs = 0;
+};
+
 // A fire requested by an operator (TriggerJob).
 struct ManualFire {
   int64_t job_id = 0;
@@ -111,6 +153,13 @@ class JobStore {
   // afterwards (unchanged when it had already finished).
   virtual absl::StatusOr<jobwheel::v1::Run> MarkRunKilled(int64_t id,
                                                           const std::string& message) = 0;
+
+  // Run counts by bucket and status, and lateness, of the runs `query` selects.
+  virtual absl::StatusOr<RunStatsRows> RunStats(const RunStatsQuery& query) = 0;
+  // Per app, by name: every app that is registered, has jobs or has open runs, confined to
+  // `app` (when not empty) and to `only_apps` (when set; an empty list matches nothing).
+  virtual absl::StatusOr<std::vector<AppJobCountsRow>> CountJobs(
+      const std::string& app, const std::optional<std::vector<std::string>>& only_apps) = 0;
 };
 
 }  // namespace jobwheel::scheduler::admin

@@ -27,6 +27,10 @@ class PgJobStore : public JobStore {
   absl::StatusOr<ExecutorState> GetExecutorState(const std::string& app,
                                                  const std::string& address) override;
   absl::StatusOr<jobwheel::v1::Run> MarkRunKilled(int64_t id, const std::string& message) override;
+  // In pg_job_stats.cc.
+  absl::StatusOr<RunStatsRows> RunStats(const RunStatsQuery& query) override;
+  absl::StatusOr<std::vector<AppJobCountsRow>> CountJobs(
+      const std::string& app, const std::optional<std::vector<std::string>>& only_apps) override;
 
  private:
   PgPool& pool_;
