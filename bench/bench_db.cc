@@ -158,6 +158,19 @@ absl::Status BenchDb::RemoveOwnRegistrations(const std::vector<std::string>& app
   std::vector<std::string> quoted;
   for (const std::string& a : apps) quoted.push_back(conn_->quote(a));
   const std::string list = absl::StrJoin(quoted, ", ");
+  // The registry takes a stopped executor offline at its stream's close or beat deadline.
+  const std::string online =
+      absl::StrCat("SELECT count(*) FROM executors WHERE online AND app IN (", list, ")");
+  const bool offline = testing::Eventually(
+      [&] {
+        absl::StatusOr<int64_t> n = Count(online);
+        return n.ok() && *n == 0;
+      },
+      absl::Seconds(10));
+  if (!offline) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("executors of ", list, " still online 10s after they were stopped"));
+  }
   RETURN_IF_ERROR(
       Exec(absl::StrCat("DELETE FROM executors WHERE NOT online AND app IN (", list, ")")));
   return Exec(absl::StrCat(

@@ -53,7 +53,8 @@ class BenchDb {
   absl::Status RemoveOwnLoad(absl::Duration timeout);
   // Deletes the bench's runs, fires and jobs at once, open or not.
   absl::Status DeleteOwnRows();
-  // Deletes the offline executor rows of `apps` and the app rows left without executors.
+  // Waits (10 s) for the executors of `apps` to be offline, then deletes their rows and the
+  // app rows left without executors or jobs.
   absl::Status RemoveOwnRegistrations(const std::vector<std::string>& apps);
 
   // The bench's fire rows due in [from, to): one key per row.

@@ -1,7 +1,5 @@
 #include "bench/load.h"
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
@@ -77,20 +75,10 @@ absl::StatusOr<LoadOutcome> RunLoad(Context& ctx, const LoadSpec& spec, Report& 
   for (const FireKey& k : expected) offered += k.second >= ws_us ? 1 : 0;
   out.offered_per_s = offered / out.window_s;
 
-  absl::flat_hash_set<int64_t> own;
-  for (const JobSchedule& j : jobs) own.insert(j.job_id);
-  std::vector<FireKey> executed;
-  absl::flat_hash_map<FireKey, int64_t> first_start;  // Key → earliest handler start.
-  for (const RunRecord& r : ctx.stack.NewRecords()) {
-    if (!own.contains(r.job_id)) continue;
-    const FireKey key(r.job_id, r.scheduled_us);
-    executed.push_back(key);
-    auto [it, inserted] = first_start.emplace(key, r.received_us);
-    if (!inserted && r.received_us < it->second) it->second = r.received_us;
-  }
+  const Executions runs = CollectExecutions(ctx.stack.NewRecords(), jobs);
   int64_t started = 0;
   std::vector<double> lateness;
-  for (const auto& [key, start_us] : first_start) {
+  for (const auto& [key, start_us] : runs.first_start_us) {
     if (start_us >= ws_us && start_us < we_us) ++started;
     if (key.second >= ws_us && key.second < we_us) {
       lateness.push_back((start_us - key.second) / 1000.0);
@@ -99,7 +87,7 @@ absl::StatusOr<LoadOutcome> RunLoad(Context& ctx, const LoadSpec& spec, Report& 
   out.achieved_per_s = started / out.window_s;
   out.completed_per_s = completed / out.window_s;
   out.lateness_ms = ComputePercentiles(lateness);
-  out.executed = CompareFireSets(expected, executed, t0_us, we_us);
+  out.executed = CompareFireSets(expected, runs.keys, t0_us, we_us);
 
   ASSIGN_OR_RETURN(BenchDb::FireRows rows, ctx.db.ReadFires(t0, we));
   out.fire_rows = CompareFireSets(expected, rows.keys, t0_us, we_us);

@@ -5,7 +5,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "bench/bench_db.h"
 #include "bench/options.h"
 #include "bench/report.h"

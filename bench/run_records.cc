@@ -3,6 +3,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <algorithm>
+
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 
@@ -35,6 +38,21 @@ std::vector<RunRecord> ReadNewRecords(const std::string& path, size_t* offset) {
   if (end == std::string::npos) return {};
   *offset += end + 1;
   return ParseRecords(absl::string_view(text).substr(0, end + 1));
+}
+
+Executions CollectExecutions(const std::vector<RunRecord>& records,
+                             const std::vector<JobSchedule>& jobs) {
+  absl::flat_hash_set<int64_t> own;
+  for (const JobSchedule& j : jobs) own.insert(j.job_id);
+  Executions out;
+  for (const RunRecord& r : records) {
+    if (!own.contains(r.job_id)) continue;
+    const FireKey key(r.job_id, r.scheduled_us);
+    out.keys.push_back(key);
+    auto [it, inserted] = out.first_start_us.emplace(key, r.received_us);
+    if (!inserted) it->second = std::min(it->second, r.received_us);
+  }
+  return out;
 }
 
 }  // namespace jobwheel::bench

@@ -5,7 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "bench/fire_sets.h"
 
 namespace jobwheel::bench {
 
@@ -27,6 +29,15 @@ std::vector<RunRecord> ParseRecords(absl::string_view text);
 // Reads a record file from byte `*offset` on, whole lines only (the executor may be
 // mid-write), and advances `*offset` past them.
 std::vector<RunRecord> ReadNewRecords(const std::string& path, size_t* offset);
+
+// The runs of `jobs` among `records`: every execution's key (repeats included) and the earliest
+// handler start of each key.
+struct Executions {
+  std::vector<FireKey> keys;
+  absl::flat_hash_map<FireKey, int64_t> first_start_us;
+};
+Executions CollectExecutions(const std::vector<RunRecord>& records,
+                             const std::vector<JobSchedule>& jobs);
 
 }  // namespace jobwheel::bench
 

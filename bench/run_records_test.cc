@@ -30,5 +30,17 @@ TEST(RecordsTest, ReadsOnlyWholeNewLines) {
   EXPECT_TRUE(ReadNewRecords(path, &offset).empty());
 }
 
+TEST(CollectExecutionsTest, OwnJobsOnlyRepeatsKeptEarliestStart) {
+  std::vector<RunRecord> records = {
+      {1, 10, 100, 0, 1000000, 1005000},
+      {2, 10, 100, 0, 1000000, 1002000},  // The same fire again, started earlier.
+      {3, 99, 101, 0, 1000000, 1001000},  // Not a bench job.
+  };
+  Executions e = CollectExecutions(records, {{10, 1000000, 1000000}});
+  EXPECT_EQ(e.keys.size(), 2u);
+  ASSERT_EQ(e.first_start_us.size(), 1u);
+  EXPECT_EQ(e.first_start_us.at(FireKey(10, 1000000)), 1002000);
+}
+
 }  // namespace
 }  // namespace jobwheel::bench

@@ -9,11 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "bench/fire_sets.h"
+#include "bench/run_records.h"
 #include "bench/scenario.h"
 #include "common/proto_time.h"
 #include "common/status_macros.h"
@@ -60,20 +59,10 @@ absl::Status RunFailover(Context& ctx) {
   const int64_t from_us = absl::ToUnixMicros(from), to_us = absl::ToUnixMicros(to);
   const int64_t killed_us = absl::ToUnixMicros(killed);
   const std::vector<FireKey> expected = ExpectedFires(jobs, from_us, to_us);
-  absl::flat_hash_set<int64_t> own;
-  for (const JobSchedule& j : jobs) own.insert(j.job_id);
-  std::vector<FireKey> executed;
-  absl::flat_hash_map<FireKey, int64_t> first_start;
-  for (const RunRecord& r : ctx.stack.NewRecords()) {
-    if (!own.contains(r.job_id)) continue;
-    const FireKey key(r.job_id, r.scheduled_us);
-    executed.push_back(key);
-    auto [it, inserted] = first_start.emplace(key, r.received_us);
-    if (!inserted) it->second = std::min(it->second, r.received_us);
-  }
+  const Executions runs = CollectExecutions(ctx.stack.NewRecords(), jobs);
   std::vector<int64_t> starts;
   std::vector<double> late_after_kill;
-  for (const auto& [key, start_us] : first_start) {
+  for (const auto& [key, start_us] : runs.first_start_us) {
     if (key.second < from_us || key.second >= to_us) continue;
     starts.push_back(start_us);
     if (key.second >= killed_us) late_after_kill.push_back((start_us - key.second) / 1000.0);
@@ -86,7 +75,7 @@ absl::Status RunFailover(Context& ctx) {
     gap_us = std::max(gap_us, starts[i] - starts[i - 1]);
   }
   const Percentiles late = ComputePercentiles(late_after_kill);
-  const SetComparison ran = CompareFireSets(expected, executed, from_us, to_us);
+  const SetComparison ran = CompareFireSets(expected, runs.keys, from_us, to_us);
   ASSIGN_OR_RETURN(BenchDb::FireRows rows, ctx.db.ReadFires(from, to));
   const SetComparison rec = CompareFireSets(expected, rows.keys, from_us, to_us);
   ASSIGN_OR_RETURN(const int64_t runs_dup,

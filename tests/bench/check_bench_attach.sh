@@ -194,5 +194,10 @@ LEFT=$(sql "SELECT (SELECT count(*) FROM jobs WHERE app LIKE 'bench-%') + \
 if [ "$LEFT" -eq 0 ]; then echo "ok   - nothing of the bench's jobs is left"
 else echo "FAIL - $LEFT rows of the bench's jobs are left"; failed=1; fi
 
+REGS=$(sql "SELECT (SELECT count(*) FROM executors WHERE app LIKE 'bench-%') + \
+(SELECT count(*) FROM apps WHERE name LIKE 'bench-%')")
+if [ "$REGS" -eq 0 ]; then echo "ok   - no executor or app row of the bench's apps is left"
+else echo "FAIL - $REGS executor/app rows of the bench's apps are left"; failed=1; fi
+
 echo "check_bench_attach: $([ "$failed" = 0 ] && echo passed || echo FAILED) in $((SECONDS - START))s"
 exit "$failed"
