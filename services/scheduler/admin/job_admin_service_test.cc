@@ -9,6 +9,7 @@
 #include "common/auth.h"
 #include "common/clock.h"
 #include "common/grpc_server.h"
+#include "common/proto_time.h"
 #include "common/in_memory_token_store.h"
 #include "common/token_auth.h"
 #include "gtest/gtest.h"
@@ -373,6 +374,82 @@ TEST_F(JobAdminServiceTest, InternalTokensAreNotAdminCredentials) {
               grpc::StatusCode::UNAUTHENTICATED)
         << token;
   }
+}
+
+// The dashboard RPCs: each caller sees only the apps it may read, naming another app is
+// PERMISSION_DENIED, executor tokens are refused, bad input names its field.
+TEST_F(JobAdminServiceTest, DashboardStatsAndCountsAreScoped) {
+  Start(AdminToken());
+  jobwheel::v1::Job a = ValidJob();
+  a.set_app("alpha");
+  jobwheel::v1::Job b = ValidJob();
+  b.set_app("beta");
+  ASSERT_TRUE(Create(kToken, a).ok());
+  ASSERT_TRUE(Create(kToken, b).ok());
+  for (const std::string& app : {"alpha", "alpha", "beta"}) {
+    jobwheel::v1::Run run;
+    run.set_job_id(app == "alpha" ? 1 : 2);
+    run.set_app(app);
+    run.set_status(jobwheel::v1::RUN_STATUS_FAILED);
+    run.set_trigger_type(jobwheel::v1::TRIGGER_TYPE_CRON);
+    *run.mutable_trigger_time() = ToProto(clock_.Now() - absl::Minutes(5));
+    *run.mutable_scheduled_time() = ToProto(clock_.Now() - absl::Minutes(5));
+    store_.AddRun(run);
+  }
+  const std::string viewer_alpha = Token("viewer-alpha", Role::kViewer, {"alpha"});
+  const std::string op_beta = Token("ops-beta", Role::kOperator, {"beta"});
+  const std::string viewer_all = Token("viewer-all", Role::kViewer, {});
+  const std::string exec_alpha = Token("exec-alpha", Role::kExecutor, {"alpha"});
+
+  auto stats = [&](const std::string& token, const std::string& app, grpc::Status* status) {
+    jobwheel::v1::GetRunStatsRequest req;
+    req.set_app(app);
+    jobwheel::v1::GetRunStatsResponse resp;
+    *status = stub_->GetRunStats(Ctx(token).get(), req, &resp);
+    return resp;
+  };
+  auto apps = [&](const std::string& token, const std::string& app, grpc::Status* status) {
+    jobwheel::v1::CountJobsRequest req;
+    req.set_app(app);
+    jobwheel::v1::CountJobsResponse resp;
+    *status = stub_->CountJobs(Ctx(token).get(), req, &resp);
+    std::vector<std::string> out;
+    for (const auto& c : resp.apps()) out.push_back(absl::StrCat(c.app(), ":", c.job_count()));
+    return out;
+  };
+  using V = std::vector<std::string>;
+  grpc::Status s;
+  jobwheel::v1::GetRunStatsResponse r = stats(kToken, "", &s);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(r.total(), 3);
+  EXPECT_EQ(r.buckets_size(), 25);
+  EXPECT_EQ(stats(viewer_all, "", &s).total(), 3);
+  EXPECT_EQ(stats(viewer_alpha, "", &s).total(), 2);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(stats(op_beta, "", &s).total(), 1);
+  EXPECT_EQ(stats(viewer_alpha, "alpha", &s).total(), 2);
+  r = stats(viewer_alpha, "beta", &s);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(r.buckets_size(), 0);
+  EXPECT_EQ(apps(kToken, "", &s), (V{"alpha:1", "beta:1"}));
+  EXPECT_EQ(apps(viewer_alpha, "", &s), (V{"alpha:1"}));
+  EXPECT_EQ(apps(op_beta, "", &s), (V{"beta:1"}));
+  EXPECT_TRUE(apps(op_beta, "alpha", &s).empty());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  for (const std::string& token : {exec_alpha, std::string("executor-secret"),
+                                   std::string("cluster-secret"), std::string()}) {
+    stats(token, "", &s);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << token;
+    apps(token, "", &s);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << token;
+  }
+
+  jobwheel::v1::GetRunStatsRequest bad;
+  bad.mutable_bucket()->set_seconds(30);
+  jobwheel::v1::GetRunStatsResponse resp;
+  s = stub_->GetRunStats(Ctx(viewer_alpha).get(), bad, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(s.error_message().rfind("bucket: must be at least 1m", 0), 0u) << s.error_message();
 }
 
 }  // namespace
