@@ -16,51 +16,47 @@ namespace cron_internal {
 struct CronRep;  // The parsed form; defined in cron.cc.
 }  // namespace cron_internal
 
+// The last year any expression fires in. Quartz 2.3.2's limit is the JVM's
+// current year + 100 (CronExpression.MAX_YEAR, read from the wall clock);
+// ours is fixed so that fire times do not depend on the day they are asked.
+// The differential test pins Quartz's limit to this value.
+inline constexpr int kCronMaxYear = 2099;
+
+// The outcome of one search for the next fire time.
+struct CronSearch {
+  enum Stop {
+    kFired,         // `time` is the next fire time.
+    kNever,         // No fire time after the start (Quartz returns null).
+    kQuartzThrows,  // Quartz throws (a field with no values, e.g. hour `L`).
+    kQuartzLoops,   // Quartz never returns (e.g. `L-30W` from February).
+  };
+  Stop stop = kNever;
+  std::optional<absl::Time> time;  // Set only for kFired.
+};
+
 // A parsed Quartz cron expression bound to an IANA time zone. Immutable,
 // thread-safe, cheap to copy (the parsed form is shared).
 //
-// Syntax is Quartz's (the dialect XXL-JOB uses): 6 or 7 whitespace-separated
-// fields `second minute hour day-of-month month day-of-week [year]` with `*`,
-// `?`, `,`, `-` (wrap-around allowed, e.g. `22-2`, `FRI-MON`), `/`, `L`, `W`,
-// `LW`, `L-n`, `L-nW`, `nL`, `#` and the names JAN-DEC and SUN-SAT
-// (1=SUN ... 7=SAT), case-insensitive. Exactly one of day-of-month and
-// day-of-week must be `?`; years are 1970-2099.
-//
-// Fire times equal Quartz 2.3.2's (checked against its jar on ~23k random
-// expressions) for every expression accepted here, with one exception: `nW`
-// or `L-nW` whose day does not exist in a month (31W in April, L-30W in
-// February) does not fire in that month; Quartz 2.3.2 rolls the day into the
-// next month there (firing on odd days, or looping forever), newer Quartz
-// skips the month as here. Forms that Quartz accepts but silently misreads are
-// rejected rather than reinterpreted: trailing junk (`5X`, `MONDAY`), a `/`
-// after a name (`MON-FRI/2` is MON-FRI in Quartz), `L`, `W` or `#` combined
-// with other list items or ranges, `/0`, years outside 1970-2099.
-//
-// Time zones: fields are matched against civil time in `time_zone()`, and
-// around offset changes (DST) fire times are Quartz 2.3.2's (checked against
-// its jar: 100k random expressions and start times around the transitions of
-// America/New_York, Europe/Berlin and Australia/Lord_Howe, 8 fire times each,
-// no difference but the year limit). Quartz searches
-// field by field (second, minute, hour, day, ...) with a lenient
-// java.util.GregorianCalendar, which gives:
-//  * spring forward: a civil time in the gap never fires; the search goes on
-//    after the gap. `0 30 2 * * ?` in America/New_York skips 2024-03-10 and
-//    next fires 2024-03-11 02:30; `0 0 * * * ?` fires 01:00 EST, then
-//    03:00 EDT; `0 30 2 ? 3 1L` never fires in Europe/Berlin. A quirk matters
-//    for gaps shorter than an hour: when the search enters the gap at a
-//    minute m past its start (because the previous hour ran out of matching
-//    minutes), it goes on from m past the gap's end, so matching times in
-//    between are passed over. In Australia/Lord_Howe (02:00 -> 02:30 on
-//    2024-10-06) `0 10,35 * * * ?` goes 01:35 -> 03:10, not 02:35;
-//    `0 10,35 2 * * ?` (entering at 02:00) fires at 02:35. After a gap longer
-//    than an hour, up to an hour more is passed over (Antarctica/Troll,
-//    01:00 -> 03:00: `0 0 * * * ?` goes 00:00 -> 04:00).
-//  * fall back: a civil time that occurs twice fires once, at its second
-//    occurrence; nothing fires during the first pass through the repeated
-//    interval. In America/New_York on 2024-11-03, `0 30 1 * * ?` fires at
-//    01:30 EST and `0 */20 * * * ?` goes 00:40 EDT -> 01:00 EST. Searching
-//    from an instant in the first pass goes on from the same wall-clock time
-//    in the second pass (after 01:10 EDT comes 01:20 EST).
+// Agrees with Quartz 2.3.2's org.quartz.CronExpression (the engine XXL-JOB
+// uses), with setTimeZone(time_zone) and getNextValidTimeAfter: the same
+// expressions are valid and the fire times are the same, checked by the
+// differential test in tests/cron against the Debian libquartz2-java jar.
+// That includes Quartz's quirks, which XXL-JOB users rely on without knowing:
+//  * syntax: 6 or 7 fields split on spaces and tabs (more are ignored);
+//    after a number or a name, characters Quartz does not expect are ignored
+//    (`5X` is 5, `MONDAY` is MON, `MON-FRI/2` is MON-FRI); `0-59/61` is 0
+//    (no increment limit in a range); `*/0` is `*`; `L` in second, minute,
+//    hour, month or year selects nothing; `15W,20` is `15W`.
+//  * `nW` on a day the month lacks rolls into the next month (31W in
+//    February fires near March 3), as Java's lenient calendar does.
+//  * around DST: a civil time in a spring-forward gap never fires and the
+//    search goes on after the gap (with the odd skips of Quartz's
+//    field-by-field search); a repeated civil time fires once, at its second
+//    occurrence, and a search starting in the first pass goes on from the
+//    same wall-clock time in the second.
+//  * a few valid expressions make Quartz throw or loop forever; Search()
+//    says so and NextAfter() returns nullopt for them.
+// Years run to kCronMaxYear (see above).
 class CronExpression {
  public:
   // Returns INVALID_ARGUMENT naming the field and the reason, e.g.
@@ -71,8 +67,12 @@ class CronExpression {
       absl::string_view expression, absl::string_view time_zone = "UTC");
 
   // The first fire time strictly after `after` (fire times are whole seconds),
-  // or std::nullopt if there is none up to the end of year 2099 (local time).
+  // or std::nullopt if there is none up to the end of kCronMaxYear (local
+  // time) or Quartz would throw or loop.
   std::optional<absl::Time> NextAfter(absl::Time after) const;
+
+  // Quartz's getNextValidTimeAfter(after), telling apart why there is none.
+  CronSearch Search(absl::Time after) const;
 
   // The expression as given to Parse().
   const std::string& expression() const;

@@ -350,8 +350,9 @@ class Generator {
         item.kind = Item::kRange;
         item.a = Value(f);
         item.b = Value(f);
+        // Both ends names or both numbers: Quartz rejects `OCT-1` and `1-OCT`.
         item.name_a = names != nullptr && Chance(0.5);
-        item.name_b = names != nullptr && Chance(0.5);
+        item.name_b = item.name_a;
         break;
       default:
         item.kind = Item::kRangeStep;
@@ -489,14 +490,18 @@ class Generator {
           break;
         case 4:
           e.dom = Expr::kDomLastWeekday;
-          e.dom_value = Chance(0.5) ? 0 : LastDayOffset();
+          // Offsets past 27 reach day 0 or before in February, where Quartz
+          // rolls back into January or loops (tests/cron covers them).
+          e.dom_value = Chance(0.5) ? 0 : std::min(LastDayOffset(), 27);
           dom_text = e.dom_value == 0 && Chance(0.5)
                          ? "LW"
                          : absl::StrCat("L-", e.dom_value, "W");
           break;
         default:
           e.dom = Expr::kDomNearest;
-          e.dom_value = Value(e.dom_list);
+          // Days past 28 roll into the next month in short months, as in
+          // Quartz (cron_test and tests/cron cover them).
+          e.dom_value = std::min(Value(e.dom_list), 28);
           dom_text = absl::StrCat(e.dom_value, "W");
           break;
       }
@@ -575,6 +580,10 @@ void CheckChain(const Expr& e, absl::string_view zone, absl::Time after,
   ASSERT_TRUE(cron.ok()) << cron.status();
   absl::Time t = after;
   for (int i = 0; i < 5; ++i) {
+    // Where Quartz never returns (LW on a day a zone skipped, as Pacific/Apia
+    // did 2011-12-30), there is no fire time to compare; tests/cron checks
+    // that Quartz loops there too.
+    if (cron->Search(t).stop == CronSearch::kQuartzLoops) return;
     std::optional<absl::Time> want = BruteNext(e, tz, t, passed_over);
     std::optional<absl::Time> got = cron->NextAfter(t);
     auto show = [&](std::optional<absl::Time> x) {
