@@ -1,5 +1,6 @@
 #include "common/grpc_server.h"
 
+#include <climits>
 #include <fstream>
 #include <sstream>
 
@@ -22,7 +23,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, absl::string_view 
 
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpcServer(
     const std::string& address, const std::vector<grpc::Service*>& services,
-    const ServerTls& tls, int* bound_port) {
+    const ServerTls& tls, int* bound_port, const ServerLimits& limits) {
   // Keeps the health descriptors linked in so reflection can describe grpc.health.v1.Health.
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::EnableDefaultHealthCheckService(true);
@@ -49,12 +50,23 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpcServer(
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(address, creds, &port);
+  grpc::ResourceQuota quota("jobwheel-server");
+  quota.Resize(static_cast<size_t>(limits.memory_bytes));
+  quota.SetMaxThreads(limits.max_threads);
+  builder.SetResourceQuota(quota);
+  builder.SetMaxReceiveMessageSize(limits.max_receive_message_bytes);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, limits.max_concurrent_streams);
   // Finds half-open client connections (e.g. a stopped executor) quickly.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  // Clients may ping while idle (executors between runs), but not more often than this.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                             limits.min_recv_ping_interval_ms);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, limits.max_ping_strikes);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, limits.max_connection_idle_ms);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, limits.max_connection_age_ms);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, INT_MAX);
   for (grpc::Service* s : services) builder.RegisterService(s);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
