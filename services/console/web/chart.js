@@ -26,7 +26,7 @@ function counts(bucket) {
 }
 
 // buckets: GetRunStatsResponse.buckets.
-export function runsChart(buckets) {
+export function runsChart(buckets, {dates = false} = {}) {
   const n = Math.max(buckets.length, 1);
   const totals = buckets.map((b) => Number(b.total || 0));
   const max = niceMax(Math.max(0, ...totals));
@@ -61,8 +61,10 @@ export function runsChart(buckets) {
       class: 'hit'}));
     g.push(bar);
     if (start && i % labelEvery === 0) {
-      const label = `${String(start.getHours()).padStart(2, '0')}:` +
-          `${String(start.getMinutes()).padStart(2, '0')}`;
+      const p2 = (v) => String(v).padStart(2, '0');
+      const label = dates ? `${p2(start.getMonth() + 1)}-${p2(start.getDate())}` +
+          (start.getHours() ? ` ${p2(start.getHours())}h` : '') :
+        `${p2(start.getHours())}:${p2(start.getMinutes())}`;
       g.push(svg('text', {x: LEFT + i * slot + slot / 2, y: H - 6, class: 'axis',
         'text-anchor': 'middle'}, label));
     }

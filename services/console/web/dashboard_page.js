@@ -1,12 +1,13 @@
 // Dashboard: jobs and executors per app, runs of the last 24 h by status, lateness, recent
 // failures and the current leader. Refreshes itself every few seconds.
 
-import {h, put, link} from './dom.js';
+import {h, put, link, replaceQuery} from './dom.js';
 import {jobs, registry, leadership} from './api.js';
 import {t} from './i18n.js';
 import {timeEl, agoEl, durationSeconds, formatMs} from './time.js';
 import {card, errorBox, table, runStatus, spinner} from './widgets.js';
 import {runsChart} from './chart.js';
+import {jobLink} from './job_names.js';
 
 const REFRESH_MS = 5000;
 
@@ -51,15 +52,27 @@ function latencyStat(label, d) {
       h('div', {class: 'stat-value'}, d ? formatMs(durationSeconds(d) * 1000) : '—'));
 }
 
-async function statsCard() {
-  const s = await jobs('GetRunStats', {});
+// Chart windows: [key, window seconds, bucket seconds].
+const WINDOWS = [['1h', 3600, 60], ['6h', 6 * 3600, 300], ['24h', 86400, 3600],
+  ['7d', 7 * 86400, 6 * 3600]];
+
+function windowOf(key) {
+  return WINDOWS.find((w) => w[0] === key) || WINDOWS[2];
+}
+
+// Runs by status over the chosen window, in buckets aligned on the bucket width.
+async function statsCard(key) {
+  const [, span, bucket] = windowOf(key);
+  const start = Math.floor((Date.now() / 1000 - span) / bucket) * bucket;
+  const s = await jobs('GetRunStats', {startTime: new Date(start * 1000).toISOString(),
+    bucket: `${bucket}s`});
   const lat = s.lateness || {};
   const byStatus = {};
   for (const c of s.statusCounts || []) byStatus[c.status.replace('RUN_STATUS_', '')] = Number(c.count);
   const failed = (byStatus.FAILED || 0) + (byStatus.TIMED_OUT || 0) + (byStatus.LOST || 0);
   return [
     h('div', {class: 'stats'},
-        h('div', {class: 'stat'}, h('div', {class: 'stat-label'}, t('dash.runs24h')),
+        h('div', {class: 'stat'}, h('div', {class: 'stat-label'}, t('dash.runs')),
             h('div', {class: 'stat-value', 'data-test': 'runs-total'}, String(Number(s.total || 0)))),
         h('div', {class: 'stat'}, h('div', {class: 'stat-label'}, t('dash.succeeded')),
             h('div', {class: 'stat-value ok'}, String(byStatus.SUCCEEDED || 0))),
@@ -67,7 +80,7 @@ async function statsCard() {
             h('div', {class: failed ? 'stat-value bad' : 'stat-value'}, String(failed))),
         latencyStat(t('dash.p50'), lat.p50), latencyStat(t('dash.p99'), lat.p99),
         latencyStat(t('dash.max'), lat.max)),
-    runsChart(s.buckets || []),
+    runsChart(s.buckets || [], {dates: span > 86400}),
   ];
 }
 
@@ -76,7 +89,7 @@ async function failuresTable() {
     'RUN_STATUS_LOST'], pageSize: 10});
   return table([
     {title: t('col.run'), cell: (x) => link('/runs/' + x.id, '#' + x.id)},
-    {title: t('col.job'), cell: (x) => link('/jobs/' + x.jobId, '#' + x.jobId)},
+    {title: t('col.job'), cell: (x) => jobLink(x.jobId)},
     {title: t('col.app'), cell: (x) => x.app || ''},
     {title: t('col.status'), cell: (x) => runStatus(x.status)},
     {title: t('col.triggered'), cell: (x) => timeEl(x.triggerTime)},
@@ -94,6 +107,10 @@ async function leaderCard() {
 }
 
 export function render(view, ctx) {
+  let win = windowOf(ctx.query.get('window') || localStorage.getItem('jobwheel.window') || '24h')[0];
+  const winSel = h('select', {class: 'window', 'data-test': 'chart-window',
+    'aria-label': t('dash.window')}, WINDOWS.map(([k]) => h('option', {value: k}, t('dash.w' + k))));
+  winSel.value = win;
   const apps = h('div', null, spinner());
   const stats = h('div', null, spinner());
   const failures = h('div', null, spinner());
@@ -104,11 +121,18 @@ export function render(view, ctx) {
       h('div', {class: 'grid-2'},
           card(t('dash.apps'), apps),
           card(t('dash.leadership'), leader)),
-      card(t('dash.chart'), stats),
+      h('section', {class: 'card'}, h('div', {class: 'head-row'}, h('h2', null, t('dash.chart')),
+          winSel), stats),
       card(t('dash.recentfailures'), failures,
           h('div', {class: 'more'}, link('/runs?status=failures', t('dash.allfailures')))));
+  winSel.addEventListener('change', () => {
+    win = winSel.value;
+    localStorage.setItem('jobwheel.window', win);
+    replaceQuery({window: win});
+    fill(stats, () => statsCard(win));
+  });
   ctx.poll(async () => {
-    await Promise.all([fill(apps, appsTable), fill(stats, statsCard),
+    await Promise.all([fill(apps, appsTable), fill(stats, () => statsCard(win)),
       fill(failures, failuresTable), fill(leader, leaderCard)]);
     put(updated, t('dash.updated'), ' ', timeEl(new Date().toISOString()));
   }, REFRESH_MS);

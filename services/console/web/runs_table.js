@@ -6,6 +6,7 @@ import {jobs} from './api.js';
 import {t, enumLabel} from './i18n.js';
 import {timeEl, between, formatMs} from './time.js';
 import {table, Pager, errorBox, runStatus} from './widgets.js';
+import {jobLink} from './job_names.js';
 
 const STATUSES = ['PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'KILLED', 'LOST',
   'DISCARDED'];
@@ -36,7 +37,7 @@ export function runsTable(ctx, {base = {}, withApp = false, refreshMs = 3000, pa
       if (!ctx.alive) return;
       const cols = [
         {title: t('col.run'), cls: 'num', cell: (x) => link('/runs/' + x.id, '#' + x.id)},
-        base.jobId ? null : {title: t('col.job'), cell: (x) => link('/jobs/' + x.jobId, '#' + x.jobId)},
+        base.jobId ? null : {title: t('col.job'), cell: (x) => jobLink(x.jobId)},
         withApp ? {title: t('col.app'), cell: (x) => x.app || ''} : null,
         {title: t('col.status'), cell: (x) => runStatus(x.status)},
         {title: t('col.trigger'), cell: (x) => enumLabel('TRIGGER_TYPE_', x.triggerType)},

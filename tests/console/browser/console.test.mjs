@@ -35,7 +35,10 @@ test('sign in with the admin token, see the demo jobs and echo-every-second\'s S
       await signIn(page, ADMIN_TOKEN);
       await page.waitForSelector('[data-test=leader]', {timeout: WAIT_MS});
       await page.waitForSelector('svg.chart', {timeout: WAIT_MS});
-      await shot(page, 'dashboard');
+      // A job that always fails, for the dashboard's failures (last case).
+      await apiOk(page, 'JobAdminService', 'CreateJob', {job: {app: 'demo', name: 'always-fails',
+        handler: 'fail', param: 'disk full on /var/data', failRetryCount: 1,
+        schedule: {cron: {expression: '*/3 * * * * ?'}}, enabled: true}});
       await go(page, '/jobs');
       for (const name of ['echo-every-second', 'nightly-report', 'round-robin-5s']) {
         await waitJobRow(page, name);
@@ -271,6 +274,24 @@ test('sign out clears sessionStorage', async () => {
   assert(await page.evaluate(() => sessionStorage.length) === 0, 'sessionStorage not cleared');
   await page.reload({waitUntil: 'domcontentloaded'});
   await page.waitForSelector('#token', {timeout: WAIT_MS});
+  checkProblems(page);
+  await page.closeContext();
+});
+
+test('the dashboard shows runs by status, lateness, failures and the leader', async () => {
+  const page = await newPage();
+  await signIn(page, ADMIN_TOKEN);
+  await page.waitForSelector('[data-test=leader]', {timeout: WAIT_MS});
+  await page.select('[data-test=chart-window]', '1h');
+  await page.waitForSelector('svg.chart rect.seg.st-succeeded', {timeout: WAIT_MS});
+  await page.waitForSelector('svg.chart rect.seg.st-failed', {timeout: WAIT_MS});
+  await waitText(page, 'td', 'disk full on /var/data');  // a recent failure, as the API said it
+  await waitText(page, '.stat-value', 'ms');  // lateness
+  await shot(page, 'dashboard');
+  await clickText(page, 'a', 'All failed runs');
+  await page.waitForSelector('tr[data-status=FAILED]', {timeout: WAIT_MS});
+  assert(await page.$('tr[data-status=SUCCEEDED]') === null, 'the failures filter lists successes');
+  await shot(page, 'runs');
   checkProblems(page);
   await page.closeContext();
 });
