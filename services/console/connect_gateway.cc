@@ -112,6 +112,12 @@ ConnectResponse ConnectGateway::Handle(const ConnectRequest& request) const {
 
   absl::StatusOr<Codec> codec = ParseContentType(request.content_type);
   if (!codec.ok()) return named(Error(codec.status(), 415));
+  const std::string encoding = absl::AsciiStrToLower(request.content_encoding);
+  if (!encoding.empty() && encoding != "identity" && encoding != "gzip" && encoding != "deflate" &&
+      encoding != "br") {
+    return named(Error(absl::UnimplementedError(absl::StrCat(
+        "content-encoding ", encoding, " is not supported; use identity, gzip, deflate or br"))));
+  }
   if (!request.protocol_version.empty() && request.protocol_version != "1") {
     return named(Error(absl::InvalidArgumentError(absl::StrCat(
         "connect-protocol-version: \"", request.protocol_version, "\" is not supported; use 1"))));

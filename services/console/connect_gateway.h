@@ -22,6 +22,9 @@ struct ConnectRequest {
   std::string authorization;       // Forwarded unchanged; never logged.
   std::string timeout_ms;          // The connect-timeout-ms header.
   std::string protocol_version;    // The connect-protocol-version header.
+  // Content-Encoding. The HTTP layer (cpp-httplib) has already decoded gzip, deflate and br
+  // bodies; any other coding reached us undecoded.
+  std::string content_encoding;
 };
 
 // The answer: a message (status 200) or a Connect error body.

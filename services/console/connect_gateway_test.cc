@@ -218,6 +218,20 @@ TEST_F(ConnectGatewayTest, ProtocolVersionOtherThanOneIsRefused) {
   EXPECT_EQ(gateway_.Handle(req).http_status, 400);
 }
 
+TEST_F(ConnectGatewayTest, UnsupportedContentEncodingIsUnimplemented) {
+  ConnectRequest req = Json(kListJobs, "{}");
+  for (const char* decoded : {"identity", "gzip", "GZIP", "deflate", "br"}) {
+    req.content_encoding = decoded;
+    EXPECT_EQ(gateway_.Handle(req).http_status, 200) << decoded;
+  }
+  req.content_encoding = "zstd";
+  ConnectResponse r = gateway_.Handle(req);
+  EXPECT_EQ(r.http_status, 501);
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(r.body.find("gzip"), std::string::npos) << r.body;
+  EXPECT_EQ(backend_.calls(), 5);
+}
+
 TEST_F(ConnectGatewayTest, NonAsciiAuthorizationIsRefusedWithoutCallingTheBackend) {
   ConnectRequest req = Json(kListJobs, "{}");
   req.authorization = "Bearer a\nb";

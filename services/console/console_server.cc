@@ -175,6 +175,7 @@ void ConsoleServer::Rpc(const httplib::Request& req, httplib::Response& res) {
     request.authorization = req.get_header_value("Authorization");
     request.timeout_ms = req.get_header_value("Connect-Timeout-Ms");
     request.protocol_version = req.get_header_value("Connect-Protocol-Version");
+    request.content_encoding = req.get_header_value("Content-Encoding");
     answer = gateway_.Handle(request);
     metrics_.in_flight().Decrement();
     in_flight_.fetch_sub(1);
