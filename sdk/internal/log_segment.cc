@@ -259,7 +259,7 @@ absl::StatusOr<LogSegments::Writer> LogSegments::CreateSegment(absl::string_view
   absl::StatusOr<UniqueFd> day_fd = OpenDayFolder(dir_fd_.get(), day);
   if (absl::IsNotFound(day_fd.status())) {
     const std::string name(day);
-    if (::mkdirat(dir_fd_.get(), name.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (::mkdirat(dir_fd_.get(), name.c_str(), 0700) != 0 && errno != EEXIST) {
       return Errno("create", name, errno);
     }
     day_fd = OpenDayFolder(dir_fd_.get(), day);
@@ -276,13 +276,13 @@ absl::StatusOr<LogSegments::Writer> LogSegments::CreateSegment(absl::string_view
   for (int attempt = 0; attempt < 100 && n <= UINT32_MAX; ++attempt, ++n) {
     const uint32_t number = static_cast<uint32_t>(n);
     const std::string data_name = SegmentDataName(number);
-    UniqueFd data(::openat(day_fd->get(), data_name.c_str(), kFlags, 0644));
+    UniqueFd data(::openat(day_fd->get(), data_name.c_str(), kFlags, 0600));
     if (!data.valid()) {
       if (errno == EEXIST) continue;
       return Errno("create", absl::StrCat(day, "/", data_name), errno);
     }
     const std::string index_name = SegmentIndexName(number);
-    UniqueFd index(::openat(day_fd->get(), index_name.c_str(), kFlags, 0644));
+    UniqueFd index(::openat(day_fd->get(), index_name.c_str(), kFlags, 0600));
     if (!index.valid()) {
       const int err = errno;
       ::unlinkat(day_fd->get(), data_name.c_str(), 0);

@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "sdk/internal/byte_codec.h"
+#include "sdk/internal/private_dir.h"
 #include "sdk/internal/write_all.h"
 #include "spdlog/spdlog.h"
 
@@ -88,9 +89,8 @@ ResultSpool::~ResultSpool() {
 }
 
 absl::Status ResultSpool::Init() {
+  if (absl::Status s = MakePrivateDir(dir_, "spool_dir"); !s.ok()) return s;
   std::error_code ec;
-  fs::create_directories(dir_, ec);
-  if (ec) return absl::InternalError(absl::StrCat("spool_dir ", dir_, ": ", ec.message()));
   // Temp files of the one-file-per-run format left by a crash were never complete: drop them.
   for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
     if (absl::EndsWith(it->path().filename().string(), ".tmp")) {
@@ -121,7 +121,7 @@ absl::Status ResultSpool::OpenSegmentLocked() {
     next = std::max(next, SegmentNumber(it->path().filename().string()) + 1);
   }
   const std::string path = SegmentPath(next);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return Errno("open", path);
   // The new file's directory entry must be durable before anything in it counts as synced.
   absl::Status st = FsyncDir(dir_);

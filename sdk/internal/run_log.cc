@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/civil_time.h"
+#include "sdk/internal/private_dir.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::sdk {
@@ -340,9 +341,8 @@ RunLogStore::RunLogStore(std::string log_dir, const Clock& clock, RunLogOptions 
 RunLogStore::~RunLogStore() { Shutdown(); }
 
 absl::Status RunLogStore::Init() {
+  if (absl::Status s = MakePrivateDir(dir_, "log_dir"); !s.ok()) return s;
   std::error_code ec;
-  fs::create_directories(dir_, ec);
-  if (ec) return absl::InternalError(absl::StrCat("log_dir ", dir_, ": ", ec.message()));
   fs::path canonical = fs::canonical(dir_, ec);
   if (ec) return absl::InternalError(absl::StrCat("log_dir ", dir_, ": ", ec.message()));
   canonical_dir_ = canonical.string();
