@@ -26,7 +26,8 @@
 ABSL_FLAG(std::string, scheduler, "127.0.0.1:7100", "Scheduler address");
 ABSL_FLAG(std::string, registry, "127.0.0.1:7101", "Registry address");
 ABSL_FLAG(std::string, token_file, "", "Admin token file (JobAdminService, AppAdminService)");
-ABSL_FLAG(std::string, cluster_token_file, "", "Cluster token file (executors list)");
+ABSL_FLAG(std::string, cluster_token_file, "",
+          "Cluster token file (executors list; optional: --token_file works too)");
 ABSL_FLAG(bool, json, false, "Print JSON instead of a table");
 ABSL_FLAG(std::string, app, "", "Filter by app");
 ABSL_FLAG(int64_t, job, 0, "Filter runs by job id");
@@ -39,6 +40,9 @@ ABSL_FLAG(std::string, apps, "", "Comma list of apps for `tokens create`");
 ABSL_FLAG(absl::Duration, expire_in, absl::ZeroDuration(),
           "`tokens create`: expire after this long (0: never)");
 ABSL_FLAG(bool, include_revoked, false, "`tokens list`: also revoked tokens");
+ABSL_FLAG(absl::Duration, bucket, absl::Hours(1), "`runs stats`: bucket width");
+ABSL_FLAG(absl::Duration, since, absl::ZeroDuration(),
+          "`runs stats`: window up to now (0: the server's default, the last 24 h)");
 ABSL_FLAG(std::string, tls_ca, "", "CA (PEM) to verify the servers; enables TLS");
 ABSL_FLAG(std::string, tls_cert, "", "Client certificate (PEM) for mutual TLS");
 ABSL_FLAG(std::string, tls_key, "", "Private key of --tls_cert");
@@ -51,12 +55,14 @@ constexpr char kUsage[] = R"(usage: jobwheelctl [flags] COMMAND
   jobs list [--app A]            jobs get ID
   jobs create --file job.json    jobs ensure --file job.json   (create unless app+name exists)
   jobs pause ID | resume ID | delete ID | trigger ID [--param P]
+  jobs count [--app A]           (jobs, enabled jobs, pending and running runs per app)
   runs list [--job ID]           runs get ID      runs log ID      runs kill ID
-  apps list                      executors list [--app A]
+  runs stats [--app A] [--job ID] [--bucket 1h] [--since 24h]   (runs by status per bucket)
+  apps list                      executors list [--app A]   (--token_file, or --cluster_token_file)
   tokens create --name N --role admin|operator|viewer|executor [--apps a,b] [--expire_in 720h]
-  tokens list [--include_revoked]    tokens revoke ID
+  tokens list [--include_revoked]    tokens revoke ID    tokens whoami
   leader
-flags: --scheduler --registry --token_file --cluster_token_file --json --limit
+flags: --scheduler --registry --token_file --cluster_token_file --json --limit --bucket --since
        --tls_ca --tls_cert --tls_key (TLS / mutual TLS))";
 
 int Usage(const std::string& why) {
@@ -214,6 +220,22 @@ int main(int argc, char** argv) {
       std::cout << "created job " << r.job().id() << " (" << r.job().name() << ")\n";
       return 0;
     }
+    if (verb == "count") {
+      jobwheel::v1::CountJobsRequest req;
+      req.set_app(absl::GetFlag(FLAGS_app));
+      jobwheel::v1::CountJobsResponse r;
+      grpc::Status s = jobs->CountJobs(Ctx(admin).get(), req, &r);
+      if (!s.ok()) return RpcError(s);
+      if (json) { std::cout << ToJson(r) << "\n"; return 0; }
+      const std::vector<int> w = {20, 8, 8, 8, 8};
+      Row({"APP", "JOBS", "ENABLED", "PENDING", "RUNNING"}, w);
+      for (const auto& c : r.apps()) {
+        Row({c.app(), absl::StrCat(c.job_count()), absl::StrCat(c.enabled_job_count()),
+             absl::StrCat(c.pending_run_count()), absl::StrCat(c.running_run_count())},
+            w);
+      }
+      return 0;
+    }
     if (a.size() < 3 || !ParseId(a[2], &id)) return Usage("jobs " + verb + ": needs a job id");
     grpc::Status s;
     jobwheel::v1::Job job;
@@ -271,6 +293,40 @@ int main(int argc, char** argv) {
              run.result_message().empty() ? run.trigger_message() : run.result_message()},
             w);
       }
+      return 0;
+    }
+    if (verb == "stats") {
+      jobwheel::v1::GetRunStatsRequest req;
+      req.set_app(absl::GetFlag(FLAGS_app));
+      req.set_job_id(absl::GetFlag(FLAGS_job));
+      *req.mutable_bucket() = jobwheel::ToProtoDuration(absl::GetFlag(FLAGS_bucket));
+      if (absl::GetFlag(FLAGS_since) > absl::ZeroDuration()) {
+        *req.mutable_start_time() = jobwheel::ToProto(absl::Now() - absl::GetFlag(FLAGS_since));
+      }
+      jobwheel::v1::GetRunStatsResponse r;
+      grpc::Status s = jobs->GetRunStats(Ctx(admin).get(), req, &r);
+      if (!s.ok()) return RpcError(s);
+      if (json) { std::cout << ToJson(r) << "\n"; return 0; }
+      auto counts = [](const auto& status_counts) {
+        std::vector<std::string> parts;
+        for (const auto& c : status_counts) {
+          parts.push_back(absl::StrCat(StatusName(c.status()), "=", c.count()));
+        }
+        return absl::StrJoin(parts, " ");
+      };
+      auto late = [](const jobwheel::v1::RunLateness& l) -> std::string {
+        if (l.sample_count() == 0) return "-";
+        return absl::StrCat(absl::FormatDuration(jobwheel::FromProto(l.p50())), " / ",
+                            absl::FormatDuration(jobwheel::FromProto(l.p99())));
+      };
+      const std::vector<int> w = {23, 8, 22, 50};
+      Row({"BUCKET (UTC)", "RUNS", "LATENESS P50 / P99", "BY STATUS"}, w);
+      for (const auto& b : r.buckets()) {
+        Row({Time(b.start_time()), absl::StrCat(b.total()), late(b.lateness()),
+             counts(b.status_counts())},
+            w);
+      }
+      Row({"total", absl::StrCat(r.total()), late(r.lateness()), counts(r.status_counts())}, w);
       return 0;
     }
     if (a.size() < 3 || !ParseId(a[2], &id)) return Usage("runs " + verb + ": needs a run id");
@@ -356,6 +412,18 @@ int main(int argc, char** argv) {
                 << "); servers refuse it within a few seconds\n";
       return 0;
     }
+    if (verb == "whoami") {
+      jobwheel::v1::GetCurrentTokenResponse resp;
+      grpc::Status s = stub->GetCurrentToken(Ctx(admin).get(), {}, &resp);
+      if (!s.ok()) return RpcError(s);
+      if (json) { std::cout << ToJson(resp) << "\n"; return 0; }
+      const jobwheel::v1::Token& t = resp.token();
+      std::cout << t.name() << " (id " << t.id() << "): "
+                << jobwheel::v1::Role_Name(t.role()).substr(5) << " of "
+                << (t.apps().empty() ? "every app" : absl::StrJoin(t.apps(), ", "))
+                << ", expires " << Time(t.expire_time()) << "\n";
+      return 0;
+    }
     return Usage("unknown tokens command " + verb);
   }
   auto reg = channel(absl::GetFlag(FLAGS_registry));
@@ -379,7 +447,9 @@ int main(int argc, char** argv) {
     jobwheel::v1::ListExecutorsRequest req;
     req.set_app(absl::GetFlag(FLAGS_app));
     jobwheel::v1::ListExecutorsResponse r;
-    grpc::Status s = stub->ListExecutors(Ctx(Token(absl::GetFlag(FLAGS_cluster_token_file))).get(), req, &r);
+    // The cluster token when given; otherwise the admin, operator or viewer token.
+    const std::string cluster = Token(absl::GetFlag(FLAGS_cluster_token_file));
+    grpc::Status s = stub->ListExecutors(Ctx(cluster.empty() ? admin : cluster).get(), req, &r);
     if (!s.ok()) return RpcError(s);
     if (json) { std::cout << ToJson(r) << "\n"; return 0; }
     const std::vector<int> w = {14, 21, 8, 8, 23, 40};
