@@ -1,14 +1,15 @@
 // Run detail: status, timeline (scheduled → triggered → started → ended), executor, messages,
 // the log (followed live while the run is PENDING/RUNNING) and Kill.
 
-import {h, put, link} from './dom.js';
+import {h, put} from './dom.js';
 import {jobs} from './api.js';
 import {t, enumLabel} from './i18n.js';
 import {canWrite} from './session.js';
-import {timeEl, between, formatMs} from './time.js';
+import {timeEl, between, formatMs, parseTs} from './time.js';
 import {card, kv, errorBox, runStatus, spinner} from './widgets.js';
 import {confirmDialog} from './dialog.js';
 import {RunLogView} from './run_log_view.js';
+import {jobLink} from './job_names.js';
 
 const OPEN = new Set(['RUN_STATUS_PENDING', 'RUN_STATUS_RUNNING']);
 
@@ -20,11 +21,12 @@ function timeline(r) {
   const items = [];
   let prev = null;
   for (const [key, ts] of steps) {
-    const gap = prev && ts ? formatMs(between(prev, ts)) : '';
+    const set = parseTs(ts) !== null;
+    const gap = prev && set ? formatMs(between(prev, ts)) : '';
     if (items.length) items.push(h('li', {class: 'gap muted'}, gap ? '+' + gap : '→'));
-    items.push(h('li', {class: ts ? 'step done' : 'step'}, h('div', {class: 'step-name'}, t(key)),
-        h('div', null, timeEl(ts, {withMs: true}))));
-    if (ts) prev = ts;
+    items.push(h('li', {class: set ? 'step done' : 'step', dataset: {step: key}},
+        h('div', {class: 'step-name'}, t(key)), h('div', null, timeEl(ts, {withMs: true}))));
+    if (set) prev = ts;
   }
   return h('ol', {class: 'timeline', 'data-test': 'timeline'}, items);
 }
@@ -53,7 +55,7 @@ export async function render(view, ctx) {
           })}, t('run.kill')) : null;
     put(head, h('h1', null, h('span', {class: 'muted'}, t('col.run') + ' '), '#' + run.id, ' ',
         h('span', {'data-test': 'run-status'}, runStatus(run.status))),
-    h('div', {class: 'actions'}, link('/jobs/' + run.jobId, t('run.job', {id: run.jobId})), kill));
+    h('div', {class: 'actions'}, h('span', {class: 'muted'}, t('col.job')), jobLink(run.jobId), kill));
     put(summary, timeline(run), kv([
       [t('col.app'), run.app], [t('field.handler'), run.handler ? h('code', null, run.handler) : ''],
       [t('col.trigger'), enumLabel('TRIGGER_TYPE_', run.triggerType)],

@@ -53,6 +53,7 @@ function showSecret(resp) {
     body: h('div', null, h('p', {class: 'warn'}, t('tok.once')), h('div', {class: 'row'}, secret, copy),
         copied),
     okText: t('tok.stored'),
+    cancellable: false,
   });
 }
 

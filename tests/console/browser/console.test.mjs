@@ -74,6 +74,7 @@ test('create a job through the form and see its runs succeed', async () => {
   await page.type('#f-handler', 'echo');
   await page.type('#f-param', 'hello from the form');
   await page.select('#f-routing_strategy', 'ROUTING_STRATEGY_ROUND');
+  await page.click('#f-fail_retry_count', {clickCount: 3});
   await page.type('#f-fail_retry_count', '1');
   // The live preview answers in the job's zone.
   await waitText(page, '[data-test=preview-times] li', 'Asia/Shanghai');
@@ -233,6 +234,7 @@ test('tokens page: create a token, the secret is shown once, revoke it', async (
   await page.waitForSelector('dialog[open] [data-test=token-secret]', {timeout: WAIT_MS});
   const secret = await page.$eval('[data-test=token-secret]', (e) => e.value);
   assert(/^jw_[0-9a-f]{64}$/.test(secret), `secret ${secret}`);
+  await shot(page, 'token-secret');
   await page.click('dialog[open] [data-test=dialog-ok]');
   await page.waitForSelector('tr[data-token=ops-from-browser] [data-test=revoke]', {timeout: WAIT_MS});
   await shot(page, 'tokens');
