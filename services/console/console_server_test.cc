@@ -220,6 +220,34 @@ TEST_F(ConsoleServerTest, RequestsBeyondTheLimitAreRefusedAtOnce) {
   EXPECT_EQ(backend_.calls(), 1);
 }
 
+TEST_F(ConsoleServerTest, ShutdownLetsARequestInProgressFinish) {
+  absl::Notification entered, release;
+  answer_ = [&](const Call&) -> absl::StatusOr<std::string> {
+    entered.Notify();
+    release.WaitForNotification();
+    return std::string();
+  };
+  Start();
+  int status = 0;
+  std::thread caller([&] {
+    auto res = PostJson(kListJobs, "{}");
+    status = res ? res->status : -1;
+  });
+  entered.WaitForNotification();
+  absl::Notification stopped;
+  std::thread stopper([&] {
+    server_->Shutdown();
+    stopped.Notify();
+  });
+  // Shutdown waits for the request: it cannot return before the backend answers.
+  EXPECT_FALSE(stopped.WaitForNotificationWithTimeout(absl::Milliseconds(200)));
+  release.Notify();
+  caller.join();
+  stopper.join();
+  EXPECT_EQ(status, 200);
+  EXPECT_FALSE(client_->Get("/healthz"));
+}
+
 TEST_F(ConsoleServerTest, ShutdownIsIdempotent) {
   Start();
   server_->Shutdown();
