@@ -64,9 +64,11 @@ export async function render(view, ctx) {
       [t('col.executor'), run.executorAddress || ''],
       [t('field.routing'), enumLabel('ROUTING_STRATEGY_', run.routingStrategy)],
       [t('field.param'), run.param ? h('code', {class: 'pre'}, run.param) : ''],
-      [t('run.triggermsg'), h('span', {class: 'pre', 'data-test': 'trigger-message'}, run.triggerMessage || '')],
+      [t('run.triggermsg'), run.triggerMessage ?
+        h('span', {class: 'pre', 'data-test': 'trigger-message'}, run.triggerMessage) : ''],
       [t('run.resultcode'), run.resultCode ? String(run.resultCode) : ''],
-      [t('run.resultmsg'), h('span', {class: 'pre', 'data-test': 'result-message'}, run.resultMessage || '')],
+      [t('run.resultmsg'), run.resultMessage ?
+        h('span', {class: 'pre', 'data-test': 'result-message'}, run.resultMessage) : ''],
     ]));
   }
   draw();

@@ -2,7 +2,7 @@
 // Run by tests/console/check_browser.sh, which starts the stack and sets the environment.
 
 import {test, run, assert, newPage, checkProblems, open, signIn, go, api, apiOk, waitText,
-  textOf, clickText, shot, ADMIN_TOKEN, WAIT_MS} from './harness.mjs';
+  textOf, clickText, shot, ADMIN_TOKEN, WAIT_MS, BASE} from './harness.mjs';
 
 const XSS_NAME = '<img src=x onerror=alert(1)>';
 const XSS_LINE = '<script>alert(1)</script>';
@@ -217,6 +217,45 @@ test('a viewer sees no edit buttons and a forged mutating call is refused', asyn
       `forged PauseJob: HTTP ${forged.status} ${JSON.stringify(forged.body)}`);
   const job = await apiOk(page, 'JobAdminService', 'GetJob', {id: jobId}, made.secret);
   assert(job.job.enabled === true, 'the job was paused by a viewer');
+  checkProblems(page);
+  await page.closeContext();
+});
+
+test('an operator sees buttons only on its own apps\' jobs', async () => {
+  const page = await newPage();
+  await open(page, '/');
+  await apiOk(page, 'JobAdminService', 'CreateJob', {job: {app: 'billing', name: 'billing-close',
+    handler: 'echo', schedule: {none: {}}, enabled: true}});
+  const made = await apiOk(page, 'TokenAdminService', 'CreateToken',
+      {name: 'browser-operator', role: 'ROLE_OPERATOR', apps: ['demo']});
+  await signIn(page, made.secret);
+  await waitText(page, '[data-test=who]', 'OPERATOR');
+  await go(page, '/jobs');
+  await waitJobRow(page, 'echo-every-second');
+  assert(await page.$('tr[data-job=echo-every-second] [data-test=trigger]') !== null,
+      'no Trigger on a demo job for a demo operator');
+  // billing's jobs are outside the token's apps: the server does not list them at all.
+  assert(await page.$('tr[data-job=billing-close]') === null, 'a billing job listed to a demo operator');
+  assert(await page.$('[data-test=new-job]') !== null, 'no New job for an operator');
+  assert(!(await page.$$eval('.topbar nav a', (as) => as.map((a) => a.textContent)))
+      .includes('Tokens'), 'an operator sees the Tokens page in the menu');
+  checkProblems(page);
+  await page.closeContext();
+});
+
+test('the pages are served with a CSP that blocks inline script', async () => {
+  const page = await newPage();
+  const resp = await page.goto(BASE, {waitUntil: 'domcontentloaded'});
+  const csp = resp.headers()['content-security-policy'] || '';
+  assert(/script-src 'self'/.test(csp) && /frame-ancestors 'none'/.test(csp), `CSP: ${csp}`);
+  await page.waitForSelector('#token', {timeout: WAIT_MS});
+  await page.evaluate(() => {
+    const s = document.createElement('script');
+    s.textContent = 'window.__inline = 1;';
+    document.body.append(s);
+  });
+  assert(await page.evaluate(() => window.__inline) === undefined, 'an inline script ran');
+  page.problems = page.problems.filter((p) => !p.startsWith('CSP:'));  // the refusal we caused
   checkProblems(page);
   await page.closeContext();
 });
