@@ -40,7 +40,8 @@ for tool in "$PROMETHEUS" "$PROMTOOL" curl python3; do
   command -v "$tool" >/dev/null 2>&1 || abort "$tool is not installed (scripts/setup installs it)"
 done
 for b in services/registry/registry services/dispatcher/dispatcher \
-         services/scheduler/scheduler sdk/examples/demo_executor tools/jobwheelctl/jobwheelctl; do
+         services/scheduler/scheduler sdk/examples/demo_executor tools/jobwheelctl/jobwheelctl \
+         services/console/console; do
   [ -x "$BIN/$b" ] || abort "bazel-bin/$b is missing: run bazel build //... first"
 done
 
@@ -79,17 +80,17 @@ trap 'exit 130' INT TERM
 
 # Free loopback ports, all held at once while picking so they are distinct.
 read -r PG_PORT REG_PORT REG_MPORT DISP_PORT DISP_MPORT SCHED_PORT SCHED_MPORT EXEC_PORT \
-  EXEC_MPORT PROM_PORT < <(python3 - <<'PY'
+  EXEC_MPORT PROM_PORT CONSOLE_PORT CONSOLE_MPORT < <(python3 - <<'PY'
 import socket
 socks = []
-for _ in range(10):
+for _ in range(12):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     socks.append(s)
 print(" ".join(str(s.getsockname()[1]) for s in socks))
 PY
 )
-[ -n "$PROM_PORT" ] || abort "could not pick free ports"
+[ -n "$CONSOLE_MPORT" ] || abort "could not pick free ports"
 
 ############################################################################ the stack
 if pg_start "$TMP/pg" "$PG_PORT" >"$TMP/logs/pg_start.log" 2>&1 &&
@@ -161,6 +162,12 @@ start demo_executor "$BIN/sdk/examples/demo_executor" --listen="127.0.0.1:$EXEC_
 if wait_port demo_executor "$EXEC_PORT"; then ok "demo executor serves on 127.0.0.1:$EXEC_PORT"
 else abort "demo executor did not start"; fi
 
+start console "$BIN/services/console/console" --listen="127.0.0.1:$CONSOLE_PORT" \
+  --scheduler_target="127.0.0.1:$SCHED_PORT" --registry_target="127.0.0.1:$REG_PORT" \
+  --metrics_address="127.0.0.1:$CONSOLE_MPORT" --log_json
+if wait_port console "$CONSOLE_PORT"; then ok "console serves on 127.0.0.1:$CONSOLE_PORT"
+else abort "console did not start"; fi
+
 # A job firing every second that succeeds, and one that always fails with a retry, so the
 # success, failure and retry series all move.
 cat >"$TMP/echo.json" <<'EOF'
@@ -200,6 +207,8 @@ scrape_configs:
     static_configs: [{targets: ["127.0.0.1:$DISP_MPORT"]}]
   - job_name: executor
     static_configs: [{targets: ["127.0.0.1:$EXEC_MPORT"]}]
+  - job_name: console
+    static_configs: [{targets: ["127.0.0.1:$CONSOLE_MPORT"]}]
 EOF
 if "$PROMTOOL" check config "$TMP/prometheus/prometheus.yml" >"$TMP/logs/promtool-config.log" 2>&1; then
   ok "promtool check config accepts the generated configuration"
@@ -259,13 +268,13 @@ def poll(cond, timeout=20, interval=0.25):
         time.sleep(interval)
 
 if CMD == "targets":
-    want = {"scheduler", "registry", "dispatcher", "executor"}
+    want = {"scheduler", "registry", "dispatcher", "executor", "console"}
     def all_up():
         ts = api("/api/v1/targets", state="active")["activeTargets"]
         up = {t["labels"]["job"] for t in ts if t["health"] == "up"}
         return want <= up and up
     if poll(all_up, timeout=30):
-        ok("Prometheus scrapes all four targets (scheduler, registry, dispatcher, executor) and they are up")
+        ok("Prometheus scrapes all five targets (scheduler, registry, dispatcher, executor, console) and they are up")
     else:
         try:
             ts = api("/api/v1/targets", state="active")["activeTargets"]
@@ -296,6 +305,9 @@ elif CMD == "series":
         'sum(jobwheel_executor_runs_total{status="succeeded"})',
         'sum(jobwheel_executor_runs_total{status="failed"})',
         "sum(jobwheel_executor_run_duration_seconds_count)",
+        "sum(jobwheel_console_requests_total)",
+        "sum(jobwheel_console_request_duration_seconds_count)",
+        "sum(jobwheel_console_page_requests_total)",
     ]
     base = {}
     for expr in moving:
@@ -451,6 +463,21 @@ run_checks() {
   done <<<"$out"
 }
 
+# Traffic through the console while the series are checked: a Connect call with the admin
+# token (from a header file: never on a command line) and a page, twice a second.
+printf 'Authorization: Bearer %s\n' "$(cat "$TOK/admin")" >"$TMP/tokens/console-header"
+console_traffic() {
+  while true; do
+    curl -sS -o /dev/null --max-time 2 -H @"$TMP/tokens/console-header" \
+      -H 'Content-Type: application/json' -d '{}' \
+      "http://127.0.0.1:$CONSOLE_PORT/jobwheel.v1.LeadershipService/GetLeader" 2>/dev/null
+    curl -sS -o /dev/null --max-time 2 "http://127.0.0.1:$CONSOLE_PORT/" 2>/dev/null
+    sleep 0.5
+  done
+}
+console_traffic &
+PIDS+=($!)
+
 before=$FAILED
 run_checks targets
 if [ "$FAILED" -ne "$before" ]; then
@@ -465,7 +492,8 @@ run_checks names "$ROOT"/deploy/grafana/*.json
 ############################################################################ promtool lint
 # promtool reads the exposition from stdin and prints one line per problem (lint warnings
 # included); the contract is that it reports nothing for any service.
-for target in scheduler:$SCHED_MPORT registry:$REG_MPORT dispatcher:$DISP_MPORT executor:$EXEC_MPORT; do
+for target in scheduler:$SCHED_MPORT registry:$REG_MPORT dispatcher:$DISP_MPORT executor:$EXEC_MPORT \
+              console:$CONSOLE_MPORT; do
   name=${target%%:*}
   body="$TMP/metrics/$name.txt"
   if ! curl -sS --max-time 5 -o "$body" "http://127.0.0.1:${target##*:}/metrics"; then
@@ -509,7 +537,7 @@ PY
 }
 
 # Everything each service of the stack wrote so far.
-for name in registry dispatcher scheduler demo_executor; do
+for name in registry dispatcher scheduler demo_executor console; do
   res="$(json_lines "$TMP/logs/$name.log")"
   case "$res" in
     OK*) ok "--log_json: $name logs one JSON object per line (${res#OK })" ;;
