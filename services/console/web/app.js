@@ -85,7 +85,7 @@ function topBar(section) {
       langSel,
       me ? h('button', {class: 'btn small', 'data-test': 'signout', onclick: () => {
         signOut();
-        location.hash = '#/';
+        history.replaceState(null, '', '#/');
         render();
       }}, t('nav.signout')) : null);
 }
@@ -101,12 +101,13 @@ function route() {
   return null;
 }
 
-async function render() {
+// notice: an ApiError to show on the sign-in page (why the session ended or could not start).
+async function render(notice = null) {
   if (current) current.close();
   current = null;
   if (!getToken() || !getIdentity()) {
     put(root, topBar(''), h('main', {id: 'view'}));
-    signin.render(root.querySelector('#view'), {onSignedIn: render});
+    signin.render(root.querySelector('#view'), {onSignedIn: () => render(), notice});
     return;
   }
   const r = route();
@@ -128,22 +129,24 @@ async function render() {
 
 // With a token left in this tab's sessionStorage, learn who it is before the first page.
 async function start() {
+  let notice = null;
   if (getToken()) {
     try {
       const resp = await call('TokenAdminService', 'GetCurrentToken', {});
       setIdentity(resp.token || {});
     } catch (e) {
+      notice = e;
       if (e.code === 'unauthenticated' || e.code === 'permission_denied') signOut();
     }
   }
-  render();
+  render(notice);
 }
 
 // A token that stops working (expired, revoked) ends the session.
-onUnauthenticated(() => {
+onUnauthenticated((err) => {
   if (!getIdentity()) return;
   signOut();
-  render();
+  render(err);
 });
 onLangChange(() => render());
 window.addEventListener('hashchange', () => render());

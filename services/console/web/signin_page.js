@@ -17,8 +17,8 @@ async function signInWith(token) {
   }
 }
 
-export function render(view, {onSignedIn}) {
-  let err = errorBox(null);
+export function render(view, {onSignedIn, notice}) {
+  let err = errorBox(notice);
   const input = h('input', {type: 'password', id: 'token', name: 'token', autocomplete: 'off',
     spellcheck: 'false', placeholder: t('signin.placeholder'), required: true});
   const button = h('button', {class: 'btn primary', type: 'submit', 'data-test': 'signin'},

@@ -319,6 +319,22 @@ test('sign out clears sessionStorage', async () => {
   await page.closeContext();
 });
 
+test('a token revoked while in use ends the session with the API\'s message', async () => {
+  const page = await newPage();
+  await open(page, '/');
+  const made = await apiOk(page, 'TokenAdminService', 'CreateToken',
+      {name: 'soon-revoked', role: 'ROLE_VIEWER'});
+  await signIn(page, made.secret);
+  await page.waitForSelector('[data-test=leader]', {timeout: WAIT_MS});
+  await apiOk(page, 'TokenAdminService', 'RevokeToken', {id: made.token.id});
+  // The dashboard's next refresh is refused: back to the sign-in form, saying why.
+  await page.waitForSelector('#token', {timeout: WAIT_MS});
+  await waitText(page, '.error-code', 'unauthenticated');
+  assert(await page.evaluate(() => sessionStorage.length) === 0, 'the revoked token is kept');
+  checkProblems(page);
+  await page.closeContext();
+});
+
 test('the dashboard shows runs by status, lateness, failures and the leader', async () => {
   const page = await newPage();
   await signIn(page, ADMIN_TOKEN);
