@@ -360,7 +360,8 @@ grpc::ServerUnaryReactor* RegistryService::ListExecutors(grpc::CallbackServerCon
   const bool queued = pool_.Submit(
       [this, reactor, request, response, authorization = std::move(authorization)] {
         absl::StatusOr<Principal> p = options_.authenticator->Authorize(
-            authorization, {Role::kAdmin, Role::kOperator, Role::kViewer}, "ListExecutors");
+            authorization, {Role::kAdmin, Role::kOperator, Role::kViewer},
+            "RegistryService/ListExecutors");
         absl::Status s = p.status();
         if (s.ok()) s = ListReadableExecutors(*p, request->app(), response);
         if (s.ok()) FillLoad(response);
