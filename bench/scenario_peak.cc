@@ -4,13 +4,13 @@
 // --peak_p99_limit, and nothing is lost, doubled or unexpected. The search doubles from
 // --peak_start until a rate fails (or --peak_max holds), then bisects between the last
 // sustained and the first failed rate down to --peak_resolution, within --peak_budget.
-#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "bench/load.h"
+#include "bench/peak_search.h"
 #include "bench/scenario.h"
 #include "common/status_macros.h"
 
@@ -28,13 +28,6 @@ std::string Unsustained(const LoadOutcome& o, const BenchOptions& opt) {
   return "";
 }
 
-// A rate between lo and hi, rounded to two significant digits' step (e.g. 7,500 → step 100).
-int Middle(int lo, int hi) {
-  const double mid = (lo + hi) / 2.0;
-  const int step = std::max(1, static_cast<int>(std::pow(10, std::floor(std::log10(mid)) - 1)));
-  return static_cast<int>(std::lround(mid / step)) * step;
-}
-
 }  // namespace
 
 absl::Status RunPeak(Context& ctx) {
@@ -45,8 +38,8 @@ absl::Status RunPeak(Context& ctx) {
       opt.warmup + opt.peak_duration + opt.completion_grace + absl::Seconds(15);
   auto can_probe = [&] { return absl::Now() - began + probe_cost <= opt.peak_budget; };
 
-  int lo = 0, hi = 0, probes = 0;
-  bool have_best = false, ceiling = false;
+  bool have_best = false;
+  int best_rate = 0;
   LoadOutcome best;
   std::string last_failure;
   auto probe = [&](int rate) -> absl::StatusOr<bool> {
@@ -58,55 +51,29 @@ absl::Status RunPeak(Context& ctx) {
     Report r;
     r.Add("rate", static_cast<int64_t>(rate));
     ASSIGN_OR_RETURN(LoadOutcome o, RunLoad(ctx, spec, r));
-    ++probes;
     const std::string why = Unsustained(o, opt);
     r.Add("sustained", static_cast<int64_t>(why.empty() ? 1 : 0));
     if (!why.empty()) r.AddText("failed_on", why);
     ctx.results.Emit("peak_probe", r);
-    if (why.empty()) {
-      lo = rate;
+    if (why.empty() && (!have_best || rate > best_rate)) {
       best = o;
+      best_rate = rate;
       have_best = true;
-    } else {
-      hi = rate;
-      last_failure = why;
     }
+    if (!why.empty()) last_failure = why;
     return why.empty();
   };
-
-  // Doubling.
-  for (int rate = opt.peak_start; can_probe();) {
-    ASSIGN_OR_RETURN(const bool ok, probe(rate));
-    if (!ok) break;
-    if (rate >= opt.peak_max) {
-      ceiling = true;
-      break;
-    }
-    rate = std::min(rate * 2, opt.peak_max);
-  }
-  // Bisection between the last sustained and the first failed rate.
-  bool converged = ceiling;
-  while (hi > 0) {
-    if (hi - lo <= std::max(1.0, opt.peak_resolution * std::max(lo, 1))) {
-      converged = true;
-      break;
-    }
-    const int mid = Middle(lo, hi);
-    if (mid <= lo || mid >= hi) {
-      converged = true;
-      break;
-    }
-    if (!can_probe()) break;
-    RETURN_IF_ERROR(probe(mid).status());
-  }
+  ASSIGN_OR_RETURN(const PeakSearchResult found,
+                   SearchPeak({opt.peak_start, opt.peak_max, opt.peak_resolution}, probe,
+                              can_probe));
 
   Report r;
-  r.Add("max_sustained_per_s", static_cast<int64_t>(lo));
-  r.Add("first_unsustained_per_s", static_cast<int64_t>(hi));
+  r.Add("max_sustained_per_s", static_cast<int64_t>(found.max_sustained));
+  r.Add("first_unsustained_per_s", static_cast<int64_t>(found.first_unsustained));
   if (!last_failure.empty()) r.AddText("failed_on", last_failure);
-  r.Add("probes", static_cast<int64_t>(probes));
-  r.Add("converged", static_cast<int64_t>(converged ? 1 : 0));
-  r.Add("ceiling_reached", static_cast<int64_t>(ceiling ? 1 : 0));
+  r.Add("probes", static_cast<int64_t>(found.probes));
+  r.Add("converged", static_cast<int64_t>(found.converged ? 1 : 0));
+  r.Add("ceiling_reached", static_cast<int64_t>(found.ceiling ? 1 : 0));
   r.Add("search_s", absl::ToDoubleSeconds(absl::Now() - began), 0);
   r.Add("tolerance", opt.peak_tolerance, 3);
   r.Add("p99_limit_ms", absl::ToDoubleMilliseconds(opt.peak_p99_limit), 0);
@@ -118,7 +85,7 @@ absl::Status RunPeak(Context& ctx) {
     r.Add("at_max_p99_ms", best.lateness_ms.p99, 1);
   }
   ctx.results.Emit("peak", r);
-  if (probes == 0) {
+  if (found.probes == 0) {
     return absl::DeadlineExceededError("peak: --peak_budget too small for a single probe");
   }
   return absl::OkStatus();
