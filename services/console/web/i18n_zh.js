@@ -59,6 +59,8 @@ export const zhCN = {
   'help.starttime': '浏览器所在时区；留空：任务创建时间。', 'help.timeout': '0：不超时。',
   'help.commas': '用逗号分隔。',
   'runs.allstatuses': '全部状态', 'runs.failures': '失败、超时、丢失', 'runs.empty': '没有运行记录。',
+  'runs.from': '触发时间从', 'runs.to': '到', 'run.again': '再次执行', 'log.filter': '过滤日志行',
+  'log.shown': '显示 {shown} / {n} 行',
   'run.scheduled': '计划', 'run.triggered': '触发', 'run.started': '开始', 'run.ended': '结束',
   'run.kill': '终止任务', 'run.kill.title': '终止运行 #{id}？',
   'run.kill.confirm': '执行器将取消该运行，结果为 KILLED。', 'run.job': '任务 #{id}',

@@ -10,6 +10,7 @@ import {card, kv, errorBox, runStatus, spinner} from './widgets.js';
 import {confirmDialog} from './dialog.js';
 import {RunLogView} from './run_log_view.js';
 import {jobLink} from './job_names.js';
+import {triggerDialog} from './job_actions.js';
 
 const OPEN = new Set(['RUN_STATUS_PENDING', 'RUN_STATUS_RUNNING']);
 
@@ -53,9 +54,14 @@ export async function render(view, ctx) {
             run = (await jobs('KillRun', {id})).run || run;
             draw();
           })}, t('run.kill')) : null;
+    // Another run of the job with this run's param (editable before it goes).
+    const again = !OPEN.has(run.status) && canWrite(run.app) ?
+      h('button', {class: 'btn', 'data-test': 'run-again', onclick: () => triggerDialog(
+          {id: run.jobId, name: '#' + run.jobId, param: run.param || ''},
+          () => { location.hash = '#/jobs/' + run.jobId; })}, t('run.again')) : null;
     put(head, h('h1', null, h('span', {class: 'muted'}, t('col.run') + ' '), '#' + run.id, ' ',
         h('span', {'data-test': 'run-status'}, runStatus(run.status))),
-    h('div', {class: 'actions'}, h('span', {class: 'muted'}, t('col.job')), jobLink(run.jobId), kill));
+    h('div', {class: 'actions'}, h('span', {class: 'muted'}, t('col.job')), jobLink(run.jobId), again, kill));
     put(summary, timeline(run), kv([
       [t('col.app'), run.app], [t('field.handler'), run.handler ? h('code', null, run.handler) : ''],
       [t('col.trigger'), enumLabel('TRIGGER_TYPE_', run.triggerType)],

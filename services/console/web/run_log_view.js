@@ -20,9 +20,12 @@ export class RunLogView {
     this.state = h('span', {class: 'muted small', 'data-test': 'log-state'});
     this.err = h('div');
     this.follow = h('input', {type: 'checkbox', checked: true, 'data-test': 'log-follow'});
+    this.filter = h('input', {type: 'search', placeholder: t('log.filter'), class: 'log-filter',
+      'data-test': 'log-filter'});
+    this.filter.addEventListener('input', () => this.applyFilter());
     this.el = h('div', null,
-        h('div', {class: 'log-head'}, this.state, h('label', {class: 'small'}, this.follow,
-            ' ', t('log.scroll'))),
+        h('div', {class: 'log-head'}, this.state, this.filter, h('label', {class: 'small'},
+            this.follow, ' ', t('log.scroll'))),
         this.pre, this.err);
     ctx.poll(() => this.fetch(), FOLLOW_MS);
   }
@@ -50,14 +53,32 @@ export class RunLogView {
       put(this.err, errorBox(e));
       if (this.isOver()) this.ended = true;
     }
-    put(this.state, this.ended ? t('log.ended', {n: this.next - 1}) :
-        t('log.following', {n: this.next - 1}));
+    this.showState();
+  }
+
+  showState() {
+    const n = this.next - 1;
+    const parts = [this.ended ? t('log.ended', {n}) : t('log.following', {n})];
+    if (this.filter.value) {
+      const shown = this.pre.querySelectorAll('.log-line:not([hidden])').length;
+      parts.push(t('log.shown', {shown, n}));
+    }
+    put(this.state, parts.join(' · '));
+  }
+
+  // Hides the lines that do not contain the filter text (case-insensitive).
+  applyFilter(lines = this.pre.children) {
+    const f = this.filter.value.toLowerCase();
+    for (const el of lines) el.hidden = f !== '' && !el.textContent.toLowerCase().includes(f);
+    this.showState();
   }
 
   append(lines) {
     if (!lines.length) return;
     const frag = document.createDocumentFragment();
-    for (const line of lines) frag.append(h('div', {class: 'log-line'}, line));
+    const els = lines.map((line) => h('div', {class: 'log-line'}, line));
+    frag.append(...els);
+    if (this.filter.value) this.applyFilter(els);
     this.pre.append(frag);
     if (this.follow.checked) this.pre.scrollTop = this.pre.scrollHeight;
   }

@@ -19,8 +19,14 @@ export function runsTable(ctx, {base = {}, withApp = false, refreshMs = 3000, pa
       h('option', {value: 'failures'}, t('runs.failures')),
       STATUSES.map((s) => h('option', {value: s}, enumLabel('', s))));
   if (ctx.query && ctx.query.get('status')) status.value = ctx.query.get('status');
+  const q = ctx.query || new URLSearchParams();
   const app = withApp ? h('input', {name: 'app', placeholder: t('col.app'),
-    value: (ctx.query && ctx.query.get('app')) || '', 'data-test': 'filter-app'}) : null;
+    value: q.get('app') || '', 'data-test': 'filter-app'}) : null;
+  // Triggered in [from, to), in the browser's zone.
+  const from = h('input', {type: 'datetime-local', name: 'from', step: 1, value: q.get('from') || '',
+    title: t('runs.from'), 'data-test': 'filter-from'});
+  const to = h('input', {type: 'datetime-local', name: 'to', step: 1, value: q.get('to') || '',
+    title: t('runs.to'), 'data-test': 'filter-to'});
   const body = h('div');
   const pager = new Pager(() => load());
 
@@ -32,6 +38,8 @@ export function runsTable(ctx, {base = {}, withApp = false, refreshMs = 3000, pa
       req.statuses = ['RUN_STATUS_' + status.value];
     }
     if (app && app.value.trim()) req.app = app.value.trim();
+    if (from.value) req.startTime = new Date(from.value).toISOString();
+    if (to.value) req.endTime = new Date(to.value).toISOString();
     try {
       const r = await jobs('ListRuns', req);
       if (!ctx.alive) return;
@@ -56,13 +64,18 @@ export function runsTable(ctx, {base = {}, withApp = false, refreshMs = 3000, pa
     }
   }
   const refilter = () => {
-    replaceQuery({status: status.value, app: app ? app.value.trim() : ''});
+    replaceQuery({status: status.value, app: app ? app.value.trim() : '', from: from.value,
+      to: to.value});
     pager.reset();
     load();
   };
   status.addEventListener('change', refilter);
   if (app) app.addEventListener('change', refilter);
+  from.addEventListener('change', refilter);
+  to.addEventListener('change', refilter);
   // Only the first page follows new runs; an older page stays still while it is read.
   ctx.poll(() => (pager.stack.length === 1 ? load() : null), refreshMs);
-  return {el: h('div', null, h('div', {class: 'filters'}, status, app), body, pager.el), load};
+  return {el: h('div', null, h('div', {class: 'filters'}, status, app,
+      h('label', {class: 'muted small'}, t('runs.from')), from,
+      h('label', {class: 'muted small'}, t('runs.to')), to), body, pager.el), load};
 }

@@ -174,6 +174,18 @@ test('open a running run, see its log grow, kill it and see KILLED; XSS log line
       await page.waitForSelector('[data-test=run-status] [data-status=KILLED]', {timeout: WAIT_MS});
       await waitText(page, '[data-test=log-state]', '·');
       assert(await page.$('[data-test=kill]') === null, 'the Kill button is still there');
+      // The log filter keeps the matching lines only.
+      await page.type('[data-test=log-filter]', 'tick 1');
+      const shown = await page.$$eval('[data-test=run-log] .log-line:not([hidden])',
+          (ls) => ls.map((l) => l.textContent));
+      assert(shown.length > 0 && shown.every((l) => l.includes('tick 1')), `filtered: ${shown}`);
+      // Run again: the same job with this run's param, from the run's page.
+      await page.click('[data-test=run-again]');
+      await page.waitForSelector('dialog[open] [data-test=dialog-ok]', {timeout: WAIT_MS});
+      await page.click('dialog[open] [data-test=dialog-ok]');
+      await page.waitForFunction((id) => location.hash === '#/jobs/' + id, {timeout: WAIT_MS},
+          job.id);
+      await page.waitForSelector('tr[data-status=RUNNING] a', {timeout: WAIT_MS});
       checkProblems(page);
       await page.closeContext();
     });
@@ -349,6 +361,9 @@ test('the dashboard shows runs by status, lateness, failures and the leader', as
   await page.waitForSelector('tr[data-status=FAILED]', {timeout: WAIT_MS});
   assert(await page.$('tr[data-status=SUCCEEDED]') === null, 'the failures filter lists successes');
   await shot(page, 'runs');
+  // A time range: nothing was triggered in 2099.
+  await go(page, '/runs?status=failures&from=2099-01-01T00:00:00');
+  await waitText(page, 'td.empty', 'No runs');
   checkProblems(page);
   await page.closeContext();
 });
