@@ -139,6 +139,14 @@ test('an invalid cron shows its error next to the cron field', async () => {
   assert(others === '', `errors on other fields: ${others}`);
   // The preview says the same before saving.
   await page.waitForSelector('[data-test=preview-error]', {timeout: WAIT_MS});
+  // Fixed, with a child job that does not exist: that error moves to the child jobs field.
+  await page.click('#f-cron', {clickCount: 3});
+  await page.type('#f-cron', '0 0 * * * ?');
+  await page.type('#f-child_job_ids', '987654');
+  await page.click('[data-test=save]');
+  await waitText(page, '.field[data-field=child_job_ids] .field-error', '987654');
+  const cronErr = await textOf(page, '.field[data-field=cron] .field-error');
+  assert(cronErr === '', `the old cron error stays: ${cronErr}`);
   checkProblems(page);
   await page.closeContext();
 });
