@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/proto_time.h"
+#include "sdk/internal/script_environment.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::sdk {
@@ -445,7 +446,8 @@ Result RunManager::ExecuteScript(RunState& run) {
   auto on_start = [log, &path](pid_t pid) {
     if (log != nullptr) log->Append(absl::StrCat("script ", *path, " started, pid ", pid));
   };
-  auto outcome = scripts_->Run(language, *path, args, *run.token, output, on_start);
+  auto outcome = scripts_->Run(language, *path, args, *run.token, output, on_start,
+                               ScriptContext{req.run_id(), ScriptJobVars(req)});
   if (!outcome.ok()) return Result::Fail(std::string(outcome.status().message()));
   if (outcome->exited && outcome->exit_code == 0) return Result::Ok("exit code 0");
   if (outcome->exited) {

@@ -17,6 +17,9 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "sdk/internal/private_dir.h"
+#include "sdk/internal/script_environment.h"
+#include "sdk/internal/write_all.h"
 
 extern char** environ;
 
@@ -47,9 +50,17 @@ void EmitLines(std::string* buffer, bool flush_partial,
   }
 }
 
+ScriptRunnerOptions WithDefaultWorkDir(ScriptRunnerOptions options) {
+  if (options.work_dir.empty()) {
+    options.work_dir = (fs::path(options.scripts_dir).parent_path() / "work").string();
+  }
+  return options;
+}
+
 }  // namespace
 
-ScriptRunner::ScriptRunner(ScriptRunnerOptions options) : options_(std::move(options)) {}
+ScriptRunner::ScriptRunner(ScriptRunnerOptions options)
+    : options_(WithDefaultWorkDir(std::move(options))) {}
 
 absl::StatusOr<std::string> ScriptRunner::Materialize(int64_t job_id, int version,
                                                       Language language,
@@ -67,19 +78,20 @@ absl::StatusOr<std::string> ScriptRunner::Materialize(int64_t job_id, int versio
       if (ss.str() == source) return path;
     }
   }
-  std::error_code ec;
-  fs::create_directories(options_.scripts_dir, ec);
-  if (ec) {
-    return absl::InternalError(absl::StrCat("scripts dir ", options_.scripts_dir, ": ", ec.message()));
-  }
+  if (absl::Status s = MakePrivateDir(options_.scripts_dir, "scripts dir"); !s.ok()) return s;
   const std::string tmp = absl::StrCat(path, ".", ::getpid(), ".tmp");
+  ::unlink(tmp.c_str());  // Left by a crash of an earlier process with this pid.
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(source.data(), static_cast<std::streamsize>(source.size()));
-    out.close();
-    if (!out) return absl::InternalError(absl::StrCat("cannot write ", tmp));
+    // Read by the interpreter, so 0600 is enough; created so, never chmod-ed later.
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return Errno(absl::StrCat("create ", tmp));
+    absl::Status written = WriteAll(fd, source, tmp);
+    ::close(fd);
+    if (!written.ok()) {
+      ::unlink(tmp.c_str());
+      return absl::InternalError(absl::StrCat("cannot write ", tmp, ": ", written.message()));
+    }
   }
-  ::chmod(tmp.c_str(), 0700);
   if (::rename(tmp.c_str(), path.c_str()) != 0) return Errno(absl::StrCat("rename ", tmp));
   return path;
 }
@@ -87,7 +99,25 @@ absl::StatusOr<std::string> ScriptRunner::Materialize(int64_t job_id, int versio
 absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
     Language language, const std::string& path, const std::vector<std::string>& args,
     const CancellationToken& cancel, const std::function<void(absl::string_view)>& output,
-    const std::function<void(pid_t)>& on_start) {
+    const std::function<void(pid_t)>& on_start, const ScriptContext& context) {
+  // The run's private work directory: its cwd, HOME and TMPDIR, gone when it ends.
+  std::string work_dir;
+  if (context.run_id > 0) {
+    if (absl::Status s = MakePrivateDir(options_.work_dir, "script work dir"); !s.ok()) return s;
+    work_dir = absl::StrCat(options_.work_dir, "/run-", context.run_id);
+    std::error_code ec;
+    fs::remove_all(work_dir, ec);  // Left by a crash (never follows symlinks).
+    if (::mkdir(work_dir.c_str(), 0700) != 0) return Errno(absl::StrCat("create ", work_dir));
+  }
+  absl::Cleanup remove_work_dir = [&work_dir] {
+    std::error_code ec;
+    if (!work_dir.empty()) fs::remove_all(work_dir, ec);
+  };
+  std::vector<std::string> env_store = ScriptEnvironment(environ, work_dir, context.job_vars);
+  std::vector<char*> envp;
+  for (auto& e : env_store) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
   const std::string interpreter =
       language == Language::kPython ? options_.python_binary : options_.shell_binary;
   std::vector<std::string> argv_store = {interpreter, path};
@@ -106,6 +136,9 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
   posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  // Nothing else of the executor's: no sockets, no token or database files left open.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+  if (!work_dir.empty()) posix_spawn_file_actions_addchdir_np(&actions, work_dir.c_str());
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   // Own process group (so killpg reaches the whole script), default signal dispositions and
@@ -123,7 +156,8 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                       POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
-  int rc = ::posix_spawnp(&pid, interpreter.c_str(), &actions, &attr, argv.data(), environ);
+  // PATH lookup of the interpreter uses the executor's PATH; the script gets envp only.
+  int rc = ::posix_spawnp(&pid, interpreter.c_str(), &actions, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(fds[1]);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -18,10 +19,20 @@ namespace jobwheel::sdk {
 
 struct ScriptRunnerOptions {
   std::string scripts_dir;  // <log_dir>/scripts
+  // Each run's private work directory is <work_dir>/run-<run_id> (0700, removed when the
+  // script ends); empty: <scripts_dir>/../work, i.e. <log_dir>/work.
+  std::string work_dir;
   std::string shell_binary = "/bin/sh";
   std::string python_binary = "python3";  // Looked up in PATH.
   absl::Duration kill_grace = absl::Seconds(2);  // SIGTERM → SIGKILL.
   absl::Duration poll_interval = absl::Milliseconds(20);
+};
+
+// Who a script runs for: its run id (names its work directory) and its JOBWHEEL_* variables.
+// A default context (run_id 0) runs without a work directory, in the executor's directory.
+struct ScriptContext {
+  int64_t run_id = 0;
+  std::vector<std::pair<std::string, std::string>> job_vars;
 };
 
 // How a script process ended.
@@ -33,7 +44,11 @@ struct ScriptOutcome {
 
 // Runs script jobs as child processes, each in its own process group so a kill reaches
 // everything the script started. Output (stdout and stderr) is passed line by line to a
-// callback. Thread-safe: several scripts may run at once.
+// callback. A script gets a scrubbed environment (ScriptEnvironment: PATH, LANG, LC_ALL,
+// TZ, HOME/TMPDIR/PWD = its work directory, its JOBWHEEL_* variables; nothing else of the
+// executor's), starts in its own 0700 work directory and inherits no file descriptor but
+// stdin (/dev/null), stdout and stderr. Sources are written 0600 in a private directory.
+// Thread-safe: several scripts may run at once.
 class ScriptRunner {
  public:
   enum class Language { kShell, kPython };
@@ -53,7 +68,8 @@ class ScriptRunner {
                                     const std::vector<std::string>& args,
                                     const CancellationToken& cancel,
                                     const std::function<void(absl::string_view)>& output,
-                                    const std::function<void(pid_t)>& on_start = nullptr);
+                                    const std::function<void(pid_t)>& on_start = nullptr,
+                                    const ScriptContext& context = {});
 
  private:
   const ScriptRunnerOptions options_;

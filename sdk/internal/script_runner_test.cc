@@ -1,13 +1,18 @@
 #include "sdk/internal/script_runner.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "common/testing/process.h"
 #include "gmock/gmock.h"
@@ -155,6 +160,80 @@ TEST_F(ScriptRunnerTest, MissingInterpreterFails) {
   CancellationToken token;
   auto outcome = runner.Run(ScriptRunner::Language::kPython, *path, {}, token, Output());
   EXPECT_FALSE(outcome.ok());
+}
+
+TEST_F(ScriptRunnerTest, ScriptsGetAScrubbedEnvironmentAPrivateWorkDirAndNoOpenFiles) {
+  // What an executor's environment may hold; none of it may reach a script.
+  ::setenv("JOBWHEEL_CLUSTER_TOKEN_FILE", "/etc/jobwheel/cluster", 1);
+  ::setenv("JOBWHEEL_EXECUTOR_TOKEN", "jw_0123", 1);
+  ::setenv("SCRIPT_TEST_PARENT_SECRET", "hunter2", 1);
+  // An open file of the executor's (a token file read at start, a database socket...).
+  const std::string token_file = dir_ + "/token";
+  std::ofstream(token_file) << "jw_secret\n";
+  // Not O_CLOEXEC on purpose, and at a number no shell uses itself.
+  const int opened = ::open(token_file.c_str(), O_RDONLY);
+  ASSERT_GE(opened, 3);
+  const int held = ::fcntl(opened, F_DUPFD, 50);
+  ::close(opened);
+  ASSERT_GE(held, 50);
+
+  ScriptRunner runner(options_);
+  auto path = runner.Materialize(9, 1, ScriptRunner::Language::kShell,
+                                 "env\necho \"cwd=$(pwd)\"\n"
+                                 "echo \"mode=$(stat -c %a .)\"\n"
+                                 "for f in /proc/self/fd/*; do echo \"fd=${f##*/}\"; done\n");
+  ASSERT_TRUE(path.ok());
+  struct stat st;
+  ASSERT_EQ(::stat(path->c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(::stat(options_.scripts_dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+
+  CancellationToken token;
+  ScriptContext context{77, {{"JOBWHEEL_RUN_ID", "77"}, {"JOBWHEEL_JOB_ID", "9"}}};
+  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, {"", "0", "0"}, token,
+                            Output(), nullptr, context);
+  ::close(held);
+  ::unsetenv("JOBWHEEL_CLUSTER_TOKEN_FILE");
+  ::unsetenv("JOBWHEEL_EXECUTOR_TOKEN");
+  ::unsetenv("SCRIPT_TEST_PARENT_SECRET");
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->exit_code, 0);
+
+  const std::string work = dir_ + "/work/run-77";
+  std::set<std::string> names;
+  std::vector<std::string> fds;
+  for (const std::string& line : Lines()) {
+    EXPECT_EQ(line.find("jw_"), std::string::npos) << line;
+    EXPECT_EQ(line.find("hunter2"), std::string::npos) << line;
+    EXPECT_EQ(line.find("TOKEN"), std::string::npos) << line;
+    if (line.rfind("fd=", 0) == 0) {
+      fds.push_back(line.substr(3));
+      continue;
+    }
+    const size_t eq = line.find('=');
+    if (eq != std::string::npos && line.rfind("cwd=", 0) != 0 && line.rfind("mode=", 0) != 0) {
+      names.insert(line.substr(0, eq));
+    }
+  }
+  // sh adds PWD/OLDPWD/SHLVL/_ of its own; everything else is the allow-list.
+  for (const std::string& n : names) {
+    EXPECT_TRUE(n == "PATH" || n == "HOME" || n == "TMPDIR" || n == "PWD" || n == "LANG" ||
+                n == "LC_ALL" || n == "TZ" || n == "JOBWHEEL_RUN_ID" || n == "JOBWHEEL_JOB_ID" ||
+                n == "SHLVL" || n == "OLDPWD" || n == "_")
+        << n;
+  }
+  std::vector<std::string> lines = Lines();
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "HOME=" + work), lines.end());
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "JOBWHEEL_RUN_ID=77"), lines.end());
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "cwd=" + work), lines.end());
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "mode=700"), lines.end());
+  // stdin, stdout, stderr, and what the shell opened itself: the script (dash keeps it at
+  // 10) and the /proc/self/fd directory its glob reads.
+  EXPECT_LE(fds.size(), 5u) << absl::StrJoin(fds, ",");
+  EXPECT_EQ(std::find(fds.begin(), fds.end(), std::to_string(held)), fds.end());
+  // The work directory is gone with the run.
+  EXPECT_NE(::stat(work.c_str(), &st), 0);
 }
 
 }  // namespace
