@@ -117,6 +117,7 @@ async function render(notice = null) {
     put(view, h('div', {class: 'card'}, t('common.notfound')));
     return;
   }
+  document.title = `${t('nav.' + (r.section || 'dashboard'))} · jobwheel`;
   current = new PageContext(r.params);
   current.path = r.path;
   current.query = r.query;

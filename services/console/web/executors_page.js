@@ -5,6 +5,8 @@ import {apps, registry} from './api.js';
 import {t, enumLabel} from './i18n.js';
 import {agoEl, timeEl} from './time.js';
 import {card, table, errorBox, spinner} from './widgets.js';
+import {isAdmin} from './session.js';
+import {appDialog, deleteAppDialog} from './app_dialogs.js';
 
 const REFRESH_MS = 3000;
 
@@ -23,7 +25,7 @@ function executorsTable(list) {
   ], list, {empty: t('ex.none'), rowAttrs: (x) => ({'data-executor': x.address})});
 }
 
-async function load(body) {
+async function load(body, reload) {
   const [appList, execs] = await Promise.all([
     apps('ListApps', {}).catch((e) => ({error: e})),
     registry('ListExecutors', {}),
@@ -44,7 +46,12 @@ async function load(body) {
                 h('span', {class: 'badge'}, enumLabel('ADDRESS_TYPE_', app.addressType || 'ADDRESS_TYPE_AUTO')),
                 h('span', {class: executors.length ? 'ok' : 'bad'},
                     t('ex.online', {n: executors.length})),
-                link('/jobs?app=' + encodeURIComponent(app.name), t('ex.jobs'))),
+                link('/jobs?app=' + encodeURIComponent(app.name), t('ex.jobs')),
+                isAdmin() && app.addressType ? h('span', {class: 'actions push'},
+                    h('button', {class: 'btn small', 'data-test': 'edit-app',
+                      onclick: () => appDialog(app, reload)}, t('job.edit')),
+                    h('button', {class: 'btn small danger', 'data-test': 'delete-app',
+                      onclick: () => deleteAppDialog(app, reload)}, t('job.delete'))) : null),
             manual ? h('p', {class: 'muted small'}, t('ex.manual'), ' ',
                 (app.manualAddresses || []).join(', ')) : null,
             executorsTable(executors));
@@ -55,6 +62,9 @@ async function load(body) {
 
 export function render(view, ctx) {
   const body = h('div', null, spinner());
-  put(view, h('div', {class: 'page-head'}, h('h1', null, t('nav.executors'))), body);
-  ctx.poll(() => load(body).catch((e) => put(body, errorBox(e))), REFRESH_MS);
+  const reload = () => load(body, reload).catch((e) => put(body, errorBox(e)));
+  put(view, h('div', {class: 'page-head'}, h('h1', null, t('nav.executors')),
+      isAdmin() ? h('button', {class: 'btn primary', 'data-test': 'new-app',
+        onclick: () => appDialog(null, reload)}, t('app.new')) : null), body);
+  ctx.poll(reload, REFRESH_MS);
 }

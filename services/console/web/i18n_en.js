@@ -80,6 +80,13 @@ export const en = {
   'ex.scripts': 'Scripts', 'ex.version': 'SDK', 'ex.replica': 'Registry replica',
   'ex.none': 'No executor online.', 'ex.online': '{n} online', 'ex.jobs': 'jobs →',
   'ex.manual': 'Manual addresses:', 'ex.noapps': 'No apps yet.',
+  'app.new': 'New app', 'app.create': 'Create app', 'app.edit': 'Edit app {name}',
+  'app.name': 'Name', 'app.title': 'Title', 'app.addresstype': 'Addresses',
+  'app.auto': 'AUTO: executors register themselves', 'app.manual': 'MANUAL: a fixed list',
+  'app.addresses': 'Manual addresses', 'app.help': 'MANUAL apps route only to the listed ' +
+      'host:port addresses (one per line or separated by commas).',
+  'app.delete.title': 'Delete app {name}?',
+  'app.delete.confirm': 'The app and its address settings are removed from the registry. Its jobs are not deleted.',
   'tok.create': 'Create token', 'tok.name': 'Name', 'tok.role': 'Role', 'tok.apps': 'Apps',
   'tok.expire': 'Expires', 'tok.createtime': 'Created', 'tok.lastused': 'Last used',
   'tok.revoked': 'Revoked', 'tok.revoke': 'Revoke', 'tok.revoke.title': 'Revoke {name}?',

@@ -280,6 +280,38 @@ test('the pages are served with a CSP that blocks inline script', async () => {
   await page.closeContext();
 });
 
+test('admins create, edit and delete an app with manual addresses', async () => {
+  const page = await newPage();
+  await signIn(page, ADMIN_TOKEN);
+  await go(page, '/executors');
+  await page.waitForSelector('[data-test=new-app]', {timeout: WAIT_MS});
+  await page.click('[data-test=new-app]');
+  await page.waitForSelector('dialog[open] [data-test=app-name]', {timeout: WAIT_MS});
+  await page.type('[data-test=app-name]', 'legacy');
+  await page.type('[data-test=app-title]', 'Legacy boxes');
+  await page.select('[data-test=app-type]', 'ADDRESS_TYPE_MANUAL');
+  await page.type('[data-test=app-addresses]', '10.1.2.3:7200');
+  await page.click('dialog[open] [data-test=dialog-ok]');
+  await waitText(page, '.card', '10.1.2.3:7200');
+  await page.evaluate(() => [...document.querySelectorAll('.card')]
+      .find((c) => c.textContent.includes('Legacy boxes'))
+      .querySelector('[data-test=edit-app]').click());
+  await page.waitForSelector('dialog[open] [data-test=app-title]', {timeout: WAIT_MS});
+  await page.click('[data-test=app-title]', {clickCount: 3});
+  await page.type('[data-test=app-title]', 'Old boxes');
+  await page.click('dialog[open] [data-test=dialog-ok]');
+  await waitText(page, '.card', 'Old boxes');
+  await page.evaluate(() => [...document.querySelectorAll('.card')]
+      .find((c) => c.textContent.includes('Old boxes'))
+      .querySelector('[data-test=delete-app]').click());
+  await page.waitForSelector('dialog[open] [data-test=dialog-ok]', {timeout: WAIT_MS});
+  await page.click('dialog[open] [data-test=dialog-ok]');
+  await page.waitForFunction(() => ![...document.querySelectorAll('.card')]
+      .some((c) => c.textContent.includes('Old boxes')), {timeout: WAIT_MS});
+  checkProblems(page);
+  await page.closeContext();
+});
+
 test('tokens page: create a token, the secret is shown once, revoke it', async () => {
   const page = await newPage();
   await signIn(page, ADMIN_TOKEN);
