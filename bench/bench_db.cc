@@ -203,4 +203,9 @@ absl::StatusOr<int64_t> BenchDb::CountCompleted(absl::Time from, absl::Time to) 
                             " AND scheduled_time < ", Ts(to), " AND ", OwnJobs()));
 }
 
+absl::StatusOr<int64_t> BenchDb::CountStarted(absl::Time from, absl::Time to) {
+  return Count(absl::StrCat("SELECT count(DISTINCT fire_id) FROM runs WHERE start_time >= ",
+                            Ts(from), " AND start_time < ", Ts(to), " AND ", OwnJobs()));
+}
+
 }  // namespace jobwheel::bench

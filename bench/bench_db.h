@@ -67,6 +67,9 @@ class BenchDb {
   absl::StatusOr<FireRows> ReadFires(absl::Time from, absl::Time to);
   // Fires due in [from, to) whose run's SUCCEEDED result is durable now.
   absl::StatusOr<int64_t> CountCompleted(absl::Time from, absl::Time to);
+  // Fires whose run's start time (the executor's report of its handler start, durable with
+  // its result) is in [from, to).
+  absl::StatusOr<int64_t> CountStarted(absl::Time from, absl::Time to);
 
  private:
   BenchDb(std::unique_ptr<pqxx::connection> conn, std::string app)

@@ -64,6 +64,7 @@ absl::StatusOr<LoadOutcome> RunLoad(Context& ctx, const LoadSpec& spec, Report& 
     return absl::Status(drained.code(), absl::StrCat(spec.tag, ": ", drained.message()));
   }
   absl::SleepFor(absl::Milliseconds(500));  // The executors flush records every 200 ms.
+  ASSIGN_OR_RETURN(const int64_t db_started, ctx.db.CountStarted(ws, we));
 
   LoadOutcome out;
   out.window_s = absl::ToDoubleSeconds(spec.window);
@@ -85,6 +86,7 @@ absl::StatusOr<LoadOutcome> RunLoad(Context& ctx, const LoadSpec& spec, Report& 
     }
   }
   out.achieved_per_s = started / out.window_s;
+  out.db_achieved_per_s = db_started / out.window_s;
   out.completed_per_s = completed / out.window_s;
   out.lateness_ms = ComputePercentiles(lateness);
   out.executed = CompareFireSets(expected, runs.keys, t0_us, we_us);
@@ -100,6 +102,7 @@ absl::StatusOr<LoadOutcome> RunLoad(Context& ctx, const LoadSpec& spec, Report& 
   report.Add("offered_per_s", out.offered_per_s, 0);
   report.Add("achieved_per_s", out.achieved_per_s, 0);
   report.Add("completed_per_s", out.completed_per_s, 0);
+  report.Add("db_achieved_per_s", out.db_achieved_per_s, 0);
   report.Add("p50_ms", out.lateness_ms.p50, 1);
   report.Add("p90_ms", out.lateness_ms.p90, 1);
   report.Add("p99_ms", out.lateness_ms.p99, 1);

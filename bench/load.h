@@ -38,6 +38,9 @@ struct LoadOutcome {
   // Fires due in the window whose SUCCEEDED result was durable in the database by the end of
   // the window plus --completion_grace.
   double completed_per_s = 0;
+  // The same as achieved_per_s from the runs' start times in the database (the executors'
+  // reports): a cross-check of the executors' records.
+  double db_achieved_per_s = 0;
   // Handler start − scheduled time of every fire due in the window that started.
   Percentiles lateness_ms;
   // Over everything due from t0 to the window's end: the expected set of (job, scheduled
