@@ -68,6 +68,9 @@ TEST(OptionsTest, ValidateNamesTheField) {
   EXPECT_THAT(std::string(o.Validate().message()), ::testing::HasSubstr("cluster_token"));
   o.insecure_dev = true;
   EXPECT_TRUE(o.Validate().ok());
+  o.listen_address = "0.0.0.0:7200";  // insecure_dev only where no other host can call.
+  EXPECT_THAT(std::string(o.Validate().message()), ::testing::HasSubstr("listen_address"));
+  o.listen_address = "127.0.0.1:7200";
   o.insecure_dev = false;
   o.cluster_token = "c";
   o.executor_token = "e";

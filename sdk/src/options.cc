@@ -1,6 +1,7 @@
 #include "jobwheel/options.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/insecure_dev.h"
 
 namespace jobwheel {
 
@@ -8,6 +9,10 @@ absl::Status ExecutorOptions::Validate() const {
   if (app.empty()) return absl::InvalidArgumentError("app: must not be empty");
   if (listen_address.empty()) {
     return absl::InvalidArgumentError("listen_address: must not be empty");
+  }
+  if (absl::Status s = CheckInsecureDevListen(insecure_dev, listen_address, "listen_address");
+      !s.ok()) {
+    return s;
   }
   if (log_dir.empty()) return absl::InvalidArgumentError("log_dir: must not be empty");
   if (spool_dir.empty()) return absl::InvalidArgumentError("spool_dir: must not be empty");

@@ -39,7 +39,9 @@ struct ExecutorOptions {
   std::string executor_token;
   // Required from callers of ExecutorService (Run/Kill/Beat/IdleBeat/Log).
   std::string cluster_token;
-  // Accept unauthenticated calls and allow missing tokens. Development only.
+  // Accept unauthenticated calls and allow missing tokens. Development only, and only with
+  // a loopback listen_address (127.0.0.1, [::1], localhost, unix:): Validate refuses it on
+  // any address other hosts can reach.
   bool insecure_dev = false;
 
   // --- TLS (all empty: plaintext) ---
@@ -60,14 +62,19 @@ struct ExecutorOptions {
   bool allow_scripts = false;
 
   // --- Files ---
+  // Both directories are private to the executor's user: created 0700 (files in them 0600);
+  // one owned by another user, or below a directory another user could change, is refused
+  // at start. Relative paths are under the executor's working directory (its own
+  // directory), never a shared /tmp path by default.
   // Run logs: day folders <log_dir>/<yyyy-mm-dd>/ of append-only segments (seg-<n>.log with
-  // an index seg-<n>.idx; see docs/sdk.md); script sources: <log_dir>/scripts/.
-  std::string log_dir = "/tmp/jobwheel-executor/logs";
+  // an index seg-<n>.idx; see docs/sdk.md); script sources: <log_dir>/scripts/; script
+  // jobs' work directories: <log_dir>/work/.
+  std::string log_dir = "jobwheel-executor/logs";
   // Day folders older than this are deleted (checked hourly). <= 0 keeps logs forever.
   int log_retention_days = 30;
   // Results not yet acknowledged by a dispatcher: an append-only journal, synced before they
   // are sent (see docs/sdk.md).
-  std::string spool_dir = "/tmp/jobwheel-executor/spool";
+  std::string spool_dir = "jobwheel-executor/spool";
 
   // --- Runs ---
   // A run thread (shared by all jobs) exits after this long without runs.
