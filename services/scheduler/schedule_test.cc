@@ -45,6 +45,19 @@ TEST(ScheduleTest, NoneNeverFires) {
   EXPECT_FALSE(s->fires_on_its_own());
 }
 
+// Valid for Quartz, but no fire time: an empty preview, not an error.
+TEST(ScheduleTest, CronThatNeverFiresPreviewsNothing) {
+  for (const char* expression : {"0 0 0 30 2 ?", "0 0 0 1 1 ? 2020", "0 0 L * * ?"}) {
+    SCOPED_TRACE(expression);
+    jobwheel::v1::Schedule p;
+    p.mutable_cron()->set_expression(expression);
+    auto s = Schedule::FromProto(p, absl::UnixEpoch());
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_TRUE(s->Preview(T("2026-03-02T13:00:00Z"), 10).empty());
+    EXPECT_FALSE(s->NextAfter(T("2026-03-02T13:00:00Z")).has_value());
+  }
+}
+
 TEST(ScheduleTest, ErrorsNameTheField) {
   jobwheel::v1::Schedule empty;
   auto s = Schedule::FromProto(empty, absl::UnixEpoch(), "job.schedule");

@@ -3,7 +3,7 @@
 // Quartz's CronExpression.getNextValidTimeAfter, one line per case:
 //   valid<TAB>t1,t2,...    or    invalid
 // Quartz 2.3.2 loops forever on a few valid expressions (e.g. `L-30W` in
-// February); a search that has not ended after two seconds is stopped and
+// February); a search that has not ended after a second is stopped and
 // the line ends with "<TAB>loops" after the fire times found before it. A
 // search that throws (a field whose set of values is empty) ends with
 // "<TAB>throws".
@@ -70,7 +70,7 @@ public final class QuartzOracle {
         worker.setDaemon(true);
         worker.start();
         try {
-          t = task.get(2, TimeUnit.SECONDS);
+          t = task.get(1, TimeUnit.SECONDS);
         } catch (TimeoutException e) {
           stop(worker);
           sb.append("\tloops");

@@ -158,6 +158,56 @@ def expression(r):
     return " ".join(parts)
 
 
+def transitions(zone, years):
+    """UTC instants (s) where `zone` changes its offset in `years`."""
+    from datetime import datetime, timedelta, timezone
+    from zoneinfo import ZoneInfo
+    z = ZoneInfo(zone)
+    out = []
+    day = datetime(years[0], 1, 1, tzinfo=timezone.utc)
+    end = datetime(years[-1] + 1, 1, 1, tzinfo=timezone.utc)
+    off = day.astimezone(z).utcoffset()
+    while day < end:
+        nxt = day + timedelta(days=1)
+        noff = nxt.astimezone(z).utcoffset()
+        if noff != off:
+            lo, hi = day, nxt  # offset changes in (lo, hi]
+            while hi - lo > timedelta(seconds=1):
+                mid = lo + (hi - lo) / 2
+                if mid.astimezone(z).utcoffset() == off:
+                    lo = mid
+                else:
+                    hi = mid
+            out.append(int(hi.timestamp()))
+            off = noff
+        day = nxt
+    return out
+
+
+# Expressions that fire often enough to meet a DST transition.
+DST_EXPRESSIONS = [
+    "0 */20 * * * ?", "0 30 2 * * ?", "0 0 * * * ?", "*/30 * * * * ?",
+    "0 10,35 * * * ?", "0 0 0 * * ?", "0 0 12 LW * ?", "0 30 0-3 ? * *",
+    "0 15,45 1-3 * * ?", "0 0 2 ? * SUN", "0 30 1 * * ?", "0 0/7 0-4 * * ?",
+    "0 0 0 15W * ?", "59 59 1 * * ?", "0 0 0 ? * 1L",
+]
+
+
+def dst_cases(r):
+    """Every DST expression from around each transition of the DST zones,
+    including after 2037 (where Java's zone data switches to rules)."""
+    out = []
+    for zone in ["America/New_York", "Europe/London", "Australia/Lord_Howe",
+                 "America/Sao_Paulo", "Pacific/Apia", "Asia/Shanghai",
+                 "Asia/Kathmandu"]:
+        for t in transitions(zone, list(range(1985, 1992)) + list(range(2010, 2026))
+                             + list(range(2036, 2041))):
+            for delta in (-3600, -1, 0, 1799, 1800 + r.randint(0, 3600)):
+                expr = r.choice(DST_EXPRESSIONS)
+                out.append("%s\t%s\t%d\n" % (expr, zone, (t + delta) * 1000))
+    return out
+
+
 def main():
     seed = int(sys.argv[1]) if len(sys.argv) > 1 else 17
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 6000
@@ -172,6 +222,8 @@ def main():
             start = ms(r.randint(1971, 2040), r.randint(1, 12), r.randint(1, 28),
                        r.randint(0, 23), r.randint(0, 59), r.randint(0, 59))
         out.write("%s\t%s\t%d\n" % (expr, zone, start))
+    for line in dst_cases(r):
+        out.write(line)
     # Every fixed invalid/edge expression in every zone from one DST edge.
     for expr in INVALID:
         for zone in ZONES:

@@ -38,8 +38,9 @@ inline constexpr int kMaxPreviewCount = 100;
 // Validates every writable field of `job` and returns it normalized: output-only fields
 // cleared, UNSPECIFIED enums replaced by their documented defaults, an empty cron time zone
 // set to "UTC", a FIX_RATE schedule without start_time anchored at `created` (whole seconds),
-// the timeout truncated to milliseconds. Does not check that child jobs exist (see
-// CheckChildGraph).
+// the timeout truncated to milliseconds. An enabled cron job must fire at least once after
+// `created` ("job.schedule.cron.expression: ... never fires"). Does not check that child jobs
+// exist (see CheckChildGraph).
 absl::StatusOr<jobwheel::v1::Job> NormalizeJob(const jobwheel::v1::Job& job, absl::Time created);
 
 // Checks job.child_job_ids against the stored graph: every child exists and, for an existing

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/proto_time.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
@@ -48,6 +49,30 @@ TEST(NormalizeJobTest, AcceptsValidJobAndAppliesDefaults) {
   EXPECT_EQ(out->block_strategy(), jobwheel::v1::BLOCK_STRATEGY_SERIAL_EXECUTION);
   EXPECT_EQ(out->glue_type(), jobwheel::v1::GLUE_TYPE_HANDLER);
   EXPECT_EQ(out->schedule().cron().time_zone(), "UTC");
+}
+
+// Quartz accepts expressions that can never fire; an enabled job with one is refused.
+TEST(NormalizeJobTest, RefusesEnabledCronJobThatNeverFires) {
+  for (const char* expression : {"0 0 0 30 2 ?",         // no February 30th
+                                 "0 0 0 1 1 ? 2020",     // a past year (kCreated is 2023)
+                                 "0 0 0 ? 2 MON#5 2024-2030",  // no 5th Monday in those Febs
+                                 "0 0 L * * ?"}) {       // Quartz throws: no hour
+    SCOPED_TRACE(expression);
+    Job job = ValidJob();
+    job.mutable_schedule()->mutable_cron()->set_expression(expression);
+    absl::StatusOr<Job> out = NormalizeJob(job, kCreated);
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(out.status().message()),
+                StartsWith(absl::StrCat("job.schedule.cron.expression: \"", expression,
+                                        "\" never fires")));
+    // Disabled, it may be stored (and is refused again when resumed).
+    job.set_enabled(false);
+    EXPECT_TRUE(NormalizeJob(job, kCreated).ok());
+  }
+  // One more fire time is enough.
+  Job job = ValidJob();
+  job.mutable_schedule()->mutable_cron()->set_expression("0 0 0 ? 2 MON#5 2024-2030,2044");
+  EXPECT_TRUE(NormalizeJob(job, kCreated).ok());
 }
 
 TEST(NormalizeJobTest, AnchorsFixRateAtCreationSecond) {
