@@ -26,13 +26,16 @@ export function render(view, ctx) {
   const body = h('div', null, spinner());
   const pager = new Pager(() => load());
 
+  let seq = 0;  // Only the latest request's answer is shown (filters typed quickly may race).
   async function load() {
+    const mine = ++seq;
     const req = {pageSize: PAGE_SIZE, pageToken: pager.token};
     if (app.value.trim()) req.app = app.value.trim();
     if (name.value.trim()) req.nameContains = name.value.trim();
     if (enabled.value) req.enabled = enabled.value === 'true';
     try {
       const r = await jobs('ListJobs', req);
+      if (mine !== seq) return;
       const rows = r.jobs || [];
       put(body, table([
         {title: t('col.id'), cls: 'num', cell: (j) => link('/jobs/' + j.id, j.id)},
@@ -49,7 +52,7 @@ export function render(view, ctx) {
       ], rows, {empty: t('jobs.empty'), rowAttrs: (j) => ({'data-job': j.name})}));
       pager.update(r.nextPageToken, rows.length);
     } catch (e) {
-      put(body, errorBox(e));
+      if (mine === seq) put(body, errorBox(e));
     }
   }
 

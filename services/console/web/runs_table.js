@@ -30,7 +30,9 @@ export function runsTable(ctx, {base = {}, withApp = false, refreshMs = 3000, pa
   const body = h('div');
   const pager = new Pager(() => load());
 
+  let seq = 0;  // Only the latest request's answer is shown (a poll may race a page change).
   async function load() {
+    const mine = ++seq;
     const req = {...base, pageSize, pageToken: pager.token};
     if (status.value === 'failures') {
       req.statuses = ['RUN_STATUS_FAILED', 'RUN_STATUS_TIMED_OUT', 'RUN_STATUS_LOST'];
@@ -42,7 +44,7 @@ export function runsTable(ctx, {base = {}, withApp = false, refreshMs = 3000, pa
     if (to.value) req.endTime = new Date(to.value).toISOString();
     try {
       const r = await jobs('ListRuns', req);
-      if (!ctx.alive) return;
+      if (!ctx.alive || mine !== seq) return;
       const cols = [
         {title: t('col.run'), cls: 'num', cell: (x) => link('/runs/' + x.id, '#' + x.id)},
         base.jobId ? null : {title: t('col.job'), cell: (x) => jobLink(x.jobId)},
@@ -60,7 +62,7 @@ export function runsTable(ctx, {base = {}, withApp = false, refreshMs = 3000, pa
         rowAttrs: (x) => ({'data-run': x.id, 'data-status': (x.status || '').replace('RUN_STATUS_', '')})}));
       pager.update(r.nextPageToken, (r.runs || []).length);
     } catch (e) {
-      put(body, errorBox(e));
+      if (mine === seq) put(body, errorBox(e));
     }
   }
   const refilter = () => {

@@ -408,4 +408,24 @@ test('the dashboard shows runs by status, lateness, failures and the leader', as
   await page.closeContext();
 });
 
+test('run lists page with the API\'s page tokens', async () => {
+  const page = await newPage();
+  await signIn(page, ADMIN_TOKEN);
+  await openJob(page, 'echo-every-second');  // one run a second: more than a page by now
+  await page.waitForSelector('[data-test=next]:not([disabled])', {timeout: WAIT_MS});
+  const firstIds = () => page.$$eval('tr[data-run]', (trs) => trs.map((tr) => Number(tr.dataset.run)));
+  const page1 = await firstIds();
+  assert(page1.length === 20, `page 1 has ${page1.length} runs`);
+  await page.click('[data-test=next]');
+  await page.waitForFunction((min) => {
+    const ids = [...document.querySelectorAll('tr[data-run]')].map((tr) => Number(tr.dataset.run));
+    return ids.length > 0 && Math.max(...ids) < min;
+  }, {timeout: WAIT_MS}, Math.min(...page1));
+  await waitText(page, '.pager', 'page 2');
+  await page.click('[data-test=prev]');
+  await waitText(page, '.pager', 'page 1');
+  checkProblems(page);
+  await page.closeContext();
+});
+
 process.exit((await run()) ? 0 : 1);
