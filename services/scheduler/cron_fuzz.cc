@@ -1,6 +1,7 @@
 // libFuzzer target for CronExpression: parses the input and, if it is valid,
 // computes a few successive fire times, checking that each one is a whole
-// second strictly after the previous one and not past 2099.
+// second strictly after the previous one, not past 2099, and agrees with
+// Search().
 //
 // Input layout: byte 0 picks the time zone, bytes 1-2 the start time, the
 // rest is the expression. Shorter inputs are taken as an expression in UTC.
@@ -67,6 +68,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::Time t = start;
   for (int i = 0; i < 4; ++i) {
     std::optional<absl::Time> next = copy.NextAfter(t);
+    // NextAfter is Search's time when it is later than the start.
+    const jobwheel::scheduler::CronSearch search = copy.Search(t);
+    if (search.time.has_value() != (search.stop == jobwheel::scheduler::CronSearch::kFired) ||
+        (next.has_value() && search.time != next)) {
+      __builtin_trap();
+    }
     if (!next.has_value()) break;
     if (*next <= t || absl::ToUnixNanos(*next) % 1000000000 != 0 ||
         absl::ToUnixSeconds(*next) > kLatestFire) {
