@@ -23,8 +23,7 @@ constexpr int kRoutingRound = v1::ROUTING_STRATEGY_ROUND;
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<BenchDb>> BenchDb::Connect(const std::string& dsn,
-                                                          std::string app) {
+absl::StatusOr<std::unique_ptr<BenchDb>> BenchDb::Connect(const std::string& dsn, std::string app) {
   try {
     auto conn = std::make_unique<pqxx::connection>(dsn);
     return std::unique_ptr<BenchDb>(new BenchDb(std::move(conn), std::move(app)));
@@ -67,9 +66,8 @@ absl::StatusOr<std::vector<JobSchedule>> BenchDb::CreateSpreadJobs(absl::string_
       "INSERT INTO jobs (app, name, schedule_kind, fix_rate_seconds, fix_rate_start, handler, "
       "routing_strategy, next_fire_at) SELECT ",
       conn_->quote(app_), ", '", tag, "-' || g, 'FIX_RATE', ", period_s, ", s, 'noop', ",
-      kRoutingRound, ", s FROM (SELECT g, ", Ts(first), " + ((g - 1)::bigint * ", period_us,
-      " / ", n, ") * interval '1 microsecond' AS s FROM generate_series(1, ", n,
-      ") AS g) AS x")));
+      kRoutingRound, ", s FROM (SELECT g, ", Ts(first), " + ((g - 1)::bigint * ", period_us, " / ",
+      n, ") * interval '1 microsecond' AS s FROM generate_series(1, ", n, ") AS g) AS x")));
   return ReadSchedules(/*burst=*/false, first);
 }
 
@@ -117,8 +115,8 @@ absl::Status BenchDb::WaitDrained(absl::Time due_before, absl::Duration timeout)
   const std::string pending =
       absl::StrCat("SELECT count(*) FROM fires WHERE status = ", kFirePending,
                    " AND scheduled_at < ", Ts(due_before), " AND ", OwnJobs());
-  const std::string open = absl::StrCat("SELECT count(*) FROM runs WHERE status IN (",
-                                        kRunPending, ", ", kRunRunning, ") AND ", OwnJobs());
+  const std::string open = absl::StrCat("SELECT count(*) FROM runs WHERE status IN (", kRunPending,
+                                        ", ", kRunRunning, ") AND ", OwnJobs());
   int64_t left_fires = -1, left_runs = -1;
   const bool drained = testing::Eventually(
       [&] {
@@ -134,10 +132,10 @@ absl::Status BenchDb::WaitDrained(absl::Time due_before, absl::Duration timeout)
       },
       timeout);
   if (drained) return absl::OkStatus();
-  return absl::DeadlineExceededError(absl::StrCat(
-      "the bench's jobs did not drain within ", absl::FormatDuration(timeout), ": ", left_fires,
-      " fires still pending, ", left_runs, " runs still open",
-      last.ok() ? "" : absl::StrCat(" (", last.ToString(), ")")));
+  return absl::DeadlineExceededError(
+      absl::StrCat("the bench's jobs did not drain within ", absl::FormatDuration(timeout), ": ",
+                   left_fires, " fires still pending, ", left_runs, " runs still open",
+                   last.ok() ? "" : absl::StrCat(" (", last.ToString(), ")")));
 }
 
 absl::Status BenchDb::RemoveOwnLoad(absl::Duration timeout) {
@@ -173,10 +171,9 @@ absl::Status BenchDb::RemoveOwnRegistrations(const std::vector<std::string>& app
   }
   RETURN_IF_ERROR(
       Exec(absl::StrCat("DELETE FROM executors WHERE NOT online AND app IN (", list, ")")));
-  return Exec(absl::StrCat(
-      "DELETE FROM apps a WHERE name IN (", list,
-      ") AND NOT EXISTS (SELECT 1 FROM executors e WHERE e.app = a.name) "
-      "AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.app = a.name)"));
+  return Exec(absl::StrCat("DELETE FROM apps a WHERE name IN (", list,
+                           ") AND NOT EXISTS (SELECT 1 FROM executors e WHERE e.app = a.name) "
+                           "AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.app = a.name)"));
 }
 
 absl::StatusOr<BenchDb::FireRows> BenchDb::ReadFires(absl::Time from, absl::Time to) {
@@ -198,9 +195,9 @@ absl::StatusOr<BenchDb::FireRows> BenchDb::ReadFires(absl::Time from, absl::Time
 }
 
 absl::StatusOr<int64_t> BenchDb::CountCompleted(absl::Time from, absl::Time to) {
-  return Count(absl::StrCat("SELECT count(DISTINCT fire_id) FROM runs WHERE status = ",
-                            kRunSucceeded, " AND scheduled_time >= ", Ts(from),
-                            " AND scheduled_time < ", Ts(to), " AND ", OwnJobs()));
+  return Count(absl::StrCat(
+      "SELECT count(DISTINCT fire_id) FROM runs WHERE status = ", kRunSucceeded,
+      " AND scheduled_time >= ", Ts(from), " AND scheduled_time < ", Ts(to), " AND ", OwnJobs()));
 }
 
 absl::StatusOr<int64_t> BenchDb::CountStarted(absl::Time from, absl::Time to) {

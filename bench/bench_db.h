@@ -21,8 +21,7 @@ namespace jobwheel::bench {
 // connection; not thread-safe.
 class BenchDb {
  public:
-  static absl::StatusOr<std::unique_ptr<BenchDb>> Connect(const std::string& dsn,
-                                                          std::string app);
+  static absl::StatusOr<std::unique_ptr<BenchDb>> Connect(const std::string& dsn, std::string app);
 
   const std::string& app() const { return app_; }
   // A SQL condition on `job_id` that holds only for this bench's jobs.
@@ -60,9 +59,9 @@ class BenchDb {
   // The bench's fire rows due in [from, to): one key per row.
   struct FireRows {
     std::vector<FireKey> keys;
-    int64_t failed = 0;    // FAILED (no executor etc.).
-    int64_t skipped = 0;   // SKIPPED (misfire).
-    int64_t pending = 0;   // Never handed off.
+    int64_t failed = 0;   // FAILED (no executor etc.).
+    int64_t skipped = 0;  // SKIPPED (misfire).
+    int64_t pending = 0;  // Never handed off.
   };
   absl::StatusOr<FireRows> ReadFires(absl::Time from, absl::Time to);
   // Fires due in [from, to) whose run's SUCCEEDED result is durable now.

@@ -32,8 +32,7 @@ struct SetComparison {
   int64_t unexpected = 0;  // Recorded in the range but not due by any schedule.
 };
 SetComparison CompareFireSets(const std::vector<FireKey>& expected,
-                              const std::vector<FireKey>& recorded, int64_t from_us,
-                              int64_t to_us);
+                              const std::vector<FireKey>& recorded, int64_t from_us, int64_t to_us);
 
 }  // namespace jobwheel::bench
 

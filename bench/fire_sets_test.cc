@@ -9,8 +9,7 @@ TEST(ExpectedFiresTest, EveryDueTimeInTheRange) {
   // Job 1 every second from 500 ms; job 2 every 3 s from 0.
   std::vector<JobSchedule> jobs = {{1, 500000, 1000000}, {2, 0, 3000000}};
   std::vector<FireKey> e = ExpectedFires(jobs, 1000000, 4000000);
-  EXPECT_EQ(e, (std::vector<FireKey>{
-                   {1, 1500000}, {1, 2500000}, {1, 3500000}, {2, 3000000}}));
+  EXPECT_EQ(e, (std::vector<FireKey>{{1, 1500000}, {1, 2500000}, {1, 3500000}, {2, 3000000}}));
 }
 
 TEST(ExpectedFiresTest, NothingBeforeTheFirstDueTime) {

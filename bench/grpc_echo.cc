@@ -27,12 +27,12 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/grpc_keep_warm.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "common/grpc_keep_warm.h"
 
 ABSL_FLAG(std::string, mode, "client", "server or client");
 ABSL_FLAG(std::string, listen, "127.0.0.1:0", "server: listen address");

@@ -88,8 +88,8 @@ BenchOptions OptionsFromFlags() {
   o.token_dir = absl::GetFlag(FLAGS_token_dir);
   o.results_dir = absl::GetFlag(FLAGS_results_dir);
   o.git_commit = absl::GetFlag(FLAGS_git_commit);
-  for (absl::string_view s : absl::StrSplit(absl::GetFlag(FLAGS_scenarios), ',',
-                                            absl::SkipWhitespace())) {
+  for (absl::string_view s :
+       absl::StrSplit(absl::GetFlag(FLAGS_scenarios), ',', absl::SkipWhitespace())) {
     o.scenarios.insert(std::string(s));
   }
   o.executors = absl::GetFlag(FLAGS_executors);

@@ -8,8 +8,8 @@
 namespace jobwheel::bench {
 
 struct PeakSearchOptions {
-  int start = 2500;         // The first rate tried.
-  int max = 64000;          // The highest rate tried.
+  int start = 2500;          // The first rate tried.
+  int max = 64000;           // The highest rate tried.
   double resolution = 0.05;  // Stop when hi - lo <= resolution × lo.
 };
 

@@ -13,8 +13,7 @@ TEST(PeakSearchTest, DoublesThenBisectsToWithinTheResolution) {
     tried.push_back(rate);
     return rate <= 7300;  // The machine sustains 7,300/s.
   };
-  absl::StatusOr<PeakSearchResult> r =
-      SearchPeak({2500, 64000, 0.05}, probe, [] { return true; });
+  absl::StatusOr<PeakSearchResult> r = SearchPeak({2500, 64000, 0.05}, probe, [] { return true; });
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(std::vector<int>(tried.begin(), tried.begin() + 3),
             (std::vector<int>{2500, 5000, 10000}));

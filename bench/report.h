@@ -42,8 +42,8 @@ class Report {
  private:
   struct Field {
     std::string key;
-    std::string json;   // The value as JSON.
-    std::string plain;  // The value as printed.
+    std::string json;     // The value as JSON.
+    std::string plain;    // The value as printed.
     bool nested = false;  // An object: JSON only.
   };
   std::vector<Field> fields_;

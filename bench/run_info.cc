@@ -16,8 +16,10 @@ namespace {
 
 // The PostgreSQL settings a result file records.
 constexpr const char* kPgSettings[] = {
-    "server_version",     "fsync",           "synchronous_commit", "wal_sync_method",
-    "full_page_writes",   "checkpoint_timeout", "max_wal_size",    "shared_buffers",
+    "server_version",     "fsync",
+    "synchronous_commit", "wal_sync_method",
+    "full_page_writes",   "checkpoint_timeout",
+    "max_wal_size",       "shared_buffers",
     "max_connections",    "data_directory",
 };
 
@@ -61,7 +63,7 @@ Report MachineReport(const BenchOptions& options) {
 }
 
 Report RunReport(const BenchOptions& options, BenchDb& db,
-                                 const std::vector<std::pair<std::string, std::string>>& flags) {
+                 const std::vector<std::pair<std::string, std::string>>& flags) {
   Report r;
   r.AddText("git_commit", options.git_commit.empty() ? "unknown" : options.git_commit);
   r.AddText("app", db.app());
@@ -70,8 +72,7 @@ Report RunReport(const BenchOptions& options, BenchDb& db,
   for (const char* name : kPgSettings) {
     // data_directory needs superuser or pg_read_all_settings: record what the server says.
     absl::StatusOr<pqxx::result> v = db.Query(absl::StrCat("SHOW ", name));
-    const std::string value =
-        v.ok() && !v->empty() ? (*v)[0][0].as<std::string>() : "unreadable";
+    const std::string value = v.ok() && !v->empty() ? (*v)[0][0].as<std::string>() : "unreadable";
     r.AddText(absl::StrCat("pg_", name), value);
     if (std::string(name) == "data_directory" && data_dir.empty() && v.ok()) data_dir = value;
   }

@@ -18,7 +18,7 @@ Report MachineReport(const BenchOptions& options);
 // govern commit and checkpoint cost (SHOWn by the server itself), the file system of its data
 // directory, and every flag the harness was given (`flags`: name, value).
 Report RunReport(const BenchOptions& options, BenchDb& db,
-                                 const std::vector<std::pair<std::string, std::string>>& flags);
+                 const std::vector<std::pair<std::string, std::string>>& flags);
 
 }  // namespace jobwheel::bench
 

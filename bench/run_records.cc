@@ -1,9 +1,8 @@
 #include "bench/run_records.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
-
-#include <algorithm>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"

@@ -34,8 +34,7 @@ absl::StatusOr<ProcStat> ParseProcStat(absl::string_view text) {
   if (close == absl::string_view::npos || close + 2 > text.size()) {
     return absl::InvalidArgumentError("bad /proc/pid/stat");
   }
-  std::vector<absl::string_view> f =
-      absl::StrSplit(text.substr(close + 2), ' ', absl::SkipEmpty());
+  std::vector<absl::string_view> f = absl::StrSplit(text.substr(close + 2), ' ', absl::SkipEmpty());
   // f[0] is field 3 (state), f[1] field 4 (ppid); utime and stime are fields 14 and 15.
   ProcStat s;
   if (f.size() < 13 || !absl::SimpleAtoi(f[1], &s.ppid) ||
@@ -49,8 +48,7 @@ absl::StatusOr<ProcSample> ReadProc(pid_t pid) {
   absl::StatusOr<ProcStat> stat = ReadProcStat(pid);
   if (!stat.ok()) return stat.status();
   ProcSample s;
-  s.cpu_seconds =
-      static_cast<double>(stat->utime_ticks + stat->stime_ticks) / sysconf(_SC_CLK_TCK);
+  s.cpu_seconds = static_cast<double>(stat->utime_ticks + stat->stime_ticks) / sysconf(_SC_CLK_TCK);
   std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
   std::string line;
   while (std::getline(status, line)) {

@@ -66,8 +66,8 @@ absl::Status RunDetection(Context& ctx) {
   }
   ctx.results.Emit("detection", r);
   if (undetected_total > 0) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "detection: ", undetected_total, " executor(s) not seen going within 15s"));
+    return absl::DeadlineExceededError(
+        absl::StrCat("detection: ", undetected_total, " executor(s) not seen going within 15s"));
   }
   return absl::OkStatus();
 }

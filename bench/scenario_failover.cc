@@ -78,11 +78,11 @@ absl::Status RunFailover(Context& ctx) {
   const SetComparison ran = CompareFireSets(expected, runs.keys, from_us, to_us);
   ASSIGN_OR_RETURN(BenchDb::FireRows rows, ctx.db.ReadFires(from, to));
   const SetComparison rec = CompareFireSets(expected, rows.keys, from_us, to_us);
-  ASSIGN_OR_RETURN(const int64_t runs_dup,
-                   ctx.db.Count(absl::StrCat(
-                       "SELECT count(*) - count(DISTINCT fire_id) FROM runs WHERE ",
-                       ctx.db.OwnJobs(), " AND scheduled_time >= ", BenchDb::Ts(from),
-                       " AND scheduled_time < ", BenchDb::Ts(to))));
+  ASSIGN_OR_RETURN(
+      const int64_t runs_dup,
+      ctx.db.Count(absl::StrCat("SELECT count(*) - count(DISTINCT fire_id) FROM runs WHERE ",
+                                ctx.db.OwnJobs(), " AND scheduled_time >= ", BenchDb::Ts(from),
+                                " AND scheduled_time < ", BenchDb::Ts(to))));
 
   Report r;
   r.Add("jobs", static_cast<int64_t>(opt.failover_jobs));

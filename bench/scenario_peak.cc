@@ -63,9 +63,9 @@ absl::Status RunPeak(Context& ctx) {
     if (!why.empty()) last_failure = why;
     return why.empty();
   };
-  ASSIGN_OR_RETURN(const PeakSearchResult found,
-                   SearchPeak({opt.peak_start, opt.peak_max, opt.peak_resolution}, probe,
-                              can_probe));
+  ASSIGN_OR_RETURN(
+      const PeakSearchResult found,
+      SearchPeak({opt.peak_start, opt.peak_max, opt.peak_resolution}, probe, can_probe));
 
   Report r;
   r.Add("max_sustained_per_s", static_cast<int64_t>(found.max_sustained));

@@ -54,13 +54,12 @@ absl::Status GrpcEcho(Context& ctx) {
   testing::Process server;
   const std::string port_file = o.work_dir + "/echo.port";
   std::remove(port_file.c_str());
-  absl::Status st = server.Start(o.bin_dir + "/bench/grpc_echo",
-                                 {"--mode=server", "--port_file=" + port_file},
-                                 o.work_dir + "/echo_server.log");
+  absl::Status st =
+      server.Start(o.bin_dir + "/bench/grpc_echo", {"--mode=server", "--port_file=" + port_file},
+                   o.work_dir + "/echo_server.log");
   if (!st.ok()) return st;
   std::ofstream(o.work_dir + "/pids", std::ios::app) << server.pid() << "\n";
-  if (!testing::Eventually([&] { return std::ifstream(port_file).good(); },
-                           absl::Seconds(10))) {
+  if (!testing::Eventually([&] { return std::ifstream(port_file).good(); }, absl::Seconds(10))) {
     server.Kill();
     return absl::DeadlineExceededError("grpc_echo server: no port file within 10s");
   }

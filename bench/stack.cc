@@ -43,9 +43,9 @@ absl::Status Stack::Launch(Service& s, const std::string& binary, std::vector<st
   std::ofstream(options_.work_dir + "/pids", std::ios::app) << s.proc->pid() << "\n";
   absl::Status serving = testing::WaitForServing(Addr(s.port), absl::Seconds(20));
   if (!serving.ok()) {
-    return absl::DeadlineExceededError(
-        absl::StrCat(s.name, " did not serve on ", Addr(s.port), " within 20s (see ", log,
-                     "): ", serving.message()));
+    return absl::DeadlineExceededError(absl::StrCat(s.name, " did not serve on ", Addr(s.port),
+                                                    " within 20s (see ", log,
+                                                    "): ", serving.message()));
   }
   return absl::OkStatus();
 }
@@ -54,21 +54,18 @@ absl::Status Stack::StartRegistry() {
   registry_.name = "registry";
   registry_.port = testing::PickFreePort();
   registry_.metrics_port = testing::PickFreePort();
-  std::vector<std::string> args = {"--listen=" + Addr(registry_.port),
-                                   "--db_dsn=" + options_.dsn,
+  std::vector<std::string> args = {"--listen=" + Addr(registry_.port), "--db_dsn=" + options_.dsn,
                                    "--metrics_address=" + Addr(registry_.metrics_port),
                                    "--admin_token_file=" + options_.token_dir + "/admin"};
   for (auto& t : Tokens()) args.push_back(t);
-  return Launch(registry_, "services/registry/registry", args,
-                options_.work_dir + "/registry.log");
+  return Launch(registry_, "services/registry/registry", args, options_.work_dir + "/registry.log");
 }
 
 absl::Status Stack::StartDispatcher() {
   dispatcher_.name = "dispatcher";
   dispatcher_.port = testing::PickFreePort();
   dispatcher_.metrics_port = testing::PickFreePort();
-  std::vector<std::string> args = {"--listen=" + Addr(dispatcher_.port),
-                                   "--db_dsn=" + options_.dsn,
+  std::vector<std::string> args = {"--listen=" + Addr(dispatcher_.port), "--db_dsn=" + options_.dsn,
                                    "--metrics_address=" + Addr(dispatcher_.metrics_port),
                                    "--registry_target=" + Addr(registry_.port)};
   for (auto& t : Tokens()) args.push_back(t);
@@ -129,8 +126,8 @@ absl::Status Stack::Start() {
   }
   absl::optional<int> before = ExecutorsKnown();
   if (!before.has_value()) {
-    return absl::UnavailableError(absl::StrCat("cannot read the dispatcher's metrics on port ",
-                                               DispatcherMetricsPort()));
+    return absl::UnavailableError(
+        absl::StrCat("cannot read the dispatcher's metrics on port ", DispatcherMetricsPort()));
   }
   executors_.resize(options_.executors);
   for (size_t i = 0; i < executors_.size(); ++i) {
@@ -193,8 +190,8 @@ absl::optional<int> Stack::ExecutorsKnown() {
   return static_cast<int>(*v);
 }
 
-absl::Status Stack::WaitExecutorsKnown(const std::function<bool(int)>& ok,
-                                       absl::Duration timeout, absl::string_view what) {
+absl::Status Stack::WaitExecutorsKnown(const std::function<bool(int)>& ok, absl::Duration timeout,
+                                       absl::string_view what) {
   absl::optional<int> last;
   const bool held = testing::Eventually(
       [&] {
@@ -203,10 +200,9 @@ absl::Status Stack::WaitExecutorsKnown(const std::function<bool(int)>& ok,
       },
       timeout);
   if (held) return absl::OkStatus();
-  return absl::DeadlineExceededError(
-      absl::StrCat("timed out after ", absl::FormatDuration(timeout), " waiting for ", what,
-                   " (executors_known: ", last.has_value() ? absl::StrCat(*last) : "unreadable",
-                   ")"));
+  return absl::DeadlineExceededError(absl::StrCat(
+      "timed out after ", absl::FormatDuration(timeout), " waiting for ", what,
+      " (executors_known: ", last.has_value() ? absl::StrCat(*last) : "unreadable", ")"));
 }
 
 }  // namespace jobwheel::bench
