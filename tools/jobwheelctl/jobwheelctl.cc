@@ -22,6 +22,7 @@
 #include "jobwheel/v1/leadership.grpc.pb.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
 #include "jobwheel/v1/token_admin.grpc.pb.h"
+#include "tools/jobwheelctl/terminal_text.h"
 
 ABSL_FLAG(std::string, scheduler, "127.0.0.1:7100", "Scheduler address");
 ABSL_FLAG(std::string, registry, "127.0.0.1:7101", "Registry address");
@@ -101,14 +102,16 @@ std::string Trim(std::string s, size_t n) {
 void Row(const std::vector<std::string>& cells, const std::vector<int>& widths) {
   std::string line;
   for (size_t i = 0; i < cells.size(); ++i) {
-    std::string c = Trim(cells[i], widths[i]);
+    // Cells carry job data: never raw control characters to the terminal.
+    std::string c = Trim(jobwheel::ctl::EscapeForTerminal(cells[i]), widths[i]);
     line += c + std::string(widths[i] - c.size() + 2, ' ');
   }
   std::cout << line << "\n";
 }
 
 int RpcError(const grpc::Status& s) {
-  std::cerr << "jobwheelctl: " << s.error_code() << " " << s.error_message() << "\n";
+  std::cerr << "jobwheelctl: " << s.error_code() << " "
+            << jobwheel::ctl::EscapeForTerminal(s.error_message()) << "\n";
   return 1;
 }
 
@@ -171,8 +174,10 @@ int main(int argc, char** argv) {
     grpc::Status s = stub->GetLeader(Ctx(admin).get(), {}, &r);
     if (!s.ok()) return RpcError(s);
     if (json) { std::cout << ToJson(r) << "\n"; return 0; }
-    std::cout << "leader: " << (r.holder_id().empty() ? "(none)" : r.holder_id()) << "  epoch: " << r.epoch()
-              << "  since: " << Time(r.since()) << "  answered by: " << r.replica_id() << "\n";
+    std::cout << "leader: "
+              << (r.holder_id().empty() ? "(none)" : jobwheel::ctl::EscapeForTerminal(r.holder_id()))
+              << "  epoch: " << r.epoch() << "  since: " << Time(r.since())
+              << "  answered by: " << jobwheel::ctl::EscapeForTerminal(r.replica_id()) << "\n";
     return 0;
   }
   const std::string& noun = a[0];
@@ -208,7 +213,8 @@ int main(int argc, char** argv) {
         if (!s.ok()) return RpcError(s);
         for (const auto& j : l.jobs()) {
           if (j.name() == req.job().name()) {
-            std::cout << "job " << j.id() << " (" << j.name() << ") already exists\n";
+            std::cout << "job " << j.id() << " (" << jobwheel::ctl::EscapeForTerminal(j.name())
+                      << ") already exists\n";
             return 0;
           }
         }
@@ -217,7 +223,8 @@ int main(int argc, char** argv) {
       grpc::Status s = jobs->CreateJob(Ctx(admin).get(), req, &r);
       if (!s.ok()) return RpcError(s);
       if (json) { std::cout << ToJson(r) << "\n"; return 0; }
-      std::cout << "created job " << r.job().id() << " (" << r.job().name() << ")\n";
+      std::cout << "created job " << r.job().id() << " ("
+                << jobwheel::ctl::EscapeForTerminal(r.job().name()) << ")\n";
       return 0;
     }
     if (verb == "count") {
@@ -352,7 +359,10 @@ int main(int argc, char** argv) {
       grpc::Status s = jobs->GetRunLog(Ctx(admin).get(), req, &r);
       if (!s.ok()) return RpcError(s);
       if (json) { std::cout << ToJson(r) << "\n"; return 0; }
-      for (const auto& line : r.lines()) std::cout << line << "\n";
+      // Line by line, so newlines stay; tabs too. Any other control character is escaped.
+      for (const auto& line : r.lines()) {
+        std::cout << jobwheel::ctl::EscapeForTerminal(line, /*keep_tabs=*/true) << "\n";
+      }
       return 0;
     }
     return Usage("unknown runs command " + verb);
@@ -379,7 +389,8 @@ int main(int argc, char** argv) {
       grpc::Status s = stub->CreateToken(Ctx(admin).get(), req, &resp);
       if (!s.ok()) return RpcError(s);
       if (json) { std::cout << ToJson(resp) << "\n"; return 0; }
-      std::cerr << "created token " << resp.token().id() << " (" << resp.token().name()
+      std::cerr << "created token " << resp.token().id() << " ("
+                << jobwheel::ctl::EscapeForTerminal(resp.token().name())
                 << "); the secret below is shown only once:\n";
       std::cout << resp.secret() << "\n";
       return 0;
@@ -408,7 +419,8 @@ int main(int argc, char** argv) {
       jobwheel::v1::RevokeTokenResponse resp;
       grpc::Status s = stub->RevokeToken(Ctx(admin).get(), req, &resp);
       if (!s.ok()) return RpcError(s);
-      std::cout << "revoked token " << id << " (" << resp.token().name()
+      std::cout << "revoked token " << id << " ("
+                << jobwheel::ctl::EscapeForTerminal(resp.token().name())
                 << "); servers refuse it within a few seconds\n";
       return 0;
     }
@@ -418,7 +430,7 @@ int main(int argc, char** argv) {
       if (!s.ok()) return RpcError(s);
       if (json) { std::cout << ToJson(resp) << "\n"; return 0; }
       const jobwheel::v1::Token& t = resp.token();
-      std::cout << t.name() << " (id " << t.id() << "): "
+      std::cout << jobwheel::ctl::EscapeForTerminal(t.name()) << " (id " << t.id() << "): "
                 << jobwheel::v1::Role_Name(t.role()).substr(5) << " of "
                 << (t.apps().empty() ? "every app" : absl::StrJoin(t.apps(), ", "))
                 << ", expires " << Time(t.expire_time()) << "\n";
