@@ -217,6 +217,9 @@ int Run() {
   RegistryService::Options service_options;
   service_options.authenticator = &authenticator;
   service_options.cluster_policy = TokenPolicy{config.insecure_dev, {config.cluster_token}};
+  // API-token callers (the console) get running/queued/last beat from the table, which beats
+  // update; the in-memory view holds them as of registration.
+  service_options.load_store = &executor_store;
   RegistryService registry_service(registry, view, work, &metrics, service_options);
   AppAdminService app_admin(app_store, view, work, authenticator);
   int port = 0;
