@@ -1,129 +1,27 @@
 // End to end: real PostgreSQL and the real binaries (registry, dispatcher, scheduler, demo
 // executor) talking gRPC. A cron job created through JobAdminService/CreateJob fires every
 // second on the demo executor and its runs are reported SUCCEEDED.
-#include <signal.h>
-
-#include <fstream>
+#include <set>
 
 #include "absl/strings/str_cat.h"
-#include "common/testing/pg_test_db.h"
 #include "common/testing/process.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
-#include "jobwheel/v1/leadership.grpc.pb.h"
+#include "tests/e2e/stack_test.h"
 
-namespace jobwheel {
+namespace jobwheel::e2e {
 namespace {
 
 using testing::Eventually;
-using testing::PickFreePort;
-using testing::Process;
-using testing::RunfilePath;
 
-std::string Addr(int port) { return absl::StrCat("127.0.0.1:", port); }
-
-class EndToEndTest : public ::testing::Test {
+class EndToEndTest : public StackTest {
  protected:
-  void SetUp() override {
-    auto dsn = testing::CreateTestDatabase();
-    ASSERT_TRUE(dsn.ok()) << dsn.status();
-    dsn_ = *dsn;
-    dir_ = testing::TestTempDir("e2e");
-    for (const char* name : {"admin", "cluster", "executor"}) {
-      std::ofstream(absl::StrCat(dir_, "/", name)) << "test-" << name << "-token\n";
-    }
-    registry_port_ = PickFreePort();
-    dispatcher_port_ = PickFreePort();
-    scheduler_port_ = PickFreePort();
-    executor_port_ = PickFreePort();
-    const std::string tok = dir_;
-    ASSERT_TRUE(registry_
-                    .Start(RunfilePath("services/registry/registry"),
-                           {"--listen=" + Addr(registry_port_), "--db_dsn=" + dsn_,
-                            "--metrics_address=", "--executor_token_file=" + tok + "/executor",
-                            "--cluster_token_file=" + tok + "/cluster",
-                            "--admin_token_file=" + tok + "/admin"},
-                           dir_ + "/registry.log")
-                    .ok());
-    ASSERT_TRUE(testing::WaitForServing(Addr(registry_port_), absl::Seconds(20)).ok());
-    ASSERT_TRUE(dispatcher_
-                    .Start(RunfilePath("services/dispatcher/dispatcher"),
-                           {"--listen=" + Addr(dispatcher_port_), "--db_dsn=" + dsn_,
-                            "--metrics_address=", "--registry_target=" + Addr(registry_port_),
-                            "--executor_token_file=" + tok + "/executor",
-                            "--cluster_token_file=" + tok + "/cluster"},
-                           dir_ + "/dispatcher.log")
-                    .ok());
-    ASSERT_TRUE(testing::WaitForServing(Addr(dispatcher_port_), absl::Seconds(20)).ok());
-    ASSERT_TRUE(scheduler_
-                    .Start(RunfilePath("services/scheduler/scheduler"),
-                           {"--listen=" + Addr(scheduler_port_), "--db_dsn=" + dsn_,
-                            "--metrics_address=", "--dispatcher_target=" + Addr(dispatcher_port_),
-                            "--admin_token_file=" + tok + "/admin",
-                            "--cluster_token_file=" + tok + "/cluster"},
-                           dir_ + "/scheduler.log")
-                    .ok());
-    ASSERT_TRUE(testing::WaitForServing(Addr(scheduler_port_), absl::Seconds(20)).ok());
-    ASSERT_TRUE(executor_
-                    .Start(RunfilePath("sdk/examples/demo_executor"),
-                           {"--listen=" + Addr(executor_port_), "--app=demo",
-                            "--registry_target=" + Addr(registry_port_),
-                            "--dispatcher_target=" + Addr(dispatcher_port_),
-                            "--metrics_address=", "--log_dir=" + dir_ + "/exec-logs",
-                            "--spool_dir=" + dir_ + "/exec-spool",
-                            "--executor_token_file=" + tok + "/executor",
-                            "--cluster_token_file=" + tok + "/cluster"},
-                           dir_ + "/executor.log")
-                    .ok());
-    ASSERT_TRUE(testing::WaitForServing(Addr(executor_port_), absl::Seconds(20)).ok());
-    auto channel = grpc::CreateChannel(Addr(scheduler_port_), grpc::InsecureChannelCredentials());
-    admin_ = jobwheel::v1::JobAdminService::NewStub(channel);
-    leadership_ = jobwheel::v1::LeadershipService::NewStub(channel);
-  }
-
-  void TearDown() override {
-    for (Process* p : {&executor_, &scheduler_, &dispatcher_, &registry_}) {
-      p->Signal(SIGTERM);
-      if (!p->Wait(absl::Seconds(15)).ok()) p->Kill();
-    }
-    if (HasFailure()) {
-      for (const char* name : {"registry", "dispatcher", "scheduler", "executor"}) {
-        std::ifstream in(absl::StrCat(dir_, "/", name, ".log"));
-        std::string line, tail;
-        std::vector<std::string> lines;
-        while (std::getline(in, line)) lines.push_back(line);
-        for (size_t i = lines.size() > 30 ? lines.size() - 30 : 0; i < lines.size(); ++i) {
-          tail += lines[i] + "\n";
-        }
-        std::cerr << "---- " << name << ".log (tail)\n" << tail;
-      }
-    }
-  }
-
-  std::unique_ptr<grpc::ClientContext> Ctx() {
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    ctx->AddMetadata("authorization", "Bearer test-admin-token");
-    return ctx;
-  }
-
-  std::string dsn_, dir_;
-  int registry_port_ = 0, dispatcher_port_ = 0, scheduler_port_ = 0, executor_port_ = 0;
-  Process registry_, dispatcher_, scheduler_, executor_;
-  std::unique_ptr<jobwheel::v1::JobAdminService::Stub> admin_;
-  std::unique_ptr<jobwheel::v1::LeadershipService::Stub> leadership_;
+  std::unique_ptr<grpc::ClientContext> Ctx() { return security_testing::Ctx(stack_->admin_token()); }
 };
 
 TEST_F(EndToEndTest, CronJobRunsSucceedOnTheDemoExecutor) {
-  // The scheduler becomes leader.
-  ASSERT_TRUE(Eventually(
-      [&] {
-        jobwheel::v1::GetLeaderResponse r;
-        return leadership_->GetLeader(Ctx().get(), {}, &r).ok() && r.is_leader();
-      },
-      absl::Seconds(10)));
-
+  // StackTest waited until the scheduler leads and the executor is online.
   jobwheel::v1::CreateJobRequest create;
   auto* job = create.mutable_job();
   job->set_app("demo");
@@ -152,7 +50,7 @@ TEST_F(EndToEndTest, CronJobRunsSucceedOnTheDemoExecutor) {
       << "succeeded runs: " << runs.runs_size();
   std::set<int64_t> seconds;
   for (const auto& run : runs.runs()) {
-    EXPECT_EQ(run.executor_address(), Addr(executor_port_));
+    EXPECT_EQ(run.executor_address(), stack_->executor());
     EXPECT_EQ(run.trigger_type(), jobwheel::v1::TRIGGER_TYPE_CRON);
     EXPECT_EQ(run.scheduled_time().nanos(), 0);
     seconds.insert(run.scheduled_time().seconds());
@@ -171,4 +69,4 @@ TEST_F(EndToEndTest, CronJobRunsSucceedOnTheDemoExecutor) {
 }
 
 }  // namespace
-}  // namespace jobwheel
+}  // namespace jobwheel::e2e
