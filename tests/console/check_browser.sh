@@ -8,7 +8,7 @@
 # JOBWHEEL_CASES=<text> runs only the cases whose name contains it; JOBWHEEL_CONSOLE_HOLD=1 starts
 # the stack and keeps it up without running tests (for working on the pages).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 ROOT=$PWD
 BIN=$ROOT/bazel-bin
 export CHROMIUM=${JOBWHEEL_CHROMIUM:-/usr/bin/chromium}
@@ -120,12 +120,17 @@ if [ -n "${JOBWHEEL_CONSOLE_HOLD:-}" ]; then  # For working on the pages: keep t
   echo "check_browser: console $JOBWHEEL_CONSOLE_URL admin token $TOK/admin scheduler $SCHEDULER; Ctrl-C stops"
   while sleep 1; do :; done
 fi
-cd tests/console/browser
+cd tests/console/browser || exit 1
 rc=0
 for t in *.test.mjs; do
-  node "$t" || rc=1
+  node "$t"
+  case $? in
+    0) ;;
+    77) [ "$rc" = 0 ] && rc=77 ;;
+    *) rc=1 ;;
+  esac
 done
-if [ "$rc" != 0 ]; then
+if [ "$rc" = 1 ]; then
   echo "check_browser: FAILED; service logs:"
   for l in "$TMP"/logs/*.log; do echo "== $l"; tail -n 15 "$l"; done
 fi

@@ -126,8 +126,14 @@ function withTimeout(promise, ms, name) {
   })]).finally(() => clearTimeout(timer));
 }
 
+// Resolves true when every case passed; exits 77 when the browser cannot start at all.
 export async function run() {
-  await launch();
+  try {
+    await launch();
+  } catch (e) {
+    console.log(`cannot run: ${process.env.CHROMIUM || '/usr/bin/chromium'} did not start: ${e.message}`);
+    process.exit(77);
+  }
   let failed = 0;
   for (const c of cases) {
     const t0 = Date.now();
