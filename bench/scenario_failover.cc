@@ -34,7 +34,9 @@ absl::Status RunFailover(Context& ctx) {
   absl::SleepFor(t0 + absl::Seconds(6) - absl::Now());
   const absl::Time killed = absl::Now();
   ctx.stack.scheduler(victim).proc->Signal(SIGKILL);
-  (void)ctx.stack.scheduler(victim).proc->Wait(absl::Seconds(5));
+  if (!ctx.stack.scheduler(victim).proc->Wait(absl::Seconds(5)).ok()) {
+    return absl::DeadlineExceededError("failover: the killed scheduler did not exit within 5s");
+  }
   // The standby takes the lock.
   absl::Time taken = absl::InfiniteFuture();
   const bool took = testing::Eventually(
