@@ -2,7 +2,7 @@
 // resume, delete with confirmation. Buttons appear only for a role that may use them.
 
 import {h} from './dom.js';
-import {jobs} from './api.js';
+import {jobs, registry} from './api.js';
 import {t} from './i18n.js';
 import {canWrite, canScript} from './session.js';
 import {modal, confirmDialog} from './dialog.js';
@@ -19,14 +19,20 @@ export function triggerDialog(job, onDone) {
   const param = h('textarea', {name: 'param', rows: 3, 'data-test': 'trigger-param'});
   param.value = job.param || '';
   const shard = h('input', {name: 'shard', placeholder: 'i/n', size: 6});
-  const addr = h('input', {name: 'executor', placeholder: 'host:port'});
+  const addr = h('input', {name: 'executor', placeholder: 'host:port', list: 'trigger-executors'});
+  // Suggest the app's online executors (when the job's app is known and listing is allowed).
+  const online = h('datalist', {id: 'trigger-executors'});
+  if (job.app) {
+    registry('ListExecutors', {app: job.app}).then((r) => online.append(...(r.executors || [])
+        .map((x) => h('option', {value: x.address})))).catch(() => {});
+  }
   let fireId = '';
   return modal({
     title: t('job.trigger.title', {name: job.name}),
     body: h('div', {class: 'form-grid'},
         h('label', null, t('field.param')), param,
         h('label', null, t('job.trigger.shard')), shard,
-        h('label', null, t('job.trigger.executor')), addr),
+        h('label', null, t('job.trigger.executor')), addr, online),
     okText: t('job.trigger'),
     onOk: async () => {
       const req = {id: job.id, param: param.value};
