@@ -2,7 +2,9 @@
 // scheduler, demo executor): every command exits 0 and prints what it should for good input,
 // and bad input gets a clear message on stderr and a non-zero exit (2 for usage, 1 for an RPC
 // error), at least one bad case per command group. Effects are checked through the API and
-// on the executor, not only in the CLI's own output.
+// on the executor, not only in the CLI's own output. Commands: leader; jobs create, ensure,
+// list, get, pause, resume, trigger, count, delete; runs list, get, log, kill, stats; apps
+// list; executors list; tokens create, whoami, list, revoke.
 #include <algorithm>
 #include <fstream>
 
@@ -212,6 +214,22 @@ TEST_F(JobwheelctlTest, Jobs) {
   EXPECT_EQ(run->result_message(), "from-ctl");
   EXPECT_EQ(::jobwheel::testing::Starts(stack_->Executions(0), id).size(), 1u);
 
+  // count: both jobs of app demo, enabled, none running (the triggered run has ended).
+  r = Ctl({"--json", "jobs", "count"});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  auto counts = FromJson<jobwheel::v1::CountJobsResponse>(r.out);
+  ASSERT_EQ(counts.apps_size(), 1) << r.out;
+  EXPECT_EQ(counts.apps(0).app(), "demo");
+  EXPECT_EQ(counts.apps(0).job_count(), 2);
+  EXPECT_EQ(counts.apps(0).enabled_job_count(), 2);
+  EXPECT_EQ(counts.apps(0).running_run_count(), 0);
+  r = Ctl({"--app=demo", "jobs", "count"});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  ASSERT_EQ(RowsWith(r.out, "demo").size(), 1u) << r.out;
+  EXPECT_EQ(Cells(RowsWith(r.out, "demo")[0]),
+            (std::vector<std::string>{"demo", "2", "2", "0", "0"}))
+      << r.out;
+
   // delete
   r = Ctl({"jobs", "delete", absl::StrCat(id2)});
   ASSERT_EQ(r.exit_code, 0) << Show(r);
@@ -231,6 +249,8 @@ TEST_F(JobwheelctlTest, Jobs) {
       "schedule": {"cron": {"expression": "0 0 25 * * ?"}}})";
   ExpectError(Ctl({"jobs", "create", "--file=" + JobFile("bad", bad_cron)}), 1, "hour");
   ExpectError(Ctl({"jobs", "frobnicate", "1"}), 2, "unknown jobs command frobnicate");
+  ExpectError(Ctl({"jobs", "count"}, WriteFile(stack_->dir() + "/wrong", "not-a-token\n")), 1,
+              "jobwheelctl: ");
 }
 
 TEST_F(JobwheelctlTest, Runs) {
@@ -291,7 +311,25 @@ TEST_F(JobwheelctlTest, Runs) {
       absl::Seconds(10)));
   EXPECT_TRUE(::jobwheel::testing::Ends(stack_->Executions(0), job->id())[0].cancelled);
 
+  // stats: the one run of the job, KILLED, in the window's total and in one bucket.
+  r = Ctl({"--json", "runs", "stats", absl::StrCat("--job=", job->id()), "--bucket=1m",
+           "--since=10m"});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  auto stats = FromJson<jobwheel::v1::GetRunStatsResponse>(r.out);
+  EXPECT_EQ(stats.total(), 1);
+  ASSERT_EQ(stats.status_counts_size(), 1) << r.out;
+  EXPECT_EQ(stats.status_counts(0).status(), jobwheel::v1::RUN_STATUS_KILLED);
+  EXPECT_EQ(stats.status_counts(0).count(), 1);
+  int64_t in_buckets = 0;
+  for (const auto& b : stats.buckets()) in_buckets += b.total();
+  EXPECT_EQ(in_buckets, 1);
+  r = Ctl({"runs", "stats", absl::StrCat("--job=", job->id())});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  ASSERT_EQ(RowsWith(r.out, "total").size(), 1u) << r.out;
+  EXPECT_TRUE(absl::StrContains(RowsWith(r.out, "total")[0], "KILLED=1")) << r.out;
+
   // Bad input.
+  ExpectError(Ctl({"runs", "stats", "--bucket=1s"}), 1, "bucket");
   ExpectError(Ctl({"runs", "kill", run_id}), 1, "already KILLED");
   ExpectError(Ctl({"runs", "get", "0"}), 2, "runs get: needs a run id");
   ExpectError(Ctl({"runs", "log"}), 2, "runs log: needs a run id");
@@ -356,6 +394,16 @@ TEST_F(JobwheelctlTest, Tokens) {
   ExpectError(Ctl({"jobs", "pause", absl::StrCat(job->id())}, viewer_file), 1, "jobwheelctl: ");
   EXPECT_TRUE(GetJob(job->id())->enabled());
 
+  // whoami: the caller's own token.
+  r = Ctl({"tokens", "whoami"}, viewer_file);
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_TRUE(absl::StartsWith(r.out, absl::StrCat("ctl-viewer (id ", token_id, "): VIEWER")))
+      << r.out;
+  r = Ctl({"--json", "tokens", "whoami"});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_EQ(FromJson<jobwheel::v1::GetCurrentTokenResponse>(r.out).token().role(),
+            jobwheel::v1::ROLE_ADMIN);
+
   // list
   r = Ctl({"tokens", "list"});
   ASSERT_EQ(r.exit_code, 0) << Show(r);
@@ -399,6 +447,7 @@ TEST_F(JobwheelctlTest, Tokens) {
   ASSERT_TRUE(Eventually([&] { return Ctl({"jobs", "list"}, viewer_file).exit_code == 1; },
                          absl::Seconds(15)));
   ExpectError(Ctl({"jobs", "list"}, viewer_file), 1, "revoked");
+  ExpectError(Ctl({"tokens", "whoami"}, viewer_file), 1, "revoked");
 
   // Bad input.
   ExpectError(Ctl({"tokens", "create", "--name=x", "--role=superuser"}), 2,
