@@ -91,5 +91,13 @@ export const zhCN = {
   'enum.TIMED_OUT': '超时', 'enum.KILLED': '已终止', 'enum.LOST': '丢失', 'enum.DISCARDED': '已丢弃',
   'enum.CRON': 'Cron', 'enum.FIX_RATE': '固定速度', 'enum.MANUAL': '手动', 'enum.MISFIRE': '过期补偿',
   'enum.RETRY': '失败重试', 'enum.PARENT': '父任务', 'enum.ADMIN': '管理员', 'enum.OPERATOR': '操作员',
-  'enum.VIEWER': '只读', 'enum.EXECUTOR': '执行器',
+  'enum.VIEWER': '只读', 'enum.EXECUTOR': '执行器', 'enum.AUTO': '自动注册',
+  // XXL-JOB's names for the strategies.
+  'enum.FIRST': '第一个', 'enum.LAST': '最后一个', 'enum.ROUND': '轮询', 'enum.RANDOM': '随机',
+  'enum.CONSISTENT_HASH': '一致性HASH', 'enum.LEAST_FREQUENTLY_USED': '最不经常使用',
+  'enum.LEAST_RECENTLY_USED': '最近最久未使用', 'enum.FAILOVER': '故障转移',
+  'enum.BUSYOVER': '忙碌转移', 'enum.SHARDING_BROADCAST': '分片广播',
+  'enum.SERIAL_EXECUTION': '单机串行', 'enum.DISCARD_LATER': '丢弃后续调度',
+  'enum.COVER_EARLY': '覆盖之前调度', 'enum.DO_NOTHING': '忽略', 'enum.FIRE_ONCE_NOW': '立即执行一次',
+  'enum.HANDLER': 'BEAN', 'enum.SCRIPT_SHELL': 'GLUE(Shell)', 'enum.SCRIPT_PYTHON': 'GLUE(Python)',
 };

@@ -3,7 +3,7 @@
 
 import {h, put} from './dom.js';
 import {jobs} from './api.js';
-import {t} from './i18n.js';
+import {t, enumLabel} from './i18n.js';
 import {canScript} from './session.js';
 import {errorBox, spinner} from './widgets.js';
 import {durationSeconds} from './time.js';
@@ -18,7 +18,7 @@ const GLUE = ['HANDLER', 'SCRIPT_SHELL', 'SCRIPT_PYTHON'];
 
 function select(name, prefix, values, current) {
   const s = h('select', {name, id: 'f-' + name},
-      values.map((v) => h('option', {value: prefix + v}, v)));
+      values.map((v) => h('option', {value: prefix + v}, enumLabel(prefix, prefix + v))));
   s.value = current && current !== prefix + 'UNSPECIFIED' ? current : prefix + values[0];
   return s;
 }
