@@ -95,8 +95,8 @@ absl::optional<std::vector<std::string>> ReadableApps(const Principal& p) {
 
 absl::StatusOr<Principal> TokenAuthenticator::Authorize(
     const absl::optional<std::string>& authorization, std::initializer_list<Role> roles,
-    absl::string_view service) {
-  absl::StatusOr<Principal> p = Authenticate(authorization);
+    absl::string_view service, absl::string_view peer) {
+  absl::StatusOr<Principal> p = Authenticate(authorization, peer);
   if (!p.ok()) return p.status();
   absl::Status role = RequireRole(*p, roles, service);
   if (!role.ok()) return role;
@@ -159,24 +159,52 @@ absl::optional<std::string> AuthorizationHeader(
 }
 
 TokenAuthenticator::TokenAuthenticator(Options options, TokenLookup* lookup, const Clock& clock)
-    : options_(std::move(options)), lookup_(lookup), clock_(clock) {}
+    : options_(std::move(options)),
+      lookup_(lookup),
+      clock_(clock),
+      limiter_(options_.failed_auth, clock),
+      cache_(options_.max_cache_entries),
+      negative_cache_(options_.max_negative_cache_entries) {}
+
+TokenAuthenticator::Stats TokenAuthenticator::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+absl::Status TokenAuthenticator::RateLimited(absl::string_view peer) {
+  {
+    absl::MutexLock lock(&mu_);
+    ++stats_.rate_limited;
+  }
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "too many failed authentications from ", peer, "; retry later with a valid token"));
+}
+
+absl::Status TokenAuthenticator::Fail(absl::string_view peer, absl::Status status) {
+  if (!limiter_.Allowed(peer)) return RateLimited(peer);
+  limiter_.RecordFailure(peer);
+  absl::MutexLock lock(&mu_);
+  ++stats_.failures;
+  return status;
+}
 
 absl::StatusOr<Principal> TokenAuthenticator::Authenticate(
-    const absl::optional<std::string>& authorization) {
+    const absl::optional<std::string>& authorization, absl::string_view peer) {
   if (options_.insecure_dev) {
     Principal p = BootstrapPrincipal(Role::kAdmin, "insecure-dev");
     p.insecure_dev = true;
     return p;
   }
   if (!authorization.has_value()) {
-    return absl::UnauthenticatedError("missing authorization metadata (Bearer token)");
+    return Fail(peer, absl::UnauthenticatedError("missing authorization metadata (Bearer token)"));
   }
   absl::StatusOr<absl::string_view> token = BearerToken(*authorization);
-  if (!token.ok()) return token.status();
-  return AuthenticateToken(*token);
+  if (!token.ok()) return Fail(peer, token.status());
+  return AuthenticateToken(*token, peer);
 }
 
-absl::StatusOr<Principal> TokenAuthenticator::AuthenticateToken(absl::string_view token) {
+absl::StatusOr<Principal> TokenAuthenticator::AuthenticateToken(absl::string_view token,
+                                                                absl::string_view peer) {
   if (options_.insecure_dev) return Authenticate(absl::nullopt);
   // Every bootstrap token is compared, whatever matched, so timing tells nothing.
   bool admin = false, cluster = false, executor = false;
@@ -191,47 +219,69 @@ absl::StatusOr<Principal> TokenAuthenticator::AuthenticateToken(absl::string_vie
 
   // Anything not shaped like an API token never reaches the database.
   if (lookup_ == nullptr || !LooksLikeTokenSecret(token)) {
-    return absl::UnauthenticatedError("invalid token");
+    return Fail(peer, absl::UnauthenticatedError("invalid token"));
   }
-  absl::StatusOr<absl::optional<StoredToken>> found = Lookup(HashTokenSecret(token));
+  absl::StatusOr<absl::optional<StoredToken>> found = Lookup(HashTokenSecret(token), peer);
   if (!found.ok()) {
+    if (absl::IsResourceExhausted(found.status())) return found.status();
     return absl::UnavailableError(
         absl::StrCat("cannot check the token now: ", found.status().message()));
   }
-  if (!found->has_value()) return absl::UnauthenticatedError("invalid or revoked token");
+  if (!found->has_value()) {
+    return Fail(peer, absl::UnauthenticatedError("invalid or revoked token"));
+  }
   const StoredToken& t = **found;
   if (t.expire_time.has_value() && *t.expire_time <= clock_.Now()) {
-    return absl::UnauthenticatedError(absl::StrCat("token ", t.name, " expired"));
+    return Fail(peer, absl::UnauthenticatedError(absl::StrCat("token ", t.name, " expired")));
   }
-  if (t.role == Role::kCluster) return absl::UnauthenticatedError("invalid token");
+  if (t.role == Role::kCluster) return Fail(peer, absl::UnauthenticatedError("invalid token"));
   Principal p;
   p.role = t.role;
   p.apps = t.apps;
-  p.all_apps = t.role == Role::kAdmin || (t.role == Role::kViewer && t.apps.empty());
+  // "*" means every app, for the roles that may hold it; an empty list means no app.
+  p.all_apps = t.role == Role::kAdmin ||
+               ((t.role == Role::kViewer || t.role == Role::kOperator) && Contains(t.apps, kAllApps));
   p.token_id = t.id;
   p.name = t.name;
   return p;
 }
 
-absl::StatusOr<absl::optional<StoredToken>> TokenAuthenticator::Lookup(const std::string& hash) {
+absl::StatusOr<absl::optional<StoredToken>> TokenAuthenticator::Lookup(const std::string& hash,
+                                                                       absl::string_view peer) {
   const absl::Time now = clock_.Now();
+  bool seen_valid = false;
   {
     absl::MutexLock lock(&mu_);
-    auto it = cache_.find(hash);
-    if (it != cache_.end()) {
-      const absl::Duration ttl =
-          it->second.token.has_value() ? options_.cache_ttl : options_.negative_cache_ttl;
-      if (now - it->second.fetched < ttl) return it->second.token;
-      cache_.erase(it);
+    CacheEntry* valid = cache_.Find(hash);
+    if (valid != nullptr && now - valid->fetched < options_.cache_ttl) return valid->token;
+    seen_valid = valid != nullptr;
+    if (!seen_valid) {
+      // Never seen valid: junk until the database says otherwise.
+      absl::Time* unknown = negative_cache_.Find(hash);
+      if (unknown != nullptr && now - *unknown < options_.negative_cache_ttl) {
+        ++stats_.negative_hits;
+        return absl::optional<StoredToken>();
+      }
     }
+  }
+  // A token seen valid is refreshed even for a peer over its limit.
+  if (!seen_valid && !limiter_.Allowed(peer)) return RateLimited(peer);
+  {
+    absl::MutexLock lock(&mu_);
+    ++stats_.lookups;
   }
   absl::StatusOr<absl::optional<StoredToken>> found = lookup_->FindActive(hash);
   if (!found.ok()) return found.status();
   {
     absl::MutexLock lock(&mu_);
-    // Bounded: junk tokens cannot grow the cache without limit.
-    if (cache_.size() >= options_.max_cache_entries) cache_.clear();
-    cache_[hash] = CacheEntry{*found, now};
+    // Both bounded: junk fills only the negative cache and cannot evict valid tokens.
+    if (found->has_value()) {
+      cache_.Put(hash, CacheEntry{*found, now});
+      negative_cache_.Erase(hash);
+    } else {
+      cache_.Erase(hash);
+      negative_cache_.Put(hash, now);
+    }
   }
   return found;
 }

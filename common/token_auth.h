@@ -17,6 +17,8 @@
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "common/clock.h"
+#include "common/failed_auth_limiter.h"
+#include "common/lru_map.h"
 #include "grpcpp/grpcpp.h"
 
 // Who is calling, and what they may do. Bearer tokens come from two places: bootstrap tokens
@@ -27,7 +29,7 @@ namespace jobwheel {
 enum class Role {
   kAdmin,     // Everything.
   kOperator,  // Jobs and runs of its apps.
-  kViewer,    // Read-only; its apps, or every app when it lists none.
+  kViewer,    // Read-only; its apps ("*": every app; none: no app).
   kExecutor,  // Registers for and reports results of its apps.
   kCluster,   // Internal: scheduler → dispatcher → executors, dispatcher → registry.
 };
@@ -35,6 +37,10 @@ enum class Role {
 // "ADMIN", "OPERATOR", "VIEWER", "EXECUTOR", "CLUSTER" (the `tokens.role` column values).
 absl::string_view RoleName(Role role);
 absl::optional<Role> RoleFromName(absl::string_view name);
+
+// The app list entry that means every app (VIEWER and OPERATOR tokens only). An empty app
+// list means no app.
+inline constexpr absl::string_view kAllApps = "*";
 
 // An authenticated caller.
 struct Principal {
@@ -99,7 +105,14 @@ absl::optional<std::string> AuthorizationHeader(
 
 // Resolves a call's bearer token to a Principal: bootstrap tokens first (constant-time
 // compare), then API tokens through `lookup` (nullable: bootstrap tokens only) with a small
-// cache, so a revoked token stops working within `cache_ttl`. Thread-safe.
+// cache, so a revoked token stops working within `cache_ttl`.
+//
+// Failed authentications are cheap: unknown hashes are remembered (a bounded LRU apart from the
+// valid tokens, so junk cannot evict them) for `negative_cache_ttl`, and each peer (the
+// caller's IP, when the service passes it) may fail `failed_auth.burst` times and then
+// `failed_auth.per_second` times a second. A peer over that limit gets RESOURCE_EXHAUSTED for
+// every token that is neither a bootstrap token nor an API token this authenticator has seen
+// valid, without a database lookup; tokens it knows keep working. Thread-safe.
 class TokenAuthenticator {
  public:
   struct Options {
@@ -110,24 +123,40 @@ class TokenAuthenticator {
     std::string executor_token;  // → EXECUTOR of every app.
     absl::Duration cache_ttl = absl::Seconds(3);
     absl::Duration negative_cache_ttl = absl::Seconds(1);
-    size_t max_cache_entries = 10000;
+    size_t max_cache_entries = 10000;           // Valid API tokens (LRU).
+    size_t max_negative_cache_entries = 10000;  // Unknown or revoked hashes (LRU).
+    FailedAuthLimiter::Options failed_auth;
+  };
+
+  // Counters for tests and metrics.
+  struct Stats {
+    int64_t lookups = 0;        // Calls to TokenLookup::FindActive.
+    int64_t negative_hits = 0;  // Unknown tokens answered from the negative cache.
+    int64_t rate_limited = 0;   // RESOURCE_EXHAUSTED answers.
+    int64_t failures = 0;       // UNAUTHENTICATED answers.
   };
 
   TokenAuthenticator(Options options, TokenLookup* lookup, const Clock& clock);
 
   // UNAUTHENTICATED when the header is missing, not "Bearer <token>", or names no valid token
-  // (unknown, revoked, expired); UNAVAILABLE when the token store cannot be reached.
-  absl::StatusOr<Principal> Authenticate(const absl::optional<std::string>& authorization);
+  // (unknown, revoked, expired); UNAVAILABLE when the token store cannot be reached;
+  // RESOURCE_EXHAUSTED when `peer` (PeerHost of the call; empty: not limited) has failed too
+  // often and the token is not one this authenticator knows.
+  absl::StatusOr<Principal> Authenticate(const absl::optional<std::string>& authorization,
+                                         absl::string_view peer = {});
   absl::StatusOr<Principal> Authenticate(
       const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) {
     return Authenticate(AuthorizationHeader(metadata));
   }
-  absl::StatusOr<Principal> AuthenticateToken(absl::string_view token);
+  absl::StatusOr<Principal> AuthenticateToken(absl::string_view token,
+                                              absl::string_view peer = {});
   // Authenticate, then RequireRole(principal, roles, service): the principal of a token this
   // service accepts at all.
   absl::StatusOr<Principal> Authorize(const absl::optional<std::string>& authorization,
                                       std::initializer_list<Role> roles,
-                                      absl::string_view service);
+                                      absl::string_view service, absl::string_view peer = {});
+
+  Stats stats() const;
 
   bool insecure_dev() const { return options_.insecure_dev; }
 
@@ -136,13 +165,21 @@ class TokenAuthenticator {
     absl::optional<StoredToken> token;
     absl::Time fetched;
   };
-  absl::StatusOr<absl::optional<StoredToken>> Lookup(const std::string& hash);
+  absl::StatusOr<absl::optional<StoredToken>> Lookup(const std::string& hash,
+                                                     absl::string_view peer);
+  // Counts a failure of `peer` and returns `status` (or RESOURCE_EXHAUSTED when the peer was
+  // already over its limit).
+  absl::Status Fail(absl::string_view peer, absl::Status status);
+  absl::Status RateLimited(absl::string_view peer);
 
   const Options options_;
   TokenLookup* const lookup_;
   const Clock& clock_;
-  absl::Mutex mu_;
-  absl::flat_hash_map<std::string, CacheEntry> cache_ ABSL_GUARDED_BY(mu_);
+  FailedAuthLimiter limiter_;
+  mutable absl::Mutex mu_;
+  LruMap<std::string, CacheEntry> cache_ ABSL_GUARDED_BY(mu_);
+  LruMap<std::string, absl::Time> negative_cache_ ABSL_GUARDED_BY(mu_);
+  Stats stats_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace jobwheel

@@ -138,12 +138,33 @@ TEST_F(TokenAuthTest, ApiTokensCarryRoleAndApps) {
   ASSERT_TRUE(ReadableApps(*p).has_value());
   EXPECT_EQ(*ReadableApps(*p), (std::vector<std::string>{"demo", "billing"}));
 
-  const std::string viewer = Create("viewer-all", Role::kViewer, {});
+  const std::string viewer = Create("viewer-all", Role::kViewer, {"*"});
   auto v = auth.Authenticate(Bearer(viewer));
   ASSERT_TRUE(v.ok());
   EXPECT_TRUE(CanReadApp(*v, "anything"));
   EXPECT_FALSE(CanWriteApp(*v, "anything"));
   EXPECT_FALSE(ReadableApps(*v).has_value());
+
+  // An empty list (e.g. a VIEWER stored before "*" existed) reads no app.
+  const std::string none = Create("viewer-none", Role::kViewer, {});
+  auto n = auth.Authenticate(Bearer(none));
+  ASSERT_TRUE(n.ok());
+  EXPECT_FALSE(n->all_apps);
+  EXPECT_FALSE(CanReadApp(*n, "demo"));
+  ASSERT_TRUE(ReadableApps(*n).has_value());
+  EXPECT_TRUE(ReadableApps(*n)->empty());
+
+  const std::string op_all = Create("ops-all", Role::kOperator, {"*"});
+  auto oa = auth.Authenticate(Bearer(op_all));
+  ASSERT_TRUE(oa.ok());
+  EXPECT_TRUE(CanWriteApp(*oa, "anything"));
+  EXPECT_FALSE(IsAdmin(*oa));
+
+  // "*" is no wildcard for executors (CreateToken refuses it; a stored one is a plain name).
+  const std::string exec_star = Create("exec-star", Role::kExecutor, {"*"});
+  auto es = auth.Authenticate(Bearer(exec_star));
+  ASSERT_TRUE(es.ok());
+  EXPECT_FALSE(CanServeApp(*es, "demo"));
 
   const std::string exec = Create("exec-demo", Role::kExecutor, {"demo"});
   auto e = auth.Authenticate(Bearer(exec));
@@ -233,11 +254,85 @@ TEST_F(TokenAuthTest, InsecureDevIsAnAdminForEverything) {
 TEST_F(TokenAuthTest, CacheIsBounded) {
   TokenAuthenticator::Options o = Options();
   o.max_cache_entries = 4;
+  o.max_negative_cache_entries = 4;
   TokenAuthenticator auth(o, &store_, clock_);
   for (int i = 0; i < 20; ++i) (void)auth.Authenticate(Bearer(*GenerateTokenSecret()));
   EXPECT_EQ(store_.lookups(), 20);
   const std::string op = Create("ops", Role::kOperator, {"demo"});
   EXPECT_TRUE(auth.Authenticate(Bearer(op)).ok());
+}
+
+TEST_F(TokenAuthTest, JunkCannotEvictValidTokensFromTheCache) {
+  TokenAuthenticator::Options o = Options();
+  o.max_cache_entries = 4;
+  o.max_negative_cache_entries = 4;
+  TokenAuthenticator auth(o, &store_, clock_);
+  const std::string op = Create("ops", Role::kOperator, {"demo"});
+  ASSERT_TRUE(auth.Authenticate(Bearer(op)).ok());
+  for (int i = 0; i < 50; ++i) (void)auth.Authenticate(Bearer(*GenerateTokenSecret()));
+  const int before = store_.lookups();
+  EXPECT_TRUE(auth.Authenticate(Bearer(op)).ok());
+  EXPECT_EQ(store_.lookups(), before);  // Still cached.
+}
+
+TEST_F(TokenAuthTest, FailedAuthenticationsAreRateLimitedPerPeerWithoutLookups) {
+  TokenAuthenticator::Options o = Options();
+  o.failed_auth.burst = 5;
+  o.failed_auth.per_second = 1;
+  TokenAuthenticator auth(o, &store_, clock_);
+  const std::string op = Create("ops", Role::kOperator, {"demo"});
+  ASSERT_TRUE(auth.Authenticate(Bearer(op), "ipv4:10.0.0.9").ok());  // Seen valid.
+  const std::string peer = "ipv4:10.0.0.1";
+  int unauthenticated = 0, exhausted = 0;
+  for (int i = 0; i < 100; ++i) {
+    absl::StatusCode code = auth.Authenticate(Bearer(*GenerateTokenSecret()), peer).status().code();
+    if (code == absl::StatusCode::kUnauthenticated) ++unauthenticated;
+    if (code == absl::StatusCode::kResourceExhausted) ++exhausted;
+  }
+  EXPECT_EQ(unauthenticated, 5);
+  EXPECT_EQ(exhausted, 95);
+  EXPECT_EQ(store_.lookups(), 1 + 5);  // The valid token once, then the burst; no more.
+  EXPECT_EQ(auth.stats().lookups, 6);
+  EXPECT_EQ(auth.stats().rate_limited, 95);
+  EXPECT_EQ(auth.stats().failures, 5);
+  // Non-API-shaped junk and missing headers count too, and are refused the same way.
+  EXPECT_EQ(auth.Authenticate(Bearer("junk"), peer).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(auth.Authenticate(absl::nullopt, peer).status().code(),
+            absl::StatusCode::kResourceExhausted);
+
+  // Over the limit, tokens the authenticator knows keep working: bootstrap tokens, and an API
+  // token seen valid, even when its cache entry is stale and must be refreshed.
+  EXPECT_TRUE(auth.Authenticate(Bearer(kAdmin), peer).ok());
+  clock_.Advance(absl::Milliseconds(900));
+  EXPECT_FALSE(auth.Authenticate(Bearer(*GenerateTokenSecret()), peer).ok());
+  EXPECT_EQ(store_.lookups(), 6);
+  clock_.Advance(absl::Seconds(10));  // Past cache_ttl; the bucket is full again too.
+  EXPECT_TRUE(auth.Authenticate(Bearer(op), peer).ok());
+  EXPECT_EQ(store_.lookups(), 7);
+  // Other peers are not affected.
+  EXPECT_EQ(auth.Authenticate(Bearer(*GenerateTokenSecret()), "ipv4:10.0.0.2").status().code(),
+            absl::StatusCode::kUnauthenticated);
+}
+
+TEST_F(TokenAuthTest, ASeenValidTokenIsRefreshedForAPeerOverItsLimit) {
+  TokenAuthenticator::Options o = Options();
+  o.failed_auth.burst = 1;
+  o.failed_auth.per_second = 0.001;
+  TokenAuthenticator auth(o, &store_, clock_);
+  const std::string op = Create("ops", Role::kOperator, {"demo"});
+  const std::string peer = "ipv4:10.0.0.1";
+  ASSERT_TRUE(auth.Authenticate(Bearer(op), peer).ok());
+  (void)auth.Authenticate(Bearer(*GenerateTokenSecret()), peer);  // Spends the burst.
+  ASSERT_EQ(auth.Authenticate(Bearer(*GenerateTokenSecret()), peer).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  ASSERT_TRUE(store_.Revoke(ids_["ops"], clock_.Now()).ok());
+  clock_.Advance(absl::Seconds(3));
+  // Looked up again (revocation still works), then refused as limited from now on.
+  const int before = store_.lookups();
+  EXPECT_EQ(auth.Authenticate(Bearer(op), peer).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(store_.lookups(), before + 1);
 }
 
 }  // namespace
