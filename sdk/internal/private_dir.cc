@@ -69,11 +69,14 @@ absl::Status MakePrivateDir(const std::string& path, absl::string_view what) {
                                     "root), who could replace what is inside",
                                     p.string(), st.st_uid));
     }
+    // Writable by others without the sticky bit lets them rename what is inside. Only a
+    // warning: a Kubernetes emptyDir is created 0777 (2777 with fsGroup), and in a pod no
+    // other user shares it.
     if ((st.st_mode & 022) != 0 && (st.st_mode & S_ISVTX) == 0) {
-      return Refuse(what, real.string(),
-                    absl::StrFormat("its ancestor %s is writable by other users (mode %o) and "
-                                    "not sticky",
-                                    p.string(), st.st_mode & 07777));
+      spdlog::warn(
+          "{} {}: its ancestor {} is writable by other users (mode {:o}) and not sticky; "
+          "another local user could replace {}",
+          std::string(what), real.string(), p.string(), st.st_mode & 07777, real.string());
     }
     if (p == p.root_path()) break;
   }

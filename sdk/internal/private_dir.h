@@ -13,8 +13,9 @@ namespace jobwheel::sdk {
 //  - each missing component is created with mode 0700 (mkdir's mode, never chmod after);
 //  - the directory itself must be owned by this user; an existing one with group or other
 //    permission bits (made by an older version) is narrowed to 0700, with a warning;
-//  - no ancestor may let another user swap a component: each must be owned by this user or
-//    root, and one writable by group or others must be sticky (like /tmp).
+//  - no ancestor may belong to another user (who could swap a component): each must be
+//    owned by this user or root. One writable by group or others without the sticky bit
+//    (unlike /tmp) is logged as a warning, not refused: a Kubernetes emptyDir is 0777.
 // So a predictable path such as /tmp/jobwheel-executor-7200 is safe: a directory another
 // user planted there is refused (FAILED_PRECONDITION naming `what`, the path and the owner),
 // never used. Not thread-safe with respect to concurrent changes by this same user.

@@ -50,15 +50,15 @@ TEST_F(PrivateDirTest, NarrowsAnOwnOlderDirectory) {
   EXPECT_EQ(ModeOf(path), 0700u);
 }
 
-TEST_F(PrivateDirTest, RefusesUnderAWorldWritableNonStickyAncestor) {
+TEST_F(PrivateDirTest, AcceptsAWorldWritableAncestorOwnedByThisUserOrRoot) {
+  // Like a Kubernetes emptyDir (0777, or 2777 with fsGroup): a warning, not a refusal.
   const std::string open_dir = dir_ + "/open";
   ASSERT_EQ(::mkdir(open_dir.c_str(), 0777), 0);
-  absl::Status s = MakePrivateDir(open_dir + "/logs", "log_dir");
-  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
-  EXPECT_NE(s.message().find("writable by other users"), absl::string_view::npos) << s;
-  // Sticky, like /tmp: fine.
-  ASSERT_EQ(::chmod(open_dir.c_str(), 01777), 0);
   EXPECT_TRUE(MakePrivateDir(open_dir + "/logs", "log_dir").ok());
+  EXPECT_EQ(ModeOf(open_dir + "/logs"), 0700u);
+  // Sticky, like /tmp.
+  ASSERT_EQ(::chmod(open_dir.c_str(), 01777), 0);
+  EXPECT_TRUE(MakePrivateDir(open_dir + "/spool", "spool_dir").ok());
 }
 
 TEST_F(PrivateDirTest, RefusesAFileAndAnotherUsersDirectory) {
