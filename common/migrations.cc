@@ -181,6 +181,13 @@ CREATE UNIQUE INDEX tokens_name_active ON tokens (name) WHERE revoke_time IS NUL
 -- towards the whole table, never worse than before. (fires.create_time keeps its B-tree.)
 CREATE INDEX runs_trigger_time ON runs USING brin (trigger_time);
 )sql"},
+      {4, R"sql(
+-- Child jobs in another app fire only within the scope of whoever last set child_job_ids: the
+-- apps that writer may operate (NULL: every app, an ADMIN or an OPERATOR of "*"). Jobs written
+-- before this column existed get '{}': their children fire only in the parent's own app until
+-- an ADMIN saves them again.
+ALTER TABLE jobs ADD COLUMN child_scope TEXT[] DEFAULT '{}';
+)sql"},
   };
   return *migrations;
 }
