@@ -55,10 +55,9 @@ java -cp "$work/classes:$jar" QuartzOracle "$max_year" <"$work/cases.txt" >"$wor
 
 python3 - "$work/cases.txt" "$work/quartz.txt" "$work/ours.txt" <<'PY'
 import sys
-cases = open(sys.argv[1], encoding="utf-8").read().splitlines()
-quartz = open(sys.argv[2], encoding="utf-8").read().splitlines()
-ours = open(sys.argv[3], encoding="utf-8").read().splitlines()
-cases = [c for c in cases if c]
+def lines(path):  # Only "\n" ends a line: expressions may hold "\f".
+    return [l for l in open(path, encoding="utf-8").read().split("\n") if l]
+cases, quartz, ours = lines(sys.argv[1]), lines(sys.argv[2]), lines(sys.argv[3])
 if not (len(cases) == len(quartz) == len(ours)):
     print("cron-oracle: FAILED: %d cases, %d Quartz answers, %d ours"
           % (len(cases), len(quartz), len(ours)))
