@@ -31,6 +31,12 @@ absl::Status RegistryOptions::Validate() const {
   if (tick_interval <= absl::ZeroDuration() || tick_interval > beat_interval) {
     return absl::InvalidArgumentError("tick_interval: must be positive and at most beat_interval");
   }
+  if (register_deadline <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("register_deadline: must be positive");
+  }
+  if (recheck_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("recheck_interval: must be positive");
+  }
   return absl::OkStatus();
 }
 
@@ -48,6 +54,7 @@ Registry::Registry(RegistryOptions options, ExecutorStore& store, Clock& clock,
       incarnation_(absl::ToUnixMicros(clock.Now())) {
   next_renew_ = clock_.Now() + options_.EffectiveRenewInterval();
   next_expire_ = clock_.Now() + options_.expire_interval;
+  next_recheck_ = clock_.Now() + options_.recheck_interval;
 }
 
 Registry::~Registry() { Shutdown(); }
@@ -56,12 +63,14 @@ int64_t Registry::OpenSession(SessionSink* sink) {
   absl::MutexLock lock(&mu_);
   const int64_t id = next_session_++;
   sessions_[id].sink = sink;
+  sessions_[id].opened = clock_.Now();
   if (metrics_ != nullptr) metrics_->sessions_open.Increment();
   return id;
 }
 
-absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(int64_t session,
-                                                           const v1::ExecutorRegistration& reg) {
+absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
+    int64_t session, const v1::ExecutorRegistration& reg,
+    std::shared_ptr<SessionCredential> credential) {
   absl::Status valid = ValidateRegistration(reg);
   if (!valid.ok()) {
     if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
@@ -83,11 +92,27 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(int64_t session,
     if (s.state == State::kRegistering) {
       return absl::FailedPreconditionError("register: a registration is already in progress");
     }
+    // No takeover: another live stream of this replica holding (or registering) the same
+    // executor keeps it. Its executor restarting closes that stream first (then it is free at
+    // once); a silent one is taken offline at its beat deadline.
+    for (const auto& [other_id, other] : sessions_) {
+      if (other_id == session || other.closing) continue;
+      if ((other.state == State::kOnline && other.ref.key == ref.key) ||
+          (other.state == State::kRegistering && other.pending == ref.key)) {
+        if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
+        return absl::AlreadyExistsError(absl::StrCat(
+            "register.address: executor ", reg.app(), "/", reg.address(),
+            " is online with another stream; it is free once that stream closes (or misses "
+            "its beat deadline of ",
+            absl::FormatDuration(options_.beat_deadline), ")"));
+      }
+    }
     if (s.state == State::kOnline && !(s.ref.key == ref.key)) {
       previous = s.ref;
       had_previous = true;
     }
     s.state = State::kRegistering;
+    s.pending = ref.key;
     ref.session_id = absl::StrCat(options_.replica_id, "/", incarnation_, "/", next_session_id_++);
   }
   if (had_previous) {
@@ -126,18 +151,7 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(int64_t session,
       s.last_beat = clock_.Now();
       s.running = 0;
       s.queued = 0;
-      // Another local stream of the same executor (e.g. a half-open one) is now
-      // stale.
-      for (auto& [other_id, other] : sessions_) {
-        if (other_id == session || other.state != State::kOnline || !(other.ref.key == ref.key)) {
-          continue;
-        }
-        other.state = State::kOffline;
-        if (other.sink != nullptr) {
-          other.sink->Close(absl::AbortedError(absl::StrCat(
-              "executor ", ref.key.app, "/", ref.key.address, ": superseded by a newer session")));
-        }
-      }
+      s.credential = std::move(credential);
     }
   }
   if (!stored.ok()) {
@@ -238,6 +252,16 @@ void Registry::CheckDeadlines(absl::Time now) {
   {
     absl::MutexLock lock(&mu_);
     for (auto& [id, s] : sessions_) {
+      if (s.state == State::kNew && !s.closing && now - s.opened > options_.register_deadline) {
+        s.closing = true;
+        if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
+        if (s.sink != nullptr) {
+          s.sink->Close(absl::DeadlineExceededError(
+              absl::StrCat("heartbeat: no valid register within ",
+                           absl::FormatDuration(options_.register_deadline))));
+        }
+        continue;
+      }
       if (s.state == State::kOnline && now - s.last_beat > options_.beat_deadline) {
         s.state = State::kOffline;
         expired.push_back({id, s.ref});
@@ -265,6 +289,36 @@ void Registry::CheckDeadlines(absl::Time now) {
     it->second.sink->Close(absl::DeadlineExceededError(
         absl::StrCat("executor ", ref.key.app, "/", ref.key.address, ": no beat for ",
                      absl::FormatDuration(options_.beat_deadline))));
+  }
+}
+
+void Registry::RecheckCredentials() {
+  std::vector<std::pair<int64_t, std::shared_ptr<SessionCredential>>> checks;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, s] : sessions_) {
+      if (s.state == State::kOnline && !s.closing && s.credential != nullptr) {
+        checks.push_back({id, s.credential});
+      }
+    }
+  }
+  for (const auto& [id, credential] : checks) {
+    const absl::Status s = credential->Check();  // May block: outside the lock.
+    if (s.code() != absl::StatusCode::kUnauthenticated &&
+        s.code() != absl::StatusCode::kPermissionDenied) {
+      if (!s.ok()) spdlog::warn("re-checking a heartbeat credential failed: {}", s.ToString());
+      continue;
+    }
+    absl::MutexLock lock(&mu_);
+    auto it = sessions_.find(id);
+    if (it == sessions_.end() || it->second.closing || it->second.credential != credential) {
+      continue;
+    }
+    it->second.closing = true;
+    spdlog::warn("executor {}/{}: credential no longer valid, closing its stream: {}",
+                 it->second.ref.key.app, it->second.ref.key.address, std::string(s.message()));
+    // The stream's end takes the executor offline (CloseSession).
+    if (it->second.sink != nullptr) it->second.sink->Close(s);
   }
 }
 
@@ -332,9 +386,13 @@ void Registry::ExpireLeases() {
 void Registry::Tick() {
   const absl::Time now = clock_.Now();
   CheckDeadlines(now);
-  bool renew = false, expire = false;
+  bool renew = false, expire = false, recheck = false;
   {
     absl::MutexLock lock(&mu_);
+    if (now >= next_recheck_) {
+      recheck = true;
+      next_recheck_ = now + options_.recheck_interval;
+    }
     if (now >= next_renew_) {
       renew = true;
       next_renew_ = now + options_.EffectiveRenewInterval();
@@ -344,6 +402,7 @@ void Registry::Tick() {
       next_expire_ = now + options_.expire_interval;
     }
   }
+  if (recheck) RecheckCredentials();
   if (renew) RenewLeases();
   if (expire) ExpireLeases();
 }

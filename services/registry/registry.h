@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "jobwheel/v1/registry.pb.h"
 #include "services/registry/executor_store.h"
 #include "services/registry/registry_metrics.h"
+#include "services/registry/session_credential.h"
 
 namespace jobwheel::registry {
 
@@ -33,6 +35,11 @@ struct RegistryOptions {
   absl::Duration expire_interval = absl::Seconds(1);
   // How often the background thread checks deadlines (Start()).
   absl::Duration tick_interval = absl::Milliseconds(100);
+  // A stream that has not registered this long after it opened is closed DEADLINE_EXCEEDED.
+  absl::Duration register_deadline = absl::Seconds(5);
+  // How often the credentials of registered streams are checked again (a revoked token's
+  // stream closes within this plus the authenticator's cache time).
+  absl::Duration recheck_interval = absl::Seconds(2);
 
   absl::Status Validate() const;
   absl::Duration EffectiveRenewInterval() const;
@@ -65,9 +72,13 @@ class Registry {
   int64_t OpenSession(SessionSink* sink);
   // Registers (first message) or re-registers (after REREGISTER) the executor
   // of a session. INVALID_ARGUMENT for bad input, UNAVAILABLE while draining or
-  // when the store fails.
-  absl::StatusOr<v1::HeartbeatRegistered> Register(int64_t session,
-                                                   const v1::ExecutorRegistration& reg);
+  // when the store fails, ALREADY_EXISTS naming register.address when another open stream
+  // of this replica holds the same app and address online (no takeover: the address is free
+  // once that stream has closed, or missed its beat deadline). `credential` (nullable) is
+  // checked again every recheck_interval while the session is online.
+  absl::StatusOr<v1::HeartbeatRegistered> Register(
+      int64_t session, const v1::ExecutorRegistration& reg,
+      std::shared_ptr<SessionCredential> credential = nullptr);
   // Records a beat; returns the seq to acknowledge. FAILED_PRECONDITION before
   // Register.
   absl::StatusOr<int64_t> Beat(int64_t session, const v1::ExecutorBeat& beat);
@@ -78,7 +89,8 @@ class Registry {
   // returns) and takes its executor offline if it still was online.
   void CloseSession(int64_t session);
 
-  // Deadlines, then lease renewal and expiry when they are due.
+  // Deadlines (beats, registration), credential re-checks, then lease renewal and expiry
+  // when they are due.
   void Tick();
   // Tells every session to move to another replica; new registrations are
   // refused. Sessions that end from now on keep their rows until
@@ -104,9 +116,14 @@ class Registry {
     absl::Time last_beat;
     int32_t running = 0;
     int32_t queued = 0;
+    absl::Time opened;
+    ExecutorKey pending;  // While kRegistering: the key being registered.
+    std::shared_ptr<SessionCredential> credential;
+    bool closing = false;  // Told to close by the registry (deadline, credential).
   };
 
   void CheckDeadlines(absl::Time now);
+  void RecheckCredentials();
   void RenewLeases();
   void ExpireLeases();
   void Loop();
@@ -127,6 +144,7 @@ class Registry {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time next_renew_ ABSL_GUARDED_BY(mu_);
   absl::Time next_expire_ ABSL_GUARDED_BY(mu_);
+  absl::Time next_recheck_ ABSL_GUARDED_BY(mu_);
   // When a lease renewal or expiry last failed (database unreachable). After an outage every
   // lease in the table looks expired; the replicas that own them need a lease period to renew
   // them before anyone may expire leases again.

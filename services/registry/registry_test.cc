@@ -1,5 +1,6 @@
 #include "services/registry/registry.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,12 @@ TEST_F(RegistryTest, OptionsValidate) {
   EXPECT_EQ(o.EffectiveRenewInterval(), absl::Seconds(1));
   o.lease = absl::Seconds(2);
   EXPECT_EQ(o.EffectiveRenewInterval(), absl::Seconds(2) / 3);
+  o = Options("r1");
+  o.register_deadline = absl::ZeroDuration();
+  EXPECT_EQ(o.Validate().code(), absl::StatusCode::kInvalidArgument);
+  o = Options("r1");
+  o.recheck_interval = absl::ZeroDuration();
+  EXPECT_EQ(o.Validate().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(RegistryTest, RegisterWritesRowAndReplies) {
@@ -209,15 +216,105 @@ TEST_F(RegistryTest, StaleSessionCannotOverwriteNewerOneOnAnotherReplica) {
   EXPECT_EQ(row->replica_id, "r2");
 }
 
-TEST_F(RegistryTest, SecondLocalSessionSupersedesTheFirst) {
+TEST_F(RegistryTest, SecondLocalStreamCannotTakeOverAnOnlineAddress) {
   FakeSink old_sink, new_sink;
   const int64_t old_session = registry_.OpenSession(&old_sink);
   ASSERT_TRUE(registry_.Register(old_session, Reg("demo", "h:1")).ok());
   const int64_t new_session = registry_.OpenSession(&new_sink);
-  ASSERT_TRUE(registry_.Register(new_session, Reg("demo", "h:1")).ok());
+  auto refused = registry_.Register(new_session, Reg("demo", "h:1"));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(refused.status().message().find("register.address: executor demo/h:1 is online"),
+            std::string::npos)
+      << refused.status();
+  EXPECT_TRUE(old_sink.closes.empty());
+  EXPECT_EQ(metrics_.registrations_rejected.Value(), 1);
+  // The same stream may register again (REREGISTER); other apps' same address is another key.
+  EXPECT_TRUE(registry_.Register(old_session, Reg("demo", "h:1")).ok());
+  EXPECT_TRUE(registry_.Register(new_session, Reg("other", "h:1")).ok());
+}
+
+TEST_F(RegistryTest, RestartedExecutorRegistersAtOnceAfterItsStreamClosed) {
+  FakeSink old_sink, new_sink;
+  const int64_t old_session = registry_.OpenSession(&old_sink);
+  ASSERT_TRUE(registry_.Register(old_session, Reg("demo", "h:1")).ok());
+  registry_.CloseSession(old_session);  // The process died: its stream ended.
+  const int64_t new_session = registry_.OpenSession(&new_sink);
+  EXPECT_TRUE(registry_.Register(new_session, Reg("demo", "h:1")).ok());
+  EXPECT_TRUE(Online("demo", "h:1"));
+}
+
+TEST_F(RegistryTest, SilentOldStreamFreesTheAddressAtItsBeatDeadline) {
+  FakeSink old_sink, new_sink;
+  const int64_t old_session = registry_.OpenSession(&old_sink);
+  ASSERT_TRUE(registry_.Register(old_session, Reg("demo", "h:1")).ok());
+  const int64_t new_session = registry_.OpenSession(&new_sink);  // Half-open old stream.
+  ASSERT_FALSE(registry_.Register(new_session, Reg("demo", "h:1")).ok());
+  clock_.Advance(absl::Seconds(4));
+  registry_.Tick();
   ASSERT_EQ(old_sink.closes.size(), 1u);
+  EXPECT_EQ(old_sink.closes[0].code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(registry_.Register(new_session, Reg("demo", "h:1")).ok());
   registry_.CloseSession(old_session);
   EXPECT_TRUE(Online("demo", "h:1"));
+}
+
+TEST_F(RegistryTest, UnregisteredStreamIsClosedAfterTheRegisterDeadline) {
+  FakeSink idle, registered;
+  const int64_t s = registry_.OpenSession(&idle);
+  const int64_t r = registry_.OpenSession(&registered);
+  clock_.Advance(absl::Seconds(4));
+  registry_.Tick();
+  EXPECT_TRUE(idle.closes.empty());
+  ASSERT_TRUE(registry_.Register(r, Reg("demo", "h:1")).ok());
+  registry_.Beat(r, BeatMsg(1)).IgnoreError();
+  clock_.Advance(absl::Milliseconds(1500));
+  registry_.Tick();
+  ASSERT_EQ(idle.closes.size(), 1u);
+  EXPECT_EQ(idle.closes[0].code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(idle.closes[0].message().find("no valid register within 5s"), std::string::npos);
+  EXPECT_TRUE(registered.closes.empty());
+  registry_.Tick();
+  EXPECT_EQ(idle.closes.size(), 1u);  // Told once.
+  registry_.CloseSession(s);
+  EXPECT_EQ(registry_.open_sessions(), 1);
+}
+
+class FakeCredential : public SessionCredential {
+ public:
+  absl::Status Check() override {
+    ++checks;
+    return status;
+  }
+  absl::Status status;
+  int checks = 0;
+};
+
+TEST_F(RegistryTest, RevokedCredentialClosesItsStreamWithinTheRecheckInterval) {
+  FakeSink sink, other_sink;
+  auto credential = std::make_shared<FakeCredential>();
+  auto flaky = std::make_shared<FakeCredential>();
+  const int64_t s = registry_.OpenSession(&sink);
+  const int64_t o = registry_.OpenSession(&other_sink);
+  ASSERT_TRUE(registry_.Register(s, Reg("demo", "h:1"), credential).ok());
+  ASSERT_TRUE(registry_.Register(o, Reg("demo", "h:2"), flaky).ok());
+  clock_.Advance(absl::Milliseconds(2100));
+  registry_.Beat(s, BeatMsg(1)).IgnoreError();
+  registry_.Beat(o, BeatMsg(1)).IgnoreError();
+  registry_.Tick();
+  EXPECT_EQ(credential->checks, 1);
+  EXPECT_TRUE(sink.closes.empty());
+  credential->status = absl::UnauthenticatedError("token revoked");
+  flaky->status = absl::UnavailableError("database down");  // Not a reason to drop executors.
+  clock_.Advance(absl::Milliseconds(2100));
+  registry_.Beat(s, BeatMsg(2)).IgnoreError();
+  registry_.Beat(o, BeatMsg(2)).IgnoreError();
+  registry_.Tick();
+  ASSERT_EQ(sink.closes.size(), 1u);
+  EXPECT_EQ(sink.closes[0].code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_TRUE(other_sink.closes.empty());
+  registry_.CloseSession(s);  // What the stream's end does.
+  EXPECT_FALSE(Online("demo", "h:1"));
+  EXPECT_TRUE(Online("demo", "h:2"));
 }
 
 TEST_F(RegistryTest, DeadReplicaLeasesExpireOnAnotherReplica) {
