@@ -71,8 +71,8 @@ enum Field {
 constexpr absl::string_view kFieldNames[7] = {
     "second", "minute", "hour", "day-of-month", "month", "day-of-week", "year"};
 
-// Values above this year can never fire (the search stops past kCronMaxYear, and
-// Quartz's hard stop is 2999), so a year set stores them all as this value:
+// Values above this year can never fire (the search stops past kCronMaxYear,
+// and Quartz's hard stop is 2999), so a year set stores them all as this value:
 // keeps `1970-2000000000` from filling memory while behaving identically.
 constexpr int kYearCap = 3000;
 
@@ -113,9 +113,9 @@ int WrapAdd(int a, int b) {
 }
 
 int MonthNumber(absl::string_view name) {  // 1-12, or 0
-  static constexpr absl::string_view kNames[12] = {
-      "JAN", "FEB", "MAR", "APR", "MAY", "JUN",
-      "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"};
+  static constexpr absl::string_view kNames[12] = {"JAN", "FEB", "MAR", "APR",
+                                                   "MAY", "JUN", "JUL", "AUG",
+                                                   "SEP", "OCT", "NOV", "DEC"};
   for (int i = 0; i < 12; ++i) {
     if (name == kNames[i]) return i + 1;
   }
@@ -169,8 +169,8 @@ absl::StatusOr<int> FieldParser::Value(int v, absl::string_view s, size_t i,
 }
 
 absl::Status FieldParser::CheckIncrement(int incr) {
-  static constexpr int kMaxIncrement[7] = {59, 59, 23, 31, 12, 7,
-                                           std::numeric_limits<int>::max()};
+  static constexpr int kMaxIncrement[7] = {
+      59, 59, 23, 31, 12, 7, std::numeric_limits<int>::max()};
   if (incr > kMaxIncrement[field_]) {
     return absl::InvalidArgumentError(absl::StrCat(
         "increment ", incr, " is larger than ", kMaxIncrement[field_]));
@@ -182,9 +182,9 @@ absl::Status FieldParser::AddToSet(int val, int end, int incr) {
   static constexpr int kMin[7] = {0, 0, 0, 1, 1, 1, 1970};
   static constexpr int kMax[7] = {59, 59, 23, 31, 12, 7, kCronMaxYear};
   static constexpr int kWrap[7] = {60, 60, 24, 31, 12, 7, 0};
-  const bool marker = val == kAllSpec ||
-                      (val == kNoSpec &&
-                       (field_ == kDayOfMonth || field_ == kDayOfWeek));
+  const bool marker =
+      val == kAllSpec ||
+      (val == kNoSpec && (field_ == kDayOfMonth || field_ == kDayOfWeek));
   if (field_ != kYear && !marker) {
     const bool low = field_ == kDayOfWeek ? val == 0 : val < kMin[field_];
     if (low || val > kMax[field_] || end > kMax[field_]) {
@@ -223,8 +223,8 @@ absl::Status FieldParser::AddToSet(int val, int end, int incr) {
       if (field_ == kYear && i >= kYearCap) break;  // The rest cap the same.
     } else {
       int v = i % wrap;
-      if (v == 0 && (field_ == kMonth || field_ == kDayOfWeek ||
-                     field_ == kDayOfMonth)) {
+      if (v == 0 &&
+          (field_ == kMonth || field_ == kDayOfWeek || field_ == kDayOfMonth)) {
         v = wrap;
       }
       add(v);
@@ -238,14 +238,13 @@ absl::Status FieldParser::Item(absl::string_view s) {
   const char c = s[0];
   const bool l_form =
       s == "L" || s == "LW" ||
-      (absl::StartsWith(s, "L-") &&
-       [&] {  // Java's matches("^L-[0-9]*[W]?")
-         absl::string_view rest = s.substr(2);
-         while (!rest.empty() && absl::ascii_isdigit(rest.front())) {
-           rest.remove_prefix(1);
-         }
-         return rest.empty() || rest == "W";
-       }());
+      (absl::StartsWith(s, "L-") && [&] {  // Java's matches("^L-[0-9]*[W]?")
+        absl::string_view rest = s.substr(2);
+        while (!rest.empty() && absl::ascii_isdigit(rest.front())) {
+          rest.remove_prefix(1);
+        }
+        return rest.empty() || rest == "W";
+      }());
   if (c >= 'A' && c <= 'Z' && !l_form) {
     // A name: three letters; what follows the name (or the range) is ignored
     // except `-NAME`, `#n` and `L` in day-of-week, as in Quartz.
@@ -258,9 +257,9 @@ absl::Status FieldParser::Item(absl::string_view s) {
     size_t i = 0;
     if (field_ == kMonth || field_ == kDayOfWeek) {
       auto number = [&](absl::string_view name) {
-        return field_ == kMonth ? (MonthNumber(name) > 0 ? MonthNumber(name)
-                                                         : -1)
-                                : DayOfWeekNumber(name);
+        return field_ == kMonth
+                   ? (MonthNumber(name) > 0 ? MonthNumber(name) : -1)
+                   : DayOfWeekNumber(name);
       };
       sval = number(s.substr(0, 3));
       if (sval < 0) {
@@ -300,9 +299,8 @@ absl::Status FieldParser::Item(absl::string_view s) {
 
   if (c == '?') {
     if (s.size() > 2) {  // Quartz lets one character after '?' pass.
-      return absl::InvalidArgumentError(
-          absl::StrCat("unexpected character ", Quoted(s.substr(1, 1)),
-                       " after '?'"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unexpected character ", Quoted(s.substr(1, 1)), " after '?'"));
     }
     if (field_ != kDayOfWeek && field_ != kDayOfMonth) {
       return absl::InvalidArgumentError(
@@ -352,7 +350,8 @@ absl::Status FieldParser::Item(absl::string_view s) {
     if (field_ == kDayOfMonth && s.size() > i) {
       if (s[i] == '-') {
         if (i + 1 >= s.size()) {
-          return absl::InvalidArgumentError("'L-' must be followed by a number");
+          return absl::InvalidArgumentError(
+              "'L-' must be followed by a number");
         }
         size_t pos = 0;
         absl::StatusOr<int> offset = Value(0, s, i + 1, &pos);
@@ -389,8 +388,9 @@ absl::Status FieldParser::CheckNext(size_t i, absl::string_view s, int val) {
   const char c = s[i];
   if (c == 'L') {
     if (field_ != kDayOfWeek) {
-      return absl::InvalidArgumentError("'L' after a number is only allowed in "
-                                        "day-of-week");
+      return absl::InvalidArgumentError(
+          "'L' after a number is only allowed in "
+          "day-of-week");
     }
     if (val < 1 || val > 7) {
       return absl::InvalidArgumentError(
@@ -463,9 +463,8 @@ absl::Status FieldParser::CheckNext(size_t i, absl::string_view s, int val) {
     ++i;
     if (i < s.size()) {
       if (!absl::ascii_isdigit(s[i])) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("unexpected character ", Quoted(s.substr(i, 1)),
-                         " after '/'"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "unexpected character ", Quoted(s.substr(i, 1)), " after '/'"));
       }
       absl::StatusOr<int> v = Value(step, s, i, &i);
       if (!v.ok()) return v.status();
@@ -525,12 +524,36 @@ class JavaCalendar {
     y_ = y, mo_ = mo, d_ = d, h_ = h, mi_ = mi, s_ = s;
     dirty_ = true;
   }
-  void SetSecond(int64_t v) { Fields(); s_ = v; dirty_ = true; }
-  void SetMinute(int64_t v) { Fields(); mi_ = v; dirty_ = true; }
-  void SetHour(int64_t v) { Fields(); h_ = v; dirty_ = true; }
-  void SetDay(int64_t v) { Fields(); d_ = v; dirty_ = true; }
-  void SetMonth(int64_t v) { Fields(); mo_ = v; dirty_ = true; }  // 1-based
-  void SetYear(int64_t v) { Fields(); y_ = v; dirty_ = true; }
+  void SetSecond(int64_t v) {
+    Fields();
+    s_ = v;
+    dirty_ = true;
+  }
+  void SetMinute(int64_t v) {
+    Fields();
+    mi_ = v;
+    dirty_ = true;
+  }
+  void SetHour(int64_t v) {
+    Fields();
+    h_ = v;
+    dirty_ = true;
+  }
+  void SetDay(int64_t v) {
+    Fields();
+    d_ = v;
+    dirty_ = true;
+  }
+  void SetMonth(int64_t v) {
+    Fields();
+    mo_ = v;
+    dirty_ = true;
+  }  // 1-based
+  void SetYear(int64_t v) {
+    Fields();
+    y_ = v;
+    dirty_ = true;
+  }
   // Calendar.add(YEAR, 1): keeps the day unless the month is shorter.
   void AddYear() {
     Complete();
@@ -662,10 +685,12 @@ absl::StatusOr<CronExpression> CronExpression::Parse(
       if (end == absl::string_view::npos) end = rest.size();
       absl::string_view token = rest.substr(0, end);
       rest.remove_prefix(end);
-      while (!token.empty() && static_cast<unsigned char>(token.front()) <= ' ') {
+      while (!token.empty() &&
+             static_cast<unsigned char>(token.front()) <= ' ') {
         token.remove_prefix(1);
       }
-      while (!token.empty() && static_cast<unsigned char>(token.back()) <= ' ') {
+      while (!token.empty() &&
+             static_cast<unsigned char>(token.back()) <= ' ') {
         token.remove_suffix(1);
       }
       fields.push_back(token);
@@ -714,9 +739,10 @@ absl::StatusOr<CronExpression> CronExpression::Parse(
   const bool dom_given = sets[kDayOfMonth].count(kNoSpec) == 0;
   const bool dow_given = sets[kDayOfWeek].count(kNoSpec) == 0;
   if (dom_given == dow_given) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        prefix, "field day-of-week: exactly one of day-of-month and "
-                "day-of-week must be '?'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(prefix,
+                     "field day-of-week: exactly one of day-of-month and "
+                     "day-of-week must be '?'"));
   }
   for (int f = 0; f < 7; ++f) {
     rep->fields[f].assign(sets[f].begin(), sets[f].end());
@@ -874,10 +900,10 @@ CronSearch CronExpression::Search(absl::Time after) const {
             }
           } else {
             int d = static_cast<int>(day);
-            const absl::Time n = NearestWeekday(
-                rep.time_zone, cl.Year(), static_cast<int>(mon), &d,
-                static_cast<int>(hr), static_cast<int>(min),
-                static_cast<int>(sec));
+            const absl::Time n =
+                NearestWeekday(rep.time_zone, cl.Year(), static_cast<int>(mon),
+                               &d, static_cast<int>(hr), static_cast<int>(min),
+                               static_cast<int>(sec));
             day = d;
             if (before_start(n)) {
               day = 1;
@@ -891,14 +917,14 @@ CronSearch CronExpression::Search(absl::Time after) const {
           t = day;
           int64_t first_day = 0;
           if (!first(days_of_month, &first_day)) {
-          result.stop = CronSearch::kQuartzThrows;
-          return result;
-        }
+            result.stop = CronSearch::kQuartzThrows;
+            return result;
+          }
           int d = static_cast<int>(first_day);
-          const absl::Time n = NearestWeekday(
-              rep.time_zone, cl.Year(), static_cast<int>(mon), &d,
-              static_cast<int>(hr), static_cast<int>(min),
-              static_cast<int>(sec));
+          const absl::Time n =
+              NearestWeekday(rep.time_zone, cl.Year(), static_cast<int>(mon),
+                             &d, static_cast<int>(hr), static_cast<int>(min),
+                             static_cast<int>(sec));
           day = d;
           if (before_start(n)) {
             day = first_day;
@@ -909,16 +935,16 @@ CronSearch CronExpression::Search(absl::Time after) const {
           day = *st;
           if (day > DaysInMonth(cl.Year(), static_cast<int>(mon))) {
             if (!first(days_of_month, &day)) {
-          result.stop = CronSearch::kQuartzThrows;
-          return result;
-        }
+              result.stop = CronSearch::kQuartzThrows;
+              return result;
+            }
             ++mon;
           }
         } else {
           if (!first(days_of_month, &day)) {
-          result.stop = CronSearch::kQuartzThrows;
-          return result;
-        }
+            result.stop = CronSearch::kQuartzThrows;
+            return result;
+          }
           ++mon;
         }
         if (day != t || mon != tmon) {
@@ -934,11 +960,13 @@ CronSearch CronExpression::Search(absl::Time after) const {
         if (rep.last_day_of_week) {
           int64_t dow = 0;
           if (!first(days_of_week, &dow)) {
-          result.stop = CronSearch::kQuartzThrows;
-          return result;
-        }
+            result.stop = CronSearch::kQuartzThrows;
+            return result;
+          }
           const int cdow = cl.DayOfWeek();
-          int64_t add = cdow < dow ? dow - cdow : cdow > dow ? dow + 7 - cdow : 0;
+          int64_t add = cdow < dow   ? dow - cdow
+                        : cdow > dow ? dow + 7 - cdow
+                                     : 0;
           if (day + add > last_day) {
             cl.SetSecond(0);
             cl.SetMinute(0);
@@ -960,11 +988,13 @@ CronSearch CronExpression::Search(absl::Time after) const {
         } else if (rep.nth_day_of_week != 0) {
           int64_t dow = 0;
           if (!first(days_of_week, &dow)) {
-          result.stop = CronSearch::kQuartzThrows;
-          return result;
-        }
+            result.stop = CronSearch::kQuartzThrows;
+            return result;
+          }
           const int cdow = cl.DayOfWeek();
-          int64_t add = cdow < dow ? dow - cdow : cdow > dow ? dow + 7 - cdow : 0;
+          int64_t add = cdow < dow   ? dow - cdow
+                        : cdow > dow ? dow + 7 - cdow
+                                     : 0;
           const bool shifted = add > 0;
           day += add;
           int64_t week = day / 7;
@@ -991,12 +1021,13 @@ CronSearch CronExpression::Search(absl::Time after) const {
           const int cdow = cl.DayOfWeek();
           int64_t dow = 0;
           if (!first(days_of_week, &dow)) {
-          result.stop = CronSearch::kQuartzThrows;
-          return result;
-        }
+            result.stop = CronSearch::kQuartzThrows;
+            return result;
+          }
           if (std::optional<int> d = Tail(days_of_week, cdow)) dow = *d;
-          const int64_t add =
-              cdow < dow ? dow - cdow : cdow > dow ? dow + 7 - cdow : 0;
+          const int64_t add = cdow < dow   ? dow - cdow
+                              : cdow > dow ? dow + 7 - cdow
+                                           : 0;
           if (day + add > last_day) {
             cl.SetSecond(0);
             cl.SetMinute(0);

@@ -530,6 +530,12 @@ TEST(CronExpressionTest, ReadsWhatQuartzAccepts) {
         "2024-01-29T00:00:00Z", "2025-01-06T00:00:00Z"}},
       {"0 0 0 1 * ? 2024 1", "UTC", "2024-01-01T00:00:00Z",
        {"2024-02-01T00:00:00Z", "2024-03-01T00:00:00Z"}},
+      // Quartz's internal markers are values too: 99 is `*`, and 98 in
+      // day-of-month is `?`.
+      {"99 * * * * ?", "UTC", "2024-01-01T00:00:00Z",
+       {"2024-01-01T00:00:01Z", "2024-01-01T00:00:02Z"}},
+      {"0 0 0 98 * MON", "UTC", "2024-01-01T00:00:00Z",
+       {"2024-01-08T00:00:00Z", "2024-01-15T00:00:00Z"}},
       // Empty list items are skipped; `/0` after a value is that value, `*/0`
       // is `*`.
       {"0 0 0 ,1 * ?", "UTC", "2024-01-01T00:00:00Z",
