@@ -29,10 +29,11 @@ grpc::ServerUnaryReactor* AppAdminService::Run(grpc::CallbackServerContext* cont
                                                std::function<absl::Status(const Principal&)> fn) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   absl::optional<std::string> authorization = AuthorizationHeader(context->client_metadata());
+  std::string peer = PeerHost(context->peer());  // Failed authentications are limited per peer.
   auto task = [this, reactor, write, authorization = std::move(authorization),
-               fn = std::move(fn)] {
+               peer = std::move(peer), fn = std::move(fn)] {
     absl::StatusOr<Principal> p = auth_.Authorize(
-        authorization, {Role::kAdmin, Role::kOperator, Role::kViewer}, "AppAdminService");
+        authorization, {Role::kAdmin, Role::kOperator, Role::kViewer}, "AppAdminService", peer);
     absl::Status s = p.status();
     if (s.ok() && write && !IsAdmin(*p)) s = PermissionDenied(*p, "AppAdminService", "ADMIN");
     if (s.ok()) s = fn(*p);

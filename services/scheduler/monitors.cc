@@ -76,7 +76,7 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
     std::vector<int64_t> done;
     std::vector<int64_t> retry_job, retry_parent, retry_attempt, retry_shard_i, retry_shard_n;
     std::vector<std::string> retry_param;
-    std::vector<int64_t> child_job, child_parent;
+    std::vector<int64_t> child_job, child_parent, child_parent_job;
     for (const pqxx::row& r : rows) {
       const int64_t run_id = r[0].as<int64_t>();
       const int64_t job_id = r[1].as<int64_t>();
@@ -116,6 +116,7 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
           if (it.first != pqxx::array_parser::string_value) continue;
           child_job.push_back(std::stoll(it.second));
           child_parent.push_back(run_id);
+          child_parent_job.push_back(job_id);
         }
       }
     }
@@ -134,13 +135,18 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
       counts.retries = static_cast<int>(ins.size());
     }
     if (!child_job.empty()) {
+      // A child fires in its parent's app, or in an app within the parent's child_scope (the
+      // apps whoever last set its child_job_ids may operate; NULL: every app). So a child
+      // moved to another app since, or named by an operator of fewer apps, does not fire there.
       pqxx::result ins = tx.exec_params(
           "INSERT INTO fires (job_id, scheduled_at, trigger_type, status, parent_run_id, "
           "leader_epoch) SELECT u.job_id, now(), 6, 1, u.parent, $3 "
-          "FROM unnest($1::bigint[], $2::bigint[]) AS u(job_id, parent) "
-          "WHERE EXISTS (SELECT 1 FROM jobs WHERE id = u.job_id) "
+          "FROM unnest($1::bigint[], $2::bigint[], $4::bigint[]) AS u(job_id, parent, pjob) "
+          "WHERE EXISTS (SELECT 1 FROM jobs c JOIN jobs p ON p.id = u.pjob WHERE c.id = u.job_id "
+          "AND (c.app = p.app OR p.child_scope IS NULL OR c.app = ANY(p.child_scope))) "
           "ON CONFLICT DO NOTHING RETURNING id",
-          ToPgIntArray(child_job), ToPgIntArray(child_parent), epoch);
+          ToPgIntArray(child_job), ToPgIntArray(child_parent), epoch,
+          ToPgIntArray(child_parent_job));
       counts.children = static_cast<int>(ins.size());
     }
     if (!done.empty()) {

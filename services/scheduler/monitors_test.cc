@@ -133,6 +133,40 @@ TEST_F(MonitorsTest, SucceededRunTriggersEachChildOnce) {
   EXPECT_EQ(Exec("SELECT count(*) FROM fires WHERE trigger_type = 6"), 2);
 }
 
+TEST_F(MonitorsTest, ChildrenInAnotherAppFireOnlyWithinTheParentsChildScope) {
+  const int64_t same = Job(0);
+  const int64_t billing = Job(0);
+  Exec(absl::StrCat("UPDATE jobs SET app = 'billing' WHERE id = ", billing));
+  const std::string children = absl::StrCat("{", same, ",", billing, "}");
+  // Written by an operator of demo: only the demo child fires.
+  const int64_t by_operator = Job(0, children);
+  Exec(absl::StrCat("UPDATE jobs SET child_scope = '{demo}' WHERE id = ", by_operator));
+  // A job stored before child_scope existed gets the column default '{}': same app only.
+  const int64_t legacy = Job(0, children);
+  // Written by an operator of demo and billing, and by an ADMIN (NULL: every app).
+  const int64_t by_both = Job(0, children);
+  Exec(absl::StrCat("UPDATE jobs SET child_scope = '{demo,billing}' WHERE id = ", by_both));
+  const int64_t by_admin = Job(0, children);
+  Exec(absl::StrCat("UPDATE jobs SET child_scope = NULL WHERE id = ", by_admin));
+  const int64_t r1 = Run(by_operator, jobwheel::v1::RUN_STATUS_SUCCEEDED);
+  const int64_t r2 = Run(legacy, jobwheel::v1::RUN_STATUS_SUCCEEDED);
+  const int64_t r3 = Run(by_both, jobwheel::v1::RUN_STATUS_SUCCEEDED);
+  const int64_t r4 = Run(by_admin, jobwheel::v1::RUN_STATUS_SUCCEEDED);
+  auto counts = monitors_->RunOnce();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(counts->children, 1 + 1 + 2 + 2);
+  auto fired = [&](int64_t run, int64_t job) {
+    return Exec(absl::StrCat("SELECT count(*) FROM fires WHERE trigger_type = 6 AND "
+                             "parent_run_id = ", run, " AND job_id = ", job));
+  };
+  EXPECT_EQ(fired(r1, same), 1);
+  EXPECT_EQ(fired(r1, billing), 0);
+  EXPECT_EQ(fired(r2, same), 1);
+  EXPECT_EQ(fired(r2, billing), 0);
+  EXPECT_EQ(fired(r3, billing), 1);
+  EXPECT_EQ(fired(r4, billing), 1);
+}
+
 TEST_F(MonitorsTest, KilledAndDiscardedRunsAreNotRetried) {
   const int64_t job = Job(3);
   Run(job, jobwheel::v1::RUN_STATUS_KILLED);

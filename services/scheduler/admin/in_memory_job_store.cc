@@ -60,12 +60,23 @@ std::map<std::pair<int64_t, int32_t>, std::string> InMemoryJobStore::scripts() c
   return scripts_;
 }
 
+absl::StatusOr<std::optional<std::vector<std::string>>> InMemoryJobStore::child_scope(
+    int64_t job_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return JobNotFoundError(job_id);
+  return it->second.child_scope;
+}
+
 ChildGraphReader InMemoryJobStore::GraphReader() {
   return [this](const std::vector<int64_t>& ids) ABSL_NO_THREAD_SAFETY_ANALYSIS
          -> absl::StatusOr<ChildGraph> {
     ChildGraph graph;
     for (int64_t id : ids) {
-      if (jobs_.count(id)) graph.existing.insert(id);
+      auto it = jobs_.find(id);
+      if (it == jobs_.end()) continue;
+      graph.existing.insert(id);
+      graph.app_of[id] = it->second.job.app();
     }
     for (const auto& [id, stored] : jobs_) {
       if (stored.job.child_job_ids_size() > 0) {
@@ -81,6 +92,7 @@ Job InMemoryJobStore::Apply(int64_t id, const JobWrite& write) {
   stored.job = write.job;
   stored.job.set_id(id);
   stored.next_fire_at = write.next_fire_at;
+  if (write.write_child_scope) stored.child_scope = write.child_scope;
   if (write.next_fire_at) {
     *stored.job.mutable_next_fire_time() = ToProto(*write.next_fire_at);
   } else {

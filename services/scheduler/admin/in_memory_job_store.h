@@ -43,6 +43,8 @@ class InMemoryJobStore : public JobStore {
   std::set<std::string> apps() const;
   // (job_id, version) → source.
   std::map<std::pair<int64_t, int32_t>, std::string> scripts() const;
+  // The job's child_scope column (nullopt: every app); NOT_FOUND when missing.
+  absl::StatusOr<std::optional<std::vector<std::string>>> child_scope(int64_t job_id) const;
 
   absl::StatusOr<jobwheel::v1::Job> CreateJob(const JobMutation& prepare) override;
   absl::StatusOr<jobwheel::v1::Job> UpdateJob(int64_t id, const JobMutation& mutate) override;
@@ -65,6 +67,7 @@ class InMemoryJobStore : public JobStore {
   struct StoredJob {
     jobwheel::v1::Job job;
     std::optional<absl::Time> next_fire_at;
+    std::optional<std::vector<std::string>> child_scope = std::vector<std::string>();
   };
 
   ChildGraphReader GraphReader() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

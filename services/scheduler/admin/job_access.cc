@@ -1,6 +1,8 @@
 #include "services/scheduler/admin/job_access.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "services/scheduler/admin/job_store.h"
 
 namespace jobwheel::scheduler::admin {
 namespace {
@@ -31,6 +33,7 @@ absl::Status CheckCreate(const Principal& p, const jobwheel::v1::Job& job) {
 
 absl::Status CheckEdit(const Principal& p, const jobwheel::v1::Job& current,
                        const jobwheel::v1::Job& next) {
+  RETURN_IF_ERROR(CheckVisible(p, current.app(), JobNotFoundError(current.id())));
   if (!CanWriteApp(p, current.app())) {
     return PermissionDenied(p, absl::StrCat("job ", current.id()), Writer(current.app()));
   }
@@ -51,6 +54,17 @@ absl::Status CheckRead(const Principal& p, absl::string_view app, absl::string_v
 absl::Status CheckWrite(const Principal& p, absl::string_view app, absl::string_view what) {
   if (CanWriteApp(p, app)) return absl::OkStatus();
   return PermissionDenied(p, what, Writer(app));
+}
+
+absl::Status CheckVisible(const Principal& p, absl::string_view app, absl::Status not_found) {
+  if (CanReadApp(p, app)) return absl::OkStatus();
+  return not_found;
+}
+
+std::optional<std::vector<std::string>> WritableApps(const Principal& p) {
+  if (IsAdmin(p) || (p.role == Role::kOperator && p.all_apps)) return std::nullopt;
+  if (p.role != Role::kOperator) return std::vector<std::string>();
+  return p.apps;
 }
 
 absl::StatusOr<std::optional<std::vector<std::string>>> ListScope(

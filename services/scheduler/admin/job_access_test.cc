@@ -1,6 +1,7 @@
 #include "services/scheduler/admin/job_access.h"
 
 #include "gtest/gtest.h"
+#include "services/scheduler/admin/job_store.h"
 
 namespace jobwheel::scheduler::admin {
 namespace {
@@ -45,8 +46,9 @@ TEST(JobAccessTest, CreateNeedsWriteAccessAndAdminForScripts) {
 TEST(JobAccessTest, EditChecksBothAppsAndBothGlueTypes) {
   const Principal op = Make(Role::kOperator, {"demo", "demo2"});
   EXPECT_TRUE(CheckEdit(op, Job("demo", kHandler), Job("demo2", kHandler)).ok());
+  // Another app's job is answered like a missing one.
   EXPECT_EQ(CheckEdit(op, Job("other", kHandler), Job("demo", kHandler)).code(),
-            absl::StatusCode::kPermissionDenied);
+            absl::StatusCode::kNotFound);
   absl::Status s = CheckEdit(op, Job("demo", kHandler), Job("other", kHandler));
   EXPECT_EQ(s.message().rfind("job.app:", 0), 0u) << s;
   EXPECT_EQ(CheckEdit(op, Job("demo", kShell), Job("demo", kShell)).code(),
@@ -83,6 +85,20 @@ TEST(JobAccessTest, ReadAndWrite) {
   EXPECT_EQ(CheckWrite(viewer, "demo", "run 1").code(), absl::StatusCode::kPermissionDenied);
   absl::Status s = CheckWrite(Make(Role::kOperator, {"demo"}), "other", "run 12");
   EXPECT_EQ(s.message().rfind("run 12:", 0), 0u) << s;
+}
+
+TEST(JobAccessTest, OtherAppsIdsLookMissingAndWriterScopesFollowTheRole) {
+  const Principal op = Make(Role::kOperator, {"demo"});
+  EXPECT_TRUE(CheckVisible(op, "demo", JobNotFoundError(7)).ok());
+  absl::Status hidden = CheckVisible(op, "billing", JobNotFoundError(7));
+  EXPECT_EQ(hidden, JobNotFoundError(7));
+  EXPECT_EQ(CheckVisible(Make(Role::kViewer, {}), "demo", RunNotFoundError(3)),
+            RunNotFoundError(3));  // A viewer of no app sees nothing.
+  EXPECT_FALSE(WritableApps(Make(Role::kAdmin, {}, true)).has_value());
+  EXPECT_FALSE(WritableApps(Make(Role::kOperator, {"*"}, true)).has_value());
+  EXPECT_EQ(WritableApps(op), std::optional<std::vector<std::string>>({"demo"}));
+  EXPECT_EQ(WritableApps(Make(Role::kViewer, {}, true)),
+            std::optional<std::vector<std::string>>(std::vector<std::string>()));
 }
 
 }  // namespace

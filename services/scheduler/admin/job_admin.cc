@@ -1,5 +1,6 @@
 #include "services/scheduler/admin/job_admin.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -30,6 +31,15 @@ bool IsOpen(jobwheel::v1::RunStatus s) {
   return s == jobwheel::v1::RUN_STATUS_PENDING || s == jobwheel::v1::RUN_STATUS_RUNNING;
 }
 
+bool SameChildren(const google::protobuf::RepeatedField<int64_t>& a,
+                  const google::protobuf::RepeatedField<int64_t>& b) {
+  return std::vector<int64_t>(a.begin(), a.end()) == std::vector<int64_t>(b.begin(), b.end());
+}
+
+bool Contains(const std::vector<std::string>& apps, const std::string& app) {
+  return std::find(apps.begin(), apps.end(), app) != apps.end();
+}
+
 // "SUCCEEDED" for RUN_STATUS_SUCCEEDED.
 std::string StatusName(jobwheel::v1::RunStatus s) {
   std::string name = jobwheel::v1::RunStatus_Name(s);
@@ -45,12 +55,21 @@ JobAdmin::JobAdmin(JobStore& store, ExecutorClient& executors, const Clock& cloc
 
 absl::StatusOr<JobWrite> JobAdmin::PrepareWrite(const Job& merged, const Job* current,
                                                 const ChildGraphReader& read_graph,
-                                                absl::Time now) {
+                                                absl::Time now, const AppScope& writer) {
   const absl::Time created = current != nullptr ? FromProto(current->create_time()) : now;
   ASSIGN_OR_RETURN(Job job, NormalizeJob(merged, created));
+  // Children set by an earlier writer (unchanged list) keep that writer's scope.
+  const bool children_changed =
+      current == nullptr || !SameChildren(current->child_job_ids(), job.child_job_ids());
   if (job.child_job_ids_size() > 0) {
     const std::vector<int64_t> ids(job.child_job_ids().begin(), job.child_job_ids().end());
     ASSIGN_OR_RETURN(ChildGraph graph, read_graph(ids));
+    if (children_changed && writer.has_value()) {
+      // A job of an app the writer may not operate is answered like a missing one.
+      for (auto it = graph.app_of.begin(); it != graph.app_of.end(); ++it) {
+        if (!Contains(*writer, it->second)) graph.existing.erase(it->first);
+      }
+    }
     RETURN_IF_ERROR(CheckChildGraph(current != nullptr ? current->id() : 0, job, graph));
   }
   ASSIGN_OR_RETURN(Schedule schedule, Schedule::FromProto(job.schedule(), created, "job.schedule"));
@@ -68,10 +87,14 @@ absl::StatusOr<JobWrite> JobAdmin::PrepareWrite(const Job& merged, const Job* cu
   *job.mutable_create_time() = ToProto(created);
   *job.mutable_update_time() = ToProto(now);
   write.job = std::move(job);
+  if (children_changed) {
+    write.write_child_scope = true;
+    write.child_scope = writer;
+  }
   return write;
 }
 
-absl::StatusOr<Job> JobAdmin::CreateJob(const Job& job) {
+absl::StatusOr<Job> JobAdmin::CreateJob(const Job& job, const AppScope& writer) {
   Job input = job;
   input.clear_id();  // Output only.
   const absl::Time now = clock_.Now();
@@ -80,13 +103,13 @@ absl::StatusOr<Job> JobAdmin::CreateJob(const Job& job) {
   return store_.CreateJob(
       [&](const Job* current,
           const ChildGraphReader& read_graph) -> absl::StatusOr<std::optional<JobWrite>> {
-        ASSIGN_OR_RETURN(JobWrite write, PrepareWrite(input, current, read_graph, now));
+        ASSIGN_OR_RETURN(JobWrite write, PrepareWrite(input, current, read_graph, now, writer));
         return std::optional<JobWrite>(std::move(write));
       });
 }
 
 absl::StatusOr<Job> JobAdmin::UpdateJob(const Job& job, const google::protobuf::FieldMask& mask,
-                                        const WriteGuard& guard) {
+                                        const WriteGuard& guard, const AppScope& writer) {
   RETURN_IF_ERROR(ValidateId(job.id(), "job.id"));
   // Reject a bad mask before touching the store.
   RETURN_IF_ERROR(ApplyUpdateMask(Job(), job, mask).status());
@@ -98,7 +121,7 @@ absl::StatusOr<Job> JobAdmin::UpdateJob(const Job& job, const google::protobuf::
         ASSIGN_OR_RETURN(Job merged, ApplyUpdateMask(*current, job, mask));
         merged.set_id(current->id());
         if (guard) RETURN_IF_ERROR(guard(*current, merged));
-        ASSIGN_OR_RETURN(JobWrite write, PrepareWrite(merged, current, read_graph, now));
+        ASSIGN_OR_RETURN(JobWrite write, PrepareWrite(merged, current, read_graph, now, writer));
         return std::optional<JobWrite>(std::move(write));
       });
 }
@@ -146,7 +169,9 @@ absl::StatusOr<Job> JobAdmin::SetEnabled(int64_t id, bool enabled, const WriteGu
         merged.set_enabled(enabled);
         if (guard) RETURN_IF_ERROR(guard(*current, merged));
         if (current->enabled() == enabled) return std::optional<JobWrite>();
-        ASSIGN_OR_RETURN(JobWrite write, PrepareWrite(merged, current, read_graph, now));
+        // The child list is unchanged, so its scope is kept.
+        ASSIGN_OR_RETURN(JobWrite write,
+                         PrepareWrite(merged, current, read_graph, now, std::nullopt));
         return std::optional<JobWrite>(std::move(write));
       });
 }

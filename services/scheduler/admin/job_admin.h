@@ -36,10 +36,16 @@ class JobAdmin {
 
   JobAdmin(JobStore& store, ExecutorClient& executors, const Clock& clock);
 
-  absl::StatusOr<jobwheel::v1::Job> CreateJob(const jobwheel::v1::Job& job);
+  // `writer`: the apps the caller may operate (nullopt: every app). When a write sets or
+  // changes child_job_ids, each child must be a job of one of those apps (otherwise the same
+  // INVALID_ARGUMENT as a missing id: "job.child_job_ids[i]: job N does not exist"), and
+  // `writer` is stored as the job's child scope, which bounds the apps its children may fire in.
+  absl::StatusOr<jobwheel::v1::Job> CreateJob(const jobwheel::v1::Job& job,
+                                              const AppScope& writer = std::nullopt);
   absl::StatusOr<jobwheel::v1::Job> UpdateJob(const jobwheel::v1::Job& job,
                                               const google::protobuf::FieldMask& mask,
-                                              const WriteGuard& guard = nullptr);
+                                              const WriteGuard& guard = nullptr,
+                                              const AppScope& writer = std::nullopt);
   absl::StatusOr<jobwheel::v1::Job> GetJob(int64_t id);
   absl::StatusOr<jobwheel::v1::ListJobsResponse> ListJobs(const jobwheel::v1::ListJobsRequest& req,
                                                           const AppScope& scope = std::nullopt);
@@ -71,7 +77,8 @@ class JobAdmin {
   // Builds the write for `merged` (already merged with the current row, if any).
   absl::StatusOr<JobWrite> PrepareWrite(const jobwheel::v1::Job& merged,
                                         const jobwheel::v1::Job* current,
-                                        const ChildGraphReader& read_graph, absl::Time now);
+                                        const ChildGraphReader& read_graph, absl::Time now,
+                                        const AppScope& writer);
   absl::StatusOr<jobwheel::v1::Job> SetEnabled(int64_t id, bool enabled, const WriteGuard& guard);
 
   JobStore& store_;

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/failed_auth_limiter.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "services/scheduler/admin/job_access.h"
@@ -37,10 +38,11 @@ grpc::ServerUnaryReactor* JobAdminService::Handle(
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   // Copied here: authentication may query the database, so it runs on the pool.
   absl::optional<std::string> authorization = AuthorizationHeader(ctx->client_metadata());
-  const bool queued = pool_.Submit(
-      [this, reactor, authorization = std::move(authorization), work = std::move(work)]() {
-        absl::StatusOr<Principal> p =
-            auth_.Authorize(authorization, {Role::kAdmin, Role::kOperator, Role::kViewer}, kService);
+  std::string peer = PeerHost(ctx->peer());  // Failed authentications are limited per peer.
+  const bool queued = pool_.Submit([this, reactor, authorization = std::move(authorization),
+                                    peer = std::move(peer), work = std::move(work)]() {
+        absl::StatusOr<Principal> p = auth_.Authorize(
+            authorization, {Role::kAdmin, Role::kOperator, Role::kViewer}, kService, peer);
         absl::Status status = p.status();
         if (status.ok()) status = work(*p);
         reactor->Finish(ToGrpcStatus(status));
@@ -58,7 +60,7 @@ grpc::ServerUnaryReactor* JobAdminService::CreateJob(grpc::CallbackServerContext
   return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(CheckWriter(p, "CreateJob"));
     RETURN_IF_ERROR(CheckCreate(p, req->job()));
-    return Reply(core_.CreateJob(req->job()),
+    return Reply(core_.CreateJob(req->job(), WritableApps(p)),
                  [resp](jobwheel::v1::Job j) { *resp->mutable_job() = std::move(j); });
   });
 }
@@ -73,7 +75,7 @@ grpc::ServerUnaryReactor* JobAdminService::UpdateJob(grpc::CallbackServerContext
                                       const jobwheel::v1::Job& next) {
       return CheckEdit(p, current, next);
     };
-    return Reply(core_.UpdateJob(req->job(), req->update_mask(), guard),
+    return Reply(core_.UpdateJob(req->job(), req->update_mask(), guard, WritableApps(p)),
                  [resp](jobwheel::v1::Job j) { *resp->mutable_job() = std::move(j); });
   });
 }
@@ -83,7 +85,7 @@ grpc::ServerUnaryReactor* JobAdminService::GetJob(grpc::CallbackServerContext* c
                                                   jobwheel::v1::GetJobResponse* resp) {
   return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
     ASSIGN_OR_RETURN(jobwheel::v1::Job job, core_.GetJob(req->id()));
-    RETURN_IF_ERROR(CheckRead(p, job.app(), JobName(job.id())));
+    RETURN_IF_ERROR(CheckVisible(p, job.app(), JobNotFoundError(req->id())));
     *resp->mutable_job() = std::move(job);
     return absl::OkStatus();
   });
@@ -105,6 +107,7 @@ grpc::ServerUnaryReactor* JobAdminService::DeleteJob(grpc::CallbackServerContext
   return Handle(ctx, [this, req](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(CheckWriter(p, "DeleteJob"));
     ASSIGN_OR_RETURN(jobwheel::v1::Job job, core_.GetJob(req->id()));
+    RETURN_IF_ERROR(CheckVisible(p, job.app(), JobNotFoundError(req->id())));
     RETURN_IF_ERROR(CheckWrite(p, job.app(), JobName(job.id())));
     return core_.DeleteJob(req->id());
   });
@@ -116,6 +119,7 @@ grpc::ServerUnaryReactor* JobAdminService::PauseJob(grpc::CallbackServerContext*
   return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(CheckWriter(p, "PauseJob"));
     JobAdmin::WriteGuard guard = [&p](const jobwheel::v1::Job& current, const jobwheel::v1::Job&) {
+      RETURN_IF_ERROR(CheckVisible(p, current.app(), JobNotFoundError(current.id())));
       return CheckWrite(p, current.app(), JobName(current.id()));
     };
     return Reply(core_.PauseJob(req->id(), guard),
@@ -129,6 +133,7 @@ grpc::ServerUnaryReactor* JobAdminService::ResumeJob(grpc::CallbackServerContext
   return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(CheckWriter(p, "ResumeJob"));
     JobAdmin::WriteGuard guard = [&p](const jobwheel::v1::Job& current, const jobwheel::v1::Job&) {
+      RETURN_IF_ERROR(CheckVisible(p, current.app(), JobNotFoundError(current.id())));
       return CheckWrite(p, current.app(), JobName(current.id()));
     };
     return Reply(core_.ResumeJob(req->id(), guard),
@@ -142,6 +147,7 @@ grpc::ServerUnaryReactor* JobAdminService::TriggerJob(grpc::CallbackServerContex
   return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(CheckWriter(p, "TriggerJob"));
     ASSIGN_OR_RETURN(jobwheel::v1::Job job, core_.GetJob(req->id()));
+    RETURN_IF_ERROR(CheckVisible(p, job.app(), JobNotFoundError(req->id())));
     RETURN_IF_ERROR(CheckWrite(p, job.app(), JobName(job.id())));
     return Reply(core_.TriggerJob(*req), [resp](int64_t id) { resp->set_fire_id(id); });
   });
@@ -162,7 +168,7 @@ grpc::ServerUnaryReactor* JobAdminService::GetRun(grpc::CallbackServerContext* c
                                                   jobwheel::v1::GetRunResponse* resp) {
   return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
     ASSIGN_OR_RETURN(jobwheel::v1::Run run, core_.GetRun(req->id()));
-    RETURN_IF_ERROR(CheckRead(p, run.app(), RunName(run.id())));
+    RETURN_IF_ERROR(CheckVisible(p, run.app(), RunNotFoundError(req->id())));
     *resp->mutable_run() = std::move(run);
     return absl::OkStatus();
   });
@@ -174,6 +180,7 @@ grpc::ServerUnaryReactor* JobAdminService::KillRun(grpc::CallbackServerContext* 
   return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(CheckWriter(p, "KillRun"));
     ASSIGN_OR_RETURN(jobwheel::v1::Run run, core_.GetRun(req->id()));
+    RETURN_IF_ERROR(CheckVisible(p, run.app(), RunNotFoundError(req->id())));
     RETURN_IF_ERROR(CheckWrite(p, run.app(), RunName(run.id())));
     return Reply(core_.KillRun(req->id()),
                  [resp](jobwheel::v1::Run r) { *resp->mutable_run() = std::move(r); });
@@ -185,7 +192,7 @@ grpc::ServerUnaryReactor* JobAdminService::GetRunLog(grpc::CallbackServerContext
                                                      jobwheel::v1::GetRunLogResponse* resp) {
   return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
     ASSIGN_OR_RETURN(jobwheel::v1::Run run, core_.GetRun(req->id()));
-    RETURN_IF_ERROR(CheckRead(p, run.app(), RunName(run.id())));
+    RETURN_IF_ERROR(CheckVisible(p, run.app(), RunNotFoundError(req->id())));
     return Reply(core_.GetRunLog(*req),
                  [resp](jobwheel::v1::GetRunLogResponse r) { *resp = std::move(r); });
   });

@@ -236,29 +236,29 @@ TEST_F(JobAdminServiceTest, OperatorManagesOnlyItsAppsJobs) {
   EXPECT_EQ(denied.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_NE(denied.status().message().find("job.app"), std::string::npos) << denied.status();
 
-  // Write RPCs on the other app's job are refused and change nothing.
+  // Write RPCs on the other app's job are refused as for a missing id and change nothing.
   jobwheel::v1::PauseJobRequest pause;
   pause.set_id(other_job->id());
   jobwheel::v1::PauseJobResponse paused;
   EXPECT_EQ(stub_->PauseJob(Ctx(op).get(), pause, &paused).error_code(),
-            grpc::StatusCode::PERMISSION_DENIED);
+            grpc::StatusCode::NOT_FOUND);
   jobwheel::v1::TriggerJobRequest trigger;
   trigger.set_id(other_job->id());
   jobwheel::v1::TriggerJobResponse fired;
   EXPECT_EQ(stub_->TriggerJob(Ctx(op).get(), trigger, &fired).error_code(),
-            grpc::StatusCode::PERMISSION_DENIED);
+            grpc::StatusCode::NOT_FOUND);
   jobwheel::v1::DeleteJobRequest del;
   del.set_id(other_job->id());
   jobwheel::v1::DeleteJobResponse deleted;
   EXPECT_EQ(stub_->DeleteJob(Ctx(op).get(), del, &deleted).error_code(),
-            grpc::StatusCode::PERMISSION_DENIED);
+            grpc::StatusCode::NOT_FOUND);
   jobwheel::v1::UpdateJobRequest update;
   update.mutable_job()->set_id(other_job->id());
   update.mutable_job()->set_param("x");
   update.mutable_update_mask()->add_paths("param");
   jobwheel::v1::UpdateJobResponse updated;
   EXPECT_EQ(stub_->UpdateJob(Ctx(op).get(), update, &updated).error_code(),
-            grpc::StatusCode::PERMISSION_DENIED);
+            grpc::StatusCode::NOT_FOUND);
   // Moving its own job into another app is refused too.
   update.mutable_job()->set_id(mine->id());
   update.mutable_job()->set_app("other");
@@ -272,8 +272,7 @@ TEST_F(JobAdminServiceTest, OperatorManagesOnlyItsAppsJobs) {
   ASSERT_TRUE(stub_->GetJob(Ctx().get(), get, &got).ok());
   EXPECT_TRUE(got.job().enabled());
   EXPECT_EQ(got.job().param(), "");
-  EXPECT_EQ(stub_->GetJob(Ctx(op).get(), get, &got).error_code(),
-            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(stub_->GetJob(Ctx(op).get(), get, &got).error_code(), grpc::StatusCode::NOT_FOUND);
 
   // Its own job: pause, trigger, update work.
   pause.set_id(mine->id());
@@ -303,7 +302,7 @@ TEST_F(JobAdminServiceTest, OperatorManagesOnlyItsAppsJobs) {
 
 TEST_F(JobAdminServiceTest, ViewerOnlyReads) {
   Start(AdminToken());
-  const std::string viewer = Token("viewer", Role::kViewer, {});
+  const std::string viewer = Token("viewer", Role::kViewer, {"*"});
   auto job = Create(kToken, ValidJob());
   ASSERT_TRUE(job.ok());
   EXPECT_EQ(Create(viewer, ValidJob()).status().code(), absl::StatusCode::kPermissionDenied);
@@ -398,7 +397,7 @@ TEST_F(JobAdminServiceTest, DashboardStatsAndCountsAreScoped) {
   }
   const std::string viewer_alpha = Token("viewer-alpha", Role::kViewer, {"alpha"});
   const std::string op_beta = Token("ops-beta", Role::kOperator, {"beta"});
-  const std::string viewer_all = Token("viewer-all", Role::kViewer, {});
+  const std::string viewer_all = Token("viewer-all", Role::kViewer, {"*"});
   const std::string exec_alpha = Token("exec-alpha", Role::kExecutor, {"alpha"});
 
   auto stats = [&](const std::string& token, const std::string& app, grpc::Status* status) {

@@ -20,6 +20,8 @@ namespace jobwheel::scheduler::admin {
 struct ChildGraph {
   // Which of the requested child ids name existing jobs.
   absl::flat_hash_set<int64_t> existing;
+  // The app of each of those.
+  absl::flat_hash_map<int64_t, std::string> app_of;
   // child_job_ids of every job that has any.
   absl::flat_hash_map<int64_t, std::vector<int64_t>> children;
 };
@@ -38,6 +40,11 @@ struct JobWrite {
   std::optional<absl::Time> next_fire_at;
   // Records job.script_source as version job.script_version in `scripts`.
   bool new_script_version = false;
+  // Writes `child_scope` (always on create): the apps the writer of child_job_ids may operate
+  // (nullopt: every app). At fire time a child in another app than its parent's fires only
+  // when its app is in this scope.
+  bool write_child_scope = false;
+  std::optional<std::vector<std::string>> child_scope;
 };
 
 // Computes the row to write from the locked current row (nullptr on create). Returning
@@ -116,6 +123,15 @@ struct ManualFire {
 };
 
 enum class ExecutorState { kUnknown, kOffline, kOnline };
+
+// What a missing job or run answers; also what an id of an app the caller may not read answers,
+// so the answer does not tell whether it exists.
+inline absl::Status JobNotFoundError(int64_t id) {
+  return absl::NotFoundError("job " + std::to_string(id) + " not found");
+}
+inline absl::Status RunNotFoundError(int64_t id) {
+  return absl::NotFoundError("run " + std::to_string(id) + " not found");
+}
 
 // Durable state behind JobAdmin. Every write that changes a job runs in one transaction that
 // locks the job row, writes it with its next_fire_at, and deletes the job's pending

@@ -127,8 +127,10 @@ ChildGraphReader MakeGraphReader(pqxx::work& tx) {
       tx.exec(kLockChildGraphSql);
       ChildGraph graph;
       for (const pqxx::row& row :
-           tx.exec_params("SELECT id FROM jobs WHERE id = ANY($1::bigint[])", ToPgIntArray(ids))) {
+           tx.exec_params("SELECT id, app FROM jobs WHERE id = ANY($1::bigint[])",
+                          ToPgIntArray(ids))) {
         graph.existing.insert(row[0].as<int64_t>());
+        graph.app_of[row[0].as<int64_t>()] = row[1].as<std::string>();
       }
       for (const pqxx::row& row :
            tx.exec("SELECT id, child_job_ids FROM jobs WHERE cardinality(child_job_ids) > 0")) {
@@ -148,13 +150,9 @@ ChildGraphReader MakeGraphReader(pqxx::work& tx) {
   };
 }
 
-absl::Status JobNotFound(int64_t id) {
-  return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
-}
+absl::Status JobNotFound(int64_t id) { return JobNotFoundError(id); }
 
-absl::Status RunNotFound(int64_t id) {
-  return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
-}
+absl::Status RunNotFound(int64_t id) { return RunNotFoundError(id); }
 
 // Writes `w` after the mutation: app registration, the row, the script version, stale fires.
 void ApplyWrite(pqxx::work& tx, int64_t id, const JobWrite& w) {
@@ -164,6 +162,11 @@ void ApplyWrite(pqxx::work& tx, int64_t id, const JobWrite& w) {
                    static_cast<int>(w.job.glue_type()), w.job.script_source());
   }
   tx.exec_params(kDeleteFutureFiresSql, id, PgTime(w.next_fire_at));
+  if (w.write_child_scope) {
+    std::optional<std::string> scope;  // NULL: every app.
+    if (w.child_scope.has_value()) scope = ToPgArray(*w.child_scope);
+    tx.exec_params("UPDATE jobs SET child_scope = $2::text[] WHERE id = $1::bigint", id, scope);
+  }
 }
 
 }  // namespace

@@ -96,6 +96,15 @@ absl::Status TokenAdmin::Validate(const jobwheel::v1::CreateTokenRequest& req, a
   std::set<std::string> seen;
   for (int i = 0; i < req.apps_size(); ++i) {
     const std::string field = absl::StrCat("apps[", i, "]");
+    if (req.apps(i) == kAllApps) {
+      if (role != Role::kViewer && role != Role::kOperator) {
+        return Invalid(field, "\"*\" (every app) is for ROLE_VIEWER and ROLE_OPERATOR only");
+      }
+      if (req.apps_size() > 1) {
+        return Invalid(field, "\"*\" (every app) must be the only app");
+      }
+      continue;
+    }
     RETURN_IF_ERROR(CheckAppName(field, req.apps(i)));
     if (!seen.insert(req.apps(i)).second) {
       return Invalid(field, absl::StrCat("duplicate app ", req.apps(i)));
@@ -104,8 +113,10 @@ absl::Status TokenAdmin::Validate(const jobwheel::v1::CreateTokenRequest& req, a
   if (role == Role::kAdmin && req.apps_size() > 0) {
     return Invalid("apps", "must be empty for ROLE_ADMIN (an admin acts on every app)");
   }
+  // A VIEWER with no apps reads no app ("*" reads every app).
   if ((role == Role::kOperator || role == Role::kExecutor) && req.apps_size() == 0) {
-    return Invalid("apps", "must name at least one app for ROLE_OPERATOR and ROLE_EXECUTOR");
+    return Invalid("apps", "must name at least one app (or \"*\" for every app, ROLE_OPERATOR "
+                           "only) for ROLE_OPERATOR and ROLE_EXECUTOR");
   }
   if (req.has_expire_time()) {
     const auto& ts = req.expire_time();

@@ -20,11 +20,12 @@ grpc::ServerUnaryReactor* TokenAdminService::Handle(grpc::CallbackServerContext*
                                                     std::function<absl::Status(const Principal&)> work) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   absl::optional<std::string> authorization = AuthorizationHeader(ctx->client_metadata());
+  std::string peer = PeerHost(ctx->peer());  // Failed authentications are limited per peer.
   const bool queued = pool_.Submit([this, reactor, what = std::string(what), admin_only,
                                     authorization = std::move(authorization),
-                                    work = std::move(work)]() {
+                                    peer = std::move(peer), work = std::move(work)]() {
     absl::StatusOr<Principal> p = auth_.Authorize(
-        authorization, {Role::kAdmin, Role::kOperator, Role::kViewer}, "TokenAdminService");
+        authorization, {Role::kAdmin, Role::kOperator, Role::kViewer}, "TokenAdminService", peer);
     absl::Status status = p.status();
     if (status.ok() && admin_only && !IsAdmin(*p)) status = PermissionDenied(*p, what, "ADMIN");
     if (status.ok()) {

@@ -123,6 +123,10 @@ TEST_F(TokenAdminServiceTest, OnlyAdminsAndValidRequests) {
            {"x", jobwheel::v1::ROLE_EXECUTOR, {}, "apps"},
            {"x", jobwheel::v1::ROLE_OPERATOR, {"de mo"}, "apps[0]"},
            {"x", jobwheel::v1::ROLE_OPERATOR, {"a", "a"}, "apps[1]"},
+           {"x", jobwheel::v1::ROLE_EXECUTOR, {"*"}, "apps[0]"},
+           {"x", jobwheel::v1::ROLE_ADMIN, {"*"}, "apps[0]"},
+           {"x", jobwheel::v1::ROLE_VIEWER, {"demo", "*"}, "apps[1]"},
+           {"x", jobwheel::v1::ROLE_OPERATOR, {"*", "demo"}, "apps[0]"},
        }) {
     grpc::Status s = Create(kAdmin, c.name, c.role, c.apps, &resp);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.name;
@@ -136,6 +140,10 @@ TEST_F(TokenAdminServiceTest, OnlyAdminsAndValidRequests) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(s.error_message().rfind("expire_time:", 0), 0u) << s.error_message();
   EXPECT_TRUE(store_.Hashes().empty());
+  // "*" alone: every app, for viewers and operators; a viewer may also have no app.
+  EXPECT_TRUE(Create(kAdmin, "viewer-all", jobwheel::v1::ROLE_VIEWER, {"*"}, &resp).ok());
+  EXPECT_TRUE(Create(kAdmin, "ops-all", jobwheel::v1::ROLE_OPERATOR, {"*"}, &resp).ok());
+  EXPECT_TRUE(Create(kAdmin, "viewer-none", jobwheel::v1::ROLE_VIEWER, {}, &resp).ok());
   jobwheel::v1::RevokeTokenRequest revoke;
   revoke.set_id(-1);
   jobwheel::v1::RevokeTokenResponse revoked;
