@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace jobwheel {
@@ -38,8 +39,11 @@ absl::Status CheckBearer(const std::multimap<grpc::string_ref, grpc::string_ref>
   for (const std::string& t : policy.tokens) {
     if (!t.empty() && ConstantTimeEquals(*token, t)) ok = true;
   }
-  if (!ok) return absl::UnauthenticatedError("invalid token");
-  return absl::OkStatus();
+  if (ok) return absl::OkStatus();
+  if (policy.callers != nullptr && absl::StartsWith(*token, kCallerTokenPrefix)) {
+    return policy.callers->Verify(*token).status();
+  }
+  return absl::UnauthenticatedError("invalid token");
 }
 
 absl::StatusOr<std::string> ReadTokenFile(const std::string& path, absl::string_view flag) {
@@ -55,6 +59,15 @@ absl::StatusOr<std::string> ReadTokenFile(const std::string& path, absl::string_
 
 void AddBearer(grpc::ClientContext& ctx, const std::string& token) {
   if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+}
+
+absl::Status AddCallerToken(grpc::ClientContext& ctx, CallerTokenSigner* signer,
+                            absl::string_view audience) {
+  if (signer == nullptr) return absl::OkStatus();
+  absl::StatusOr<std::string> token = signer->TokenFor(audience);
+  if (!token.ok()) return token.status();
+  AddBearer(ctx, *token);
+  return absl::OkStatus();
 }
 
 }  // namespace jobwheel

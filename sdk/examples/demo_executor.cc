@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/auth.h"
+#include "common/caller_token.h"
 #include "common/flags.h"
 #include "common/logging.h"
 #include "common/mutex_mode.h"
@@ -37,6 +38,11 @@ ABSL_FLAG(std::string, executor_token_file, "",
           "File with the token presented to the registry and dispatcher");
 ABSL_FLAG(std::string, cluster_token_file, "",
           "File with the token callers of ExecutorService must present");
+ABSL_FLAG(std::string, dispatcher_public_key_file, "",
+          "PEM file with the dispatchers' Ed25519 public key(s): verifies their Run/Kill/Beat "
+          "calls");
+ABSL_FLAG(std::string, scheduler_public_key_file, "",
+          "PEM file with the scheduler's Ed25519 public key(s): verifies its Kill/Log calls");
 ABSL_FLAG(bool, insecure_dev, false, "Accept unauthenticated calls (development only)");
 ABSL_FLAG(bool, allow_scripts, false, "Run shell/python script jobs");
 ABSL_FLAG(int, log_retention_days, 30, "Delete run-log day folders older than this");
@@ -191,10 +197,25 @@ int main(int argc, char** argv) {
   }
   options.executor_token = *executor_token;
   options.cluster_token = *cluster_token;
-  if (!options.insecure_dev && (options.executor_token.empty() || options.cluster_token.empty())) {
+  auto dispatcher_keys = jobwheel::ReadKeyFile(absl::GetFlag(FLAGS_dispatcher_public_key_file),
+                                               "--dispatcher_public_key_file");
+  auto scheduler_keys = jobwheel::ReadKeyFile(absl::GetFlag(FLAGS_scheduler_public_key_file),
+                                              "--scheduler_public_key_file");
+  if (!dispatcher_keys.ok() || !scheduler_keys.ok()) {
+    spdlog::critical("{}", (!dispatcher_keys.ok() ? dispatcher_keys : scheduler_keys)
+                               .status()
+                               .ToString());
+    return 2;
+  }
+  options.dispatcher_public_keys = *dispatcher_keys;
+  options.scheduler_public_keys = *scheduler_keys;
+  const bool callers_known =
+      !options.cluster_token.empty() ||
+      (!options.dispatcher_public_keys.empty() && !options.scheduler_public_keys.empty());
+  if (!options.insecure_dev && (options.executor_token.empty() || !callers_known)) {
     spdlog::critical(
-        "refusing to start: set --executor_token_file and --cluster_token_file, or "
-        "--insecure_dev for development");
+        "refusing to start: set --executor_token_file, --dispatcher_public_key_file and "
+        "--scheduler_public_key_file, or --insecure_dev for development");
     return 2;
   }
 

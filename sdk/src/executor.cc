@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "common/auth.h"
+#include "common/caller_token.h"
 #include "common/clock.h"
 #include "common/grpc_server.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
@@ -166,6 +167,25 @@ class ExecutorCore {
     TokenPolicy policy;
     policy.insecure_dev = options_.insecure_dev;
     if (!options_.cluster_token.empty()) policy.tokens.push_back(options_.cluster_token);
+    std::shared_ptr<CallerTokenVerifier> callers;
+    if (!options_.dispatcher_public_keys.empty() || !options_.scheduler_public_keys.empty()) {
+      // The audience is the advertised address, known once the port is bound (below).
+      CallerTokenVerifier::Options vo;
+      if (!options_.dispatcher_public_keys.empty()) {
+        vo.public_keys_pem[std::string(kIssuerDispatcher)] = options_.dispatcher_public_keys;
+      }
+      if (!options_.scheduler_public_keys.empty()) {
+        vo.public_keys_pem[std::string(kIssuerScheduler)] = options_.scheduler_public_keys;
+      }
+      auto verifier = CallerTokenVerifier::Create(std::move(vo), clock);
+      if (!verifier.ok()) {
+        runs_->Shutdown(absl::ZeroDuration(), absl::Seconds(1));
+        reporter_->Shutdown();
+        return verifier.status();
+      }
+      callers = std::move(*verifier);
+      policy.callers = callers;
+    }
     service_ = std::make_unique<ExecutorGrpcService>(runs_.get(), logs_.get(), policy);
     ServerTls server_tls{options_.tls_cert_file, options_.tls_key_file,
                          options_.tls_client_ca_file};
@@ -183,6 +203,7 @@ class ExecutorCore {
     keep_warm_->Start();
     advertise_ = ComputeAdvertiseAddress(options_.advertise_address, options_.listen_address,
                                          port_);
+    if (callers != nullptr) callers->SetAudience(advertise_);
     runs_->SetExecutorAddress(advertise_);
     runs_->Start();
 

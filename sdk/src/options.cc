@@ -17,10 +17,11 @@ absl::Status ExecutorOptions::Validate() const {
   if (log_dir.empty()) return absl::InvalidArgumentError("log_dir: must not be empty");
   if (spool_dir.empty()) return absl::InvalidArgumentError("spool_dir: must not be empty");
   if (!insecure_dev) {
-    if (cluster_token.empty()) {
+    if (cluster_token.empty() &&
+        (dispatcher_public_keys.empty() || scheduler_public_keys.empty())) {
       return absl::InvalidArgumentError(
-          "cluster_token: required (callers of ExecutorService must present it) unless "
-          "insecure_dev is set");
+          "dispatcher_public_keys/scheduler_public_keys: required (callers of ExecutorService "
+          "present tokens signed with their keys) unless insecure_dev is set");
     }
     if (executor_token.empty()) {
       return absl::InvalidArgumentError(

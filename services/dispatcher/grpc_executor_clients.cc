@@ -21,10 +21,13 @@ absl::StatusOr<std::shared_ptr<v1::ExecutorService::Stub>> GrpcExecutorClients::
   return stub;
 }
 
-void GrpcExecutorClients::Prepare(grpc::ClientContext& ctx, absl::Duration deadline) const {
+absl::Status GrpcExecutorClients::Prepare(grpc::ClientContext& ctx, absl::string_view address,
+                                          absl::Duration deadline) const {
   ctx.set_deadline(std::chrono::system_clock::now() +
                    std::chrono::microseconds(absl::ToInt64Microseconds(deadline)));
+  if (signer_ != nullptr) return AddCallerToken(ctx, signer_, address);
   AddBearer(ctx, token_);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::RunResponse> GrpcExecutorClients::Run(absl::string_view address,
@@ -33,7 +36,7 @@ absl::StatusOr<v1::RunResponse> GrpcExecutorClients::Run(absl::string_view addre
   auto stub = StubFor(address);
   if (!stub.ok()) return stub.status();
   grpc::ClientContext ctx;
-  Prepare(ctx, deadline);
+  if (absl::Status auth = Prepare(ctx, address, deadline); !auth.ok()) return auth;
   // The executor is online (the registry says so), but after it restarted at the same address
   // the cached channel may still be in reconnect backoff: wait for it within the deadline
   // instead of failing at once.
@@ -65,7 +68,11 @@ void GrpcExecutorClients::CallAsync(absl::string_view address, Request request,
   call->request = std::move(request);
   call->stub = *stub;
   call->done = std::move(done);
-  Prepare(call->ctx, deadline);
+  if (absl::Status auth = Prepare(call->ctx, address, deadline); !auth.ok()) {
+    call->done(auth);
+    delete call;
+    return;
+  }
   call->ctx.set_wait_for_ready(true);  // As Run(): ride out a reconnecting channel.
   start(*call->stub, &call->ctx, &call->request, &call->response, [call](grpc::Status s) {
     if (s.ok()) {
@@ -102,7 +109,7 @@ absl::Status GrpcExecutorClients::Beat(absl::string_view address, absl::Duration
   auto stub = StubFor(address);
   if (!stub.ok()) return stub.status();
   grpc::ClientContext ctx;
-  Prepare(ctx, deadline);
+  if (absl::Status auth = Prepare(ctx, address, deadline); !auth.ok()) return auth;
   v1::BeatResponse response;
   return FromGrpcStatus((*stub)->Beat(&ctx, v1::BeatRequest(), &response));
 }
@@ -113,7 +120,7 @@ absl::StatusOr<v1::IdleBeatResponse> GrpcExecutorClients::IdleBeat(absl::string_
   auto stub = StubFor(address);
   if (!stub.ok()) return stub.status();
   grpc::ClientContext ctx;
-  Prepare(ctx, deadline);
+  if (absl::Status auth = Prepare(ctx, address, deadline); !auth.ok()) return auth;
   v1::IdleBeatRequest request;
   request.set_job_id(job_id);
   v1::IdleBeatResponse response;

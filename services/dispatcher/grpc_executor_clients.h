@@ -6,18 +6,22 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "common/caller_token.h"
 #include "common/grpc_server.h"
 #include "jobwheel/v1/executor.grpc.pb.h"
 #include "services/dispatcher/executor_clients.h"
 
 namespace jobwheel::dispatcher {
 
-// ExecutorClients over gRPC: one channel per executor address, reused, with the cluster token
-// on every call. Thread-safe.
+// ExecutorClients over gRPC: one channel per executor address, reused. Every call carries a
+// token `signer` (the dispatcher's key; not owned) made for that executor's address, so a
+// token one executor sees is worth nothing at another; without a signer, `cluster_token`.
+// Thread-safe.
 class GrpcExecutorClients : public ExecutorClients {
  public:
-  GrpcExecutorClients(std::string cluster_token, ClientTls tls)
-      : token_(std::move(cluster_token)), tls_(std::move(tls)) {}
+  GrpcExecutorClients(std::string cluster_token, ClientTls tls,
+                      CallerTokenSigner* signer = nullptr)
+      : token_(std::move(cluster_token)), tls_(std::move(tls)), signer_(signer) {}
 
   absl::StatusOr<v1::RunResponse> Run(absl::string_view address, const v1::RunRequest& request,
                                       absl::Duration deadline) override;
@@ -32,7 +36,8 @@ class GrpcExecutorClients : public ExecutorClients {
 
  private:
   absl::StatusOr<std::shared_ptr<v1::ExecutorService::Stub>> StubFor(absl::string_view address);
-  void Prepare(grpc::ClientContext& ctx, absl::Duration deadline) const;
+  absl::Status Prepare(grpc::ClientContext& ctx, absl::string_view address,
+                       absl::Duration deadline) const;
   // One unary call on the callback API: `start(stub, ctx, request, response, on_done)` issues
   // it (e.g. stub.async()->Run(...)); `done` gets the answer exactly once.
   template <typename Request, typename Response, typename Start>
@@ -41,6 +46,7 @@ class GrpcExecutorClients : public ExecutorClients {
 
   const std::string token_;
   const ClientTls tls_;
+  CallerTokenSigner* const signer_;
   static constexpr size_t kMaxStubs = 4096;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<v1::ExecutorService::Stub>> stubs_

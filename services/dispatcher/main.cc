@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/auth.h"
+#include "common/caller_token.h"
 #include "common/clock.h"
 #include "common/flags.h"
 #include "common/insecure_dev.h"
@@ -51,6 +52,12 @@ ABSL_FLAG(std::string, executor_token_file, "",
 ABSL_FLAG(std::string, cluster_token_file, "",
           "token the scheduler presents (Dispatch) and this dispatcher presents to executors and "
           "the registry");
+ABSL_FLAG(std::string, signing_key_file, "",
+          "this dispatcher's Ed25519 private key (PEM): signs its short-lived tokens to executors "
+          "(audience: the executor's address) and the registry (WatchExecutors)");
+ABSL_FLAG(std::string, scheduler_public_key_file, "",
+          "the scheduler's Ed25519 public key(s) (PEM; several during a rotation): Dispatch "
+          "accepts only tokens they verify");
 ABSL_FLAG(bool, insecure_dev, false, "accept unauthenticated calls (development only)");
 ABSL_FLAG(int, fast_pool_threads, 8, "trigger threads for fast jobs");
 ABSL_FLAG(int, slow_pool_threads, 4, "trigger threads for jobs whose trigger calls are slow");
@@ -95,6 +102,8 @@ struct Config {
   std::string replica_id;
   std::string executor_token;
   std::string cluster_token;
+  std::string signing_key;            // PEM.
+  std::string scheduler_public_keys;  // PEM.
   bool insecure_dev = false;
   int fast_threads = 8;
   int slow_threads = 4;
@@ -111,11 +120,12 @@ struct Config {
   absl::Status Validate() const {
     if (db_dsn.empty()) return absl::InvalidArgumentError("--db_dsn: required");
     if (registry_target.empty()) return absl::InvalidArgumentError("--registry_target: required");
-    if (!insecure_dev && cluster_token.empty()) {
+    if (!insecure_dev && cluster_token.empty() &&
+        (signing_key.empty() || scheduler_public_keys.empty())) {
       return absl::InvalidArgumentError(
-          "no credentials: --cluster_token_file is required (executors then present "
-          "--executor_token_file's token or per-app API tokens), or --insecure_dev for local "
-          "development");
+          "no credentials: --signing_key_file and --scheduler_public_key_file are required "
+          "(executors then present --executor_token_file's token or per-app API tokens), or "
+          "--insecure_dev for local development");
     }
     if (absl::Status s = CheckInsecureDevListen(insecure_dev, listen); !s.ok()) return s;
     if (server_tls.cert_file.empty() != server_tls.key_file.empty()) {
@@ -176,6 +186,13 @@ absl::StatusOr<Config> ConfigFromFlags() {
   auto cluster_token = ReadTokenFile(absl::GetFlag(FLAGS_cluster_token_file), "--cluster_token_file");
   if (!cluster_token.ok()) return cluster_token.status();
   c.cluster_token = *cluster_token;
+  auto signing_key = ReadKeyFile(absl::GetFlag(FLAGS_signing_key_file), "--signing_key_file");
+  if (!signing_key.ok()) return signing_key.status();
+  c.signing_key = *signing_key;
+  auto scheduler_keys = ReadKeyFile(absl::GetFlag(FLAGS_scheduler_public_key_file),
+                                    "--scheduler_public_key_file");
+  if (!scheduler_keys.ok()) return scheduler_keys.status();
+  c.scheduler_public_keys = *scheduler_keys;
   c.insecure_dev = absl::GetFlag(FLAGS_insecure_dev);
   c.fast_threads = absl::GetFlag(FLAGS_fast_pool_threads);
   c.slow_threads = absl::GetFlag(FLAGS_slow_pool_threads);
@@ -239,9 +256,36 @@ int Run(const Config& c) {
     spdlog::error("--registry_target: {}", registry_channel.status().ToString());
     return 1;
   }
+  std::unique_ptr<CallerTokenSigner> signer;
+  if (!c.signing_key.empty()) {
+    CallerTokenSigner::Options signer_options;
+    signer_options.issuer = std::string(kIssuerDispatcher);
+    auto created = CallerTokenSigner::Create(c.signing_key, signer_options, RealClock::Get());
+    if (!created.ok()) {
+      spdlog::error("--signing_key_file: {}", created.status().ToString());
+      return 2;
+    }
+    signer = std::move(*created);
+  }
+  // Dispatch: only the scheduler, with tokens for audience "dispatcher".
+  std::shared_ptr<CallerTokenVerifier> scheduler_verifier;
+  if (!c.scheduler_public_keys.empty()) {
+    CallerTokenVerifier::Options verifier_options;
+    verifier_options.public_keys_pem[std::string(kIssuerScheduler)] = c.scheduler_public_keys;
+    verifier_options.audience = std::string(kAudienceDispatcher);
+    auto created = CallerTokenVerifier::Create(verifier_options, RealClock::Get());
+    if (!created.ok()) {
+      spdlog::error("--scheduler_public_key_file: {}", created.status().ToString());
+      return 2;
+    }
+    scheduler_verifier = std::move(*created);
+  }
+  RegistryWatcher::Options watcher_options;
+  watcher_options.cluster_token = c.cluster_token;
+  watcher_options.signer = signer.get();
   RegistryWatcher watcher(v1::RegistryService::NewStub(*registry_channel), directory,
-                          RegistryWatcher::Options{c.cluster_token});
-  GrpcExecutorClients executors(c.cluster_token, c.client_tls);
+                          watcher_options);
+  GrpcExecutorClients executors(c.cluster_token, c.client_tls, signer.get());
   absl::BitGen gen;
   Router::Options router_options;
   router_options.probe_deadline = c.probe_deadline;
@@ -265,11 +309,11 @@ int Run(const Config& c) {
   PgTokenStore token_store(pg);
   TokenAuthenticator::Options auth_options;
   auth_options.insecure_dev = c.insecure_dev;
-  auth_options.cluster_token = c.cluster_token;
   auth_options.executor_token = c.executor_token;
   TokenAuthenticator executor_auth(auth_options, &token_store, RealClock::Get());
   DispatcherServiceImpl service(dispatcher, db_work,
-                                TokenPolicy{c.insecure_dev, {c.cluster_token}}, executor_auth);
+                                TokenPolicy{c.insecure_dev, {c.cluster_token}, scheduler_verifier},
+                                executor_auth);
 
   // Handle SIGTERM/SIGINT synchronously in this thread.
   sigset_t signals;

@@ -36,7 +36,13 @@ void RegistryWatcher::Loop() {
   absl::Duration backoff = options_.initial_backoff;
   while (true) {
     grpc::ClientContext ctx;
-    AddBearer(ctx, options_.cluster_token);
+    if (options_.signer != nullptr) {
+      // Fails only if signing fails, which a loaded key does not.
+      absl::Status auth = AddCallerToken(ctx, options_.signer, kAudienceRegistry);
+      if (!auth.ok()) spdlog::error("registry watch: {}", auth.ToString());
+    } else {
+      AddBearer(ctx, options_.cluster_token);
+    }
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;

@@ -7,6 +7,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/caller_token.h"
 #include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
 #include "services/dispatcher/executor_directory.h"
@@ -22,6 +23,9 @@ class RegistryWatcher {
  public:
   struct Options {
     std::string cluster_token;
+    // Signs the watch's token (audience "registry") with the dispatcher's key; not owned.
+    // Without it, cluster_token.
+    CallerTokenSigner* signer = nullptr;
     absl::Duration initial_backoff = absl::Milliseconds(200);
     absl::Duration max_backoff = absl::Seconds(5);
   };

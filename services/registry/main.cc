@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/auth.h"
+#include "common/caller_token.h"
 #include "common/clock.h"
 #include "common/flags.h"
 #include "common/insecure_dev.h"
@@ -59,6 +60,9 @@ ABSL_FLAG(std::string, executor_token_file, "",
           "tokens from TokenAdminService work without it");
 ABSL_FLAG(std::string, cluster_token_file, "",
           "Token dispatchers present on WatchExecutors/ListExecutors (required)");
+ABSL_FLAG(std::string, dispatcher_public_key_file, "",
+          "The dispatchers' Ed25519 public key(s) (PEM; several during a rotation): "
+          "WatchExecutors accepts only tokens they verify (required)");
 ABSL_FLAG(std::string, admin_token_file, "",
           "Bootstrap admin token for AppAdminService; optional: ADMIN/OPERATOR/VIEWER tokens from "
           "TokenAdminService work without it");
@@ -83,6 +87,7 @@ struct ServerConfig {
   bool insecure_dev = false;
   std::string executor_token;
   std::string cluster_token;
+  std::string dispatcher_public_keys;  // PEM.
   std::string admin_token;
   ServerTls tls;
 
@@ -93,11 +98,11 @@ struct ServerConfig {
     if (drain_grace < absl::ZeroDuration()) {
       return absl::InvalidArgumentError("--drain_grace: must not be negative");
     }
-    if (!insecure_dev && cluster_token.empty()) {
+    if (!insecure_dev && cluster_token.empty() && dispatcher_public_keys.empty()) {
       return absl::InvalidArgumentError(
-          "no credentials: --cluster_token_file is required (with --executor_token_file and "
-          "--admin_token_file, or API tokens from TokenAdminService), or --insecure_dev for "
-          "development");
+          "no credentials: --dispatcher_public_key_file is required (with "
+          "--executor_token_file and --admin_token_file, or API tokens from TokenAdminService), "
+          "or --insecure_dev for development");
     }
     if (absl::Status s = CheckInsecureDevListen(insecure_dev, listen); !s.ok()) return s;
     if (tls.cert_file.empty() != tls.key_file.empty()) {
@@ -130,6 +135,10 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   auto cluster = ReadTokenFile(absl::GetFlag(FLAGS_cluster_token_file), "--cluster_token_file");
   if (!cluster.ok()) return cluster.status();
   c.cluster_token = *cluster;
+  auto dispatcher_keys = ReadKeyFile(absl::GetFlag(FLAGS_dispatcher_public_key_file),
+                                     "--dispatcher_public_key_file");
+  if (!dispatcher_keys.ok()) return dispatcher_keys.status();
+  c.dispatcher_public_keys = *dispatcher_keys;
   auto admin = ReadTokenFile(absl::GetFlag(FLAGS_admin_token_file), "--admin_token_file");
   if (!admin.ok()) return admin.status();
   c.admin_token = *admin;
@@ -211,12 +220,24 @@ int Run() {
   TokenAuthenticator::Options auth_options;
   auth_options.insecure_dev = config.insecure_dev;
   auth_options.admin_token = config.admin_token;
-  auth_options.cluster_token = config.cluster_token;
   auth_options.executor_token = config.executor_token;
   TokenAuthenticator authenticator(auth_options, &token_store, clock);
   RegistryService::Options service_options;
   service_options.authenticator = &authenticator;
   service_options.cluster_policy = TokenPolicy{config.insecure_dev, {config.cluster_token}};
+  if (!config.dispatcher_public_keys.empty()) {
+    // WatchExecutors: only dispatchers, with tokens for audience "registry".
+    CallerTokenVerifier::Options verifier_options;
+    verifier_options.public_keys_pem[std::string(kIssuerDispatcher)] =
+        config.dispatcher_public_keys;
+    verifier_options.audience = std::string(kAudienceRegistry);
+    auto verifier = CallerTokenVerifier::Create(verifier_options, clock);
+    if (!verifier.ok()) {
+      spdlog::critical("--dispatcher_public_key_file: {}", verifier.status().ToString());
+      return 2;
+    }
+    service_options.cluster_policy.callers = std::move(*verifier);
+  }
   // API-token callers (the console) get running/queued/last beat from the table, which beats
   // update; the in-memory view holds them as of registration.
   service_options.load_store = &executor_store;

@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/caller_token.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
 
 namespace jobwheel::scheduler {
@@ -18,11 +19,14 @@ class DispatchClient {
       const jobwheel::v1::DispatchRequest& request) = 0;
 };
 
-// Over gRPC; the channel balances calls over all dispatcher replicas (round_robin).
+// Over gRPC; the channel balances calls over all dispatcher replicas (round_robin). Each call
+// carries a token `signer` (the scheduler's key) made for audience "dispatcher"; without a
+// signer, `cluster_token` (none when empty: --insecure_dev).
 class GrpcDispatchClient : public DispatchClient {
  public:
   GrpcDispatchClient(std::shared_ptr<grpc::Channel> channel, std::string cluster_token,
-                     absl::Duration deadline = absl::Seconds(5));
+                     absl::Duration deadline = absl::Seconds(5),
+                     CallerTokenSigner* signer = nullptr);
   absl::StatusOr<jobwheel::v1::DispatchResponse> Dispatch(
       const jobwheel::v1::DispatchRequest& request) override;
 
@@ -30,6 +34,7 @@ class GrpcDispatchClient : public DispatchClient {
   std::unique_ptr<jobwheel::v1::DispatcherService::StubInterface> stub_;
   const std::string token_;
   const absl::Duration deadline_;
+  CallerTokenSigner* const signer_;  // Not owned; may be null.
 };
 
 }  // namespace jobwheel::scheduler

@@ -9,6 +9,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
+#include "common/caller_token.h"
 #include "common/pg_token_store.h"
 #include "common/token_auth.h"
 #include "common/clock.h"
@@ -71,6 +72,9 @@ ABSL_FLAG(std::string, admin_token_file, "",
           "File holding the bootstrap admin token (ADMIN role; create further tokens with "
           "TokenAdminService)");
 ABSL_FLAG(std::string, cluster_token_file, "", "File holding the cluster token (to dispatchers and executors)");
+ABSL_FLAG(std::string, signing_key_file, "",
+          "The scheduler's Ed25519 private key (PEM): signs its short-lived tokens to dispatchers "
+          "(Dispatch) and executors (Kill, Log), who hold its public key");
 ABSL_FLAG(bool, insecure_dev, false, "Run without authentication (development only)");
 ABSL_FLAG(bool, migrate_only, false, "Apply schema migrations and exit");
 ABSL_FLAG(std::string, tls_cert, "", "Server certificate (PEM); enables TLS");
@@ -143,10 +147,20 @@ int main(int argc, char** argv) {
   auto cluster_token = ReadTokenFile(absl::GetFlag(FLAGS_cluster_token_file), "--cluster_token_file");
   if (!admin_token.ok()) return Fail(admin_token.status().ToString());
   if (!cluster_token.ok()) return Fail(cluster_token.status().ToString());
-  if (!insecure && (admin_token->empty() || cluster_token->empty())) {
+  auto signing_key = ReadKeyFile(absl::GetFlag(FLAGS_signing_key_file), "--signing_key_file");
+  if (!signing_key.ok()) return Fail(signing_key.status().ToString());
+  if (!insecure && (admin_token->empty() || (cluster_token->empty() && signing_key->empty()))) {
     return Fail(
-        "no credentials: give --admin_token_file and --cluster_token_file, or --insecure_dev "
+        "no credentials: give --admin_token_file and --signing_key_file, or --insecure_dev "
         "for a development setup without authentication");
+  }
+  std::unique_ptr<CallerTokenSigner> signer;
+  if (!signing_key->empty()) {
+    CallerTokenSigner::Options signer_options;
+    signer_options.issuer = std::string(kIssuerScheduler);
+    auto created = CallerTokenSigner::Create(*signing_key, signer_options, RealClock::Get());
+    if (!created.ok()) return Fail(absl::StrCat("--signing_key_file: ", created.status().message()));
+    signer = std::move(*created);
   }
   if (insecure) spdlog::warn("INSECURE DEV MODE: the admin API accepts unauthenticated calls");
 
@@ -171,7 +185,8 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_tls_key));
   auto dispatcher_channel = MakeChannel(absl::GetFlag(FLAGS_dispatcher_target), client_tls);
   if (!dispatcher_channel.ok()) return Fail(dispatcher_channel.status().ToString());
-  GrpcDispatchClient dispatch_client(*dispatcher_channel, *cluster_token);
+  GrpcDispatchClient dispatch_client(*dispatcher_channel, *cluster_token, absl::Seconds(5),
+                                     signer.get());
 
   std::unique_ptr<Alarm> alarm = std::make_unique<NoAlarm>();
   if (!absl::GetFlag(FLAGS_alarm_webhook_url).empty()) {
@@ -213,13 +228,12 @@ int main(int argc, char** argv) {
   Monitors monitors(monitor_options, elector, *alarm, RealClock::Get(), metrics);
 
   admin::PgJobStore job_store(pool);
-  admin::GrpcExecutorClient executor_client(client_tls, *cluster_token);
+  admin::GrpcExecutorClient executor_client(client_tls, *cluster_token, {}, signer.get());
   admin::JobAdmin job_admin(job_store, executor_client, RealClock::Get());
   PgTokenStore token_store(pool);
   TokenAuthenticator::Options auth_options;
   auth_options.insecure_dev = insecure;
   auth_options.admin_token = *admin_token;
-  auth_options.cluster_token = *cluster_token;
   TokenAuthenticator authenticator(auth_options, &token_store, RealClock::Get());
   admin::JobAdminService admin_service(job_admin, authenticator);
   admin::TokenAdmin token_admin(token_store, RealClock::Get());

@@ -9,8 +9,18 @@
 namespace jobwheel::scheduler::admin {
 
 GrpcExecutorClient::GrpcExecutorClient(ClientTls tls, std::string cluster_token,
-                                       GrpcExecutorClientOptions options)
-    : tls_(std::move(tls)), cluster_token_(std::move(cluster_token)), options_(options) {}
+                                       GrpcExecutorClientOptions options,
+                                       CallerTokenSigner* signer)
+    : tls_(std::move(tls)),
+      cluster_token_(std::move(cluster_token)),
+      options_(options),
+      signer_(signer) {}
+
+absl::Status GrpcExecutorClient::Authorize(grpc::ClientContext& ctx, absl::string_view address) {
+  if (signer_ != nullptr) return AddCallerToken(ctx, signer_, address);
+  AddBearer(ctx, cluster_token_);
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::shared_ptr<jobwheel::v1::ExecutorService::StubInterface>>
 GrpcExecutorClient::Stub(absl::string_view address) {
@@ -32,7 +42,7 @@ absl::StatusOr<jobwheel::v1::KillResponse> GrpcExecutorClient::Kill(
   if (!stub.ok()) return stub.status();
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.kill_deadline));
-  AddBearer(ctx, cluster_token_);
+  if (absl::Status auth = Authorize(ctx, address); !auth.ok()) return auth;
   jobwheel::v1::KillResponse resp;
   grpc::Status s = (*stub)->Kill(&ctx, req, &resp);
   if (!s.ok()) return FromGrpcStatus(s);
@@ -45,7 +55,7 @@ absl::StatusOr<jobwheel::v1::LogResponse> GrpcExecutorClient::Log(
   if (!stub.ok()) return stub.status();
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.log_deadline));
-  AddBearer(ctx, cluster_token_);
+  if (absl::Status auth = Authorize(ctx, address); !auth.ok()) return auth;
   jobwheel::v1::LogResponse resp;
   grpc::Status s = (*stub)->Log(&ctx, req, &resp);
   if (!s.ok()) return FromGrpcStatus(s);

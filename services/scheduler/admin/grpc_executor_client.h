@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/caller_token.h"
 #include "common/grpc_server.h"
 #include "jobwheel/v1/executor.grpc.pb.h"
 #include "services/scheduler/admin/executor_client.h"
@@ -24,10 +25,11 @@ struct GrpcExecutorClientOptions {
 // ExecutorClient over gRPC: one cached channel per executor address. Thread-safe.
 class GrpcExecutorClient : public ExecutorClient {
  public:
-  // `cluster_token` is presented as `authorization: Bearer <token>` (--cluster_token_file);
-  // empty sends none.
+  // Each call carries a token `signer` (the scheduler's key; not owned) made for the
+  // executor's address; without a signer, `cluster_token` as `authorization: Bearer <token>`
+  // (empty sends none).
   GrpcExecutorClient(ClientTls tls, std::string cluster_token,
-                     GrpcExecutorClientOptions options = {});
+                     GrpcExecutorClientOptions options = {}, CallerTokenSigner* signer = nullptr);
 
   absl::StatusOr<jobwheel::v1::KillResponse> Kill(absl::string_view address,
                                                   const jobwheel::v1::KillRequest& req) override;
@@ -37,10 +39,12 @@ class GrpcExecutorClient : public ExecutorClient {
  private:
   absl::StatusOr<std::shared_ptr<jobwheel::v1::ExecutorService::StubInterface>> Stub(
       absl::string_view address);
+  absl::Status Authorize(grpc::ClientContext& ctx, absl::string_view address);
 
   const ClientTls tls_;
   const std::string cluster_token_;
   const GrpcExecutorClientOptions options_;
+  CallerTokenSigner* const signer_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<jobwheel::v1::ExecutorService::StubInterface>>
       stubs_ ABSL_GUARDED_BY(mu_);
