@@ -47,8 +47,9 @@ struct CronSearch {
 //    (`5X` is 5, `MONDAY` is MON, `MON-FRI/2` is MON-FRI); `0-59/61` is 0
 //    (no increment limit in a range); `*/0` is `*`; `L` in second, minute,
 //    hour, month or year selects nothing; `15W,20` is `15W`.
-//  * `nW` on a day the month lacks rolls into the next month (31W in
-//    February fires near March 3), as Java's lenient calendar does.
+//  * `nW` on a day the month lacks is a day of the next month to Java's
+//    lenient calendar: `30W 2` fires on February 29 when March 1 is a
+//    Saturday (2036, 2064), `31W 2` never fires.
 //  * around DST: a civil time in a spring-forward gap never fires and the
 //    search goes on after the gap (with the odd skips of Quartz's
 //    field-by-field search); a repeated civil time fires once, at its second
@@ -56,7 +57,11 @@ struct CronSearch {
 //    same wall-clock time in the second.
 //  * a few valid expressions make Quartz throw or loop forever; Search()
 //    says so and NextAfter() returns nullopt for them.
-// Years run to kCronMaxYear (see above).
+// Years run to kCronMaxYear (see above). Two more edges where Quartz is not
+// a function of its input: for `W`, it compares the candidate day's time with
+// the start using the wall clock's milliseconds (we take 0, which is exact
+// for whole-second starts); and starts before 1900 are searched from 1900
+// here (Java's calendar turns Julian before 1582).
 class CronExpression {
  public:
   // Returns INVALID_ARGUMENT naming the field and the reason, e.g.
