@@ -39,7 +39,7 @@ ABSL_FLAG(std::string, pgbench, "pgbench", "pgbench binary");
 ABSL_FLAG(std::string, token_dir, "", "Directory with admin, cluster and executor token files");
 ABSL_FLAG(std::string, results_dir, "bench/results", "Where the JSON result goes");
 ABSL_FLAG(std::string, git_commit, "", "The commit measured (recorded in the result file)");
-ABSL_FLAG(std::string, scenarios, "refs,throughput,burst,peak,detection,failover,memory",
+ABSL_FLAG(std::string, scenarios, "refs,throughput,burst,peak,detection,failover,memory,flood",
           "Comma list of scenarios to run");
 ABSL_FLAG(int, executors, 2, "Bench executors the load is spread over (ROUND routing)");
 ABSL_FLAG(int, jobs, 5000, "throughput: every-second jobs, i.e. the offered fires/s");
@@ -65,6 +65,10 @@ ABSL_FLAG(int, burst_jobs, 5000, "burst: cron jobs all due on the same second");
 ABSL_FLAG(absl::Duration, burst_duration, absl::Seconds(15), "burst: measured window");
 ABSL_FLAG(int, failover_jobs, 1000, "failover: every-second jobs running during the kill");
 ABSL_FLAG(int, detection_trials, 3, "detection: trials per signal");
+ABSL_FLAG(int, flood_clients, 200,
+          "flood: unauthenticated clients (half GetLeader, half junk tokens) on the leader");
+ABSL_FLAG(int, flood_jobs, 500, "flood: every-second jobs firing during the flood");
+ABSL_FLAG(absl::Duration, flood_duration, absl::Seconds(15), "flood: measured window");
 ABSL_FLAG(int, memory_jobs, 100000, "memory: jobs defined");
 ABSL_FLAG(int, memory_period_s, 50, "memory: each job fires every this many seconds");
 ABSL_FLAG(absl::Duration, memory_duration, absl::Seconds(30), "memory: measured window");
@@ -109,6 +113,9 @@ BenchOptions OptionsFromFlags() {
   o.burst_duration = absl::GetFlag(FLAGS_burst_duration);
   o.failover_jobs = absl::GetFlag(FLAGS_failover_jobs);
   o.detection_trials = absl::GetFlag(FLAGS_detection_trials);
+  o.flood_clients = absl::GetFlag(FLAGS_flood_clients);
+  o.flood_jobs = absl::GetFlag(FLAGS_flood_jobs);
+  o.flood_duration = absl::GetFlag(FLAGS_flood_duration);
   o.memory_jobs = absl::GetFlag(FLAGS_memory_jobs);
   o.memory_period_s = absl::GetFlag(FLAGS_memory_period_s);
   o.memory_duration = absl::GetFlag(FLAGS_memory_duration);
@@ -145,6 +152,7 @@ absl::Status RunScenarios(Context& ctx) {
   if (o.Wants("memory")) RETURN_IF_ERROR(RunMemory(ctx));
   if (o.Wants("peak")) RETURN_IF_ERROR(RunPeak(ctx));
   if (o.Wants("detection")) RETURN_IF_ERROR(RunDetection(ctx));
+  if (o.Wants("flood")) RETURN_IF_ERROR(RunFlood(ctx));
   return absl::OkStatus();
 }
 

@@ -18,6 +18,10 @@ absl::Status BenchOptions::Validate() const {
     return absl::InvalidArgumentError("--executors and the job counts must be positive");
   }
   if (memory_period_s < 1) return absl::InvalidArgumentError("--memory_period_s must be >= 1");
+  if (flood_clients < 2 || flood_jobs < 1 || flood_duration < absl::Seconds(1)) {
+    return absl::InvalidArgumentError(
+        "--flood_clients must be >= 2, --flood_jobs >= 1 and --flood_duration >= 1s");
+  }
   if (duration < absl::Seconds(1) || burst_duration < absl::Seconds(1) ||
       peak_duration < absl::Seconds(1) || memory_duration < absl::Seconds(1)) {
     return absl::InvalidArgumentError("measurement windows must be at least 1s");

@@ -46,6 +46,9 @@ struct BenchOptions {
 
   int failover_jobs = 1000;
   int detection_trials = 3;
+  int flood_clients = 200;
+  int flood_jobs = 500;
+  absl::Duration flood_duration = absl::Seconds(15);
 
   // Attach to a running stack instead of starting one.
   std::string attach_registry;

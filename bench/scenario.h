@@ -30,6 +30,7 @@ absl::Status RunFailover(Context& ctx);
 absl::Status RunMemory(Context& ctx);
 absl::Status RunPeak(Context& ctx);
 absl::Status RunDetection(Context& ctx);
+absl::Status RunFlood(Context& ctx);  // Not against an attached stack.
 
 }  // namespace jobwheel::bench
 
