@@ -257,6 +257,45 @@ TEST_F(PgJobStoreTest, UpdateRejectsCycleAndLeavesRowAlone) {
   EXPECT_EQ(admin_->GetJob(a.id())->param(), "");
 }
 
+TEST_F(PgJobStoreTest, ChildrenOutsideTheWritersAppsLookMissingAndTheScopeIsStored) {
+  Job billing = MustCreate(CronJob("billing-job", "billing"));
+  Job child = MustCreate(CronJob("child"));
+  auto scope_of = [&](int64_t id) {
+    return Sql("SELECT coalesce(array_to_string(child_scope, ','), 'NULL') FROM jobs WHERE id = " +
+               std::to_string(id))[0][0]
+        .as<std::string>();
+  };
+  const JobAdmin::AppScope demo = std::vector<std::string>{"demo"};
+  Job in = CronJob("parent");
+  in.add_child_job_ids(billing.id());
+  auto refused = admin_->CreateJob(in, demo);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.status().message(),
+            absl::StrCat("job.child_job_ids[0]: job ", billing.id(), " does not exist"));
+  in.set_child_job_ids(0, child.id());
+  auto parent = admin_->CreateJob(in, demo);
+  ASSERT_TRUE(parent.ok()) << parent.status();
+  EXPECT_EQ(scope_of(parent->id()), "demo");
+  EXPECT_EQ(scope_of(child.id()), "NULL");  // Created with the default writer: every app.
+  // An admin links billing: every app (NULL); pausing keeps it.
+  Job patch;
+  patch.set_id(parent->id());
+  patch.add_child_job_ids(child.id());
+  patch.add_child_job_ids(billing.id());
+  google::protobuf::FieldMask mask;
+  mask.add_paths("child_job_ids");
+  ASSERT_TRUE(admin_->UpdateJob(patch, mask).ok());
+  EXPECT_EQ(scope_of(parent->id()), "NULL");
+  ASSERT_TRUE(admin_->PauseJob(parent->id()).ok());
+  EXPECT_EQ(scope_of(parent->id()), "NULL");
+  // An operator of demo and billing rewrites the list: its apps.
+  patch.clear_child_job_ids();
+  patch.add_child_job_ids(billing.id());
+  ASSERT_TRUE(
+      admin_->UpdateJob(patch, mask, nullptr, std::vector<std::string>{"demo", "billing"}).ok());
+  EXPECT_EQ(scope_of(parent->id()), "demo,billing");
+}
+
 TEST_F(PgJobStoreTest, ConcurrentUpdatesCannotCloseACycleBetweenThem) {
   Job a = MustCreate(CronJob("a"));
   Job b = MustCreate(CronJob("b"));
