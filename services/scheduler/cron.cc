@@ -513,11 +513,6 @@ class JavaCalendar {
  public:
   explicit JavaCalendar(const absl::TimeZone& tz) : tz_(tz) {}
 
-  void SetTime(absl::Time t) {
-    civil_ = absl::ToCivilSecond(t, tz_);
-    time_ = t;
-    dirty_ = false;
-  }
   // Sets the fields to `civil`'s, as a series of set() calls would.
   void SetCivil(int64_t y, int64_t mo, int64_t d, int64_t h, int64_t mi,
                 int64_t s) {
@@ -544,11 +539,11 @@ class JavaCalendar {
     d_ = v;
     dirty_ = true;
   }
-  void SetMonth(int64_t v) {
+  void SetMonth(int64_t v) {  // 1-based
     Fields();
     mo_ = v;
     dirty_ = true;
-  }  // 1-based
+  }
   void SetYear(int64_t v) {
     Fields();
     y_ = v;
