@@ -256,4 +256,33 @@ absl::Status AddressPolicy::Check(absl::string_view app, absl::string_view addre
                              app, " (--executor_address_allowlist)"));
 }
 
+absl::StatusOr<AddressPolicyOptions> AddressPolicyOptionsFromFlags(
+    absl::string_view allow_loopback, bool allow_link_local, absl::string_view allowlist,
+    absl::string_view listen) {
+  AddressPolicyOptions o;
+  if (allow_loopback == "auto") {
+    const size_t colon = listen.rfind(':');
+    o.allow_loopback =
+        colon != absl::string_view::npos && colon > 0 && IsLoopbackHost(listen.substr(0, colon));
+  } else if (allow_loopback == "true") {
+    o.allow_loopback = true;
+  } else if (allow_loopback != "false") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--allow_loopback_executors: \"", allow_loopback, "\" is not auto, true or false"));
+  }
+  o.allow_link_local = allow_link_local;
+  absl::StatusOr<std::vector<AddressAllowRule>> rules =
+      ParseAddressAllowlist(allowlist, "--executor_address_allowlist");
+  if (!rules.ok()) return rules.status();
+  o.allowlist = *std::move(rules);
+  return o;
+}
+
+std::string DescribeAddressPolicy(const AddressPolicyOptions& options) {
+  return absl::StrCat("executor addresses: the caller's own; loopback ",
+                      options.allow_loopback ? "allowed" : "refused", ", link-local ",
+                      options.allow_link_local ? "allowed" : "refused", ", ",
+                      options.allowlist.size(), " allowlist entries");
+}
+
 }  // namespace jobwheel::registry

@@ -88,6 +88,16 @@ class AddressPolicy {
 // Whether `host` of a listen address ("127.0.0.1", "[::1]", "localhost") is loopback.
 bool IsLoopbackHost(absl::string_view host);
 
+// The options from the registry's flags: --allow_loopback_executors ("auto": allowed exactly
+// when `listen` is a loopback address, i.e. a local stack; "true"; "false"),
+// --allow_link_local_executors and --executor_address_allowlist. INVALID_ARGUMENT naming the
+// flag on a bad value.
+absl::StatusOr<AddressPolicyOptions> AddressPolicyOptionsFromFlags(
+    absl::string_view allow_loopback, bool allow_link_local, absl::string_view allowlist,
+    absl::string_view listen);
+// One line for the start-up log: what the policy allows.
+std::string DescribeAddressPolicy(const AddressPolicyOptions& options);
+
 }  // namespace jobwheel::registry
 
 #endif  // JOBWHEEL_SERVICES_REGISTRY_ADDRESS_POLICY_H_

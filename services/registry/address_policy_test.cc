@@ -157,6 +157,31 @@ TEST(AddressPolicyTest, DnsNamesNeedACertificateOrTheAllowlist) {
   ExpectDenied(Policy().Check("demo", "10.0.0.77:7200", tls), "not the caller's");
 }
 
+TEST(AddressPolicyOptionsFromFlagsTest, LoopbackFollowsTheListenAddressInAutoMode) {
+  auto local = AddressPolicyOptionsFromFlags("auto", false, "", "127.0.0.1:7101");
+  ASSERT_TRUE(local.ok());
+  EXPECT_TRUE(local->allow_loopback);
+  EXPECT_TRUE(AddressPolicyOptionsFromFlags("auto", false, "", "[::1]:7101")->allow_loopback);
+  EXPECT_TRUE(AddressPolicyOptionsFromFlags("auto", false, "", "localhost:0")->allow_loopback);
+  EXPECT_FALSE(AddressPolicyOptionsFromFlags("auto", false, "", "0.0.0.0:7101")->allow_loopback);
+  EXPECT_FALSE(AddressPolicyOptionsFromFlags("auto", false, "", "[::]:7101")->allow_loopback);
+  EXPECT_FALSE(AddressPolicyOptionsFromFlags("auto", false, "", "10.0.0.2:7101")->allow_loopback);
+  EXPECT_TRUE(AddressPolicyOptionsFromFlags("true", false, "", "0.0.0.0:1")->allow_loopback);
+  EXPECT_FALSE(AddressPolicyOptionsFromFlags("false", false, "", "127.0.0.1:1")->allow_loopback);
+  auto bad = AddressPolicyOptionsFromFlags("yes", false, "", "127.0.0.1:1");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("--allow_loopback_executors"), std::string::npos);
+  auto list = AddressPolicyOptionsFromFlags("auto", true, "demo=10.0.0.0/8,x", "0.0.0.0:1");
+  EXPECT_NE(list.status().message().find("--executor_address_allowlist"), std::string::npos);
+  auto ok = AddressPolicyOptionsFromFlags("false", true, "demo=10.0.0.0/8", "0.0.0.0:1");
+  ASSERT_TRUE(ok.ok());
+  EXPECT_TRUE(ok->allow_link_local);
+  EXPECT_EQ(ok->allowlist.size(), 1u);
+  EXPECT_EQ(DescribeAddressPolicy(*ok),
+            "executor addresses: the caller's own; loopback refused, link-local allowed, 1 "
+            "allowlist entries");
+}
+
 TEST(IsLoopbackHostTest, ListenHosts) {
   EXPECT_TRUE(IsLoopbackHost("127.0.0.1"));
   EXPECT_TRUE(IsLoopbackHost("[::1]"));

@@ -27,6 +27,7 @@
 #include "common/token_auth.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
+#include "services/registry/address_policy.h"
 #include "services/registry/app_admin_service.h"
 #include "services/registry/executor_view.h"
 #include "services/registry/pg_app_store.h"
@@ -72,6 +73,16 @@ ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 ABSL_FLAG(std::string, tls_cert, "", "Server certificate (PEM); plaintext when empty");
 ABSL_FLAG(std::string, tls_key, "", "Server private key (PEM)");
 ABSL_FLAG(std::string, tls_client_ca, "", "When set, clients must present a cert signed by it");
+ABSL_FLAG(std::string, allow_loopback_executors, "auto",
+          "Executors may register loopback addresses: auto (only when --listen is loopback, i.e. "
+          "a local stack), true or false");
+ABSL_FLAG(bool, allow_link_local_executors, false,
+          "Executors may register link-local addresses (cloud metadata addresses never)");
+ABSL_FLAG(std::string, executor_address_allowlist, "",
+          "app=cidr|ip|host,... (app * = every app): addresses executors may register besides "
+          "their own peer address (NAT, proxies, DNS names without mutual TLS)");
+ABSL_FLAG(absl::Duration, register_deadline, absl::Seconds(5),
+          "A Heartbeat stream without a valid register after this long is closed");
 
 namespace jobwheel::registry {
 namespace {
@@ -128,6 +139,7 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   c.registry.beat_interval = absl::GetFlag(FLAGS_beat_interval);
   c.registry.beat_deadline = absl::GetFlag(FLAGS_beat_deadline);
   c.registry.lease = absl::GetFlag(FLAGS_lease);
+  c.registry.register_deadline = absl::GetFlag(FLAGS_register_deadline);
   c.insecure_dev = absl::GetFlag(FLAGS_insecure_dev);
   auto executor = ReadTokenFile(absl::GetFlag(FLAGS_executor_token_file), "--executor_token_file");
   if (!executor.ok()) return executor.status();
@@ -241,6 +253,16 @@ int Run() {
   // API-token callers (the console) get running/queued/last beat from the table, which beats
   // update; the in-memory view holds them as of registration.
   service_options.load_store = &executor_store;
+  auto address_options = AddressPolicyOptionsFromFlags(
+      absl::GetFlag(FLAGS_allow_loopback_executors), absl::GetFlag(FLAGS_allow_link_local_executors),
+      absl::GetFlag(FLAGS_executor_address_allowlist), config.listen);
+  if (!address_options.ok()) {
+    spdlog::critical("{}", std::string(address_options.status().message()));
+    return 2;
+  }
+  spdlog::info("{}", DescribeAddressPolicy(*address_options));
+  const AddressPolicy address_policy(*std::move(address_options));
+  service_options.address_policy = &address_policy;
   RegistryService registry_service(registry, view, work, &metrics, service_options);
   AppAdminService app_admin(app_store, view, work, authenticator);
   int port = 0;

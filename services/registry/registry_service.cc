@@ -2,12 +2,14 @@
 
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "services/registry/token_session_credential.h"
 #include "services/registry/validation.h"
 #include "spdlog/spdlog.h"
 
@@ -24,6 +26,7 @@ class RegistryService::HeartbeatReactor final
   HeartbeatReactor(RegistryService* service, grpc::CallbackServerContext* context)
       : service_(service),
         peer_(context->peer()),
+        caller_(CallerOf(*context)),
         authorization_(AuthorizationHeader(context->client_metadata())) {
     // A missing token is refused at once; a present one is checked (possibly against the
     // database) on the pool with the Register message, which names the app.
@@ -115,6 +118,34 @@ class RegistryService::HeartbeatReactor final
   void Close(const absl::Status& status) override { BeginClose(ToGrpcStatus(status)); }
 
  private:
+  // The peer and, with mutual TLS, the verified client certificate's subjectAltNames.
+  static CallerIdentity CallerOf(const grpc::CallbackServerContext& context) {
+    CallerIdentity c;
+    c.peer = context.peer();
+    std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+    if (auth != nullptr && auth->IsPeerAuthenticated()) {
+      c.certificate_verified = true;
+      for (const grpc::string_ref& v : auth->FindPropertyValues(GRPC_PEER_DNS_PROPERTY_NAME)) {
+        c.certificate_dns_names.emplace_back(v.data(), v.size());
+      }
+      for (const grpc::string_ref& v : auth->FindPropertyValues(GRPC_PEER_IP_PROPERTY_NAME)) {
+        c.certificate_ips.emplace_back(v.data(), v.size());
+      }
+    }
+    return c;
+  }
+
+  // The advertised address must be the caller's own (AddressPolicy); a malformed one is left
+  // to Registry::Register's INVALID_ARGUMENT.
+  absl::Status CheckAddress(const v1::ExecutorRegistration& reg) const {
+    static const AddressPolicy* const kStrictest = new AddressPolicy(AddressPolicyOptions());
+    const AddressPolicy* policy = service_->options_.address_policy != nullptr
+                                      ? service_->options_.address_policy
+                                      : kStrictest;
+    if (!ValidateAddress(reg.address(), "register.address").ok()) return absl::OkStatus();
+    return policy->Check(reg.app(), reg.address(), caller_);
+  }
+
   // EXECUTOR token whose apps include reg.app (the bootstrap executor token serves all).
   absl::Status Authorize(const v1::ExecutorRegistration& reg) {
     if (!principal_.has_value()) {
@@ -132,6 +163,7 @@ class RegistryService::HeartbeatReactor final
 
   void DoRegister(const v1::ExecutorRegistration& reg) {
     absl::Status auth = Authorize(reg);
+    if (auth.ok()) auth = CheckAddress(reg);
     if (!auth.ok()) {
       if (service_->metrics_ != nullptr) service_->metrics_->registrations_rejected.Increment();
       spdlog::warn("registration of {}/{} from {} refused: {}", reg.app(), reg.address(), peer_,
@@ -139,7 +171,12 @@ class RegistryService::HeartbeatReactor final
       BeginClose(ToGrpcStatus(auth));
       return;
     }
-    auto registered = service_->registry_.Register(session_, reg);
+    std::shared_ptr<SessionCredential> credential;
+    if (!service_->options_.authenticator->insecure_dev()) {
+      credential = std::make_shared<TokenSessionCredential>(*service_->options_.authenticator,
+                                                            authorization_, reg.app());
+    }
+    auto registered = service_->registry_.Register(session_, reg, std::move(credential));
     if (!registered.ok()) {
       spdlog::info("registration of {}/{} failed: {}", reg.app(), reg.address(),
                    registered.status().ToString());
@@ -202,6 +239,7 @@ class RegistryService::HeartbeatReactor final
 
   RegistryService* const service_;
   const std::string peer_;
+  const CallerIdentity caller_;
   const absl::optional<std::string> authorization_;
   absl::optional<Principal> principal_;  // Set by the first Register (on the pool).
   int64_t session_ = 0;

@@ -8,6 +8,7 @@
 #include "common/token_auth.h"
 #include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
+#include "services/registry/address_policy.h"
 #include "services/registry/executor_store.h"
 #include "services/registry/executor_view.h"
 #include "services/registry/registry.h"
@@ -37,6 +38,9 @@ class RegistryService final : public v1::RegistryService::CallbackService {
     // A watcher this many events behind is cut off (it reconnects and gets a
     // snapshot).
     size_t max_watch_backlog = 10000;
+    // Heartbeat: which addresses a caller may register (its own; see AddressPolicy). Must
+    // outlive this; nullptr is the strictest policy (no loopback, no allowlist).
+    const AddressPolicy* address_policy = nullptr;
   };
 
   RegistryService(Registry& registry, ExecutorView& view, WorkPool& pool, RegistryMetrics* metrics,

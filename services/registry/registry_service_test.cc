@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "jobwheel/v1/registry.grpc.pb.h"
 #include "pqxx/pqxx"
 #include "prometheus/registry.h"
+#include "services/registry/address_policy.h"
 #include "services/registry/app_admin_service.h"
 #include "services/registry/executor_view.h"
 #include "services/registry/pg_app_store.h"
@@ -59,6 +61,8 @@ class RegistryServiceTest : public ::testing::Test {
     work_ = std::make_unique<WorkPool>(3, 100);
     RegistryOptions options;
     options.replica_id = "r1";
+    options.register_deadline = absl::Seconds(1);
+    options.recheck_interval = absl::Milliseconds(500);
     registry_ = std::make_unique<Registry>(options, *executor_store_, RealClock::Get(), &metrics_);
     registry_->Start();
     TokenAuthenticator::Options auth_options;
@@ -70,6 +74,13 @@ class RegistryServiceTest : public ::testing::Test {
     service_options.authenticator = auth_.get();
     service_options.cluster_policy = Policy(kClusterToken);
     service_options.load_store = executor_store_.get();
+    // A local stack's policy (the registry listens on loopback), with the made-up addresses
+    // the tests register allow-listed.
+    AddressPolicyOptions address_options;
+    address_options.allow_loopback = true;
+    address_options.allowlist = *ParseAddressAllowlist("*=h,*=10.0.0.0/24", "allowlist");
+    address_policy_ = std::make_unique<AddressPolicy>(address_options);
+    service_options.address_policy = address_policy_.get();
     service_ =
         std::make_unique<RegistryService>(*registry_, *view_, *work_, &metrics_, service_options);
     admin_ = std::make_unique<AppAdminService>(*app_store_, *view_, *work_, *auth_);
@@ -143,7 +154,22 @@ class RegistryServiceTest : public ::testing::Test {
     return secret;
   }
 
+  // The status that ends a heartbeat stream after `req` (OK if it was registered).
+  grpc::Status RegisterOnce(const std::string& token, const v1::HeartbeatRequest& req) {
+    auto ctx = Ctx(token);
+    auto stream = registry_stub_->Heartbeat(ctx.get());
+    stream->Write(req);
+    v1::HeartbeatResponse resp;
+    if (stream->Read(&resp) && resp.has_registered()) {
+      ctx->TryCancel();
+      (void)stream->Finish();
+      return grpc::Status::OK;
+    }
+    return stream->Finish();
+  }
+
   InMemoryTokenStore tokens_;
+  std::unique_ptr<AddressPolicy> address_policy_;
   std::unique_ptr<TokenAuthenticator> auth_;
   prometheus::Registry prom_;
   RegistryMetrics metrics_{prom_};
@@ -434,7 +460,7 @@ TEST_F(RegistryServiceTest, PerAppExecutorTokensRegisterOnlyForTheirApps) {
 }
 
 TEST_F(RegistryServiceTest, AppAdminWritesNeedAdminReadsAnyAdminRole) {
-  const std::string viewer = ApiToken("viewer", Role::kViewer, {});
+  const std::string viewer = ApiToken("viewer", Role::kViewer, {"*"});
   const std::string op = ApiToken("ops", Role::kOperator, {"demo"});
   const std::string admin = ApiToken("admin", Role::kAdmin, {});
   v1::CreateAppRequest create;
@@ -508,7 +534,7 @@ TEST_F(RegistryServiceTest, ListExecutorsScopedToTheTokensApps) {
   };
   using Apps = std::vector<std::string>;
   const std::string admin = ApiToken("admin", Role::kAdmin, {});
-  const std::string viewer_all = ApiToken("viewer-all", Role::kViewer, {});
+  const std::string viewer_all = ApiToken("viewer-all", Role::kViewer, {"*"});
   const std::string viewer_alpha = ApiToken("viewer-alpha", Role::kViewer, {"alpha"});
   const std::string op_beta = ApiToken("ops-beta", Role::kOperator, {"beta"});
   const std::string exec_alpha = ApiToken("exec-alpha", Role::kExecutor, {"alpha"});
@@ -581,6 +607,105 @@ TEST_F(RegistryServiceTest, ListExecutorsScopedToTheTokensApps) {
     }
     st.rw->Finish();
   }
+}
+
+}  // namespace
+}  // namespace jobwheel::registry
+
+namespace jobwheel::registry {
+namespace {
+
+TEST_F(RegistryServiceTest, AddressesThatAreNotTheCallersOwnAreRefusedAndNeverListed) {
+  const std::string demo = ApiToken("exec-demo", Role::kExecutor, {"demo"});
+  // The caller is 127.0.0.1: none of these is its own (nor allow-listed).
+  for (const char* address : {"192.0.2.7:7200", "unix:7200", "169.254.169.254:80",
+                              "exec.example.com:7200", "0.0.0.0:7200", "[fd00:ec2::254]:80",
+                              "10.0.1.1:7200"}) {
+    grpc::Status s = RegisterOnce(demo, Register("demo", address));
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << address;
+    EXPECT_EQ(s.error_message().rfind("register.address: ", 0), 0u) << s.error_message();
+    EXPECT_EQ(s.error_message().find(demo), std::string::npos) << "token in the message";
+  }
+  EXPECT_EQ(metrics_.registrations_rejected.Value(), 7);
+  EXPECT_EQ(metrics_.registrations_accepted.Value(), 0);
+  EXPECT_TRUE(Listed("demo").empty());
+  // Its own (loopback) address is fine.
+  EXPECT_TRUE(RegisterOnce(demo, Register("demo", "127.0.0.1:7201")).ok());
+}
+
+TEST_F(RegistryServiceTest, OnlineAddressIsNotTakenOverButFreeOnceItsStreamCloses) {
+  auto ctx = Ctx(kExecutorToken);
+  auto stream = registry_stub_->Heartbeat(ctx.get());
+  ASSERT_TRUE(stream->Write(Register("demo", "10.0.0.5:7200")));
+  v1::HeartbeatResponse resp;
+  ASSERT_TRUE(stream->Read(&resp));
+  ASSERT_TRUE(resp.has_registered());
+  grpc::Status s = RegisterOnce(kExecutorToken, Register("demo", "10.0.0.5:7200"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::ALREADY_EXISTS) << s.error_message();
+  EXPECT_EQ(s.error_message().rfind("register.address: ", 0), 0u) << s.error_message();
+  // The first stream is untouched: it still beats and is acknowledged.
+  v1::HeartbeatRequest beat;
+  beat.mutable_beat()->set_seq(7);
+  ASSERT_TRUE(stream->Write(beat));
+  ASSERT_TRUE(stream->Read(&resp));
+  EXPECT_EQ(resp.ack().seq(), 7);
+  // A restart: the old stream ends, the new process registers at once.
+  ctx->TryCancel();
+  (void)stream->Finish();
+  EXPECT_TRUE(Eventually(
+      [&] { return RegisterOnce(kExecutorToken, Register("demo", "10.0.0.5:7200")).ok(); },
+      absl::Seconds(2)));
+}
+
+TEST_F(RegistryServiceTest, StreamWithoutRegisterIsClosedAfterTheDeadline) {
+  const absl::Time t0 = absl::Now();
+  auto ctx = Ctx(kExecutorToken);
+  auto stream = registry_stub_->Heartbeat(ctx.get());
+  v1::HeartbeatResponse resp;
+  EXPECT_FALSE(stream->Read(&resp));  // Nothing sent: the registry gives up.
+  grpc::Status s = stream->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  EXPECT_NE(s.error_message().find("no valid register within 1s"), std::string::npos);
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(3));
+  EXPECT_TRUE(Eventually([&] { return registry_->open_sessions() == 0; }, absl::Seconds(2)));
+}
+
+TEST_F(RegistryServiceTest, RevokedTokenLosesItsOpenStreamWithinSeconds) {
+  const std::string demo = ApiToken("exec-demo", Role::kExecutor, {"demo"});
+  auto ctx = Ctx(demo);
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto stream = registry_stub_->Heartbeat(ctx.get());
+  ASSERT_TRUE(stream->Write(Register("demo", "10.0.0.6:7200")));
+  v1::HeartbeatResponse resp;
+  ASSERT_TRUE(stream->Read(&resp));
+  ASSERT_TRUE(resp.has_registered());
+  ASSERT_TRUE(Eventually([&] { return Listed("demo").size() == 1; }, absl::Seconds(5)));
+  int64_t id = 0;
+  auto rows = tokens_.List(false);
+  ASSERT_TRUE(rows.ok());
+  for (const TokenRow& row : *rows) {
+    if (row.name == "exec-demo") id = row.id;
+  }
+  ASSERT_TRUE(tokens_.Revoke(id, absl::Now()).ok());
+  const absl::Time t0 = absl::Now();
+  // Keep beating like an executor; the registry ends the stream.
+  int64_t seq = 0;
+  std::thread beater([&] {
+    v1::HeartbeatRequest beat;
+    while (absl::Now() - t0 < absl::Seconds(10)) {
+      beat.mutable_beat()->set_seq(++seq);
+      if (!stream->Write(beat)) return;
+      absl::SleepFor(absl::Milliseconds(200));  // The executor's beat interval, not a wait.
+    }
+  });
+  while (stream->Read(&resp)) {
+  }
+  const absl::Duration took = absl::Now() - t0;
+  beater.join();
+  grpc::Status s = stream->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
+  EXPECT_LT(took, absl::Seconds(5)) << "cache 3 s + re-check every 0.5 s";
+  EXPECT_TRUE(Eventually([&] { return Listed("demo").empty(); }, absl::Seconds(2)));
 }
 
 }  // namespace
