@@ -48,7 +48,8 @@ if ! javac -nowarn -d "$work/classes" -cp "$jar" "$root/tests/cron/QuartzOracle.
 fi
 
 python3 "$root/tests/cron/gen_cases.py" "$seed" "$count" >"$work/cases.txt" || exit 1
-java -cp "$work/classes:$jar" QuartzOracle "$max_year" <"$work/cases.txt" >"$work/quartz.txt" \
+# A Gregorian default locale: Quartz takes one calendar from it (for W).
+java -Duser.language=en -Duser.country=US -cp "$work/classes:$jar" QuartzOracle "$max_year" <"$work/cases.txt" >"$work/quartz.txt" \
   2>"$work/java.log" || { cat "$work/java.log" >&2; echo "cron-oracle: FAILED: java"; exit 1; }
 "$cli" <"$work/cases.txt" >"$work/ours.txt" 2>"$work/cli.log" \
   || { cat "$work/cli.log" >&2; echo "cron-oracle: FAILED: cron_oracle_cli"; exit 1; }
