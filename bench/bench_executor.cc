@@ -16,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/auth.h"
+#include "common/caller_token.h"
 #include "common/flags.h"
 #include "common/logging.h"
 #include "common/mutex_mode.h"
@@ -27,7 +28,10 @@ ABSL_FLAG(std::string, app, "bench", "Executor group (app) name");
 ABSL_FLAG(std::string, registry_target, "127.0.0.1:7101", "Registry target");
 ABSL_FLAG(std::string, dispatcher_target, "127.0.0.1:7102", "Dispatcher target for results");
 ABSL_FLAG(std::string, executor_token_file, "", "Token presented to the registry and dispatcher");
-ABSL_FLAG(std::string, cluster_token_file, "", "Token callers of ExecutorService present");
+ABSL_FLAG(std::string, dispatcher_public_key_file, "",
+          "PEM file with the dispatchers' Ed25519 public key(s): verifies their calls");
+ABSL_FLAG(std::string, scheduler_public_key_file, "",
+          "PEM file with the scheduler's Ed25519 public key(s): verifies its Kill/Log calls");
 ABSL_FLAG(bool, insecure_dev, false, "Accept unauthenticated calls (development only)");
 ABSL_FLAG(std::string, log_dir, "/tmp/jobwheel-bench-executor/logs", "Run logs");
 ABSL_FLAG(std::string, spool_dir, "/tmp/jobwheel-bench-executor/spool", "Result spool");
@@ -100,15 +104,18 @@ int main(int argc, char** argv) {
   options.grace_period = absl::GetFlag(FLAGS_grace_period);
   auto executor_token =
       jobwheel::ReadTokenFile(absl::GetFlag(FLAGS_executor_token_file), "--executor_token_file");
-  auto cluster_token =
-      jobwheel::ReadTokenFile(absl::GetFlag(FLAGS_cluster_token_file), "--cluster_token_file");
-  if (!executor_token.ok() || !cluster_token.ok()) {
-    spdlog::critical("{} {}", executor_token.status().ToString(),
-                     cluster_token.status().ToString());
+  auto dispatcher_keys = jobwheel::ReadKeyFile(absl::GetFlag(FLAGS_dispatcher_public_key_file),
+                                               "--dispatcher_public_key_file");
+  auto scheduler_keys = jobwheel::ReadKeyFile(absl::GetFlag(FLAGS_scheduler_public_key_file),
+                                              "--scheduler_public_key_file");
+  if (!executor_token.ok() || !dispatcher_keys.ok() || !scheduler_keys.ok()) {
+    spdlog::critical("{} {} {}", executor_token.status().ToString(),
+                     dispatcher_keys.status().ToString(), scheduler_keys.status().ToString());
     return 2;
   }
   options.executor_token = *executor_token;
-  options.cluster_token = *cluster_token;
+  options.dispatcher_public_keys = *dispatcher_keys;
+  options.scheduler_public_keys = *scheduler_keys;
 
   Recorder recorder(absl::GetFlag(FLAGS_record_file));
   if (!absl::GetFlag(FLAGS_record_file).empty() && !recorder.ok()) {

@@ -31,9 +31,20 @@ int Stack::DispatcherMetricsPort() const {
   return attached() ? options_.attach_dispatcher_metrics_port : dispatcher_.metrics_port;
 }
 
-std::vector<std::string> Stack::Tokens() const {
-  return {"--executor_token_file=" + options_.token_dir + "/executor",
-          "--cluster_token_file=" + options_.token_dir + "/cluster"};
+std::vector<std::string> Stack::Credentials(absl::string_view component) const {
+  const std::string& dir = options_.token_dir;
+  if (component == "scheduler") return {"--signing_key_file=" + dir + "/scheduler.key"};
+  std::vector<std::string> flags = {"--executor_token_file=" + dir + "/executor"};
+  if (component == "registry") {
+    flags.push_back("--dispatcher_public_key_file=" + dir + "/dispatcher.pub");
+  } else if (component == "dispatcher") {
+    flags.push_back("--signing_key_file=" + dir + "/dispatcher.key");
+    flags.push_back("--scheduler_public_key_file=" + dir + "/scheduler.pub");
+  } else {  // An executor.
+    flags.push_back("--dispatcher_public_key_file=" + dir + "/dispatcher.pub");
+    flags.push_back("--scheduler_public_key_file=" + dir + "/scheduler.pub");
+  }
+  return flags;
 }
 
 absl::Status Stack::Launch(Service& s, const std::string& binary, std::vector<std::string> args,
@@ -57,7 +68,7 @@ absl::Status Stack::StartRegistry() {
   std::vector<std::string> args = {"--listen=" + Addr(registry_.port), "--db_dsn=" + options_.dsn,
                                    "--metrics_address=" + Addr(registry_.metrics_port),
                                    "--admin_token_file=" + options_.token_dir + "/admin"};
-  for (auto& t : Tokens()) args.push_back(t);
+  for (auto& t : Credentials("registry")) args.push_back(t);
   return Launch(registry_, "services/registry/registry", args, options_.work_dir + "/registry.log");
 }
 
@@ -68,7 +79,7 @@ absl::Status Stack::StartDispatcher() {
   std::vector<std::string> args = {"--listen=" + Addr(dispatcher_.port), "--db_dsn=" + options_.dsn,
                                    "--metrics_address=" + Addr(dispatcher_.metrics_port),
                                    "--registry_target=" + Addr(registry_.port)};
-  for (auto& t : Tokens()) args.push_back(t);
+  for (auto& t : Credentials("dispatcher")) args.push_back(t);
   return Launch(dispatcher_, "services/dispatcher/dispatcher", args,
                 options_.work_dir + "/dispatcher.log");
 }
@@ -85,8 +96,8 @@ absl::Status Stack::StartScheduler(int index) {
                                    "--metrics_address=" + Addr(s.metrics_port),
                                    "--replica_id=" + s.name,
                                    "--dispatcher_target=" + Addr(dispatcher_.port),
-                                   "--admin_token_file=" + options_.token_dir + "/admin",
-                                   "--cluster_token_file=" + options_.token_dir + "/cluster"};
+                                   "--admin_token_file=" + options_.token_dir + "/admin"};
+  for (auto& t : Credentials("scheduler")) args.push_back(t);
   return Launch(s, "services/scheduler/scheduler", args,
                 absl::StrCat(options_.work_dir, "/", s.name, ".log"));
 }
@@ -104,7 +115,7 @@ absl::Status Stack::StartExecutor(Service& s, const std::string& app, bool recor
     s.record_file = dir + ".records";
     args.push_back("--record_file=" + s.record_file);
   }
-  for (auto& t : Tokens()) args.push_back(t);
+  for (auto& t : Credentials("executor")) args.push_back(t);
   return Launch(s, "bench/bench_executor", args, dir + ".log");
 }
 

@@ -69,7 +69,10 @@ class Stack {
   std::string RegistryTarget() const;
   std::string DispatcherTarget() const;
   int DispatcherMetricsPort() const;
-  std::vector<std::string> Tokens() const;
+  // Credential flags from --token_dir: the executor token and the Ed25519 key files
+  // (scheduler.key/.pub, dispatcher.key/.pub, as scripts/up and scripts/bench make them) that
+  // each component takes.
+  std::vector<std::string> Credentials(absl::string_view component) const;
   absl::Status Launch(Service& s, const std::string& binary, std::vector<std::string> args,
                       const std::string& log);
   absl::Status StartRegistry();

@@ -29,6 +29,8 @@ for tool in python3 psql; do
 done
 # shellcheck source=../../scripts/lib/pg.sh
 . "$ROOT/scripts/lib/pg.sh"
+# shellcheck source=../../scripts/lib/credentials.sh
+. "$ROOT/scripts/lib/credentials.sh"
 [ -x "$PG_BIN/initdb" ] || skip "PostgreSQL server binaries not found (PG_BIN=$PG_BIN)"
 
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/jobwheel-bench-attach.XXXXXX")" || skip "mktemp failed"
@@ -73,10 +75,7 @@ pg_start "$TMP/pg" "$PG_PORT" >"$TMP/logs/pg_start.log" 2>&1 &&
 DSN="host=127.0.0.1 port=$PG_PORT user=postgres dbname=jobwheel"
 sql() { psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d jobwheel -qtAX -v ON_ERROR_STOP=1 -c "$1"; }
 
-for t in admin cluster executor; do
-  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TMP/tokens/$t"
-  chmod 600 "$TMP/tokens/$t"
-done
+make_credentials "$TMP/tokens" admin executor || fail "cannot make the tokens and keys"
 TOK="$TMP/tokens"
 
 start() {  # start NAME PORT COMMAND...: runs COMMAND, waits until PORT accepts (20 s)
@@ -95,20 +94,21 @@ start() {  # start NAME PORT COMMAND...: runs COMMAND, waits until PORT accepts 
 
 start registry "$REG_PORT" "$BIN/services/registry/registry" --listen="127.0.0.1:$REG_PORT" \
   --db_dsn="$DSN" --metrics_address=127.0.0.1:0 --executor_token_file="$TOK/executor" \
-  --cluster_token_file="$TOK/cluster" --admin_token_file="$TOK/admin"
+  --dispatcher_public_key_file="$TOK/dispatcher.pub" --admin_token_file="$TOK/admin"
 start dispatcher "$DISP_PORT" "$BIN/services/dispatcher/dispatcher" \
   --listen="127.0.0.1:$DISP_PORT" --db_dsn="$DSN" --metrics_address="127.0.0.1:$DISP_MPORT" \
   --registry_target="127.0.0.1:$REG_PORT" --executor_token_file="$TOK/executor" \
-  --cluster_token_file="$TOK/cluster"
+  --signing_key_file="$TOK/dispatcher.key" --scheduler_public_key_file="$TOK/scheduler.pub"
 start scheduler "$SCHED_PORT" "$BIN/services/scheduler/scheduler" \
   --listen="127.0.0.1:$SCHED_PORT" --db_dsn="$DSN" --metrics_address="127.0.0.1:$SCHED_MPORT" \
   --dispatcher_target="127.0.0.1:$DISP_PORT" --admin_token_file="$TOK/admin" \
-  --cluster_token_file="$TOK/cluster"
+  --signing_key_file="$TOK/scheduler.key"
 start demo_executor "$EXEC_PORT" "$BIN/sdk/examples/demo_executor" \
   --listen="127.0.0.1:$EXEC_PORT" --app=demo --registry_target="127.0.0.1:$REG_PORT" \
   --dispatcher_target="127.0.0.1:$DISP_PORT" --metrics_address="127.0.0.1:$EXEC_MPORT" \
   --log_dir="$TMP/executor/logs" --spool_dir="$TMP/executor/spool" \
-  --executor_token_file="$TOK/executor" --cluster_token_file="$TOK/cluster"
+  --executor_token_file="$TOK/executor" --dispatcher_public_key_file="$TOK/dispatcher.pub" \
+  --scheduler_public_key_file="$TOK/scheduler.pub"
 
 # The user's history: an every-second job on the demo executor.
 cat >"$TMP/job.json" <<'JSON'
@@ -118,7 +118,7 @@ cat >"$TMP/job.json" <<'JSON'
 JSON
 "$BIN/tools/jobwheelctl/jobwheelctl" --scheduler="127.0.0.1:$SCHED_PORT" \
   --registry="127.0.0.1:$REG_PORT" --token_file="$TOK/admin" \
-  --cluster_token_file="$TOK/cluster" jobs create --file="$TMP/job.json" \
+  jobs create --file="$TMP/job.json" \
   >"$TMP/logs/jobwheelctl.log" 2>&1 || { cat "$TMP/logs/jobwheelctl.log"; fail "could not create the user's job"; }
 USER_JOB=$(sql "SELECT id FROM jobs WHERE name = 'users-job'")
 [ -n "$USER_JOB" ] || fail "the user's job is not in the database"

@@ -66,16 +66,14 @@ command -v psql >/dev/null || die "psql is not installed (scripts/setup installs
 command -v python3 >/dev/null || die "python3 is not installed (scripts/setup installs it)"
 # shellcheck source=../../scripts/lib/pg.sh
 . "$ROOT/scripts/lib/pg.sh"
+# shellcheck source=../../scripts/lib/credentials.sh
+. "$ROOT/scripts/lib/credentials.sh"
 [ -x "$PG_BIN/initdb" ] || die "PostgreSQL server binaries not found (PG_BIN=$PG_BIN)"
 
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/jobwheel-chaos.XXXXXX")" || die "mktemp failed"
 chmod 755 "$TMP"  # As root the PostgreSQL server runs as `postgres` and must reach it.
-mkdir -p "$TMP/logs" "$TMP/tokens" "$TMP/jobs" "$TMP/exec"
-chmod 700 "$TMP/tokens"
-for t in admin cluster executor; do
-  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TMP/tokens/$t"
-  chmod 600 "$TMP/tokens/$t"
-done
+mkdir -p "$TMP/logs" "$TMP/jobs" "$TMP/exec"
+make_credentials "$TMP/tokens" admin executor || die "cannot make the tokens and keys"
 TOK="$TMP/tokens"
 
 declare -A PID PORT
@@ -137,7 +135,7 @@ sql() { psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d jobwheel -XAtq -v ON_ERRO
 now() { date +%s.%N; }
 
 CTL_BASE=("$BIN/tools/jobwheelctl/jobwheelctl" --registry="$(addr reg1)"
-          --token_file="$TOK/admin" --cluster_token_file="$TOK/cluster")
+          --token_file="$TOK/admin")
 ctl() {  # ctl SCHEDULER_NAME ARGS...
   local s=$1; shift
   "${CTL_BASE[@]}" --scheduler="$(addr "$s")" "$@"
@@ -151,22 +149,24 @@ launch() {  # launch NAME: starts (or restarts) a service with its fixed flags
     reg*)
       cmd=("$BIN/services/registry/registry" --listen="$(addr "$n")" --db_dsn="$DSN"
            --metrics_address= --replica_id="$n" --executor_token_file="$TOK/executor"
-           --cluster_token_file="$TOK/cluster" --admin_token_file="$TOK/admin") ;;
+           --dispatcher_public_key_file="$TOK/dispatcher.pub" --admin_token_file="$TOK/admin") ;;
     disp*)
       cmd=("$BIN/services/dispatcher/dispatcher" --listen="$(addr "$n")" --db_dsn="$DSN"
            --metrics_address= --replica_id="$n" --registry_target="ipv4:$REGS"
-           --executor_token_file="$TOK/executor" --cluster_token_file="$TOK/cluster") ;;
+           --executor_token_file="$TOK/executor" --signing_key_file="$TOK/dispatcher.key"
+           --scheduler_public_key_file="$TOK/scheduler.pub") ;;
     sched*)
       cmd=("$BIN/services/scheduler/scheduler" --listen="$(addr "$n")" --db_dsn="$DSN"
            --metrics_address= --replica_id="$n" --dispatcher_target="ipv4:$DISPS"
            --lost_run_after="${LOST_RUN_AFTER}s" --admin_token_file="$TOK/admin"
-           --cluster_token_file="$TOK/cluster") ;;
+           --signing_key_file="$TOK/scheduler.key") ;;
     exec*)
       mkdir -p "$TMP/exec/$n"
       cmd=("$BIN/sdk/examples/demo_executor" --listen="$(addr "$n")" --app="$APP"
            --registry_target="$REGS" --dispatcher_target="$DISPS" --metrics_address=
            --log_dir="$TMP/exec/$n/logs" --spool_dir="$TMP/exec/$n/spool"
-           --executor_token_file="$TOK/executor" --cluster_token_file="$TOK/cluster") ;;
+           --executor_token_file="$TOK/executor" --dispatcher_public_key_file="$TOK/dispatcher.pub"
+           --scheduler_public_key_file="$TOK/scheduler.pub") ;;
   esac
   echo "=== chaos: start $(date -u +%FT%T.%3NZ)" >>"$TMP/logs/$n.log"
   "${cmd[@]}" >>"$TMP/logs/$n.log" 2>&1 &
@@ -299,8 +299,8 @@ TOTAL_JOBS=$((JOBS + SLOW_JOBS))
 say "creating $TOTAL_JOBS jobs (* * * * * ?): $JOBS with handler echo, $SLOW_JOBS with handler sleep $SLOW_MS ms"
 t0=$SECONDS
 if ! (cd "$TMP/jobs" && ls | xargs -P 8 -I{} sh -c \
-      '"$0" --registry="$1" --token_file="$2" --cluster_token_file="$3" --scheduler="$4" jobs create --file="{}" >/dev/null || echo "create {} failed" >&2' \
-      "$BIN/tools/jobwheelctl/jobwheelctl" "$(addr reg1)" "$TOK/admin" "$TOK/cluster" "$(addr sched1)"); then
+      '"$0" --registry="$1" --token_file="$2" --scheduler="$3" jobs create --file="{}" >/dev/null || echo "create {} failed" >&2' \
+      "$BIN/tools/jobwheelctl/jobwheelctl" "$(addr reg1)" "$TOK/admin" "$(addr sched1)"); then
   :
 fi
 created=$(sql "SELECT count(*) FROM jobs WHERE app = '$APP' AND enabled")
@@ -437,8 +437,8 @@ CUT=$(now)
 say "== cut at $(date -u -d "@${CUT%.*}" +%FT%TZ): pausing every job"
 ids=$(sql "SELECT id FROM jobs WHERE app = '$APP' ORDER BY id")
 if ! xargs -P 8 -I{} sh -c \
-    'for i in 1 2 3; do "$0" --registry="$1" --token_file="$2" --cluster_token_file="$3" --scheduler="$4" jobs pause {} >/dev/null 2>&1 && exit 0; sleep 1; done; echo "pause {} failed" >&2; exit 1' \
-    "$BIN/tools/jobwheelctl/jobwheelctl" "$(addr reg1)" "$TOK/admin" "$TOK/cluster" "$(addr sched2)" <<<"$ids"; then
+    'for i in 1 2 3; do "$0" --registry="$1" --token_file="$2" --scheduler="$3" jobs pause {} >/dev/null 2>&1 && exit 0; sleep 1; done; echo "pause {} failed" >&2; exit 1' \
+    "$BIN/tools/jobwheelctl/jobwheelctl" "$(addr reg1)" "$TOK/admin" "$(addr sched2)" <<<"$ids"; then
   fail "some PauseJob calls failed"
 fi
 still=$(sql "SELECT count(*) FROM jobs WHERE app = '$APP' AND enabled")

@@ -62,11 +62,10 @@ mapfile -t P < <(free_ports 10)
 REGISTRY=127.0.0.1:${P[0]} DISPATCHER=127.0.0.1:${P[1]} SCHEDULER=127.0.0.1:${P[2]}
 EXECUTOR=127.0.0.1:${P[3]} CONSOLE=127.0.0.1:${P[4]}
 
-mkdir -p "$TMP/tokens" "$TMP/logs"
-for t in admin cluster executor; do
-  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TMP/tokens/$t"
-done
-chmod 600 "$TMP/tokens/"*
+mkdir -p "$TMP/logs"
+# shellcheck source=../../scripts/lib/credentials.sh
+. "$ROOT/scripts/lib/credentials.sh"
+make_credentials "$TMP/tokens" admin executor || { echo "check_browser: cannot make the keys"; exit 1; }
 TOK=$TMP/tokens
 
 start() {  # start NAME BINARY ARGS...
@@ -84,21 +83,23 @@ wait_port() {  # wait_port NAME HOST:PORT
 
 start registry "$BIN/services/registry/registry" --listen="$REGISTRY" --db_dsn="$DSN" \
   --metrics_address="127.0.0.1:${P[5]}" --executor_token_file="$TOK/executor" \
-  --cluster_token_file="$TOK/cluster" --admin_token_file="$TOK/admin"
+  --dispatcher_public_key_file="$TOK/dispatcher.pub" --admin_token_file="$TOK/admin"
 wait_port registry "$REGISTRY"
 start dispatcher "$BIN/services/dispatcher/dispatcher" --listen="$DISPATCHER" --db_dsn="$DSN" \
   --metrics_address="127.0.0.1:${P[6]}" --registry_target="$REGISTRY" \
-  --executor_token_file="$TOK/executor" --cluster_token_file="$TOK/cluster"
+  --executor_token_file="$TOK/executor" --signing_key_file="$TOK/dispatcher.key" \
+  --scheduler_public_key_file="$TOK/scheduler.pub"
 wait_port dispatcher "$DISPATCHER"
 start scheduler "$BIN/services/scheduler/scheduler" --listen="$SCHEDULER" --db_dsn="$DSN" \
   --metrics_address="127.0.0.1:${P[7]}" --dispatcher_target="$DISPATCHER" \
-  --admin_token_file="$TOK/admin" --cluster_token_file="$TOK/cluster"
+  --admin_token_file="$TOK/admin" --signing_key_file="$TOK/scheduler.key"
 wait_port scheduler "$SCHEDULER"
 start demo_executor "$BIN/sdk/examples/demo_executor" --listen="$EXECUTOR" --app=demo \
   --registry_target="$REGISTRY" --dispatcher_target="$DISPATCHER" \
   --metrics_address="127.0.0.1:${P[8]}" --log_dir="$TMP/executor/logs" \
   --spool_dir="$TMP/executor/spool" --executor_token_file="$TOK/executor" \
-  --cluster_token_file="$TOK/cluster" --allow_scripts
+  --dispatcher_public_key_file="$TOK/dispatcher.pub" \
+  --scheduler_public_key_file="$TOK/scheduler.pub" --allow_scripts
 wait_port demo_executor "$EXECUTOR"
 start console "$BIN/services/console/console" --listen="$CONSOLE" \
   --metrics_address="127.0.0.1:${P[9]}" --scheduler_target="$SCHEDULER" \
@@ -106,7 +107,7 @@ start console "$BIN/services/console/console" --listen="$CONSOLE" \
 wait_port console "$CONSOLE"
 
 CTL=("$BIN/tools/jobwheelctl/jobwheelctl" --scheduler="$SCHEDULER" --registry="$REGISTRY"
-     --token_file="$TOK/admin" --cluster_token_file="$TOK/cluster")
+     --token_file="$TOK/admin")
 for f in scripts/demo/*.json; do
   "${CTL[@]}" jobs ensure --file="$f" >>"$TMP/logs/jobwheelctl.log" 2>&1 ||
     { echo "check_browser: jobs ensure $f failed:"; tail -n 5 "$TMP/logs/jobwheelctl.log"; exit 1; }

@@ -57,11 +57,10 @@ mapfile -t P < <(free_ports 4)
 REGISTRY=127.0.0.1:${P[0]} DISPATCHER=127.0.0.1:${P[1]} SCHEDULER=127.0.0.1:${P[2]}
 CONSOLE=127.0.0.1:${P[3]}
 
-mkdir -p "$TMP/tokens" "$TMP/logs"
-for t in admin cluster; do
-  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TMP/tokens/$t"
-done
-chmod 600 "$TMP/tokens/"*
+mkdir -p "$TMP/logs"
+# shellcheck source=../../scripts/lib/credentials.sh
+. "$ROOT/scripts/lib/credentials.sh"
+make_credentials "$TMP/tokens" admin || fail "cannot make the tokens and keys"
 TOK=$TMP/tokens
 TOKEN=$(cat "$TOK/admin")
 
@@ -80,14 +79,16 @@ wait_port() {  # wait_port NAME HOST:PORT
 dump_logs() { for l in "$TMP"/logs/*.log; do echo "== $l"; tail -n 15 "$l"; done; }
 
 start registry "$BIN/services/registry/registry" --listen="$REGISTRY" --db_dsn="$DSN" \
-  --metrics_address= --cluster_token_file="$TOK/cluster" --admin_token_file="$TOK/admin"
+  --metrics_address= --dispatcher_public_key_file="$TOK/dispatcher.pub" \
+  --admin_token_file="$TOK/admin"
 wait_port registry "$REGISTRY"
 start dispatcher "$BIN/services/dispatcher/dispatcher" --listen="$DISPATCHER" --db_dsn="$DSN" \
-  --metrics_address= --registry_target="$REGISTRY" --cluster_token_file="$TOK/cluster"
+  --metrics_address= --registry_target="$REGISTRY" --signing_key_file="$TOK/dispatcher.key" \
+  --scheduler_public_key_file="$TOK/scheduler.pub"
 wait_port dispatcher "$DISPATCHER"
 start scheduler "$BIN/services/scheduler/scheduler" --listen="$SCHEDULER" --db_dsn="$DSN" \
   --metrics_address= --dispatcher_target="$DISPATCHER" --admin_token_file="$TOK/admin" \
-  --cluster_token_file="$TOK/cluster"
+  --signing_key_file="$TOK/scheduler.key"
 wait_port scheduler "$SCHEDULER"
 start console "$BIN/services/console/console" --listen="$CONSOLE" --metrics_address= \
   --scheduler_target="$SCHEDULER" --registry_target="$REGISTRY" --log_json
@@ -101,7 +102,7 @@ cat >"$TMP/job.json" <<EOT
  "routingStrategy": "ROUTING_STRATEGY_ROUND", "enabled": false}
 EOT
 "$BIN/tools/jobwheelctl/jobwheelctl" --scheduler="$SCHEDULER" --registry="$REGISTRY" \
-  --token_file="$TOK/admin" --cluster_token_file="$TOK/cluster" jobs ensure \
+  --token_file="$TOK/admin" jobs ensure \
   --file="$TMP/job.json" >>"$TMP/logs/jobwheelctl.log" 2>&1 ||
   { dump_logs; fail "jobwheelctl jobs ensure failed"; }
 

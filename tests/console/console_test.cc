@@ -259,8 +259,8 @@ TEST_F(ConsoleTest, UnknownAndInternalProceduresAreNotServed) {
                            "/jobwheel.v1.RegistryService/WatchExecutors",
                            "/jobwheel.v1.RegistryService/Heartbeat",
                            "/jobwheel.v1.ExecutorService/Run", "/grpc.health.v1.Health/Check"}) {
-    // Even the cluster token, which those internal services accept, gets nowhere.
-    auto res = Post(path, "{}", stack_->cluster_token());
+    // Even a token Dispatch accepts (the scheduler's) gets nowhere.
+    auto res = Post(path, "{}", stack_->CallerToken("scheduler", "dispatcher"));
     ASSERT_TRUE(res) << path;
     EXPECT_EQ(res->status, 404) << path << ": " << res->body;
     EXPECT_EQ(ErrorCode(res->body), "unimplemented") << path;
@@ -272,7 +272,7 @@ TEST_F(ConsoleTest, RegistryServicesAreRouted) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200) << res->body;
   res = Post("/jobwheel.v1.RegistryService/ListExecutors", R"({"app":"demo"})",
-             stack_->cluster_token());
+             stack_->admin_token());
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200) << res->body;
   res = Post("/jobwheel.v1.LeadershipService/GetLeader", "{}", stack_->admin_token());
@@ -375,8 +375,9 @@ TEST_F(ConsoleTest, TokensNeverReachTheLog) {
   // A success, an authorization failure, a malformed header and a failing call, each with
   // a token the log must not show.
   ASSERT_TRUE(Post(kListJobs, "{}", stack_->admin_token()));
-  ASSERT_TRUE(Post(kListJobs, "{}", stack_->cluster_token()));
-  ASSERT_TRUE(Post("/jobwheel.v1.DispatcherService/Dispatch", "{}", stack_->cluster_token()));
+  const std::string caller_token = stack_->CallerToken("scheduler", "dispatcher");
+  ASSERT_TRUE(Post(kListJobs, "{}", caller_token));
+  ASSERT_TRUE(Post("/jobwheel.v1.DispatcherService/Dispatch", "{}", caller_token));
   const std::string odd_token = "odd-token-" + std::to_string(PickFreePort());
   ASSERT_TRUE(client_->Post(kListJobs, {{"Authorization", "Basic " + odd_token}}, "{}",
                             "application/json"));
@@ -391,7 +392,7 @@ TEST_F(ConsoleTest, TokensNeverReachTheLog) {
   }
   // ...and without any token.
   EXPECT_FALSE(absl::StrContains(log, stack_->admin_token()));
-  EXPECT_FALSE(absl::StrContains(log, stack_->cluster_token()));
+  EXPECT_FALSE(absl::StrContains(log, caller_token));
   EXPECT_FALSE(absl::StrContains(log, odd_token));
 }
 

@@ -64,7 +64,6 @@ class JobwheelctlTest : public StackTest {
     StackTest::SetUp();
     if (HasFatalFailure()) return;
     admin_file_ = stack_->dir() + "/admin";  // Written by the stack (the bootstrap admin).
-    cluster_file_ = stack_->dir() + "/cluster";
   }
 
   // jobwheelctl against the stack with `token_file` (default: the admin token) and `args`.
@@ -98,7 +97,7 @@ class JobwheelctlTest : public StackTest {
     return absl::SimpleAtoi(out.substr(0, out.find(' ')), &id) ? id : 0;
   }
 
-  std::string admin_file_, cluster_file_;
+  std::string admin_file_;
 };
 
 constexpr char kEchoJob[] = R"({"app": "demo", "name": "ctl-echo", "handler": "echo",
@@ -350,19 +349,19 @@ TEST_F(JobwheelctlTest, AppsAndExecutors) {
   ASSERT_EQ(apps.apps_size(), 1);
   EXPECT_EQ(apps.apps(0).name(), "demo");
 
-  r = Ctl({"--cluster_token_file=" + cluster_file_, "--app=demo", "executors", "list"});
+  r = Ctl({"--app=demo", "executors", "list"});
   ASSERT_EQ(r.exit_code, 0) << Show(r);
   rows = RowsWith(r.out, stack_->executor());
   ASSERT_EQ(rows.size(), 1u) << r.out;
   for (const char* handler : {"echo", "fail", "flaky", "shard", "sleep"}) {
     EXPECT_TRUE(absl::StrContains(rows[0], handler)) << r.out;
   }
-  r = Ctl({"--cluster_token_file=" + cluster_file_, "--json", "executors", "list"});
+  r = Ctl({"--json", "executors", "list"});
   ASSERT_EQ(r.exit_code, 0) << Show(r);
   auto executors = FromJson<jobwheel::v1::ListExecutorsResponse>(r.out);
   ASSERT_EQ(executors.executors_size(), 1);
   EXPECT_EQ(executors.executors(0).address(), stack_->executor());
-  r = Ctl({"--cluster_token_file=" + cluster_file_, "--app=other", "executors", "list"});
+  r = Ctl({"--app=other", "executors", "list"});
   ASSERT_EQ(r.exit_code, 0) << Show(r);
   EXPECT_TRUE(RowsWith(r.out, stack_->executor()).empty()) << r.out;
 

@@ -273,6 +273,28 @@ for s in secrets.values():
         probs.append("Secret %s uses stringData" % name(s))
 check("Secrets hold only the values given, no default or short token (%d Secrets)" % len(secrets), probs)
 
+# Least privilege: a private (signing) key is mounted by its own component only, and the
+# public keys only where they verify callers; executors get no private key at all.
+MAY_MOUNT = {
+    "scheduler-signing-key": {"scheduler"}, "dispatcher-signing-key": {"dispatcher"},
+    "scheduler-public-key": {"dispatcher", "demo-executor"},
+    "dispatcher-public-key": {"registry", "demo-executor"},
+}
+probs = []
+mounted = set()
+for d in deployments:
+    for v in pod(d)["spec"].get("volumes", []):
+        for item in (v.get("secret") or {}).get("items", []):
+            allowed = MAY_MOUNT.get(item["key"])
+            if allowed is not None:
+                mounted.add(item["key"])
+                if component(d) not in allowed:
+                    probs.append("%s mounts %s" % (name(d), item["key"]))
+if not EXPECT.get("insecure_dev") and secrets and mounted != set(MAY_MOUNT):
+    probs.append("keys mounted by nobody: %s" % sorted(set(MAY_MOUNT) - mounted))
+check("signing keys only in their own component, public keys only where callers are verified",
+      probs)
+
 # ------------------------------------------------------------------ NetworkPolicy
 nps = of_kind("NetworkPolicy")
 probs = []

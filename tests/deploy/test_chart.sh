@@ -152,7 +152,8 @@ value_of() {
     in_p && $0 ~ "^  " key ":" { sub("^  " key ":[[:space:]]*", ""); sub("[[:space:]]*#.*$", ""); print; exit }
   ' "$V"
 }
-for k in db.dsn auth.clusterToken auth.executorToken auth.adminToken; do
+for k in db.dsn auth.executorToken auth.adminToken auth.schedulerSigningKey auth.schedulerPublicKey \
+         auth.dispatcherSigningKey auth.dispatcherPublicKey; do
   val="$(value_of "$k")"
   if [ "$val" = '""' ]; then ok "values.yaml: $k defaults to empty (no default secret)"
   else fail "values.yaml: $k must default to \"\", found [$val]"; fi
@@ -214,10 +215,10 @@ else fail "values.yaml: undocumented keys (line:key): $(echo $undocumented)"; fi
 group "chart flags exist in the binaries"
 # component (source dir or file) and the flags the chart sets for it
 FLAG_TABLE="
-services/scheduler listen metrics_address db_dsn replica_id log_json log_level insecure_dev cluster_token_file admin_token_file dispatcher_target tls_cert tls_key tls_ca tls_client_ca migrate_only
-services/registry listen metrics_address db_dsn replica_id log_json log_level insecure_dev cluster_token_file admin_token_file executor_token_file tls_cert tls_key tls_client_ca
-services/dispatcher listen metrics_address db_dsn replica_id log_json log_level insecure_dev cluster_token_file executor_token_file registry_target tls_cert tls_key tls_ca tls_client_ca
-sdk/examples/demo_executor.cc listen metrics_address log_json log_level insecure_dev cluster_token_file executor_token_file registry_target dispatcher_target app advertise_address log_dir spool_dir tls_cert tls_key tls_ca tls_client_ca
+services/scheduler listen metrics_address db_dsn replica_id log_json log_level insecure_dev signing_key_file admin_token_file dispatcher_target tls_cert tls_key tls_ca tls_client_ca migrate_only
+services/registry listen metrics_address db_dsn replica_id log_json log_level insecure_dev dispatcher_public_key_file admin_token_file executor_token_file tls_cert tls_key tls_client_ca
+services/dispatcher listen metrics_address db_dsn replica_id log_json log_level insecure_dev signing_key_file scheduler_public_key_file executor_token_file registry_target tls_cert tls_key tls_ca tls_client_ca
+sdk/examples/demo_executor.cc listen metrics_address log_json log_level insecure_dev dispatcher_public_key_file scheduler_public_key_file executor_token_file registry_target dispatcher_target app advertise_address log_dir spool_dir tls_cert tls_key tls_ca tls_client_ca
 services/console listen metrics_address log_json log_level scheduler_target registry_target web_root tls_ca tls_client_cert tls_client_key
 "
 ALL_FLAGS=" "
@@ -379,7 +380,8 @@ done
 group "chart rendered (tools/chart-render)"
 RENDER_SCENARIOS=(default tls-cert-manager tls-existing-secret console-ingress replicas
                   external-secrets minimal insecure-dev)
-RENDER_FAILURES=(no-values tls-without-certificates ingress-without-host short-token)
+RENDER_FAILURES=(no-values tls-without-certificates ingress-without-host short-token missing-keys
+                 swapped-key)
 render_skip() { # render_skip REASON: every rendered check is skipped, visibly
   skip "$1: $(( ${#RENDER_SCENARIOS[@]} + ${#RENDER_FAILURES[@]} + 1 )) render checks skipped"
   SKIPPED=$(( SKIPPED + ${#RENDER_SCENARIOS[@]} + ${#RENDER_FAILURES[@]} ))
@@ -422,9 +424,27 @@ print(json.dumps(out))
 PY
   T="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
   DSN="postgresql://jw:$T@pg.example.internal:5432/jobwheel?sslmode=require"
-  SECRETS=(--set-string "db.dsn=$DSN" --set-string "auth.clusterToken=c$T"
-           --set-string "auth.executorToken=e$T" --set-string "auth.adminToken=a$T")
-  GIVEN="\"$DSN\", \"c$T\", \"e$T\", \"a$T\""
+  # The Ed25519 key pairs, as `--set-file` would give them (chart-render takes them in a
+  # values file); KEYS_GIVEN: the four PEM texts as JSON strings.
+  (umask 077
+   for k in scheduler dispatcher; do
+     openssl genpkey -algorithm ed25519 -out "$WORK/$k.key" &&
+       openssl pkey -in "$WORK/$k.key" -pubout -out "$WORK/$k.pub"
+   done)
+  KEYS_GIVEN="$(python3 - "$WORK" <<'PY'
+import json, sys
+w = sys.argv[1]
+pems = {k: open("%s/%s" % (w, f)).read() for k, f in [
+    ("schedulerSigningKey", "scheduler.key"), ("schedulerPublicKey", "scheduler.pub"),
+    ("dispatcherSigningKey", "dispatcher.key"), ("dispatcherPublicKey", "dispatcher.pub")]}
+with open("%s/keys-values.yaml" % w, "w") as f:
+    json.dump({"auth": pems}, f)  # JSON is YAML.
+print(", ".join(json.dumps(v) for v in pems.values()))
+PY
+)"
+  SECRETS=(--set-string "db.dsn=$DSN" --set-string "auth.executorToken=e$T"
+           --set-string "auth.adminToken=a$T" -f "$WORK/keys-values.yaml")
+  GIVEN="\"$DSN\", \"e$T\", \"a$T\", $KEYS_GIVEN"
   # The image's web root must match what the chart passes.
   BASE='"secret_values": ['"$GIVEN"'], "dashboards_namespace": "jobs"'
 
@@ -496,7 +516,12 @@ YAML
   must_fail ingress-without-host "console.ingress.enabled needs console.ingress.host" \
     "${SECRETS[@]}" --set console.ingress.enabled=true
   must_fail short-token "auth.adminToken is too short" \
-    --set-string "db.dsn=$DSN" --set-string "auth.clusterToken=c$T,auth.executorToken=e$T,auth.adminToken=short"
+    --set-string "db.dsn=$DSN" --set-string "auth.executorToken=e$T,auth.adminToken=short" \
+    -f "$WORK/keys-values.yaml"
+  must_fail missing-keys "Ed25519 key pairs are required" \
+    --set-string "db.dsn=$DSN" --set-string "auth.executorToken=e$T,auth.adminToken=a$T"
+  must_fail swapped-key "auth.schedulerSigningKey is not a PEM PRIVATE KEY" \
+    "${SECRETS[@]}" --set-string "auth.schedulerSigningKey=$(cat "$WORK/scheduler.pub")"
   # The skip count above assumes these lists; keep them equal to what ran.
   check "the value sets that ran are RENDER_SCENARIOS + RENDER_FAILURES" \
     test "${RAN[*]}" = "${RENDER_SCENARIOS[*]} ${RENDER_FAILURES[*]}"

@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "common/auth.h"
 #include "common/proto_time.h"
+#include "common/testing/caller_keys.h"
 #include "common/testing/pg_test_db.h"
 #include "common/testing/process.h"
 #include "grpcpp/grpcpp.h"
@@ -34,7 +35,7 @@ using ::jobwheel::testing::RunfilePath;
 using ::jobwheel::testing::WaitForServing;
 using namespace ::jobwheel::dispatcher::testing;  // NOLINT
 
-constexpr char kClusterToken[] = "it-cluster-token";
+constexpr char kAdminToken[] = "it-admin-token";
 constexpr char kExecutorToken[] = "it-executor-token";
 constexpr absl::Duration kStartTimeout = absl::Seconds(30);
 constexpr absl::Duration kWait = absl::Seconds(60);
@@ -50,16 +51,20 @@ class DispatcherIntegrationTest : public ::testing::Test {
     db_ = std::make_unique<pqxx::connection>(dsn_);
     dir_ = jobwheel::testing::TestTempDir(
         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    cluster_token_file_ = WriteFile("cluster.token", kClusterToken);
+    admin_token_file_ = WriteFile("admin.token", kAdminToken);
+    auto keys = jobwheel::testing::WriteCallerKeys(dir_);
+    ASSERT_TRUE(keys.ok()) << keys.status();
+    keys_ = *keys;
     executor_token_file_ = WriteFile("executor.token", kExecutorToken);
 
     registry_port_ = PickFreePort();
     ASSERT_TRUE(registry_
                     .Start(RunfilePath("services/registry/registry"),
                            {"--listen=" + Addr(registry_port_), "--db_dsn=" + dsn_,
-                            "--metrics_address=", "--cluster_token_file=" + cluster_token_file_,
+                            "--metrics_address=",
+                            "--dispatcher_public_key_file=" + keys_.dispatcher_pub,
                             "--executor_token_file=" + executor_token_file_,
-                            "--admin_token_file=" + cluster_token_file_,
+                            "--admin_token_file=" + admin_token_file_,
                             // Long enough that a SIGSTOPped executor stays listed.
                             "--beat_deadline=30s", "--lease=60s"},
                            dir_ + "/registry.log")
@@ -78,7 +83,8 @@ class DispatcherIntegrationTest : public ::testing::Test {
                            {"--listen=" + Addr(port), "--app=demo",
                             "--registry_target=" + Addr(registry_port_),
                             "--dispatcher_target=" + Addr(dispatcher_port_),
-                            "--cluster_token_file=" + cluster_token_file_,
+                            "--dispatcher_public_key_file=" + keys_.dispatcher_pub,
+                            "--scheduler_public_key_file=" + keys_.scheduler_pub,
                             "--executor_token_file=" + executor_token_file_,
                             "--log_dir=" + dir_ + "/" + name + "/logs",
                             "--spool_dir=" + dir_ + "/" + name + "/spool", "--metrics_address="},
@@ -122,7 +128,8 @@ class DispatcherIntegrationTest : public ::testing::Test {
                     .Start(RunfilePath("services/dispatcher/dispatcher"),
                            {"--listen=" + Addr(dispatcher_port_), "--db_dsn=" + dsn_,
                             "--metrics_address=", "--registry_target=" + Addr(registry_port_),
-                            "--cluster_token_file=" + cluster_token_file_,
+                            "--signing_key_file=" + keys_.dispatcher_key,
+                            "--scheduler_public_key_file=" + keys_.scheduler_pub,
                             "--executor_token_file=" + executor_token_file_,
                             // Room for a fire handed over well ahead of its time.
                             "--max_trigger_hold=10s"},
@@ -154,7 +161,7 @@ class DispatcherIntegrationTest : public ::testing::Test {
         [&] {
           grpc::ClientContext ctx;
           ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-          AddBearer(ctx, kClusterToken);
+          AddBearer(ctx, CallerToken("scheduler", "dispatcher"));
           last = dispatcher_stub_->Dispatch(&ctx, req, &resp);
           return last.error_code() != grpc::StatusCode::UNAVAILABLE;
         },
@@ -197,7 +204,7 @@ class DispatcherIntegrationTest : public ::testing::Test {
   bool ExecutorIdle(const std::string& address, int64_t job_id) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-    AddBearer(ctx, kClusterToken);
+    AddBearer(ctx, CallerToken("dispatcher", address));
     v1::IdleBeatRequest req;
     req.set_job_id(job_id);
     v1::IdleBeatResponse resp;
@@ -214,7 +221,15 @@ class DispatcherIntegrationTest : public ::testing::Test {
   std::string dsn_;
   std::unique_ptr<pqxx::connection> db_;
   std::string dir_;
-  std::string cluster_token_file_;
+  // A token as the scheduler or a dispatcher ("scheduler"/"dispatcher") signs it.
+  std::string CallerToken(absl::string_view issuer, absl::string_view audience) const {
+    auto token = jobwheel::testing::SignCallerToken(
+        issuer == "scheduler" ? keys_.scheduler_key : keys_.dispatcher_key, issuer, audience);
+    return token.ok() ? *token : std::string();
+  }
+
+  jobwheel::testing::CallerKeyFiles keys_;
+  std::string admin_token_file_;
   std::string executor_token_file_;
   int registry_port_ = 0;
   int dispatcher_port_ = 0;
@@ -408,12 +423,13 @@ TEST_F(DispatcherIntegrationTest, KillAndTimeout) {
   {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    AddBearer(ctx, kClusterToken);
+    const std::string address = Run(killed).address;
+    AddBearer(ctx, CallerToken("scheduler", address));
     v1::KillRequest req;
     req.set_run_id(killed);
     req.set_reason("integration test");
     v1::KillResponse resp;
-    grpc::Status s = ExecutorStub(Run(killed).address)->Kill(&ctx, req, &resp);
+    grpc::Status s = ExecutorStub(address)->Kill(&ctx, req, &resp);
     ASSERT_TRUE(s.ok()) << s.error_message();
     EXPECT_TRUE(resp.killed()) << resp.message();
   }

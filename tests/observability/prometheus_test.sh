@@ -47,6 +47,8 @@ done
 
 # shellcheck source=../../scripts/lib/pg.sh
 . "$ROOT/scripts/lib/pg.sh"
+# shellcheck source=../../scripts/lib/credentials.sh
+. "$ROOT/scripts/lib/credentials.sh"
 [ -x "$PG_BIN/initdb" ] || abort "PostgreSQL server binaries not found (PG_BIN=$PG_BIN)"
 
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/jobwheel-prom.XXXXXX")" || abort "mktemp failed"
@@ -102,10 +104,7 @@ else
 fi
 DSN="host=127.0.0.1 port=$PG_PORT user=postgres dbname=jobwheel"
 
-for t in admin cluster executor; do
-  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TMP/tokens/$t"
-  chmod 600 "$TMP/tokens/$t"
-done
+make_credentials "$TMP/tokens" admin executor || abort "cannot make the tokens and keys"
 TOK="$TMP/tokens"
 
 start() {  # start NAME COMMAND...: runs COMMAND in the background, output to logs/NAME.log
@@ -130,7 +129,7 @@ wait_port() {
 # if Prometheus scrapes it on $REG_MPORT, JOBWHEEL_METRICS_ADDRESS was honoured.
 start registry env JOBWHEEL_METRICS_ADDRESS="127.0.0.1:$REG_MPORT" JOBWHEEL_LOG_JSON=true \
   "$BIN/services/registry/registry" --listen="127.0.0.1:$REG_PORT" --db_dsn="$DSN" \
-  --executor_token_file="$TOK/executor" --cluster_token_file="$TOK/cluster" \
+  --executor_token_file="$TOK/executor" --dispatcher_public_key_file="$TOK/dispatcher.pub" \
   --admin_token_file="$TOK/admin"
 if wait_port registry "$REG_PORT"; then ok "registry serves on 127.0.0.1:$REG_PORT"
 else abort "registry did not start"; fi
@@ -143,14 +142,15 @@ fi
 start dispatcher "$BIN/services/dispatcher/dispatcher" --listen="127.0.0.1:$DISP_PORT" \
   --db_dsn="$DSN" --metrics_address="127.0.0.1:$DISP_MPORT" \
   --registry_target="127.0.0.1:$REG_PORT" --executor_token_file="$TOK/executor" \
-  --cluster_token_file="$TOK/cluster" --log_json
+  --signing_key_file="$TOK/dispatcher.key" --scheduler_public_key_file="$TOK/scheduler.pub" \
+  --log_json
 if wait_port dispatcher "$DISP_PORT"; then ok "dispatcher serves on 127.0.0.1:$DISP_PORT"
 else abort "dispatcher did not start"; fi
 
 start scheduler "$BIN/services/scheduler/scheduler" --listen="127.0.0.1:$SCHED_PORT" \
   --db_dsn="$DSN" --metrics_address="127.0.0.1:$SCHED_MPORT" \
   --dispatcher_target="127.0.0.1:$DISP_PORT" --admin_token_file="$TOK/admin" \
-  --cluster_token_file="$TOK/cluster" --log_json
+  --signing_key_file="$TOK/scheduler.key" --log_json
 if wait_port scheduler "$SCHED_PORT"; then ok "scheduler serves on 127.0.0.1:$SCHED_PORT"
 else abort "scheduler did not start"; fi
 
@@ -158,7 +158,8 @@ start demo_executor "$BIN/sdk/examples/demo_executor" --listen="127.0.0.1:$EXEC_
   --app=demo --registry_target="127.0.0.1:$REG_PORT" \
   --dispatcher_target="127.0.0.1:$DISP_PORT" --metrics_address="127.0.0.1:$EXEC_MPORT" \
   --log_dir="$TMP/executor/logs" --spool_dir="$TMP/executor/spool" \
-  --executor_token_file="$TOK/executor" --cluster_token_file="$TOK/cluster" --log_json
+  --executor_token_file="$TOK/executor" --dispatcher_public_key_file="$TOK/dispatcher.pub" \
+  --scheduler_public_key_file="$TOK/scheduler.pub" --log_json
 if wait_port demo_executor "$EXEC_PORT"; then ok "demo executor serves on 127.0.0.1:$EXEC_PORT"
 else abort "demo executor did not start"; fi
 
@@ -182,8 +183,7 @@ cat >"$TMP/fail.json" <<'EOF'
  "routingStrategy": "ROUTING_STRATEGY_FIRST", "enabled": true}
 EOF
 CTL=("$BIN/tools/jobwheelctl/jobwheelctl" --scheduler="127.0.0.1:$SCHED_PORT"
-     --registry="127.0.0.1:$REG_PORT" --token_file="$TOK/admin"
-     --cluster_token_file="$TOK/cluster")
+     --registry="127.0.0.1:$REG_PORT" --token_file="$TOK/admin")
 for j in echo fail; do
   if out="$("${CTL[@]}" jobs create --file="$TMP/$j.json" 2>&1)"; then
     ok "jobwheelctl created job obs-$j"

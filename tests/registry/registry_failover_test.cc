@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "common/auth.h"
 #include "common/grpc_server.h"
+#include "common/testing/caller_keys.h"
 #include "common/testing/pg_test_db.h"
 #include "common/testing/process.h"
 #include "gtest/gtest.h"
@@ -34,7 +35,6 @@ namespace {
 
 constexpr char kApp[] = "failover";
 constexpr char kExecutorToken[] = "executor-secret";
-constexpr char kClusterToken[] = "cluster-secret";
 constexpr char kAdminToken[] = "admin-secret";
 
 std::string WriteFile(const std::string& dir, const std::string& name, const std::string& content) {
@@ -85,10 +85,11 @@ class Watcher {
     bool alive_when_removed = false;  // Per the watched pid (see WatchPid).
   };
 
-  Watcher(const std::string& target, const std::string& app) {
+  // `token`: what a dispatcher presents (signed with its key for audience "registry").
+  Watcher(const std::string& target, const std::string& app, const std::string& token) {
     auto channel = MakeChannel(target);
     stub_ = v1::RegistryService::NewStub(*channel);
-    AddBearer(ctx_, kClusterToken);
+    AddBearer(ctx_, token);
     v1::WatchExecutorsRequest req;
     req.set_app(app);
     reader_ = stub_->WatchExecutors(&ctx_, req);
@@ -187,7 +188,9 @@ class RegistryFailoverTest : public ::testing::Test {
     dsn_ = *dsn;
     dir_ = TestTempDir("registry_failover");
     executor_token_ = WriteFile(dir_, "executor.token", kExecutorToken);
-    cluster_token_ = WriteFile(dir_, "cluster.token", kClusterToken);
+    auto keys = WriteCallerKeys(dir_);
+    ASSERT_TRUE(keys.ok()) << keys.status();
+    keys_ = *keys;
     admin_token_ = WriteFile(dir_, "admin.token", kAdminToken);
     wrong_token_ = WriteFile(dir_, "wrong.token", "not-the-token");
     a_port_ = PickFreePort();
@@ -207,7 +210,8 @@ class RegistryFailoverTest : public ::testing::Test {
                  {"--listen=" + Target(port), "--metrics_address=", "--db_dsn=" + dsn_,
                   "--replica_id=" + name, "--lease=2s", "--drain_grace=1s",
                   "--executor_token_file=" + executor_token_,
-                  "--cluster_token_file=" + cluster_token_, "--admin_token_file=" + admin_token_},
+                  "--dispatcher_public_key_file=" + keys_.dispatcher_pub,
+                  "--admin_token_file=" + admin_token_},
                  dir_ + "/registry_" + name + ".log");
     EXPECT_TRUE(s.ok()) << s;
     return p;
@@ -234,7 +238,14 @@ class RegistryFailoverTest : public ::testing::Test {
     return c;
   }
 
-  std::string dsn_, dir_, executor_token_, cluster_token_, admin_token_, wrong_token_;
+  // A token as a dispatcher presents it to the registry.
+  std::string DispatcherToken() const {
+    auto token = SignCallerToken(keys_.dispatcher_key, "dispatcher", "registry");
+    return token.ok() ? *token : std::string();
+  }
+
+  std::string dsn_, dir_, executor_token_, admin_token_, wrong_token_;
+  CallerKeyFiles keys_;
   int a_port_ = 0, b_port_ = 0;
   int clients_started_ = 0;
   std::unique_ptr<Process> a_, b_;
@@ -242,7 +253,7 @@ class RegistryFailoverTest : public ::testing::Test {
 
 TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
   const std::string a = Target(a_port_), b = Target(b_port_);
-  Watcher watcher(b, kApp);
+  Watcher watcher(b, kApp, DispatcherToken());
   std::vector<Client> clients;
   // c0: kill -9; c1: SIGSTOP; c2: SIGTERM; c3: knows only A; c4, c5: fail over
   // to B.
@@ -355,7 +366,7 @@ TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
 
     grpc::ClientContext wctx;
     AddBearer(wctx,
-              kExecutorToken);  // The executor token is not the cluster token.
+              kExecutorToken);  // The executor token is not a dispatcher's token.
     wctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     v1::WatchExecutorsRequest wreq;
     auto reader = stub->WatchExecutors(&wctx, wreq);
@@ -411,7 +422,7 @@ TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
 // a REMOVE.
 TEST_F(RegistryFailoverTest, GracefulReplicaShutdownDrainsExecutorsToAnotherReplica) {
   const std::string a = Target(a_port_), b = Target(b_port_);
-  Watcher watcher(b, kApp);
+  Watcher watcher(b, kApp, DispatcherToken());
   std::vector<Client> clients;
   for (int i = 0; i < 3; ++i) {
     clients.push_back(StartClient(absl::StrCat("d", i), a + "," + b, executor_token_));

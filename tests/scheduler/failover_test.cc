@@ -31,6 +31,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/proto_time.h"
+#include "common/testing/caller_keys.h"
 #include "common/testing/executions.h"
 #include "common/testing/pg_test_db.h"
 #include "common/testing/process.h"
@@ -96,16 +97,19 @@ class SchedulerFailoverTest : public ::testing::Test {
     dsn_ = *dsn;
     db_ = std::make_unique<pqxx::connection>(dsn_);
     dir_ = testing::TestTempDir("scheduler_failover");
-    for (const char* name : {"admin", "cluster", "executor"}) {
+    for (const char* name : {"admin", "executor"}) {
       std::ofstream(absl::StrCat(dir_, "/", name)) << "test-" << name << "-token\n";
     }
+    auto keys = testing::WriteCallerKeys(dir_);
+    ASSERT_TRUE(keys.ok()) << keys.status();
+    keys_ = *keys;
     registry_port_ = PickFreePort();
     dispatcher_port_ = PickFreePort();
     ASSERT_TRUE(registry_
                     .Start(RunfilePath("services/registry/registry"),
                            {"--listen=" + Addr(registry_port_), "--db_dsn=" + dsn_,
                             "--metrics_address=", "--executor_token_file=" + dir_ + "/executor",
-                            "--cluster_token_file=" + dir_ + "/cluster",
+                            "--dispatcher_public_key_file=" + keys_.dispatcher_pub,
                             "--admin_token_file=" + dir_ + "/admin"},
                            dir_ + "/registry.log")
                     .ok());
@@ -115,7 +119,8 @@ class SchedulerFailoverTest : public ::testing::Test {
                            {"--listen=" + Addr(dispatcher_port_), "--db_dsn=" + dsn_,
                             "--metrics_address=", "--registry_target=" + Addr(registry_port_),
                             "--executor_token_file=" + dir_ + "/executor",
-                            "--cluster_token_file=" + dir_ + "/cluster"},
+                            "--signing_key_file=" + keys_.dispatcher_key,
+                            "--scheduler_public_key_file=" + keys_.scheduler_pub},
                            dir_ + "/dispatcher.log")
                     .ok());
     ASSERT_TRUE(WaitForServing(dispatcher_port_));
@@ -153,7 +158,7 @@ class SchedulerFailoverTest : public ::testing::Test {
                             "--replica_id=" + s.id,
                             "--dispatcher_target=" + Addr(dispatcher_port_),
                             "--admin_token_file=" + dir_ + "/admin",
-                            "--cluster_token_file=" + dir_ + "/cluster"},
+                            "--signing_key_file=" + keys_.scheduler_key},
                            absl::StrCat(dir_, "/", s.id, ".log"))
                     .ok());
     ASSERT_TRUE(WaitForServing(s.port));
@@ -178,7 +183,8 @@ class SchedulerFailoverTest : public ::testing::Test {
                               "--spool_dir=" + dir_ + "/" + name + "-spool",
                               "--executions_file=" + ExecutionsFile(i),
                               "--executor_token_file=" + dir_ + "/executor",
-                              "--cluster_token_file=" + dir_ + "/cluster"},
+                              "--dispatcher_public_key_file=" + keys_.dispatcher_pub,
+                              "--scheduler_public_key_file=" + keys_.scheduler_pub},
                              dir_ + "/" + name + ".log")
                       .ok());
       ASSERT_TRUE(WaitForServing(port));
@@ -259,6 +265,7 @@ class SchedulerFailoverTest : public ::testing::Test {
   }
 
   std::string dsn_, dir_;
+  testing::CallerKeyFiles keys_;
   std::unique_ptr<pqxx::connection> db_;
   int registry_port_ = 0, dispatcher_port_ = 0;
   Process registry_, dispatcher_;

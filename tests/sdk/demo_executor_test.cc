@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "common/auth.h"
 #include "common/proto_time.h"
+#include "common/testing/caller_keys.h"
 #include "common/testing/process.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -31,7 +32,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 constexpr char kExecutorToken[] = "exec-token-123";
-constexpr char kClusterToken[] = "cluster-token-456";
 
 std::string WriteFile(const std::string& path, const std::string& content) {
   std::ofstream(path) << content << "\n";
@@ -51,7 +51,9 @@ class DemoExecutorTest : public ::testing::Test {
     port_ = jobwheel::testing::PickFreePort();
     address_ = absl::StrCat("127.0.0.1:", port_);
     WriteFile(dir_ + "/executor.token", kExecutorToken);
-    WriteFile(dir_ + "/cluster.token", kClusterToken);
+    auto keys = jobwheel::testing::WriteCallerKeys(dir_);
+    ASSERT_TRUE(keys.ok()) << keys.status();
+    keys_ = *keys;
   }
 
   void StartExecutor(const std::vector<std::string>& extra = {}) {
@@ -65,7 +67,8 @@ class DemoExecutorTest : public ::testing::Test {
         "--log_dir=" + dir_ + "/logs",
         "--spool_dir=" + dir_ + "/spool",
         "--executor_token_file=" + dir_ + "/executor.token",
-        "--cluster_token_file=" + dir_ + "/cluster.token",
+        "--dispatcher_public_key_file=" + keys_.dispatcher_pub,
+        "--scheduler_public_key_file=" + keys_.scheduler_pub,
         "--grace_period=2s",
     };
     args.insert(args.end(), extra.begin(), extra.end());
@@ -79,11 +82,18 @@ class DemoExecutorTest : public ::testing::Test {
   }
 
   grpc::Status Run(const jobwheel::v1::RunRequest& req, jobwheel::v1::RunResponse* resp,
-                   const std::string& token = kClusterToken) {
+                   const std::string& token = "") {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    AddBearer(ctx, token);
+    AddBearer(ctx, token.empty() ? CallerToken("dispatcher") : token);
     return stub_->Run(&ctx, req, resp);
+  }
+
+  // A token the scheduler or a dispatcher signed for this executor's address.
+  std::string CallerToken(absl::string_view issuer) const {
+    auto token = jobwheel::testing::SignCallerToken(
+        issuer == "scheduler" ? keys_.scheduler_key : keys_.dispatcher_key, issuer, address_);
+    return token.ok() ? *token : std::string();
   }
 
   jobwheel::v1::RunRequest Request(int64_t run_id, int64_t job_id, const std::string& handler,
@@ -110,6 +120,7 @@ class DemoExecutorTest : public ::testing::Test {
   std::string dispatcher_address_;
   int port_ = 0;
   std::string address_;
+  jobwheel::testing::CallerKeyFiles keys_;
   std::unique_ptr<Process> executor_;
   std::unique_ptr<jobwheel::v1::ExecutorService::Stub> stub_;
 };
@@ -125,7 +136,7 @@ TEST_F(DemoExecutorTest, RegistersRunsReportsAndShutsDownWithGoodbye) {
   EXPECT_THAT(reg.handlers(), ElementsAre("echo", "fail", "flaky", "shard", "sleep"));
   ASSERT_TRUE(Eventually([&] { return registry_.beats().size() >= 2; }, absl::Seconds(10)));
 
-  // Without the cluster token: refused.
+  // Without a caller token for this executor: refused.
   jobwheel::v1::RunResponse resp;
   grpc::Status st = Run(Request(1, 1, "echo", "x"), &resp, "wrong");
   EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED);
@@ -145,7 +156,7 @@ TEST_F(DemoExecutorTest, RegistersRunsReportsAndShutsDownWithGoodbye) {
   // Its log, through the Log RPC.
   {
     grpc::ClientContext ctx;
-    AddBearer(ctx, kClusterToken);
+    AddBearer(ctx, CallerToken("scheduler"));
     jobwheel::v1::LogRequest lreq;
     lreq.set_run_id(101);
     jobwheel::v1::LogResponse lresp;
@@ -171,7 +182,7 @@ TEST_F(DemoExecutorTest, RegistersRunsReportsAndShutsDownWithGoodbye) {
   ASSERT_TRUE(Run(Request(104, 4, "sleep", "60000"), &resp).ok());
   {
     grpc::ClientContext ctx;
-    AddBearer(ctx, kClusterToken);
+    AddBearer(ctx, CallerToken("dispatcher"));
     jobwheel::v1::IdleBeatRequest ireq;
     ireq.set_job_id(4);
     jobwheel::v1::IdleBeatResponse iresp;
@@ -181,7 +192,7 @@ TEST_F(DemoExecutorTest, RegistersRunsReportsAndShutsDownWithGoodbye) {
   }
   {
     grpc::ClientContext ctx;
-    AddBearer(ctx, kClusterToken);
+    AddBearer(ctx, CallerToken("scheduler"));
     jobwheel::v1::KillRequest kreq;
     kreq.set_run_id(104);
     kreq.set_reason("operator");

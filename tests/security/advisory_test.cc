@@ -1,6 +1,6 @@
 // Tests for each XXL-JOB advisory class, against the real binaries and PostgreSQL:
-//  - executor RPCs (Run/Kill/Log/...) without the cluster token are refused (XXL-JOB's
-//    unauthenticated executor RCE);
+//  - executor RPCs (Run/Kill/Log/...) without a token the dispatcher or scheduler signed for
+//    that executor are refused (XXL-JOB's unauthenticated executor RCE);
 //  - no default secret: every binary refuses to start without credentials unless
 //    --insecure_dev, which it announces (XXL-JOB's default accessToken);
 //  - script (GLUE) jobs need an ADMIN to create and the executor's opt-in to run;
@@ -175,13 +175,17 @@ std::string* AdvisoryTest::executor_token_ = nullptr;
 absl::Status AdvisoryTest::setup_;
 
 // XXL-JOB advisory class: unauthenticated calls to the executor (remote code execution).
-TEST_F(AdvisoryTest, ExecutorRpcsNeedTheClusterToken) {
+TEST_F(AdvisoryTest, ExecutorRpcsNeedACallerTokenForThisExecutor) {
   auto api_admin = CreateToken(stack_->admin_token(), "api-admin", v1::ROLE_ADMIN, {});
   ASSERT_TRUE(api_admin.ok()) << api_admin.status();
   auto exec = Executor();
   const std::vector<std::pair<std::string, std::string>> callers = {
       {"no token", ""},
-      {"a wrong token", "not-the-cluster-token"},
+      {"a wrong token", "not-a-caller-token"},
+      {"the dispatcher's token for another executor",
+       stack_->CallerToken("dispatcher", "127.0.0.1:1")},
+      {"the scheduler's token for the dispatcher",
+       stack_->CallerToken("scheduler", "dispatcher")},
       {"the bootstrap admin token", stack_->admin_token()},
       {"an ADMIN API token", *api_admin},
       {"the executor's own token", *executor_token_},
@@ -216,13 +220,18 @@ TEST_F(AdvisoryTest, ExecutorRpcsNeedTheClusterToken) {
     EXPECT_EQ(exec->IdleBeat(Ctx(token).get(), idle, &idle_resp).error_code(),
               grpc::StatusCode::UNAUTHENTICATED);
   }
-  // The cluster token passes authentication, and none of the refused Run calls ran anything.
+  // Tokens the dispatcher or the scheduler signed for this executor pass authentication, and
+  // none of the refused Run calls ran anything.
   v1::BeatResponse beat_resp;
-  EXPECT_TRUE(exec->Beat(Ctx(stack_->cluster_token()).get(), {}, &beat_resp).ok());
+  EXPECT_TRUE(
+      exec->Beat(Ctx(stack_->CallerToken("dispatcher", stack_->executor())).get(), {}, &beat_resp)
+          .ok());
   v1::LogRequest log;
   log.set_run_id(900001);
   v1::LogResponse log_resp;
-  EXPECT_EQ(exec->Log(Ctx(stack_->cluster_token()).get(), log, &log_resp).error_code(),
+  EXPECT_EQ(exec->Log(Ctx(stack_->CallerToken("scheduler", stack_->executor())).get(), log,
+                      &log_resp)
+                .error_code(),
             grpc::StatusCode::NOT_FOUND);
 }
 
@@ -292,7 +301,7 @@ TEST_F(AdvisoryTest, SchedulerRefusesAWebhookOutsideTheAllowlist) {
   ASSERT_TRUE(p.Start(RunfilePath("services/scheduler/scheduler"),
                       {"--listen=" + Addr(PickFreePort()), "--db_dsn=" + stack_->dsn(),
                        "--metrics_address=", "--admin_token_file=" + stack_->dir() + "/admin",
-                       "--cluster_token_file=" + stack_->dir() + "/cluster",
+                       "--signing_key_file=" + stack_->caller_keys().scheduler_key,
                        "--alarm_webhook_url=http://169.254.169.254/latest/meta-data",
                        "--alarm_webhook_allowlist=hooks.example.com"},
                       log)
@@ -344,7 +353,8 @@ TEST_F(AdvisoryTest, ScriptJobsNeedAnAdminAndTheExecutorsOptIn) {
   run.set_script_source("touch " + marker);
   run.set_script_version(1);
   v1::RunResponse resp;
-  s = Executor()->Run(Ctx(stack_->cluster_token()).get(), run, &resp);
+  s = Executor()->Run(Ctx(stack_->CallerToken("dispatcher", stack_->executor())).get(), run,
+                      &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.disposition(), v1::RUN_DISPOSITION_REJECTED);
   EXPECT_TRUE(Contains(resp.message(), "scripts are disabled")) << resp.message();
@@ -355,12 +365,12 @@ TEST_F(AdvisoryTest, ScriptJobsNeedAnAdminAndTheExecutorsOptIn) {
 // as an SSRF proxy to arbitrary executor addresses.
 TEST_F(AdvisoryTest, LogReadsStayInTheLogDirectoryAndProxiesOnlyReachRegisteredExecutors) {
   auto exec = Executor();
-  const std::string cluster = stack_->cluster_token();
+  const std::string scheduler = stack_->CallerToken("scheduler", stack_->executor());
   for (int64_t bad : {int64_t{-1}, int64_t{0}, std::numeric_limits<int64_t>::min()}) {
     v1::LogRequest req;
     req.set_run_id(bad);
     v1::LogResponse resp;
-    EXPECT_EQ(exec->Log(Ctx(cluster).get(), req, &resp).error_code(),
+    EXPECT_EQ(exec->Log(Ctx(scheduler).get(), req, &resp).error_code(),
               grpc::StatusCode::INVALID_ARGUMENT)
         << bad;
   }
@@ -368,11 +378,11 @@ TEST_F(AdvisoryTest, LogReadsStayInTheLogDirectoryAndProxiesOnlyReachRegisteredE
     v1::LogRequest req;
     req.set_run_id(std::numeric_limits<int64_t>::max());
     v1::LogResponse resp;
-    EXPECT_EQ(exec->Log(Ctx(cluster).get(), req, &resp).error_code(),
+    EXPECT_EQ(exec->Log(Ctx(scheduler).get(), req, &resp).error_code(),
               grpc::StatusCode::NOT_FOUND);
     req.set_run_id(1);
     req.set_max_lines(-5);
-    EXPECT_EQ(exec->Log(Ctx(cluster).get(), req, &resp).error_code(),
+    EXPECT_EQ(exec->Log(Ctx(scheduler).get(), req, &resp).error_code(),
               grpc::StatusCode::INVALID_ARGUMENT);
   }
   // A log file that is a symlink out of the log directory (absolute, and relative "../") is
@@ -388,7 +398,7 @@ TEST_F(AdvisoryTest, LogReadsStayInTheLogDirectoryAndProxiesOnlyReachRegisteredE
     v1::LogRequest req;
     req.set_run_id(id);
     v1::LogResponse resp;
-    grpc::Status s = exec->Log(Ctx(cluster).get(), req, &resp);
+    grpc::Status s = exec->Log(Ctx(scheduler).get(), req, &resp);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << id << " " << s.error_message();
     EXPECT_EQ(resp.lines_size(), 0);
     EXPECT_FALSE(Contains(s.error_message(), "TOPSECRET"));

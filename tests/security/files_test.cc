@@ -34,12 +34,12 @@ class FilesTest : public ::testing::Test {
     // What an executor's environment may well hold: its settings (token file paths among
     // them: ParseFlagsWithEnv reads JOBWHEEL_<FLAG>) and secrets of the embedding service.
     // The command line names the same files, so these change nothing for the executor.
-    ::setenv("JOBWHEEL_CLUSTER_TOKEN_FILE", (stack_->dir() + "/cluster").c_str(), 1);
+    ::setenv("JOBWHEEL_DISPATCHER_PUBLIC_KEY_FILE", stack_->caller_keys().dispatcher_pub.c_str(), 1);
     ::setenv("FILES_TEST_SERVICE_SECRET", "hunter2", 1);
     Stack::ExecutorSpec spec;
     spec.allow_scripts = true;
     auto index = stack_->AddExecutor(spec);
-    ::unsetenv("JOBWHEEL_CLUSTER_TOKEN_FILE");
+    ::unsetenv("JOBWHEEL_DISPATCHER_PUBLIC_KEY_FILE");
     ::unsetenv("FILES_TEST_SERVICE_SECRET");
     ASSERT_TRUE(index.ok()) << index.status() << stack_->Logs();
     executor_ = *index;
@@ -125,8 +125,8 @@ TEST_F(FilesTest, ScriptJobsSeeOnlyTheAllowListedEnvironment) {
     EXPECT_FALSE(absl::StrContains(line, "jw_")) << line;
     EXPECT_FALSE(absl::StrContains(line, "TOKEN")) << line;
     EXPECT_FALSE(absl::StrContains(line, "hunter2")) << line;
-    EXPECT_FALSE(absl::StrContains(line, stack_->dir() + "/cluster")) << line;
-    EXPECT_FALSE(absl::StrContains(line, stack_->cluster_token())) << line;
+    EXPECT_FALSE(absl::StrContains(line, stack_->caller_keys().dispatcher_pub)) << line;
+    EXPECT_FALSE(absl::StrContains(line, "PRIVATE KEY")) << line;
     EXPECT_FALSE(absl::StrContains(line, stack_->admin_token())) << line;
     const size_t eq = line.find('=');
     if (eq == std::string::npos || line.find(' ') < eq) continue;  // The executor's own lines.

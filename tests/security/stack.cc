@@ -149,16 +149,17 @@ absl::Status Stack::StartServices() {
   dir_ = testing::TestTempDir(n == 0 ? "security" : absl::StrCat("security", n));
   // Random per run: the tests never rely on a well-known secret.
   admin_token_ = absl::StrCat("admin-", PickFreePort(), "-", absl::ToUnixNanos(absl::Now()));
-  cluster_token_ = absl::StrCat("cluster-", PickFreePort(), "-", absl::ToUnixNanos(absl::Now()));
   const std::string admin_file = WriteFile(dir_ + "/admin", admin_token_ + "\n");
-  const std::string cluster_file = WriteFile(dir_ + "/cluster", cluster_token_ + "\n");
+  auto keys = testing::WriteCallerKeys(dir_);
+  if (!keys.ok()) return keys.status();
+  caller_keys_ = *keys;
   registry_port_ = PickFreePort();
   dispatcher_port_ = PickFreePort();
   scheduler_port_ = PickFreePort();
 
   std::vector<std::string> args = {"--listen=" + Addr(registry_port_), "--db_dsn=" + dsn_,
-                                   "--metrics_address=", "--cluster_token_file=" + cluster_file,
-                                   "--admin_token_file=" + admin_file};
+                                   "--metrics_address=", "--admin_token_file=" + admin_file};
+  for (auto& f : caller_keys_.RegistryFlags()) args.push_back(f);
   for (auto& f : TlsServerFlags()) args.push_back(f);
   absl::Status s =
       registry_.Start(RunfilePath("services/registry/registry"), args, dir_ + "/registry.log");
@@ -166,7 +167,8 @@ absl::Status Stack::StartServices() {
   if (!(s = WaitServing(Addr(registry_port_))).ok()) return s;
 
   args = {"--listen=" + Addr(dispatcher_port_), "--db_dsn=" + dsn_, "--metrics_address=",
-          "--registry_target=" + Addr(registry_port_), "--cluster_token_file=" + cluster_file};
+          "--registry_target=" + Addr(registry_port_)};
+  for (auto& f : caller_keys_.DispatcherFlags()) args.push_back(f);
   for (auto& f : TlsServerFlags()) args.push_back(f);
   for (auto& f : TlsClientFlags()) args.push_back(f);
   s = dispatcher_.Start(RunfilePath("services/dispatcher/dispatcher"), args,
@@ -175,8 +177,8 @@ absl::Status Stack::StartServices() {
   if (!(s = WaitServing(Addr(dispatcher_port_))).ok()) return s;
 
   args = {"--listen=" + Addr(scheduler_port_), "--db_dsn=" + dsn_, "--metrics_address=",
-          "--dispatcher_target=" + Addr(dispatcher_port_), "--admin_token_file=" + admin_file,
-          "--cluster_token_file=" + cluster_file};
+          "--dispatcher_target=" + Addr(dispatcher_port_), "--admin_token_file=" + admin_file};
+  for (auto& f : caller_keys_.SchedulerFlags()) args.push_back(f);
   for (auto& f : TlsServerFlags()) args.push_back(f);
   for (auto& f : TlsClientFlags()) args.push_back(f);
   s = scheduler_.Start(RunfilePath("services/scheduler/scheduler"), args,
@@ -228,8 +230,8 @@ absl::Status Stack::StartExecutorProcess(int index, const ExecutorSpec& spec,
                                    "--log_dir=" + dir_ + "/exec-logs" + suffix,
                                    "--spool_dir=" + dir_ + "/exec-spool" + suffix,
                                    "--executions_file=" + dir_ + "/" + e->name + ".executions",
-                                   "--executor_token_file=" + token_file,
-                                   "--cluster_token_file=" + dir_ + "/cluster"};
+                                   "--executor_token_file=" + token_file};
+  for (auto& f : caller_keys_.ExecutorFlags()) args.push_back(f);
   if (spec.allow_scripts) args.push_back("--allow_scripts");
   for (auto& f : TlsServerFlags()) args.push_back(f);
   for (auto& f : TlsClientFlags()) args.push_back(f);
@@ -240,6 +242,13 @@ absl::Status Stack::StartExecutorProcess(int index, const ExecutorSpec& spec,
   executors_.push_back(std::move(e));
   if (!s.ok()) return s;
   return WaitServing(address);
+}
+
+std::string Stack::CallerToken(absl::string_view issuer, absl::string_view audience) const {
+  const std::string& key =
+      issuer == "scheduler" ? caller_keys_.scheduler_key : caller_keys_.dispatcher_key;
+  absl::StatusOr<std::string> token = testing::SignCallerToken(key, issuer, audience);
+  return token.ok() ? *token : std::string();
 }
 
 absl::StatusOr<std::string> Stack::CreateToken(const std::string& name, jobwheel::v1::Role role,

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/grpc_server.h"
+#include "common/testing/caller_keys.h"
 #include "common/testing/executions.h"
 #include "common/testing/process.h"
 #include "grpcpp/grpcpp.h"
@@ -54,7 +55,8 @@ class Stack {
   explicit Stack(Options options) : options_(std::move(options)) {}
   ~Stack();
 
-  // Creates a database, writes the bootstrap admin and cluster tokens, starts registry,
+  // Creates a database, writes the bootstrap admin token and the scheduler's and dispatcher's
+  // key pairs (executors get only the public keys), starts registry,
   // dispatcher and scheduler (no bootstrap executor token anywhere: executors need per-app
   // API tokens) and waits until they serve.
   absl::Status StartServices();
@@ -76,7 +78,10 @@ class Stack {
   const std::string& dir() const { return dir_; }
   const std::string& dsn() const { return dsn_; }
   const std::string& admin_token() const { return admin_token_; }
-  const std::string& cluster_token() const { return cluster_token_; }
+  const testing::CallerKeyFiles& caller_keys() const { return caller_keys_; }
+  // A caller token for `audience` signed with the stack's scheduler key (issuer "scheduler")
+  // or dispatcher key ("dispatcher"); empty when it cannot be made.
+  std::string CallerToken(absl::string_view issuer, absl::string_view audience) const;
   std::string scheduler() const { return Addr(scheduler_port_); }
   std::string registry() const { return Addr(registry_port_); }
   std::string dispatcher() const { return Addr(dispatcher_port_); }
@@ -104,7 +109,8 @@ class Stack {
                                     const std::string& token_file);
 
   const Options options_;
-  std::string dir_, dsn_, admin_token_, cluster_token_;
+  std::string dir_, dsn_, admin_token_;
+  testing::CallerKeyFiles caller_keys_;
   struct ExecutorProcess {
     int port = 0;
     std::string name;  // "executor", "executor-1", ...: its log is <dir>/<name>.log.

@@ -27,8 +27,6 @@
 ABSL_FLAG(std::string, scheduler, "127.0.0.1:7100", "Scheduler address");
 ABSL_FLAG(std::string, registry, "127.0.0.1:7101", "Registry address");
 ABSL_FLAG(std::string, token_file, "", "Admin token file (JobAdminService, AppAdminService)");
-ABSL_FLAG(std::string, cluster_token_file, "",
-          "Cluster token file (executors list; optional: --token_file works too)");
 ABSL_FLAG(bool, json, false, "Print JSON instead of a table");
 ABSL_FLAG(std::string, app, "", "Filter by app");
 ABSL_FLAG(int64_t, job, 0, "Filter runs by job id");
@@ -59,11 +57,11 @@ constexpr char kUsage[] = R"(usage: jobwheelctl [flags] COMMAND
   jobs count [--app A]           (jobs, enabled jobs, pending and running runs per app)
   runs list [--job ID]           runs get ID      runs log ID      runs kill ID
   runs stats [--app A] [--job ID] [--bucket 1h] [--since 24h]   (runs by status per bucket)
-  apps list                      executors list [--app A]   (--token_file, or --cluster_token_file)
+  apps list                      executors list [--app A]
   tokens create --name N --role admin|operator|viewer|executor [--apps a,b] [--expire_in 720h]
   tokens list [--include_revoked]    tokens revoke ID    tokens whoami
   leader
-flags: --scheduler --registry --token_file --cluster_token_file --json --limit --bucket --since
+flags: --scheduler --registry --token_file --json --limit --bucket --since
        --tls_ca --tls_cert --tls_key (TLS / mutual TLS))";
 
 int Usage(const std::string& why) {
@@ -459,9 +457,8 @@ int main(int argc, char** argv) {
     jobwheel::v1::ListExecutorsRequest req;
     req.set_app(absl::GetFlag(FLAGS_app));
     jobwheel::v1::ListExecutorsResponse r;
-    // The cluster token when given; otherwise the admin, operator or viewer token.
-    const std::string cluster = Token(absl::GetFlag(FLAGS_cluster_token_file));
-    grpc::Status s = stub->ListExecutors(Ctx(cluster.empty() ? admin : cluster).get(), req, &r);
+    // An admin, operator or viewer token: the executors of the apps it may read.
+    grpc::Status s = stub->ListExecutors(Ctx(admin).get(), req, &r);
     if (!s.ok()) return RpcError(s);
     if (json) { std::cout << ToJson(r) << "\n"; return 0; }
     const std::vector<int> w = {14, 21, 8, 8, 23, 40};

@@ -7,7 +7,8 @@ Components are described by "jobwheel.component" dicts:
   binary executable in the image's /usr/local/bin
   port   name of the serving port: grpc (gRPC services) or http (the console)
   db     true when the component connects to PostgreSQL
-  tokens the token files it reads (keys of the tokens Secret)
+  tokens the secret files it reads: {key: <key of the tokens Secret>, file: <file name>},
+         the file name giving the flag (file signing-key: JOBWHEEL_SIGNING_KEY_FILE)
 */}}
 
 {{- define "jobwheel.name" -}}
@@ -68,13 +69,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/* Component descriptors. Argument: the component key. */}}
 {{- define "jobwheel.component" -}}
 {{- if eq . "scheduler" -}}
-{key: scheduler, name: scheduler, binary: scheduler, port: grpc, db: true, tokens: [cluster-token, admin-token]}
+{key: scheduler, name: scheduler, binary: scheduler, port: grpc, db: true, tokens: [{key: scheduler-signing-key, file: signing-key}, {key: admin-token, file: admin-token}]}
 {{- else if eq . "registry" -}}
-{key: registry, name: registry, binary: registry, port: grpc, db: true, tokens: [cluster-token, admin-token, executor-token]}
+{key: registry, name: registry, binary: registry, port: grpc, db: true, tokens: [{key: dispatcher-public-key, file: dispatcher-public-key}, {key: admin-token, file: admin-token}, {key: executor-token, file: executor-token}]}
 {{- else if eq . "dispatcher" -}}
-{key: dispatcher, name: dispatcher, binary: dispatcher, port: grpc, db: true, tokens: [cluster-token, executor-token]}
+{key: dispatcher, name: dispatcher, binary: dispatcher, port: grpc, db: true, tokens: [{key: dispatcher-signing-key, file: signing-key}, {key: scheduler-public-key, file: scheduler-public-key}, {key: executor-token, file: executor-token}]}
 {{- else if eq . "demoExecutor" -}}
-{key: demoExecutor, name: demo-executor, binary: demo_executor, port: grpc, db: false, tokens: [cluster-token, executor-token]}
+{{- /* Executors hold public keys only: nothing another component accepts. */ -}}
+{key: demoExecutor, name: demo-executor, binary: demo_executor, port: grpc, db: false, tokens: [{key: dispatcher-public-key, file: dispatcher-public-key}, {key: scheduler-public-key, file: scheduler-public-key}, {key: executor-token, file: executor-token}]}
 {{- else if eq . "console" -}}
 {{- /* The console forwards each caller's own token and holds none. */ -}}
 {key: console, name: console, binary: console, port: http, db: false, tokens: []}
@@ -135,9 +137,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 db-dsn: {{ .Values.db.dsn | toString | b64enc | quote }}
 {{- end }}
 {{- if include "jobwheel.authEnabled" . }}
-cluster-token: {{ .Values.auth.clusterToken | toString | b64enc | quote }}
 executor-token: {{ .Values.auth.executorToken | toString | b64enc | quote }}
 admin-token: {{ .Values.auth.adminToken | toString | b64enc | quote }}
+scheduler-signing-key: {{ .Values.auth.schedulerSigningKey | toString | b64enc | quote }}
+scheduler-public-key: {{ .Values.auth.schedulerPublicKey | toString | b64enc | quote }}
+dispatcher-signing-key: {{ .Values.auth.dispatcherSigningKey | toString | b64enc | quote }}
+dispatcher-public-key: {{ .Values.auth.dispatcherPublicKey | toString | b64enc | quote }}
 {{- end }}
 {{- end -}}
 {{- end -}}
@@ -194,7 +199,7 @@ Argument: dict root, c. The component's `config` map wins over the chart's own k
 {{- /* --insecure_dev goes on the command line (see jobwheel.deployment), never here. */ -}}
 {{- if not $root.Values.insecureDev -}}
 {{- range $c.tokens -}}
-{{- $_ := set $env (printf "JOBWHEEL_%s_FILE" (. | replace "-" "_" | upper)) (printf "%s/%s" $secrets .) -}}
+{{- $_ := set $env (printf "JOBWHEEL_%s_FILE" (.file | replace "-" "_" | upper)) (printf "%s/%s" $secrets .file) -}}
 {{- end -}}
 {{- end -}}
 {{- if has $c.key (list "dispatcher" "demoExecutor" "console") -}}
@@ -493,8 +498,8 @@ spec:
             defaultMode: 288 # 0440: readable by the pod's fsGroup only
             items:
               {{- range $c.tokens }}
-              - key: {{ . }}
-                path: {{ . }}
+              - key: {{ .key }}
+                path: {{ .file }}
               {{- end }}
         {{- end }}
         {{- if $root.Values.tls.enabled }}
