@@ -1,0 +1,188 @@
+// AppAdminService in process on port 0 with its stores in memory: reads are scoped to the apps
+// a token may read ("*": every app; an empty list: none), writes need an ADMIN.
+#include "services/registry/app_admin_service.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/auth.h"
+#include "common/clock.h"
+#include "common/grpc_server.h"
+#include "common/in_memory_token_store.h"
+#include "common/token_auth.h"
+#include "common/work_pool.h"
+#include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "services/registry/app_store.h"
+#include "services/registry/executor_view.h"
+#include "services/registry/registry_metrics.h"
+
+namespace jobwheel::registry {
+namespace {
+
+constexpr char kAdmin[] = "admin-secret";
+
+// Apps by name, in memory.
+class MemoryAppStore : public AppStore {
+ public:
+  absl::StatusOr<v1::App> Create(const v1::App& app) override {
+    absl::MutexLock lock(&mu_);
+    if (!apps_.emplace(app.name(), app).second) {
+      return absl::AlreadyExistsError(absl::StrCat("app ", app.name(), " exists"));
+    }
+    return app;
+  }
+  absl::StatusOr<v1::App> Update(const v1::App& app) override {
+    absl::MutexLock lock(&mu_);
+    auto it = apps_.find(app.name());
+    if (it == apps_.end()) return absl::NotFoundError(absl::StrCat("app ", app.name()));
+    it->second = app;
+    return app;
+  }
+  absl::StatusOr<v1::App> Get(const std::string& name) override {
+    absl::MutexLock lock(&mu_);
+    auto it = apps_.find(name);
+    if (it == apps_.end()) return absl::NotFoundError(absl::StrCat("app ", name, " not found"));
+    return it->second;
+  }
+  absl::StatusOr<std::vector<v1::App>> List() override {
+    absl::MutexLock lock(&mu_);
+    std::vector<v1::App> out;
+    for (const auto& [name, app] : apps_) out.push_back(app);
+    return out;
+  }
+  absl::Status Delete(const std::string& name) override {
+    absl::MutexLock lock(&mu_);
+    apps_.erase(name);
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::map<std::string, v1::App> apps_ ABSL_GUARDED_BY(mu_);
+};
+
+class AppAdminServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    TokenAuthenticator::Options o;
+    o.admin_token = kAdmin;
+    auth_ = std::make_unique<TokenAuthenticator>(o, &tokens_, clock_);
+    service_ = std::make_unique<AppAdminService>(store_, view_, work_, *auth_);
+    int port = 0;
+    auto server = StartGrpcServer("127.0.0.1:0", {service_.get()}, {}, &port);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(server).value();
+    auto channel = MakeChannel(absl::StrCat("127.0.0.1:", port));
+    ASSERT_TRUE(channel.ok());
+    stub_ = v1::AppAdminService::NewStub(*channel);
+    for (const char* name : {"alpha", "beta"}) {
+      v1::App app;
+      app.set_name(name);
+      ASSERT_TRUE(store_.Create(app).ok());
+    }
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+    work_.Shutdown();
+  }
+
+  std::string Token(const std::string& name, Role role, std::vector<std::string> apps) {
+    const std::string secret = *GenerateTokenSecret();
+    NewToken t;
+    t.name = name;
+    t.role = role;
+    t.apps = std::move(apps);
+    t.secret_hash = HashTokenSecret(secret);
+    t.create_time = clock_.Now();
+    EXPECT_TRUE(tokens_.Create(t).ok());
+    return secret;
+  }
+
+  std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token) {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    AddBearer(*ctx, token);
+    return ctx;
+  }
+
+  std::vector<std::string> Listed(const std::string& token) {
+    v1::ListAppsResponse resp;
+    grpc::Status s = stub_->ListApps(Ctx(token).get(), {}, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    std::vector<std::string> names;
+    for (const v1::App& a : resp.apps()) names.push_back(a.name());
+    return names;
+  }
+
+  grpc::StatusCode Get(const std::string& token, const std::string& name) {
+    v1::GetAppRequest req;
+    req.set_name(name);
+    v1::GetAppResponse resp;
+    return stub_->GetApp(Ctx(token).get(), req, &resp).error_code();
+  }
+
+  FakeClock clock_;
+  InMemoryTokenStore tokens_;
+  std::unique_ptr<TokenAuthenticator> auth_;
+  MemoryAppStore store_;
+  prometheus::Registry registry_;
+  RegistryMetrics metrics_{registry_};
+  ExecutorView view_{&metrics_, 1};
+  WorkPool work_{2, 100};
+  std::unique_ptr<AppAdminService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::AppAdminService::Stub> stub_;
+};
+
+using Names = std::vector<std::string>;
+
+TEST_F(AppAdminServiceTest, ReadsAreScopedToTheTokensApps) {
+  const std::string none = Token("viewer-none", Role::kViewer, {});
+  const std::string all = Token("viewer-all", Role::kViewer, {"*"});
+  const std::string alpha = Token("viewer-alpha", Role::kViewer, {"alpha"});
+  const std::string op_beta = Token("ops-beta", Role::kOperator, {"beta"});
+  EXPECT_EQ(Listed(kAdmin), (Names{"alpha", "beta"}));
+  EXPECT_EQ(Listed(all), (Names{"alpha", "beta"}));
+  EXPECT_EQ(Listed(alpha), (Names{"alpha"}));
+  EXPECT_EQ(Listed(op_beta), (Names{"beta"}));
+  EXPECT_EQ(Listed(none), Names{});  // An empty app list is no app.
+
+  EXPECT_EQ(Get(alpha, "alpha"), grpc::StatusCode::OK);
+  EXPECT_EQ(Get(all, "beta"), grpc::StatusCode::OK);
+  // Another app is refused before it is looked up: existing or not, the same answer.
+  EXPECT_EQ(Get(alpha, "beta"), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Get(alpha, "gamma"), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Get(none, "alpha"), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Get(kAdmin, "gamma"), grpc::StatusCode::NOT_FOUND);
+
+  // Writes need an ADMIN, even for an operator of every app.
+  const std::string op_all = Token("ops-all", Role::kOperator, {"*"});
+  v1::CreateAppRequest create;
+  create.mutable_app()->set_name("gamma");
+  v1::CreateAppResponse created;
+  EXPECT_EQ(stub_->CreateApp(Ctx(op_all).get(), create, &created).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(stub_->CreateApp(Ctx(kAdmin).get(), create, &created).ok());
+}
+
+TEST_F(AppAdminServiceTest, JunkTokensAreRateLimitedPerPeer) {
+  int exhausted = 0;
+  for (int i = 0; i < 60; ++i) {
+    v1::ListAppsResponse resp;
+    grpc::Status s = stub_->ListApps(Ctx(*GenerateTokenSecret()).get(), {}, &resp);
+    EXPECT_NE(s.error_code(), grpc::StatusCode::OK);
+    exhausted += s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
+  }
+  // The fake clock stands still: the burst (20) and no more reached the store.
+  EXPECT_EQ(exhausted, 40);
+  EXPECT_EQ(tokens_.lookups(), 20);
+  EXPECT_EQ(Listed(kAdmin), (Names{"alpha", "beta"}));
+}
+
+}  // namespace
+}  // namespace jobwheel::registry
