@@ -52,3 +52,39 @@ pg_ensure_db() {
     psql -h 127.0.0.1 -p "$port" -U postgres -qc "CREATE DATABASE $name" postgres
   fi
 }
+
+# pg_secure DIR PORT PGPASS_FILE: password authentication for a server that pg_start started:
+# TCP connections need the `postgres` role's password (scram-sha-256), the Unix socket admits
+# only the OS user `postgres` (peer). The password is generated once into PGPASS_FILE (libpq's
+# password file format, created 0600 under umask 077); clients find it through
+# PGPASSFILE=PGPASS_FILE, so it never appears on a command line or in a DSN. Idempotent; a
+# server initialized with trust authentication (an older .data/) is converted in place.
+pg_secure() {
+  local dir=$1 port=$2 pgpass=$3
+  if [ -L "$dir" ]; then dir=$(readlink "$dir"); fi
+  local hba="$dir/pgdata/pg_hba.conf"
+  if [ ! -s "$pgpass" ]; then
+    local secret
+    secret=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    (umask 077 && printf '127.0.0.1:%s:*:postgres:%s\n' "$port" "$secret" >"$pgpass")
+  fi
+  local secret_now
+  secret_now=$(cut -d: -f5- "$pgpass")
+  # While the server still trusts loopback (first run, or an older .data/), set the password.
+  # On a secured server this connects with the password file instead.
+  # (Hex digits only; sent on stdin by the printf builtin, never in a process's arguments.)
+  printf "SET password_encryption = 'scram-sha-256';\nALTER ROLE postgres PASSWORD '%s';\n" \
+    "$secret_now" | PGPASSFILE=$pgpass psql -h 127.0.0.1 -p "$port" -U postgres \
+    -v ON_ERROR_STOP=1 -qAt postgres >/dev/null || return 1
+  if ! grep -q '^host all all 127.0.0.1/32 scram-sha-256$' "$hba" 2>/dev/null ||
+     grep -Eq '^(local|host)[[:space:]].*trust' "$hba"; then
+    pg_as_owner sh -c "umask 077 && cat > '$hba'" <<'HBA'
+# Written by scripts/lib/pg.sh (pg_secure): the socket admits only the OS user postgres, TCP
+# needs the password from the password file.
+local all all peer
+host all all 127.0.0.1/32 scram-sha-256
+host all all ::1/128 scram-sha-256
+HBA
+    pg_as_owner "$PG_BIN/pg_ctl" -D "$dir/pgdata" reload >/dev/null || return 1
+  fi
+}
