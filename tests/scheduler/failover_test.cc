@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +27,7 @@
 #include <random>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -138,7 +140,8 @@ class SchedulerFailoverTest : public ::testing::Test {
     if (HasFailure()) {
       for (const std::string name :
            {"registry", "dispatcher", "sched-a", "sched-b", "executor-0", "executor-1"}) {
-        std::ifstream in(absl::StrCat(dir_, "/", name, ".log"));
+        std::ifstream in(absl::StrCat(absl::StartsWith(name, "executor") ? exec_dir_ : dir_, "/",
+                                      name, ".log"));
         std::string line;
         std::vector<std::string> lines;
         while (std::getline(in, line)) lines.push_back(line);
@@ -170,6 +173,10 @@ class SchedulerFailoverTest : public ::testing::Test {
   // until the dispatcher routes to both: a probe job (ROUND) triggered through the leader
   // `via` until each executor has run it.
   void StartExecutors(Scheduler& via) {
+    // The test cases of this process share dir_: each gets its own executors' files.
+    exec_dir_ = absl::StrCat(dir_, "/",
+                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    ASSERT_EQ(mkdir(exec_dir_.c_str(), 0755), 0) << exec_dir_;
     for (int i = 0; i < 2; ++i) {
       const int port = PickFreePort();
       const std::string name = absl::StrCat("executor-", i);
@@ -179,13 +186,13 @@ class SchedulerFailoverTest : public ::testing::Test {
                               "--registry_target=" + Addr(registry_port_),
                               "--dispatcher_target=" + Addr(dispatcher_port_),
                               "--metrics_address=",
-                              "--log_dir=" + dir_ + "/" + name + "-logs",
-                              "--spool_dir=" + dir_ + "/" + name + "-spool",
+                              "--log_dir=" + exec_dir_ + "/" + name + "-logs",
+                              "--spool_dir=" + exec_dir_ + "/" + name + "-spool",
                               "--executions_file=" + ExecutionsFile(i),
                               "--executor_token_file=" + dir_ + "/executor",
                               "--dispatcher_public_key_file=" + keys_.dispatcher_pub,
                               "--scheduler_public_key_file=" + keys_.scheduler_pub},
-                             dir_ + "/" + name + ".log")
+                             exec_dir_ + "/" + name + ".log")
                       .ok());
       ASSERT_TRUE(WaitForServing(port));
     }
@@ -233,7 +240,18 @@ class SchedulerFailoverTest : public ::testing::Test {
   }
 
   std::string ExecutionsFile(int i) const {
-    return absl::StrCat(dir_, "/executor-", i, ".executions");
+    return absl::StrCat(exec_dir_, "/executor-", i, ".executions");
+  }
+
+  // Handler starts per fire on both executors (the probe job left out).
+  std::map<int64_t, int> ExecutionsPerFire() const {
+    std::map<int64_t, int> executed;
+    for (int i = 0; i < 2; ++i) {
+      for (const testing::Execution& e : testing::ReadExecutions(ExecutionsFile(i))) {
+        if (e.start && e.job_id != probe_job_) ++executed[e.fire_id];
+      }
+    }
+    return executed;
   }
 
   // GetLeader on one replica; false when the call fails.
@@ -270,6 +288,7 @@ class SchedulerFailoverTest : public ::testing::Test {
   int registry_port_ = 0, dispatcher_port_ = 0;
   Process registry_, dispatcher_;
   Process executors_[2];
+  std::string exec_dir_;  // This test case's executor files.
   int64_t probe_job_ = 0;
   Scheduler a_, b_;
 };
@@ -607,19 +626,22 @@ namespace {
 
 // A frozen leader (SIGSTOP: its socket stays open, so PostgreSQL keeps its session and the
 // lock) is replaced once its session has been silent for --leader_silence_takeover; when it
-// wakes up its session is gone, so it commits nothing, and every second still fires once.
+// wakes up its session is gone, so it commits nothing, and every second still fires once —
+// and runs once on the two executors, counted there.
 TEST_F(SchedulerFailoverTest, FrozenLeaderIsReplacedAndCommitsNothingAfterWaking) {
   constexpr int kFrozenJobs = 100;
   ASSERT_NO_FATAL_FAILURE(StartScheduler(a_));
   ASSERT_TRUE(Eventually([&] { return IsLeader(a_); }, absl::Seconds(10)));
   ASSERT_NO_FATAL_FAILURE(StartScheduler(b_));
+  ASSERT_NO_FATAL_FAILURE(StartExecutors(a_));
+  const std::string ours = absl::StrCat("job_id <> ", probe_job_);
   const absl::Time first = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()) + 1);
   {
     pqxx::work tx(*db_);
     tx.exec_params(
         "INSERT INTO jobs (app, name, schedule_kind, cron_expression, time_zone, handler, "
         "misfire_strategy, routing_strategy, enabled, next_fire_at) "
-        "SELECT 'demo', 'frozen-' || g, 'CRON', $1, 'UTC', 'echo', 1, 1, true, "
+        "SELECT 'demo', 'frozen-' || g, 'CRON', $1, 'UTC', 'echo', 1, 3, true, "
         "$2::timestamptz FROM generate_series(1, $3) AS g",
         kCron, ToPgTimestamp(first), kFrozenJobs);
     tx.commit();
@@ -658,16 +680,51 @@ TEST_F(SchedulerFailoverTest, FrozenLeaderIsReplacedAndCommitsNothingAfterWaking
                          absl::Seconds(20)));
   EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 3"), 0) << "misfires were skipped";
   // No second twice, and no gap: per job, the fired seconds are contiguous from `first`.
-  EXPECT_EQ(Count("SELECT count(*) FROM (SELECT job_id, scheduled_at FROM fires GROUP BY 1, 2 "
-                  "HAVING count(*) > 1) d"),
+  EXPECT_EQ(Count("SELECT count(*) FROM (SELECT job_id, scheduled_at FROM fires WHERE " + ours +
+                  " GROUP BY 1, 2 HAVING count(*) > 1) d"),
             0);
   EXPECT_EQ(Count(absl::StrCat(
-                "SELECT count(*) FROM (SELECT job_id FROM fires GROUP BY job_id HAVING "
+                "SELECT count(*) FROM (SELECT job_id FROM fires WHERE ", ours,
+                " GROUP BY job_id HAVING "
                 "count(*) <> EXTRACT(EPOCH FROM max(scheduled_at) - min(scheduled_at))::INT + 1 "
                 "OR min(scheduled_at) <> '",
                 ToPgTimestamp(first), "') g")),
             0);
-  EXPECT_EQ(Count("SELECT count(DISTINCT job_id) FROM fires"), kFrozenJobs);
+  EXPECT_EQ(Count("SELECT count(DISTINCT job_id) FROM fires WHERE " + ours), kFrozenJobs);
+
+  // On the executors: every fire's handler ran exactly once, although the woken leader still
+  // held fires it had claimed before it froze.
+  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status <> 2 AND " + ours), 0)
+      << "fires not dispatched";
+  ASSERT_TRUE(Eventually(
+      [&] { return Count("SELECT count(*) FROM runs WHERE status IN (1, 2)") == 0; },
+      absl::Seconds(30)))
+      << Count("SELECT count(*) FROM runs WHERE status IN (1, 2)") << " runs still open";
+  const std::map<int64_t, int> executed = ExecutionsPerFire();
+  int64_t fires = 0, not_executed = 0, executed_twice = 0, executions = 0;
+  std::vector<std::string> examples;
+  {
+    pqxx::nontransaction tx(*db_);
+    for (const pqxx::row& r : tx.exec("SELECT id FROM fires WHERE " + ours)) {
+      ++fires;
+      auto it = executed.find(r[0].as<int64_t>());
+      const int n = it == executed.end() ? 0 : it->second;
+      if (n == 0) ++not_executed;
+      if (n > 1) executed_twice += n - 1;
+      if (n != 1 && examples.size() < 10) {
+        examples.push_back(absl::StrCat("fire ", r[0].as<int64_t>(), " executed ", n, "x"));
+      }
+    }
+  }
+  for (const auto& [fire, n] : executed) executions += n;
+  std::cerr << "frozen leader: " << fires << " fires, " << executions
+            << " executions on the executors; not executed " << not_executed
+            << ", extra executions " << executed_twice << "\n";
+  EXPECT_EQ(not_executed, 0) << absl::StrJoin(examples, "; ");
+  EXPECT_EQ(executed_twice, 0) << absl::StrJoin(examples, "; ");
+  EXPECT_EQ(executions, fires);
+  EXPECT_EQ(Count("SELECT count(*) FROM runs WHERE status <> 3 AND " + ours), 0)
+      << "runs not SUCCEEDED";
 }
 
 }  // namespace
