@@ -115,7 +115,8 @@ absl::Status RunFlood(Context& ctx) {
   r.Add("offered_per_s", o->offered_per_s, 1);
   r.Add("get_leader_ok", leader_counts.ok);
   r.Add("get_leader_other", leader_counts.other);
-  r.Add("junk_refused", junk_counts.unauthenticated);
+  // Refused as UNAUTHENTICATED, or otherwise (e.g. rate-limited per peer).
+  r.Add("junk_unauthenticated", junk_counts.unauthenticated);
   r.Add("junk_accepted", junk_counts.ok);
   r.Add("junk_other", junk_counts.other);
   ctx.results.Emit("flood", r);
