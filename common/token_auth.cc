@@ -207,14 +207,12 @@ absl::StatusOr<Principal> TokenAuthenticator::AuthenticateToken(absl::string_vie
                                                                 absl::string_view peer) {
   if (options_.insecure_dev) return Authenticate(absl::nullopt);
   // Every bootstrap token is compared, whatever matched, so timing tells nothing.
-  bool admin = false, cluster = false, executor = false;
+  bool admin = false, executor = false;
   if (!options_.admin_token.empty()) admin = ConstantTimeEquals(token, options_.admin_token);
-  if (!options_.cluster_token.empty()) cluster = ConstantTimeEquals(token, options_.cluster_token);
   if (!options_.executor_token.empty()) {
     executor = ConstantTimeEquals(token, options_.executor_token);
   }
   if (admin) return BootstrapPrincipal(Role::kAdmin, "bootstrap-admin");
-  if (cluster) return BootstrapPrincipal(Role::kCluster, "cluster");
   if (executor) return BootstrapPrincipal(Role::kExecutor, "bootstrap-executor");
 
   // Anything not shaped like an API token never reaches the database.

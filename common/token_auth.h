@@ -22,7 +22,7 @@
 #include "grpcpp/grpcpp.h"
 
 // Who is calling, and what they may do. Bearer tokens come from two places: bootstrap tokens
-// read from files at start (--admin_token_file, --cluster_token_file, --executor_token_file)
+// read from files at start (--admin_token_file, --executor_token_file)
 // and API tokens created through TokenAdminService, stored in PostgreSQL as SHA-256 hashes.
 namespace jobwheel {
 
@@ -119,7 +119,6 @@ class TokenAuthenticator {
     // Every call is an ADMIN (and executor of every app). Development only.
     bool insecure_dev = false;
     std::string admin_token;     // → ADMIN.
-    std::string cluster_token;   // → CLUSTER.
     std::string executor_token;  // → EXECUTOR of every app.
     absl::Duration cache_ttl = absl::Seconds(3);
     absl::Duration negative_cache_ttl = absl::Seconds(1);

@@ -12,7 +12,6 @@ namespace jobwheel {
 namespace {
 
 constexpr char kAdmin[] = "bootstrap-admin-token-0123456789";
-constexpr char kCluster[] = "cluster-token-0123456789abcdef";
 constexpr char kExecutor[] = "executor-token-0123456789abcdef";
 
 std::string Bearer(const std::string& token) { return "Bearer " + token; }
@@ -22,7 +21,6 @@ class TokenAuthTest : public ::testing::Test {
   TokenAuthenticator::Options Options() {
     TokenAuthenticator::Options o;
     o.admin_token = kAdmin;
-    o.cluster_token = kCluster;
     o.executor_token = kExecutor;
     return o;
   }
@@ -75,10 +73,6 @@ TEST_F(TokenAuthTest, BootstrapTokensResolveToTheirRoles) {
   ASSERT_TRUE(admin.ok()) << admin.status();
   EXPECT_EQ(admin->role, Role::kAdmin);
   EXPECT_TRUE(IsAdmin(*admin));
-  auto cluster = auth.Authenticate(Bearer(kCluster));
-  ASSERT_TRUE(cluster.ok());
-  EXPECT_EQ(cluster->role, Role::kCluster);
-  EXPECT_FALSE(IsAdminApiRole(*cluster));
   auto executor = auth.Authenticate(Bearer(kExecutor));
   ASSERT_TRUE(executor.ok());
   EXPECT_EQ(executor->role, Role::kExecutor);
@@ -236,7 +230,7 @@ TEST_F(TokenAuthTest, WithoutAStoreOnlyBootstrapTokensWork) {
   TokenAuthenticator auth(Options(), nullptr, clock_);
   const std::string op = Create("ops", Role::kOperator, {"demo"});
   EXPECT_EQ(auth.Authenticate(Bearer(op)).status().code(), absl::StatusCode::kUnauthenticated);
-  EXPECT_TRUE(auth.Authenticate(Bearer(kCluster)).ok());
+  EXPECT_TRUE(auth.Authenticate(Bearer(kExecutor)).ok());
 }
 
 TEST_F(TokenAuthTest, InsecureDevIsAnAdminForEverything) {

@@ -36,8 +36,6 @@ ABSL_FLAG(std::string, spool_dir, "",
           "Unacknowledged results (default /tmp/jobwheel-executor-<port>/spool)");
 ABSL_FLAG(std::string, executor_token_file, "",
           "File with the token presented to the registry and dispatcher");
-ABSL_FLAG(std::string, cluster_token_file, "",
-          "File with the token callers of ExecutorService must present");
 ABSL_FLAG(std::string, dispatcher_public_key_file, "",
           "PEM file with the dispatchers' Ed25519 public key(s): verifies their Run/Kill/Beat "
           "calls");
@@ -188,15 +186,11 @@ int main(int argc, char** argv) {
 
   auto executor_token =
       jobwheel::ReadTokenFile(absl::GetFlag(FLAGS_executor_token_file), "executor_token_file");
-  auto cluster_token =
-      jobwheel::ReadTokenFile(absl::GetFlag(FLAGS_cluster_token_file), "cluster_token_file");
-  if (!executor_token.ok() || !cluster_token.ok()) {
-    spdlog::critical("{}", (!executor_token.ok() ? executor_token.status() : cluster_token.status())
-                               .ToString());
+  if (!executor_token.ok()) {
+    spdlog::critical("{}", executor_token.status().ToString());
     return 2;
   }
   options.executor_token = *executor_token;
-  options.cluster_token = *cluster_token;
   auto dispatcher_keys = jobwheel::ReadKeyFile(absl::GetFlag(FLAGS_dispatcher_public_key_file),
                                                "--dispatcher_public_key_file");
   auto scheduler_keys = jobwheel::ReadKeyFile(absl::GetFlag(FLAGS_scheduler_public_key_file),
@@ -210,8 +204,7 @@ int main(int argc, char** argv) {
   options.dispatcher_public_keys = *dispatcher_keys;
   options.scheduler_public_keys = *scheduler_keys;
   const bool callers_known =
-      !options.cluster_token.empty() ||
-      (!options.dispatcher_public_keys.empty() && !options.scheduler_public_keys.empty());
+      !options.dispatcher_public_keys.empty() && !options.scheduler_public_keys.empty();
   if (!options.insecure_dev && (options.executor_token.empty() || !callers_known)) {
     spdlog::critical(
         "refusing to start: set --executor_token_file, --dispatcher_public_key_file and "

@@ -4,7 +4,8 @@
 //   bazel run //sdk/examples:embed_example -- 127.0.0.1:7300
 //
 // This example runs in insecure dev mode; a real service reads its tokens from files or a
-// secret store and sets options.executor_token / options.cluster_token instead.
+// secret store and sets options.executor_token, options.dispatcher_public_keys and
+// options.scheduler_public_keys (public keys only: the executor holds no caller's secret).
 
 #include <csignal>
 #include <cstdio>

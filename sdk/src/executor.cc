@@ -166,7 +166,6 @@ class ExecutorCore {
 
     TokenPolicy policy;
     policy.insecure_dev = options_.insecure_dev;
-    if (!options_.cluster_token.empty()) policy.tokens.push_back(options_.cluster_token);
     std::shared_ptr<CallerTokenVerifier> callers;
     if (!options_.dispatcher_public_keys.empty() || !options_.scheduler_public_keys.empty()) {
       // The audience is the advertised address, known once the port is bound (below).

@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/auth.h"
+#include "common/caller_token.h"
+#include "common/clock.h"
 #include "common/testing/process.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -26,7 +28,6 @@ using ::jobwheel::testing::Eventually;
 using ::testing::HasSubstr;
 
 constexpr char kExecutorToken[] = "exec";
-constexpr char kClusterToken[] = "cluster";
 constexpr absl::Duration kWait = absl::Seconds(10);
 
 class ExecutorTest : public ::testing::Test {
@@ -43,7 +44,8 @@ class ExecutorTest : public ::testing::Test {
     options_.registry_target = *r;
     options_.dispatcher_target = *d;
     options_.executor_token = kExecutorToken;
-    options_.cluster_token = kClusterToken;
+    options_.dispatcher_public_keys = dispatcher_keys_.public_pem;
+    options_.scheduler_public_keys = scheduler_keys_.public_pem;
     options_.log_dir = dir_ + "/logs";
     options_.spool_dir = dir_ + "/spool";
     options_.handle_signals = false;
@@ -55,7 +57,7 @@ class ExecutorTest : public ::testing::Test {
     auto stub = jobwheel::v1::ExecutorService::NewStub(grpc::CreateChannel(
         exec.advertise_address(), grpc::InsecureChannelCredentials()));
     grpc::ClientContext ctx;
-    AddBearer(ctx, kClusterToken);
+    AddBearer(ctx, DispatcherToken(exec.advertise_address()));
     jobwheel::v1::RunRequest req;
     req.set_run_id(run_id);
     req.set_job_id(job_id);
@@ -64,6 +66,15 @@ class ExecutorTest : public ::testing::Test {
     return stub->Run(&ctx, req, resp);
   }
 
+  // What a dispatcher presents to the executor at `address`.
+  std::string DispatcherToken(const std::string& address) {
+    auto signer = CallerTokenSigner::Create(dispatcher_keys_.private_pem,
+                                            {std::string(kIssuerDispatcher)}, RealClock::Get());
+    return *(*signer)->TokenFor(address);
+  }
+
+  const CallerKeyPair dispatcher_keys_ = *GenerateCallerKeyPair();
+  const CallerKeyPair scheduler_keys_ = *GenerateCallerKeyPair();
   std::string dir_;
   FakeRegistry registry_{kExecutorToken, absl::Milliseconds(50)};
   FakeDispatcher dispatcher_{kExecutorToken};
@@ -82,11 +93,17 @@ TEST_F(ExecutorTest, BadRegistrationsAndOptionsFailStart) {
   }
   {
     ExecutorOptions o = options_;
-    o.cluster_token.clear();
+    o.scheduler_public_keys.clear();
     Executor exec(o);
     absl::Status st = exec.Start();
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(st.message()), HasSubstr("cluster_token"));
+    EXPECT_THAT(std::string(st.message()), HasSubstr("scheduler_public_keys"));
+  }
+  {
+    ExecutorOptions o = options_;
+    o.dispatcher_public_keys = "not a key";
+    Executor exec(o);
+    EXPECT_EQ(exec.Start().code(), absl::StatusCode::kInvalidArgument);
   }
 }
 

@@ -65,14 +65,15 @@ TEST(OptionsTest, ValidateNamesTheField) {
   ExecutorOptions o;
   EXPECT_THAT(std::string(o.Validate().message()), ::testing::HasSubstr("app"));
   o.app = "demo";
-  EXPECT_THAT(std::string(o.Validate().message()), ::testing::HasSubstr("cluster_token"));
+  EXPECT_THAT(std::string(o.Validate().message()), ::testing::HasSubstr("public_keys"));
   o.insecure_dev = true;
   EXPECT_TRUE(o.Validate().ok());
   o.listen_address = "0.0.0.0:7200";  // insecure_dev only where no other host can call.
   EXPECT_THAT(std::string(o.Validate().message()), ::testing::HasSubstr("listen_address"));
   o.listen_address = "127.0.0.1:7200";
   o.insecure_dev = false;
-  o.cluster_token = "c";
+  o.dispatcher_public_keys = "d";  // Parsed at Start.
+  o.scheduler_public_keys = "s";
   o.executor_token = "e";
   EXPECT_TRUE(o.Validate().ok());
   o.grace_period = absl::Seconds(-1);

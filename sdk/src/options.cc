@@ -17,8 +17,7 @@ absl::Status ExecutorOptions::Validate() const {
   if (log_dir.empty()) return absl::InvalidArgumentError("log_dir: must not be empty");
   if (spool_dir.empty()) return absl::InvalidArgumentError("spool_dir: must not be empty");
   if (!insecure_dev) {
-    if (cluster_token.empty() &&
-        (dispatcher_public_keys.empty() || scheduler_public_keys.empty())) {
+    if (dispatcher_public_keys.empty() || scheduler_public_keys.empty()) {
       return absl::InvalidArgumentError(
           "dispatcher_public_keys/scheduler_public_keys: required (callers of ExecutorService "
           "present tokens signed with their keys) unless insecure_dev is set");

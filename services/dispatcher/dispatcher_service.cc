@@ -14,7 +14,7 @@ grpc::ServerUnaryReactor* DispatcherServiceImpl::Dispatch(grpc::CallbackServerCo
                                                           const v1::DispatchRequest* request,
                                                           v1::DispatchResponse* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  absl::Status auth = CheckBearer(ctx->client_metadata(), cluster_policy_);
+  absl::Status auth = CheckBearer(ctx->client_metadata(), dispatch_policy_);
   if (!auth.ok()) {
     reactor->Finish(ToGrpcStatus(auth));
     return reactor;

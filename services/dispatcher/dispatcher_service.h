@@ -10,8 +10,8 @@
 
 namespace jobwheel::dispatcher {
 
-// The DispatcherService gRPC surface (callback API): checks the bearer token (Dispatch: the
-// cluster token the scheduler presents; ReportResults: any EXECUTOR token, the bootstrap one
+// The DispatcherService gRPC surface (callback API): checks the bearer token (Dispatch: a
+// token the scheduler signed for audience "dispatcher"; ReportResults: any EXECUTOR token, the bootstrap one
 // or a per-app API token, resolved on the pool), then runs the core call on `db_work`, a
 // bounded pool sized to the database pool, so reactor threads never block on PostgreSQL. A
 // full pool answers UNAVAILABLE (the caller retries). With a per-app executor token only
@@ -19,11 +19,12 @@ namespace jobwheel::dispatcher {
 class DispatcherServiceImpl final : public v1::DispatcherService::CallbackService {
  public:
   // `executor_auth` must outlive this service.
-  DispatcherServiceImpl(Dispatcher& dispatcher, WorkPool& db_work, TokenPolicy cluster_policy,
+  // `dispatch_policy`: who may call Dispatch (the scheduler's signed tokens).
+  DispatcherServiceImpl(Dispatcher& dispatcher, WorkPool& db_work, TokenPolicy dispatch_policy,
                         TokenAuthenticator& executor_auth)
       : dispatcher_(dispatcher),
         db_work_(db_work),
-        cluster_policy_(std::move(cluster_policy)),
+        dispatch_policy_(std::move(dispatch_policy)),
         executor_auth_(executor_auth) {}
 
   grpc::ServerUnaryReactor* Dispatch(grpc::CallbackServerContext* ctx,
@@ -36,7 +37,7 @@ class DispatcherServiceImpl final : public v1::DispatcherService::CallbackServic
  private:
   Dispatcher& dispatcher_;
   WorkPool& db_work_;
-  const TokenPolicy cluster_policy_;
+  const TokenPolicy dispatch_policy_;
   TokenAuthenticator& executor_auth_;
 };
 

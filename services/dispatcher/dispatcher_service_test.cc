@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
+#include "common/caller_token.h"
 #include "common/clock.h"
 #include "common/grpc_server.h"
 #include "common/in_memory_token_store.h"
@@ -61,11 +62,10 @@ class DispatcherServiceTest : public ::testing::Test {
     dispatcher_.Start();
     TokenAuthenticator::Options auth_options;
     auth_options.insecure_dev = insecure;
-    auth_options.cluster_token = "cluster-secret";
     auth_options.executor_token = "executor-secret";
     auth_ = std::make_unique<TokenAuthenticator>(auth_options, &tokens_, RealClock::Get());
     service_ = std::make_unique<DispatcherServiceImpl>(
-        dispatcher_, work_, TokenPolicy{insecure, {"cluster-secret"}}, *auth_);
+        dispatcher_, work_, TokenPolicy{insecure, {}, SchedulerOnly()}, *auth_);
     int port = 0;
     auto server = StartGrpcServer("127.0.0.1:0", {service_.get()}, {}, &port);
     ASSERT_TRUE(server.ok()) << server.status();
@@ -77,6 +77,21 @@ class DispatcherServiceTest : public ::testing::Test {
     if (server_) server_->Shutdown();
     work_.Shutdown();
     dispatcher_.Shutdown();
+  }
+
+  // Dispatch's policy: tokens the scheduler signed for audience "dispatcher".
+  std::shared_ptr<const CallerTokenVerifier> SchedulerOnly() {
+    CallerTokenVerifier::Options o;
+    o.public_keys_pem[std::string(kIssuerScheduler)] = scheduler_keys_.public_pem;
+    o.audience = std::string(kAudienceDispatcher);
+    return std::move(*CallerTokenVerifier::Create(o, RealClock::Get()));
+  }
+  // A token signed with `pair` as `issuer` for `audience`.
+  static std::string Signed(const CallerKeyPair& pair, absl::string_view issuer,
+                            absl::string_view audience) {
+    auto signer = CallerTokenSigner::Create(pair.private_pem, {std::string(issuer)},
+                                            RealClock::Get());
+    return *(*signer)->TokenFor(audience);
   }
 
   grpc::Status Dispatch(const std::string& token) {
@@ -100,6 +115,8 @@ class DispatcherServiceTest : public ::testing::Test {
     return stub_->ReportResults(&ctx, req, resp);
   }
 
+  const CallerKeyPair scheduler_keys_ = *GenerateCallerKeyPair();
+  const CallerKeyPair dispatcher_keys_ = *GenerateCallerKeyPair();
   FakeClock clock_;
   std::mt19937_64 gen_{1};
   FakeExecutorClients executors_;
@@ -121,9 +138,17 @@ TEST_F(DispatcherServiceTest, TokensAreCheckedPerRpc) {
   Start(/*insecure=*/false);
   EXPECT_EQ(Dispatch("").error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(Dispatch("executor-secret").error_code(), grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_TRUE(Dispatch("cluster-secret").ok());
+  // Only the scheduler, and only with a token made for the dispatcher.
+  const std::string scheduler = Signed(scheduler_keys_, kIssuerScheduler, kAudienceDispatcher);
+  EXPECT_TRUE(Dispatch(scheduler).ok());
+  EXPECT_EQ(Dispatch(Signed(dispatcher_keys_, kIssuerDispatcher, kAudienceDispatcher)).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Dispatch(Signed(dispatcher_keys_, kIssuerScheduler, kAudienceDispatcher)).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Dispatch(Signed(scheduler_keys_, kIssuerScheduler, "127.0.0.1:7200")).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
   v1::ReportResultsResponse resp;
-  EXPECT_EQ(Report("cluster-secret", v1::RUN_STATUS_SUCCEEDED, &resp).error_code(),
+  EXPECT_EQ(Report(scheduler, v1::RUN_STATUS_SUCCEEDED, &resp).error_code(),
             grpc::StatusCode::UNAUTHENTICATED);
   ASSERT_TRUE(Report("executor-secret", v1::RUN_STATUS_SUCCEEDED, &resp).ok());
   ASSERT_EQ(resp.acked_run_ids_size(), 1);
@@ -163,7 +188,7 @@ TEST_F(DispatcherServiceTest, PerAppExecutorApiTokensReportResults) {
             grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(Report("", v1::RUN_STATUS_SUCCEEDED, &resp).error_code(),
             grpc::StatusCode::UNAUTHENTICATED);
-  // An API token is never a cluster credential.
+  // An API token is never an internal caller's credential.
   EXPECT_EQ(Dispatch(exec).error_code(), grpc::StatusCode::UNAUTHENTICATED);
 }
 

@@ -13,7 +13,7 @@
 namespace jobwheel::dispatcher {
 
 // The calls the dispatcher makes on executors, by address. Implementations set the deadline
-// and the cluster token; tests substitute fakes. Thread-safe.
+// and a caller token for the executor; tests substitute fakes. Thread-safe.
 class ExecutorClients {
  public:
   virtual ~ExecutorClients() = default;

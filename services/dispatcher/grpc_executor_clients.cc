@@ -25,9 +25,7 @@ absl::Status GrpcExecutorClients::Prepare(grpc::ClientContext& ctx, absl::string
                                           absl::Duration deadline) const {
   ctx.set_deadline(std::chrono::system_clock::now() +
                    std::chrono::microseconds(absl::ToInt64Microseconds(deadline)));
-  if (signer_ != nullptr) return AddCallerToken(ctx, signer_, address);
-  AddBearer(ctx, token_);
-  return absl::OkStatus();
+  return AddCallerToken(ctx, signer_, address);
 }
 
 absl::StatusOr<v1::RunResponse> GrpcExecutorClients::Run(absl::string_view address,

@@ -15,13 +15,12 @@ namespace jobwheel::dispatcher {
 
 // ExecutorClients over gRPC: one channel per executor address, reused. Every call carries a
 // token `signer` (the dispatcher's key; not owned) made for that executor's address, so a
-// token one executor sees is worth nothing at another; without a signer, `cluster_token`.
+// token one executor sees is worth nothing at another; none without a signer (--insecure_dev).
 // Thread-safe.
 class GrpcExecutorClients : public ExecutorClients {
  public:
-  GrpcExecutorClients(std::string cluster_token, ClientTls tls,
-                      CallerTokenSigner* signer = nullptr)
-      : token_(std::move(cluster_token)), tls_(std::move(tls)), signer_(signer) {}
+  GrpcExecutorClients(CallerTokenSigner* signer, ClientTls tls)
+      : tls_(std::move(tls)), signer_(signer) {}
 
   absl::StatusOr<v1::RunResponse> Run(absl::string_view address, const v1::RunRequest& request,
                                       absl::Duration deadline) override;
@@ -44,7 +43,6 @@ class GrpcExecutorClients : public ExecutorClients {
   void CallAsync(absl::string_view address, Request request, absl::Duration deadline,
                  std::function<void(absl::StatusOr<Response>)> done, Start start);
 
-  const std::string token_;
   const ClientTls tls_;
   CallerTokenSigner* const signer_;
   static constexpr size_t kMaxStubs = 4096;

@@ -49,9 +49,6 @@ ABSL_FLAG(std::string, replica_id, "", "this replica's id; default hostname-pid"
 ABSL_FLAG(std::string, executor_token_file, "",
           "bootstrap executor token accepted on ReportResults; optional: per-app EXECUTOR API "
           "tokens work without it");
-ABSL_FLAG(std::string, cluster_token_file, "",
-          "token the scheduler presents (Dispatch) and this dispatcher presents to executors and "
-          "the registry");
 ABSL_FLAG(std::string, signing_key_file, "",
           "this dispatcher's Ed25519 private key (PEM): signs its short-lived tokens to executors "
           "(audience: the executor's address) and the registry (WatchExecutors)");
@@ -101,7 +98,6 @@ struct Config {
   std::string registry_target;
   std::string replica_id;
   std::string executor_token;
-  std::string cluster_token;
   std::string signing_key;            // PEM.
   std::string scheduler_public_keys;  // PEM.
   bool insecure_dev = false;
@@ -120,8 +116,7 @@ struct Config {
   absl::Status Validate() const {
     if (db_dsn.empty()) return absl::InvalidArgumentError("--db_dsn: required");
     if (registry_target.empty()) return absl::InvalidArgumentError("--registry_target: required");
-    if (!insecure_dev && cluster_token.empty() &&
-        (signing_key.empty() || scheduler_public_keys.empty())) {
+    if (!insecure_dev && (signing_key.empty() || scheduler_public_keys.empty())) {
       return absl::InvalidArgumentError(
           "no credentials: --signing_key_file and --scheduler_public_key_file are required "
           "(executors then present --executor_token_file's token or per-app API tokens), or "
@@ -183,9 +178,6 @@ absl::StatusOr<Config> ConfigFromFlags() {
   auto executor_token = ReadTokenFile(absl::GetFlag(FLAGS_executor_token_file), "--executor_token_file");
   if (!executor_token.ok()) return executor_token.status();
   c.executor_token = *executor_token;
-  auto cluster_token = ReadTokenFile(absl::GetFlag(FLAGS_cluster_token_file), "--cluster_token_file");
-  if (!cluster_token.ok()) return cluster_token.status();
-  c.cluster_token = *cluster_token;
   auto signing_key = ReadKeyFile(absl::GetFlag(FLAGS_signing_key_file), "--signing_key_file");
   if (!signing_key.ok()) return signing_key.status();
   c.signing_key = *signing_key;
@@ -281,11 +273,10 @@ int Run(const Config& c) {
     scheduler_verifier = std::move(*created);
   }
   RegistryWatcher::Options watcher_options;
-  watcher_options.cluster_token = c.cluster_token;
   watcher_options.signer = signer.get();
   RegistryWatcher watcher(v1::RegistryService::NewStub(*registry_channel), directory,
                           watcher_options);
-  GrpcExecutorClients executors(c.cluster_token, c.client_tls, signer.get());
+  GrpcExecutorClients executors(signer.get(), c.client_tls);
   absl::BitGen gen;
   Router::Options router_options;
   router_options.probe_deadline = c.probe_deadline;
@@ -312,8 +303,7 @@ int Run(const Config& c) {
   auth_options.executor_token = c.executor_token;
   TokenAuthenticator executor_auth(auth_options, &token_store, RealClock::Get());
   DispatcherServiceImpl service(dispatcher, db_work,
-                                TokenPolicy{c.insecure_dev, {c.cluster_token}, scheduler_verifier},
-                                executor_auth);
+                                TokenPolicy{c.insecure_dev, {}, scheduler_verifier}, executor_auth);
 
   // Handle SIGTERM/SIGINT synchronously in this thread.
   sigset_t signals;

@@ -36,13 +36,9 @@ void RegistryWatcher::Loop() {
   absl::Duration backoff = options_.initial_backoff;
   while (true) {
     grpc::ClientContext ctx;
-    if (options_.signer != nullptr) {
-      // Fails only if signing fails, which a loaded key does not.
-      absl::Status auth = AddCallerToken(ctx, options_.signer, kAudienceRegistry);
-      if (!auth.ok()) spdlog::error("registry watch: {}", auth.ToString());
-    } else {
-      AddBearer(ctx, options_.cluster_token);
-    }
+    // Fails only if signing fails, which a loaded key does not.
+    absl::Status auth = AddCallerToken(ctx, options_.signer, kAudienceRegistry);
+    if (!auth.ok()) spdlog::error("registry watch: {}", auth.ToString());
     {
       absl::MutexLock lock(&mu_);
       if (stopping_) return;

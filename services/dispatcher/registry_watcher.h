@@ -22,9 +22,8 @@ namespace jobwheel::dispatcher {
 class RegistryWatcher {
  public:
   struct Options {
-    std::string cluster_token;
     // Signs the watch's token (audience "registry") with the dispatcher's key; not owned.
-    // Without it, cluster_token.
+    // Null: no token (--insecure_dev).
     CallerTokenSigner* signer = nullptr;
     absl::Duration initial_backoff = absl::Milliseconds(200);
     absl::Duration max_backoff = absl::Seconds(5);

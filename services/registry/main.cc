@@ -59,8 +59,6 @@ ABSL_FLAG(absl::Duration, drain_grace, absl::Seconds(2),
 ABSL_FLAG(std::string, executor_token_file, "",
           "Bootstrap executor token (any app) accepted on Heartbeat; optional: per-app EXECUTOR "
           "tokens from TokenAdminService work without it");
-ABSL_FLAG(std::string, cluster_token_file, "",
-          "Token dispatchers present on WatchExecutors/ListExecutors (required)");
 ABSL_FLAG(std::string, dispatcher_public_key_file, "",
           "The dispatchers' Ed25519 public key(s) (PEM; several during a rotation): "
           "WatchExecutors accepts only tokens they verify (required)");
@@ -97,7 +95,6 @@ struct ServerConfig {
   RegistryOptions registry;
   bool insecure_dev = false;
   std::string executor_token;
-  std::string cluster_token;
   std::string dispatcher_public_keys;  // PEM.
   std::string admin_token;
   ServerTls tls;
@@ -109,7 +106,7 @@ struct ServerConfig {
     if (drain_grace < absl::ZeroDuration()) {
       return absl::InvalidArgumentError("--drain_grace: must not be negative");
     }
-    if (!insecure_dev && cluster_token.empty() && dispatcher_public_keys.empty()) {
+    if (!insecure_dev && dispatcher_public_keys.empty()) {
       return absl::InvalidArgumentError(
           "no credentials: --dispatcher_public_key_file is required (with "
           "--executor_token_file and --admin_token_file, or API tokens from TokenAdminService), "
@@ -144,9 +141,6 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   auto executor = ReadTokenFile(absl::GetFlag(FLAGS_executor_token_file), "--executor_token_file");
   if (!executor.ok()) return executor.status();
   c.executor_token = *executor;
-  auto cluster = ReadTokenFile(absl::GetFlag(FLAGS_cluster_token_file), "--cluster_token_file");
-  if (!cluster.ok()) return cluster.status();
-  c.cluster_token = *cluster;
   auto dispatcher_keys = ReadKeyFile(absl::GetFlag(FLAGS_dispatcher_public_key_file),
                                      "--dispatcher_public_key_file");
   if (!dispatcher_keys.ok()) return dispatcher_keys.status();
@@ -236,7 +230,7 @@ int Run() {
   TokenAuthenticator authenticator(auth_options, &token_store, clock);
   RegistryService::Options service_options;
   service_options.authenticator = &authenticator;
-  service_options.cluster_policy = TokenPolicy{config.insecure_dev, {config.cluster_token}};
+  service_options.watch_policy.insecure_dev = config.insecure_dev;
   if (!config.dispatcher_public_keys.empty()) {
     // WatchExecutors: only dispatchers, with tokens for audience "registry".
     CallerTokenVerifier::Options verifier_options;
@@ -248,7 +242,7 @@ int Run() {
       spdlog::critical("--dispatcher_public_key_file: {}", verifier.status().ToString());
       return 2;
     }
-    service_options.cluster_policy.callers = std::move(*verifier);
+    service_options.watch_policy.callers = std::move(*verifier);
   }
   // API-token callers (the console) get running/queued/last beat from the table, which beats
   // update; the in-memory view holds them as of registration.

@@ -261,7 +261,7 @@ class RegistryService::WatchReactor final
   WatchReactor(RegistryService* service, grpc::CallbackServerContext* context,
                const v1::WatchExecutorsRequest* request)
       : service_(service) {
-    absl::Status s = CheckBearer(context->client_metadata(), service_->options_.cluster_policy);
+    absl::Status s = CheckBearer(context->client_metadata(), service_->options_.watch_policy);
     if (s.ok() && !request->app().empty()) s = ValidateAppName(request->app(), "app");
     if (!s.ok()) {
       finish_requested_ = finished_ = true;
@@ -383,16 +383,6 @@ grpc::ServerUnaryReactor* RegistryService::ListExecutors(grpc::CallbackServerCon
                                                          const v1::ListExecutorsRequest* request,
                                                          v1::ListExecutorsResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  // Dispatchers present the cluster token: checked here, without the database, for every app.
-  if (CheckBearer(context->client_metadata(), options_.cluster_policy).ok()) {
-    absl::Status s =
-        request->app().empty() ? absl::OkStatus() : ValidateAppName(request->app(), "app");
-    if (s.ok()) {
-      for (v1::Executor& e : view_.List(request->app())) *response->add_executors() = std::move(e);
-    }
-    reactor->Finish(ToGrpcStatus(s));
-    return reactor;
-  }
   // API tokens (the console, operators) may need a database lookup: on the pool.
   absl::optional<std::string> authorization = AuthorizationHeader(context->client_metadata());
   const bool queued = pool_.Submit(

@@ -21,16 +21,16 @@ namespace jobwheel::registry {
 // to the Registry (blocking calls on the WorkPool) and serves
 // ListExecutors/WatchExecutors from the ExecutorView. Heartbeat needs an EXECUTOR token for
 // the registering app (checked on the pool with each Register: UNAUTHENTICATED for a missing
-// or invalid token, PERMISSION_DENIED for another app's token); WatchExecutors needs the
-// cluster token. ListExecutors takes the cluster token (every app, checked on the reactor
-// thread) or an ADMIN, OPERATOR or VIEWER API token (on the pool), which sees only the
-// executors of apps it may read: naming another app is PERMISSION_DENIED. Thread-safe.
+// or invalid token, PERMISSION_DENIED for another app's token); WatchExecutors needs a token a
+// dispatcher signed for audience "registry" (`watch_policy`). ListExecutors takes an ADMIN,
+// OPERATOR or VIEWER token (on the pool), which sees only the executors of apps it may read:
+// naming another app is PERMISSION_DENIED. Thread-safe.
 class RegistryService final : public v1::RegistryService::CallbackService {
  public:
   struct Options {
     // Heartbeat, and ListExecutors with API tokens. Required; must outlive this.
     TokenAuthenticator* authenticator = nullptr;
-    TokenPolicy cluster_policy;  // ListExecutors, WatchExecutors.
+    TokenPolicy watch_policy;  // WatchExecutors: the dispatchers.
     // Optional. When set, ListExecutors for API tokens takes running, queued and
     // last_beat_time from the store's online rows (renewed about every second), as the
     // ExecutorView does not follow beats; otherwise they are as of registration.

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
+#include "common/caller_token.h"
 #include "common/clock.h"
 #include "common/grpc_server.h"
 #include "common/in_memory_token_store.h"
@@ -39,10 +40,7 @@ namespace {
 using ::jobwheel::testing::Eventually;
 
 constexpr char kExecutorToken[] = "exec";
-constexpr char kClusterToken[] = "cluster";
 constexpr char kAdminToken[] = "admin";
-
-TokenPolicy Policy(const std::string& token) { return TokenPolicy{false, {token}}; }
 
 class RegistryServiceTest : public ::testing::Test {
  protected:
@@ -67,12 +65,17 @@ class RegistryServiceTest : public ::testing::Test {
     registry_->Start();
     TokenAuthenticator::Options auth_options;
     auth_options.admin_token = kAdminToken;
-    auth_options.cluster_token = kClusterToken;
     auth_options.executor_token = kExecutorToken;
     auth_ = std::make_unique<TokenAuthenticator>(auth_options, &tokens_, RealClock::Get());
     RegistryService::Options service_options;
     service_options.authenticator = auth_.get();
-    service_options.cluster_policy = Policy(kClusterToken);
+    // WatchExecutors: tokens a dispatcher signed for audience "registry".
+    CallerTokenVerifier::Options verifier_options;
+    verifier_options.public_keys_pem[std::string(kIssuerDispatcher)] = dispatcher_keys_.public_pem;
+    verifier_options.audience = std::string(kAudienceRegistry);
+    service_options.watch_policy.callers =
+        std::move(*CallerTokenVerifier::Create(verifier_options, RealClock::Get()));
+    dispatcher_token_ = Signed(dispatcher_keys_, kIssuerDispatcher, kAudienceRegistry);
     service_options.load_store = executor_store_.get();
     // A local stack's policy (the registry listens on loopback), with the made-up addresses
     // the tests register allow-listed.
@@ -103,6 +106,14 @@ class RegistryServiceTest : public ::testing::Test {
     work_->Shutdown();
   }
 
+  // A token signed with `pair` as `issuer` for `audience`.
+  static std::string Signed(const CallerKeyPair& pair, absl::string_view issuer,
+                            absl::string_view audience) {
+    auto signer = CallerTokenSigner::Create(pair.private_pem, {std::string(issuer)},
+                                            RealClock::Get());
+    return *(*signer)->TokenFor(audience);
+  }
+
   std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token) {
     auto ctx = std::make_unique<grpc::ClientContext>();
     AddBearer(*ctx, token);
@@ -119,7 +130,7 @@ class RegistryServiceTest : public ::testing::Test {
   }
 
   std::vector<std::string> Listed(const std::string& app) {
-    auto ctx = Ctx(kClusterToken);
+    auto ctx = Ctx(kAdminToken);
     v1::ListExecutorsRequest req;
     req.set_app(app);
     v1::ListExecutorsResponse resp;
@@ -169,6 +180,9 @@ class RegistryServiceTest : public ::testing::Test {
   }
 
   InMemoryTokenStore tokens_;
+  const CallerKeyPair dispatcher_keys_ = *GenerateCallerKeyPair();
+  const CallerKeyPair scheduler_keys_ = *GenerateCallerKeyPair();
+  std::string dispatcher_token_;  // What dispatchers present on WatchExecutors.
   std::unique_ptr<AddressPolicy> address_policy_;
   std::unique_ptr<TokenAuthenticator> auth_;
   prometheus::Registry prom_;
@@ -247,7 +261,7 @@ TEST_F(RegistryServiceTest, HeartbeatRejectsBadInputAndBadTokens) {
     EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   }
   {
-    auto ctx = Ctx(kClusterToken);  // Not the executor token.
+    auto ctx = Ctx(dispatcher_token_);  // Not an executor token.
     auto stream = registry_stub_->Heartbeat(ctx.get());
     stream->Write(Register("demo", "h:1"));
     v1::HeartbeatResponse resp;
@@ -262,8 +276,38 @@ TEST_F(RegistryServiceTest, HeartbeatRejectsBadInputAndBadTokens) {
             grpc::StatusCode::UNAUTHENTICATED);
 }
 
+TEST_F(RegistryServiceTest, WatchExecutorsOnlyForDispatchers) {
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"no token", ""},
+      {"the executor token", kExecutorToken},
+      {"the admin token", kAdminToken},
+      {"the scheduler's token", Signed(scheduler_keys_, kIssuerScheduler, kAudienceRegistry)},
+      {"another key claiming to be a dispatcher",
+       Signed(scheduler_keys_, kIssuerDispatcher, kAudienceRegistry)},
+      {"the dispatcher's token for an executor",
+       Signed(dispatcher_keys_, kIssuerDispatcher, "10.0.0.1:7200")},
+  };
+  for (const auto& [who, token] : refused) {
+    SCOPED_TRACE(who);
+    auto ctx = Ctx(token);
+    auto watch = registry_stub_->WatchExecutors(ctx.get(), v1::WatchExecutorsRequest());
+    v1::WatchExecutorsResponse event;
+    EXPECT_FALSE(watch->Read(&event));
+    EXPECT_EQ(watch->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+  auto ctx = Ctx(dispatcher_token_);
+  auto watch = registry_stub_->WatchExecutors(ctx.get(), v1::WatchExecutorsRequest());
+  v1::WatchExecutorsResponse event;
+  ASSERT_TRUE(watch->Read(&event));
+  EXPECT_EQ(event.type(), v1::WATCH_EVENT_TYPE_SNAPSHOT);
+  ctx->TryCancel();
+  while (watch->Read(&event)) {
+  }
+  watch->Finish();
+}
+
 TEST_F(RegistryServiceTest, StreamCancelTakesOfflineAndWatchersSeeIt) {
-  auto wctx = Ctx(kClusterToken);
+  auto wctx = Ctx(dispatcher_token_);
   wctx->set_deadline(std::chrono::system_clock::time_point::max());
   v1::WatchExecutorsRequest wreq;
   wreq.set_app("demo");
@@ -327,7 +371,7 @@ TEST_F(RegistryServiceTest, AppAdminCrudAndManualAddresses) {
               grpc::StatusCode::ALREADY_EXISTS);
   }
   {
-    auto ctx = Ctx(kClusterToken);  // Not the admin token.
+    auto ctx = Ctx(dispatcher_token_);  // Not the admin token.
     EXPECT_EQ(admin_stub_->CreateApp(ctx.get(), create, &created).error_code(),
               grpc::StatusCode::UNAUTHENTICATED);
   }
@@ -494,7 +538,7 @@ TEST_F(RegistryServiceTest, AppAdminWritesNeedAdminReadsAnyAdminRole) {
 }
 
 // ListExecutors with API tokens: each admin-API role sees the executors of the apps it may
-// read, with their load; executor tokens are refused; the cluster token sees every app.
+// read, with their load; executor tokens and the dispatchers' watch tokens are refused.
 TEST_F(RegistryServiceTest, ListExecutorsScopedToTheTokensApps) {
   struct Stream {
     std::unique_ptr<grpc::ClientContext> ctx;
@@ -538,7 +582,9 @@ TEST_F(RegistryServiceTest, ListExecutorsScopedToTheTokensApps) {
   const std::string viewer_alpha = ApiToken("viewer-alpha", Role::kViewer, {"alpha"});
   const std::string op_beta = ApiToken("ops-beta", Role::kOperator, {"beta"});
   const std::string exec_alpha = ApiToken("exec-alpha", Role::kExecutor, {"alpha"});
-  EXPECT_EQ(list(kClusterToken, ""), (Apps{"alpha", "beta"}));
+  grpc::StatusCode dispatcher_code = grpc::StatusCode::OK;
+  EXPECT_TRUE(list(dispatcher_token_, "", &dispatcher_code).empty());
+  EXPECT_EQ(dispatcher_code, grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(list(kAdminToken, ""), (Apps{"alpha", "beta"}));
   EXPECT_EQ(list(admin, ""), (Apps{"alpha", "beta"}));
   EXPECT_EQ(list(viewer_all, ""), (Apps{"alpha", "beta"}));

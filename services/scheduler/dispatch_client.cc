@@ -6,10 +6,8 @@
 namespace jobwheel::scheduler {
 
 GrpcDispatchClient::GrpcDispatchClient(std::shared_ptr<grpc::Channel> channel,
-                                       std::string cluster_token, absl::Duration deadline,
-                                       CallerTokenSigner* signer)
+                                       CallerTokenSigner* signer, absl::Duration deadline)
     : stub_(jobwheel::v1::DispatcherService::NewStub(std::move(channel))),
-      token_(std::move(cluster_token)),
       deadline_(deadline),
       signer_(signer) {}
 
@@ -17,11 +15,8 @@ absl::StatusOr<jobwheel::v1::DispatchResponse> GrpcDispatchClient::Dispatch(
     const jobwheel::v1::DispatchRequest& request) {
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + deadline_));
-  if (signer_ != nullptr) {
-    absl::Status auth = AddCallerToken(ctx, signer_, kAudienceDispatcher);
-    if (!auth.ok()) return auth;
-  } else {
-    AddBearer(ctx, token_);
+  if (absl::Status auth = AddCallerToken(ctx, signer_, kAudienceDispatcher); !auth.ok()) {
+    return auth;
   }
   jobwheel::v1::DispatchResponse response;
   grpc::Status s = stub_->Dispatch(&ctx, request, &response);

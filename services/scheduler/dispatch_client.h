@@ -20,21 +20,19 @@ class DispatchClient {
 };
 
 // Over gRPC; the channel balances calls over all dispatcher replicas (round_robin). Each call
-// carries a token `signer` (the scheduler's key) made for audience "dispatcher"; without a
-// signer, `cluster_token` (none when empty: --insecure_dev).
+// carries a token `signer` (the scheduler's key; not owned) made for audience "dispatcher";
+// none without a signer (--insecure_dev).
 class GrpcDispatchClient : public DispatchClient {
  public:
-  GrpcDispatchClient(std::shared_ptr<grpc::Channel> channel, std::string cluster_token,
-                     absl::Duration deadline = absl::Seconds(5),
-                     CallerTokenSigner* signer = nullptr);
+  GrpcDispatchClient(std::shared_ptr<grpc::Channel> channel, CallerTokenSigner* signer,
+                     absl::Duration deadline = absl::Seconds(5));
   absl::StatusOr<jobwheel::v1::DispatchResponse> Dispatch(
       const jobwheel::v1::DispatchRequest& request) override;
 
  private:
   std::unique_ptr<jobwheel::v1::DispatcherService::StubInterface> stub_;
-  const std::string token_;
   const absl::Duration deadline_;
-  CallerTokenSigner* const signer_;  // Not owned; may be null.
+  CallerTokenSigner* const signer_;  // May be null.
 };
 
 }  // namespace jobwheel::scheduler

@@ -71,7 +71,6 @@ ABSL_FLAG(std::string, alarm_webhook_allowlist, "",
 ABSL_FLAG(std::string, admin_token_file, "",
           "File holding the bootstrap admin token (ADMIN role; create further tokens with "
           "TokenAdminService)");
-ABSL_FLAG(std::string, cluster_token_file, "", "File holding the cluster token (to dispatchers and executors)");
 ABSL_FLAG(std::string, signing_key_file, "",
           "The scheduler's Ed25519 private key (PEM): signs its short-lived tokens to dispatchers "
           "(Dispatch) and executors (Kill, Log), who hold its public key");
@@ -144,12 +143,10 @@ int main(int argc, char** argv) {
 
   const bool insecure = absl::GetFlag(FLAGS_insecure_dev);
   auto admin_token = ReadTokenFile(absl::GetFlag(FLAGS_admin_token_file), "--admin_token_file");
-  auto cluster_token = ReadTokenFile(absl::GetFlag(FLAGS_cluster_token_file), "--cluster_token_file");
   if (!admin_token.ok()) return Fail(admin_token.status().ToString());
-  if (!cluster_token.ok()) return Fail(cluster_token.status().ToString());
   auto signing_key = ReadKeyFile(absl::GetFlag(FLAGS_signing_key_file), "--signing_key_file");
   if (!signing_key.ok()) return Fail(signing_key.status().ToString());
-  if (!insecure && (admin_token->empty() || (cluster_token->empty() && signing_key->empty()))) {
+  if (!insecure && (admin_token->empty() || signing_key->empty())) {
     return Fail(
         "no credentials: give --admin_token_file and --signing_key_file, or --insecure_dev "
         "for a development setup without authentication");
@@ -185,8 +182,7 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_tls_key));
   auto dispatcher_channel = MakeChannel(absl::GetFlag(FLAGS_dispatcher_target), client_tls);
   if (!dispatcher_channel.ok()) return Fail(dispatcher_channel.status().ToString());
-  GrpcDispatchClient dispatch_client(*dispatcher_channel, *cluster_token, absl::Seconds(5),
-                                     signer.get());
+  GrpcDispatchClient dispatch_client(*dispatcher_channel, signer.get());
 
   std::unique_ptr<Alarm> alarm = std::make_unique<NoAlarm>();
   if (!absl::GetFlag(FLAGS_alarm_webhook_url).empty()) {
@@ -228,7 +224,7 @@ int main(int argc, char** argv) {
   Monitors monitors(monitor_options, elector, *alarm, RealClock::Get(), metrics);
 
   admin::PgJobStore job_store(pool);
-  admin::GrpcExecutorClient executor_client(client_tls, *cluster_token, {}, signer.get());
+  admin::GrpcExecutorClient executor_client(client_tls, signer.get());
   admin::JobAdmin job_admin(job_store, executor_client, RealClock::Get());
   PgTokenStore token_store(pool);
   TokenAuthenticator::Options auth_options;

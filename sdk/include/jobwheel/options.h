@@ -37,13 +37,12 @@ struct ExecutorOptions {
   // --- Auth ---
   // Presented to the registry (Heartbeat) and dispatcher (ReportResults).
   std::string executor_token;
-  // Required from callers of ExecutorService (Run/Kill/Beat/IdleBeat/Log).
-  std::string cluster_token;
   // The public keys of ExecutorService's callers, as PEM text: each may hold several Ed25519
   // public keys (a key rotation lists the new key next to the old one). Callers present
   // tokens they sign for this executor's advertised address, valid for at most 60 s:
   // dispatchers (Run, RunBatch, Beat, IdleBeat, Kill) and the scheduler (Kill, Log). Public
-  // keys only: the executor holds nothing another server accepts.
+  // keys only: the executor holds nothing another server accepts. Both required unless
+  // insecure_dev.
   std::string dispatcher_public_keys;
   std::string scheduler_public_keys;
   // Accept unauthenticated calls and allow missing tokens. Development only, and only with

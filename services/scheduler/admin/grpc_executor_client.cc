@@ -8,19 +8,9 @@
 
 namespace jobwheel::scheduler::admin {
 
-GrpcExecutorClient::GrpcExecutorClient(ClientTls tls, std::string cluster_token,
-                                       GrpcExecutorClientOptions options,
-                                       CallerTokenSigner* signer)
-    : tls_(std::move(tls)),
-      cluster_token_(std::move(cluster_token)),
-      options_(options),
-      signer_(signer) {}
-
-absl::Status GrpcExecutorClient::Authorize(grpc::ClientContext& ctx, absl::string_view address) {
-  if (signer_ != nullptr) return AddCallerToken(ctx, signer_, address);
-  AddBearer(ctx, cluster_token_);
-  return absl::OkStatus();
-}
+GrpcExecutorClient::GrpcExecutorClient(ClientTls tls, CallerTokenSigner* signer,
+                                       GrpcExecutorClientOptions options)
+    : tls_(std::move(tls)), options_(options), signer_(signer) {}
 
 absl::StatusOr<std::shared_ptr<jobwheel::v1::ExecutorService::StubInterface>>
 GrpcExecutorClient::Stub(absl::string_view address) {
@@ -42,7 +32,7 @@ absl::StatusOr<jobwheel::v1::KillResponse> GrpcExecutorClient::Kill(
   if (!stub.ok()) return stub.status();
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.kill_deadline));
-  if (absl::Status auth = Authorize(ctx, address); !auth.ok()) return auth;
+  if (absl::Status auth = AddCallerToken(ctx, signer_, address); !auth.ok()) return auth;
   jobwheel::v1::KillResponse resp;
   grpc::Status s = (*stub)->Kill(&ctx, req, &resp);
   if (!s.ok()) return FromGrpcStatus(s);
@@ -55,7 +45,7 @@ absl::StatusOr<jobwheel::v1::LogResponse> GrpcExecutorClient::Log(
   if (!stub.ok()) return stub.status();
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.log_deadline));
-  if (absl::Status auth = Authorize(ctx, address); !auth.ok()) return auth;
+  if (absl::Status auth = AddCallerToken(ctx, signer_, address); !auth.ok()) return auth;
   jobwheel::v1::LogResponse resp;
   grpc::Status s = (*stub)->Log(&ctx, req, &resp);
   if (!s.ok()) return FromGrpcStatus(s);

@@ -26,10 +26,10 @@ struct GrpcExecutorClientOptions {
 class GrpcExecutorClient : public ExecutorClient {
  public:
   // Each call carries a token `signer` (the scheduler's key; not owned) made for the
-  // executor's address; without a signer, `cluster_token` as `authorization: Bearer <token>`
-  // (empty sends none).
-  GrpcExecutorClient(ClientTls tls, std::string cluster_token,
-                     GrpcExecutorClientOptions options = {}, CallerTokenSigner* signer = nullptr);
+  // executor's address, so it is worth nothing at any other executor; none without a signer
+  // (--insecure_dev).
+  GrpcExecutorClient(ClientTls tls, CallerTokenSigner* signer,
+                     GrpcExecutorClientOptions options = {});
 
   absl::StatusOr<jobwheel::v1::KillResponse> Kill(absl::string_view address,
                                                   const jobwheel::v1::KillRequest& req) override;
@@ -39,10 +39,8 @@ class GrpcExecutorClient : public ExecutorClient {
  private:
   absl::StatusOr<std::shared_ptr<jobwheel::v1::ExecutorService::StubInterface>> Stub(
       absl::string_view address);
-  absl::Status Authorize(grpc::ClientContext& ctx, absl::string_view address);
 
   const ClientTls tls_;
-  const std::string cluster_token_;
   const GrpcExecutorClientOptions options_;
   CallerTokenSigner* const signer_;
   absl::Mutex mu_;

@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/auth.h"
+#include "common/caller_token.h"
+#include "common/clock.h"
 #include "common/grpc_server.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/executor.grpc.pb.h"
@@ -12,12 +14,14 @@
 namespace jobwheel::scheduler::admin {
 namespace {
 
-// An executor that requires the cluster token and echoes what it was asked.
+// An executor that requires a token the scheduler signed for it and echoes what it was asked.
 class FakeExecutor final : public jobwheel::v1::ExecutorService::Service {
  public:
+  TokenPolicy policy;
+
   grpc::Status Kill(grpc::ServerContext* ctx, const jobwheel::v1::KillRequest* req,
                     jobwheel::v1::KillResponse* resp) override {
-    absl::Status auth = CheckBearer(ctx->client_metadata(), TokenPolicy{false, {"cluster"}});
+    absl::Status auth = CheckBearer(ctx->client_metadata(), policy);
     if (!auth.ok()) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "no token");
     resp->set_killed(req->run_id() == 7);
     resp->set_message(req->reason());
@@ -25,7 +29,7 @@ class FakeExecutor final : public jobwheel::v1::ExecutorService::Service {
   }
   grpc::Status Log(grpc::ServerContext* ctx, const jobwheel::v1::LogRequest* req,
                    jobwheel::v1::LogResponse* resp) override {
-    absl::Status auth = CheckBearer(ctx->client_metadata(), TokenPolicy{false, {"cluster"}});
+    absl::Status auth = CheckBearer(ctx->client_metadata(), policy);
     if (!auth.ok()) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "no token");
     resp->add_lines(absl::StrCat("run ", req->run_id(), " from ", req->from_line()));
     resp->set_from_line(req->from_line());
@@ -38,21 +42,37 @@ class FakeExecutor final : public jobwheel::v1::ExecutorService::Service {
 class GrpcExecutorClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    auto pair = GenerateCallerKeyPair();
+    auto other = GenerateCallerKeyPair();
+    ASSERT_TRUE(pair.ok() && other.ok());
+    CallerTokenVerifier::Options vo;
+    vo.public_keys_pem[std::string(kIssuerScheduler)] = pair->public_pem;
+    auto verifier = CallerTokenVerifier::Create(vo, RealClock::Get());
+    ASSERT_TRUE(verifier.ok()) << verifier.status();
+    verifier_ = std::move(*verifier);
+    executor_.policy.callers = verifier_;
+    signer_ = *CallerTokenSigner::Create(pair->private_pem, {std::string(kIssuerScheduler)},
+                                         RealClock::Get());
+    other_signer_ = *CallerTokenSigner::Create(other->private_pem,
+                                               {std::string(kIssuerScheduler)}, RealClock::Get());
     int port = 0;
     auto server = StartGrpcServer("127.0.0.1:0", {&executor_}, {}, &port);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(server).value();
     address_ = absl::StrCat("127.0.0.1:", port);
+    verifier_->SetAudience(address_);
   }
   void TearDown() override { server_->Shutdown(); }
 
+  std::shared_ptr<CallerTokenVerifier> verifier_;
+  std::unique_ptr<CallerTokenSigner> signer_, other_signer_;
   FakeExecutor executor_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
 };
 
-TEST_F(GrpcExecutorClientTest, KillAndLogCarryTheClusterToken) {
-  GrpcExecutorClient client(ClientTls{}, "cluster");
+TEST_F(GrpcExecutorClientTest, KillAndLogCarryATokenSignedForThatExecutor) {
+  GrpcExecutorClient client(ClientTls{}, signer_.get());
   jobwheel::v1::KillRequest kill;
   kill.set_run_id(7);
   kill.set_reason("stop");
@@ -71,15 +91,17 @@ TEST_F(GrpcExecutorClientTest, KillAndLogCarryTheClusterToken) {
   EXPECT_TRUE(lines->end());
 }
 
-TEST_F(GrpcExecutorClientTest, WrongTokenAndUnreachableAreErrors) {
-  GrpcExecutorClient wrong(ClientTls{}, "nope");
+TEST_F(GrpcExecutorClientTest, WrongKeyNoTokenAndUnreachableAreErrors) {
+  GrpcExecutorClient wrong(ClientTls{}, other_signer_.get());
   jobwheel::v1::KillRequest kill;
   kill.set_run_id(7);
   EXPECT_EQ(wrong.Kill(address_, kill).status().code(), absl::StatusCode::kUnauthenticated);
+  GrpcExecutorClient none(ClientTls{}, nullptr);
+  EXPECT_EQ(none.Kill(address_, kill).status().code(), absl::StatusCode::kUnauthenticated);
 
   GrpcExecutorClientOptions options;
   options.kill_deadline = absl::Milliseconds(500);
-  GrpcExecutorClient client(ClientTls{}, "cluster", options);
+  GrpcExecutorClient client(ClientTls{}, signer_.get(), options);
   auto s = client.Kill("127.0.0.1:1", kill);  // Nothing listens on port 1.
   EXPECT_FALSE(s.ok());
   EXPECT_TRUE(s.status().code() == absl::StatusCode::kUnavailable ||

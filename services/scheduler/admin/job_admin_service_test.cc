@@ -25,7 +25,6 @@ constexpr char kToken[] = "admin-secret";
 TokenAuthenticator::Options AdminToken() {
   TokenAuthenticator::Options o;
   o.admin_token = kToken;
-  o.cluster_token = "cluster-secret";
   o.executor_token = "executor-secret";
   return o;
 }

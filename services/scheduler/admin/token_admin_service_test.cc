@@ -23,7 +23,6 @@ class TokenAdminServiceTest : public ::testing::Test {
   void SetUp() override {
     TokenAuthenticator::Options o;
     o.admin_token = kAdmin;
-    o.cluster_token = "cluster";
     auth_ = std::make_unique<TokenAuthenticator>(o, &store_, clock_);
     service_ = std::make_unique<TokenAdminService>(core_, *auth_);
     int port = 0;
