@@ -91,8 +91,8 @@ export const en = {
   'tok.expire': 'Expires', 'tok.createtime': 'Created', 'tok.lastused': 'Last used',
   'tok.revoked': 'Revoked', 'tok.revoke': 'Revoke', 'tok.revoke.title': 'Revoke {name}?',
   'tok.revoke.confirm': 'Every call made with this token is refused from now on.',
-  'tok.showrevoked': 'Include revoked', 'tok.allapps': 'all',
-  'tok.appshelp': 'OPERATOR and EXECUTOR: at least one app. VIEWER: empty means every app. ' +
+  'tok.showrevoked': 'Include revoked', 'tok.allapps': 'all', 'tok.noapps': 'none',
+  'tok.appshelp': 'OPERATOR and EXECUTOR: at least one app; * means every app (VIEWER, OPERATOR). VIEWER: empty means none. ' +
       'ADMIN: empty. Expiry is in your time zone; empty: never.',
   'tok.created': 'Token {name} created',
   'tok.once': 'Copy the secret now: it is shown only this once and cannot be read again.',

@@ -81,8 +81,8 @@ export const zhCN = {
   'tok.expire': '过期时间', 'tok.createtime': '创建时间', 'tok.lastused': '最近使用',
   'tok.revoked': '吊销时间', 'tok.revoke': '吊销', 'tok.revoke.title': '吊销 {name}？',
   'tok.revoke.confirm': '此后使用该令牌的所有请求都会被拒绝。', 'tok.showrevoked': '包含已吊销',
-  'tok.allapps': '全部',
-  'tok.appshelp': 'OPERATOR 和 EXECUTOR：至少一个执行器组。VIEWER：留空表示全部。ADMIN：留空。' +
+  'tok.allapps': '全部', 'tok.noapps': '无',
+  'tok.appshelp': 'OPERATOR 和 EXECUTOR：至少一个执行器组；* 表示全部（VIEWER、OPERATOR）。VIEWER：留空表示无。ADMIN：留空。' +
       '过期时间为本地时区；留空：永不过期。',
   'tok.created': '令牌 {name} 已创建', 'tok.once': '请立即复制密钥：它只显示这一次，之后无法再读取。',
   'tok.copy': '复制', 'tok.copied': '已复制。', 'tok.copyfail': '请手动选中并复制。',

@@ -35,7 +35,8 @@ export function isAdmin() {
   return role() === 'ROLE_ADMIN';
 }
 
-// The apps the token is scoped to; empty means every app (admin, unscoped viewer).
+// The apps the token is scoped to: ["*"] means every app, an empty list none (an admin's
+// token lists none and reaches every app).
 export function scopedApps() {
   return (identity && identity.apps) || [];
 }
@@ -44,7 +45,8 @@ export function scopedApps() {
 export function canWrite(app) {
   if (role() === 'ROLE_ADMIN') return true;
   if (role() !== 'ROLE_OPERATOR') return false;
-  return !app || scopedApps().includes(app);
+  const apps = scopedApps();
+  return !app || apps.includes('*') || apps.includes(app);
 }
 
 // Script jobs and tokens are the admin's.

@@ -71,7 +71,9 @@ export function render(view, ctx) {
         {title: t('col.id'), cls: 'num', cell: (x) => String(x.id || 0)},
         {title: t('tok.name'), cell: (x) => x.name},
         {title: t('tok.role'), cell: (x) => enumLabel('ROLE_', x.role)},
-        {title: t('tok.apps'), cell: (x) => (x.apps || []).join(', ') || h('span', {class: 'muted'}, t('tok.allapps'))},
+        // An empty list reaches every app for an admin and none for anyone else.
+        {title: t('tok.apps'), cell: (x) => (x.apps || []).join(', ') || h('span', {class: 'muted'},
+            t(x.role === 'ROLE_ADMIN' ? 'tok.allapps' : 'tok.noapps'))},
         {title: t('tok.createtime'), cell: (x) => timeEl(x.createTime)},
         {title: t('tok.expire'), cell: (x) => timeEl(x.expireTime)},
         {title: t('tok.lastused'), cell: (x) => timeEl(x.lastUsedTime)},
