@@ -218,7 +218,7 @@ test('a viewer sees no edit buttons and a forged mutating call is refused', asyn
   const page = await newPage();
   await open(page, '/');
   const made = await apiOk(page, 'TokenAdminService', 'CreateToken',
-      {name: 'browser-viewer', role: 'ROLE_VIEWER'});
+      {name: 'browser-viewer', role: 'ROLE_VIEWER', apps: ['demo']});
   await signIn(page, made.secret);
   await waitText(page, '[data-test=who]', 'VIEWER');
   assert(!(await page.$$eval('.topbar nav a', (as) => as.map((a) => a.textContent)))
