@@ -18,6 +18,7 @@ LeaderElector::~LeaderElector() { Shutdown(); }
 void LeaderElector::Start() {
   started_ = true;
   thread_ = std::thread([this] { Loop(); });
+  first_look_.WaitForNotificationWithTimeout(options_.first_look_timeout);
 }
 
 void LeaderElector::Shutdown() {
@@ -216,6 +217,7 @@ void LeaderElector::Loop() {
         }
       }
     }
+    if (!first_look_.HasBeenNotified()) first_look_.Notify();
     if (elected) {
       spdlog::info("replica {} is leader, epoch {}", options_.replica_id, epoch);
       if (callbacks_.on_elected) callbacks_.on_elected(epoch);

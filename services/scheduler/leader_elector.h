@@ -45,6 +45,9 @@ class LeaderElector {
     // pause) but whose socket is alive would otherwise keep the lock until it wakes up.
     // A live leader touches its session every check_interval. Zero disables.
     absl::Duration takeover_after = absl::Seconds(4);
+    // Start() waits at most this long for the first try of the lock, so a replica that starts
+    // serving right after Start() already knows the leader (GetLeader) in the normal case.
+    absl::Duration first_look_timeout = absl::Seconds(5);
   };
   // Called on the elector thread. on_elected runs before any RunFenced succeeds for the new
   // term; on_deposed runs after leadership ended (no RunFenced succeeds afterwards).
@@ -56,6 +59,7 @@ class LeaderElector {
   LeaderElector(Options options, Callbacks callbacks);
   ~LeaderElector();
 
+  // Starts the election thread and waits (up to first_look_timeout) for its first try.
   void Start();
   // Releases the lock (if held) and joins. Idempotent.
   void Shutdown();
@@ -100,6 +104,7 @@ class LeaderElector {
       absl::UnavailableError("the schedule lock has not been tried yet");
 
   absl::Notification stop_;
+  absl::Notification first_look_;  // The first try of the lock is done (leader known or not).
   std::thread thread_;
   bool started_ = false;
 };

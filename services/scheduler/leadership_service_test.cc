@@ -76,6 +76,23 @@ TEST_F(LeadershipServiceTest, UnavailableBeforeTheFirstTry) {
   EXPECT_EQ(a.Get(&r).error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
+// Start() returns after the first try of the lock, so a replica that serves right after it
+// already names the leader: no window of UNAVAILABLE while health says SERVING.
+TEST_F(LeadershipServiceTest, KnowsTheLeaderAsSoonAsStartReturns) {
+  Replica a(dsn_, "a");
+  a.elector().Start();
+  jobwheel::v1::GetLeaderResponse ra;
+  ASSERT_TRUE(a.Get(&ra).ok());
+  EXPECT_EQ(ra.holder_id(), "a");
+  EXPECT_TRUE(ra.is_leader());
+  Replica b(dsn_, "b");
+  b.elector().Start();
+  jobwheel::v1::GetLeaderResponse rb;
+  ASSERT_TRUE(b.Get(&rb).ok());
+  EXPECT_EQ(rb.holder_id(), "a");
+  EXPECT_FALSE(rb.is_leader());
+}
+
 TEST_F(LeadershipServiceTest, BothReplicasNameTheHolderAndTheStandbyTakesOver) {
   Replica a(dsn_, "a");
   a.elector().Start();
