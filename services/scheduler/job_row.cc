@@ -28,8 +28,12 @@ void ParseArray(const pqxx::field& f, Add add) {
   }
 }
 
-void SetTime(const pqxx::field& f, google::protobuf::Timestamp* ts) {
-  if (!f.is_null()) *ts = ToProto(FromMicros(f.as<int64_t>()));
+// Sets a Timestamp field from a microseconds column. `mutable_field` is called only for a
+// non-NULL value: calling a mutable_ accessor marks the field present, and a NULL column
+// must leave it unset (not the Unix epoch).
+template <typename MutableField>
+void SetTime(const pqxx::field& f, MutableField mutable_field) {
+  if (!f.is_null()) *mutable_field() = ToProto(FromMicros(f.as<int64_t>()));
 }
 
 }  // namespace
@@ -50,7 +54,7 @@ jobwheel::v1::Job JobFromRow(const pqxx::row& row, int offset) {
   } else if (kind == "FIX_RATE") {
     auto* rate = job.mutable_schedule()->mutable_fix_rate();
     rate->set_interval_seconds(row[offset + 9].as<int64_t>());
-    SetTime(row[offset + 10], rate->mutable_start_time());
+    SetTime(row[offset + 10], [&] { return rate->mutable_start_time(); });
   } else {
     job.mutable_schedule()->mutable_none();
   }
@@ -67,9 +71,9 @@ jobwheel::v1::Job JobFromRow(const pqxx::row& row, int offset) {
   job.set_script_source(row[offset + 20].as<std::string>());
   job.set_script_version(row[offset + 21].as<int>());
   job.set_enabled(row[offset + 22].as<bool>());
-  SetTime(row[offset + 23], job.mutable_next_fire_time());
-  SetTime(row[offset + 24], job.mutable_create_time());
-  SetTime(row[offset + 25], job.mutable_update_time());
+  SetTime(row[offset + 23], [&] { return job.mutable_next_fire_time(); });
+  SetTime(row[offset + 24], [&] { return job.mutable_create_time(); });
+  SetTime(row[offset + 25], [&] { return job.mutable_update_time(); });
   return job;
 }
 
@@ -100,10 +104,10 @@ jobwheel::v1::Run RunFromRow(const pqxx::row& row) {
   run.set_result_code(row[13].as<int>());
   run.set_result_message(row[14].as<std::string>());
   run.set_param(row[15].as<std::string>());
-  SetTime(row[16], run.mutable_scheduled_time());
-  SetTime(row[17], run.mutable_trigger_time());
-  SetTime(row[18], run.mutable_start_time());
-  SetTime(row[19], run.mutable_end_time());
+  SetTime(row[16], [&] { return run.mutable_scheduled_time(); });
+  SetTime(row[17], [&] { return run.mutable_trigger_time(); });
+  SetTime(row[18], [&] { return run.mutable_start_time(); });
+  SetTime(row[19], [&] { return run.mutable_end_time(); });
   return run;
 }
 

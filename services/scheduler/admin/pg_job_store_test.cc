@@ -432,6 +432,10 @@ TEST_F(PgJobStoreTest, ListRunsFiltersAndPagesNewestFirst) {
   ASSERT_TRUE(run.ok());
   EXPECT_EQ(run->app(), "other");
   EXPECT_EQ(run->status(), jobwheel::v1::RUN_STATUS_RUNNING);
+  // NULL times stay unset (JSON omits them), never the Unix epoch.
+  EXPECT_TRUE(run->has_trigger_time());
+  EXPECT_FALSE(run->has_start_time());
+  EXPECT_FALSE(run->has_end_time());
   EXPECT_EQ(admin_->GetRun(r4 + 10).status().code(), absl::StatusCode::kNotFound);
 }
 
