@@ -293,10 +293,11 @@ absl::StatusOr<RunStatsRows> InMemoryJobStore::RunStats(const RunStatsQuery& que
     absl::Duration rem;
     const int64_t bucket = absl::IDivDuration(t - query.start, query.bucket, &rem);
     ++counts[{bucket, r.status()}];
-    if (r.trigger_type() == jobwheel::v1::TRIGGER_TYPE_CRON ||
-        r.trigger_type() == jobwheel::v1::TRIGGER_TYPE_FIX_RATE) {
-      const absl::Duration d =
-          absl::Trunc(t - FromProto(r.scheduled_time()), absl::Microseconds(1));
+    if ((r.trigger_type() == jobwheel::v1::TRIGGER_TYPE_CRON ||
+         r.trigger_type() == jobwheel::v1::TRIGGER_TYPE_FIX_RATE) &&
+        r.has_start_time()) {
+      const absl::Duration d = absl::Trunc(
+          FromProto(r.start_time()) - FromProto(r.scheduled_time()), absl::Microseconds(1));
       late[bucket].push_back(d);
       all_late.push_back(d);
     }

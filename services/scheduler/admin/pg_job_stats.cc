@@ -17,14 +17,16 @@ namespace {
 // microseconds), for app $4 ('' = all), job $5 (0 = all) and, when $6, only apps $7. The range
 // on trigger_time lets the BRIN index runs_trigger_time (or runs_job_time for one job) narrow
 // the scan. ROLLUP gives (bucket, status) counts, per-bucket lateness (GROUPING = 1) and the
-// window's lateness (GROUPING = 3); lateness is measured on schedule-driven runs only.
+// window's lateness (GROUPING = 3); lateness (handler start minus scheduled time; a held run's
+// trigger_time is its planned time) is measured on schedule-driven runs that started.
 const std::string& RunStatsSql() {
   static const std::string* sql = new std::string(absl::StrCat(
       "WITH r AS (SELECT (((EXTRACT(EPOCH FROM r.trigger_time) * 1000000)::bigint - $8::bigint) "
       "/ $3::bigint) AS bucket, r.status, "
       "CASE WHEN r.trigger_type IN (", jobwheel::v1::TRIGGER_TYPE_CRON, ", ",
       jobwheel::v1::TRIGGER_TYPE_FIX_RATE,
-      ") THEN (EXTRACT(EPOCH FROM r.trigger_time - r.scheduled_time) * 1000000)::bigint END "
+      ") AND r.start_time IS NOT NULL "
+      "THEN (EXTRACT(EPOCH FROM r.start_time - r.scheduled_time) * 1000000)::bigint END "
       "AS late_us FROM runs r "
       "WHERE r.trigger_time >= $1::timestamptz AND r.trigger_time < $2::timestamptz "
       "AND ($4 = '' OR r.app = $4) AND ($5::bigint = 0 OR r.job_id = $5::bigint) "

@@ -43,7 +43,7 @@ class PgJobStatsTest : public ::testing::Test {
     clock_.Set(kStart + absl::Hours(6));
   }
 
-  // A run in both stores, triggered `late` after it was scheduled.
+  // A run in both stores, triggered (and its handler started) `late` after it was scheduled.
   void AddRun(int64_t job_id, const std::string& app, RunStatus status, TriggerType type,
               absl::Time trigger_time, absl::Duration late) {
     jobwheel::v1::Run r;
@@ -55,11 +55,13 @@ class PgJobStatsTest : public ::testing::Test {
     r.set_trigger_type(type);
     *r.mutable_trigger_time() = ToProto(trigger_time);
     *r.mutable_scheduled_time() = ToProto(trigger_time - late);
+    *r.mutable_start_time() = ToProto(trigger_time);
     mem_store_.AddRun(r);
     pqxx::work tx(*conn_);
     tx.exec_params(
         "INSERT INTO runs (id, fire_id, job_id, app, trigger_type, status, scheduled_time, "
-        "trigger_time) VALUES ($1, $1, $2, $3, $4, $5, $6::timestamptz, $7::timestamptz)",
+        "trigger_time, start_time) VALUES ($1, $1, $2, $3, $4, $5, $6::timestamptz, "
+        "$7::timestamptz, $7::timestamptz)",
         r.id(), job_id, app, static_cast<int>(type), static_cast<int>(status),
         ToPgTimestamp(trigger_time - late), ToPgTimestamp(trigger_time));
     tx.commit();
