@@ -113,6 +113,21 @@ class ExecutorCore {
       spdlog::warn("executor: insecure_dev is set: ExecutorService accepts unauthenticated calls");
     }
     const Clock& clock = RealClock::Get();
+    // Who may call ExecutorService: tokens the dispatchers and the scheduler sign for this
+    // executor's advertised address, known once the port is bound (SetAudience below).
+    std::shared_ptr<CallerTokenVerifier> callers;
+    if (!options_.dispatcher_public_keys.empty() || !options_.scheduler_public_keys.empty()) {
+      CallerTokenVerifier::Options vo;
+      if (!options_.dispatcher_public_keys.empty()) {
+        vo.public_keys_pem[std::string(kIssuerDispatcher)] = options_.dispatcher_public_keys;
+      }
+      if (!options_.scheduler_public_keys.empty()) {
+        vo.public_keys_pem[std::string(kIssuerScheduler)] = options_.scheduler_public_keys;
+      }
+      auto verifier = CallerTokenVerifier::Create(std::move(vo), clock);
+      if (!verifier.ok()) return verifier.status();
+      callers = std::move(*verifier);
+    }
 
     prometheus_ = options_.metrics_registry != nullptr ? options_.metrics_registry
                                                        : std::make_shared<prometheus::Registry>();
@@ -166,25 +181,7 @@ class ExecutorCore {
 
     TokenPolicy policy;
     policy.insecure_dev = options_.insecure_dev;
-    std::shared_ptr<CallerTokenVerifier> callers;
-    if (!options_.dispatcher_public_keys.empty() || !options_.scheduler_public_keys.empty()) {
-      // The audience is the advertised address, known once the port is bound (below).
-      CallerTokenVerifier::Options vo;
-      if (!options_.dispatcher_public_keys.empty()) {
-        vo.public_keys_pem[std::string(kIssuerDispatcher)] = options_.dispatcher_public_keys;
-      }
-      if (!options_.scheduler_public_keys.empty()) {
-        vo.public_keys_pem[std::string(kIssuerScheduler)] = options_.scheduler_public_keys;
-      }
-      auto verifier = CallerTokenVerifier::Create(std::move(vo), clock);
-      if (!verifier.ok()) {
-        runs_->Shutdown(absl::ZeroDuration(), absl::Seconds(1));
-        reporter_->Shutdown();
-        return verifier.status();
-      }
-      callers = std::move(*verifier);
-      policy.callers = callers;
-    }
+    policy.callers = callers;
     service_ = std::make_unique<ExecutorGrpcService>(runs_.get(), logs_.get(), policy);
     ServerTls server_tls{options_.tls_cert_file, options_.tls_key_file,
                          options_.tls_client_ca_file};
