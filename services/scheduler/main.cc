@@ -237,15 +237,21 @@ int main(int argc, char** argv) {
   // Open on purpose: read-only, no secrets, used by probes and operators to find the leader.
   LeadershipService leadership_service(elector);
 
+  engine.Start();
+  monitors.Start();
+  // Before serving: Start returns after the first try of the lock, so GetLeader answers from
+  // the first call on.
+  elector.Start();
   ServerTls tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                 absl::GetFlag(FLAGS_tls_client_ca)};
   auto server = StartGrpcServer(absl::GetFlag(FLAGS_listen),
                                 {&admin_service, &token_service, &leadership_service}, tls);
-  if (!server.ok()) return Fail(server.status().ToString());
-
-  engine.Start();
-  monitors.Start();
-  elector.Start();
+  if (!server.ok()) {
+    elector.Shutdown();
+    monitors.Shutdown();
+    engine.Shutdown();
+    return Fail(server.status().ToString());
+  }
   spdlog::info("scheduler {} serving on {}", replica, absl::GetFlag(FLAGS_listen));
 
   jobwheel::WaitForTerminationSignal();
