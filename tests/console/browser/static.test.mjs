@@ -7,8 +7,12 @@ import path from 'node:path';
 import {fileURLToPath} from 'node:url';
 
 const WEB = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../../services/console/web');
-const {en} = await import(path.join(WEB, 'i18n_en.js'));
-const {zhCN} = await import(path.join(WEB, 'i18n_zh.js'));
+// Loaded as ES modules whatever Node's default for a .js file outside a "type": "module"
+// package (Debian's Node 18 reads them as CommonJS); the message tables import nothing.
+const loadModule = (f) => import('data:text/javascript;charset=utf-8,' +
+    encodeURIComponent(fs.readFileSync(path.join(WEB, f), 'utf8')));
+const {en} = await loadModule('i18n_en.js');
+const {zhCN} = await loadModule('i18n_zh.js');
 const files = fs.readdirSync(WEB).filter((f) => /\.(js|html|css)$/.test(f));
 const read = (f) => fs.readFileSync(path.join(WEB, f), 'utf8');
 
