@@ -27,6 +27,7 @@
 #include "jobwheel/v1/executor.grpc.pb.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
+#include "tests/security/demo_stack_suite.h"
 #include "tests/security/stack.h"
 
 namespace jobwheel::security_testing {
@@ -88,30 +89,8 @@ bool Refused(const grpc::Status& s) {
          s.error_code() == grpc::StatusCode::PERMISSION_DENIED;
 }
 
-class LeastPrivilegeTest : public ::testing::Test {
+class LeastPrivilegeTest : public DemoStackSuite {
  protected:
-  static void SetUpTestSuite() {
-    stack_ = new Stack(Stack::Options{});
-    setup_ = stack_->StartServices();
-    if (!setup_.ok()) return;
-    auto secret = stack_->CreateToken("exec-demo", v1::ROLE_EXECUTOR, {"demo"});
-    if (!secret.ok()) {
-      setup_ = secret.status();
-      return;
-    }
-    executor_token_ = new std::string(*secret);
-    setup_ = stack_->StartExecutor("demo", *executor_token_);
-  }
-  static void TearDownTestSuite() {
-    delete stack_;
-    delete executor_token_;
-    stack_ = nullptr;
-  }
-  void SetUp() override { ASSERT_TRUE(setup_.ok()) << setup_ << "\n" << stack_->Logs(); }
-  void TearDown() override {
-    if (HasFailure()) std::cerr << stack_->Logs();
-  }
-
   // The calls an attacker would make with `token`; each status.
   static grpc::Status RunOnRealExecutor(const std::string& token, int64_t run_id) {
     auto exec = v1::ExecutorService::NewStub(stack_->Channel(stack_->executor()));
@@ -191,14 +170,7 @@ class LeastPrivilegeTest : public ::testing::Test {
     return runs.runs_size();
   }
 
-  static Stack* stack_;
-  static std::string* executor_token_;
-  static absl::Status setup_;
 };
-
-Stack* LeastPrivilegeTest::stack_ = nullptr;
-std::string* LeastPrivilegeTest::executor_token_ = nullptr;
-absl::Status LeastPrivilegeTest::setup_;
 
 TEST_F(LeastPrivilegeTest, WhatAFakeExecutorCapturesOpensNothingElse) {
   // The attacker: this process, with demo's executor token, serving ExecutorService on an

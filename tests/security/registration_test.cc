@@ -20,6 +20,7 @@
 #include "jobwheel/v1/registry.grpc.pb.h"
 #include "jobwheel/v1/token_admin.grpc.pb.h"
 #include "pqxx/pqxx"
+#include "tests/security/demo_stack_suite.h"
 #include "tests/security/stack.h"
 
 namespace jobwheel::security_testing {
@@ -27,32 +28,8 @@ namespace {
 
 using testing::Eventually;
 
-class RegistrationTest : public ::testing::Test {
+class RegistrationTest : public DemoStackSuite {
  protected:
-  static void SetUpTestSuite() {
-    stack_ = new Stack(Stack::Options{});
-    setup_ = stack_->StartServices();
-    if (!setup_.ok()) return;
-    auto secret = stack_->CreateToken("exec-demo", v1::ROLE_EXECUTOR, {"demo"});
-    if (!secret.ok()) {
-      setup_ = secret.status();
-      return;
-    }
-    executor_token_ = new std::string(*secret);
-    setup_ = stack_->StartExecutor("demo", *executor_token_);
-  }
-
-  static void TearDownTestSuite() {
-    delete stack_;
-    delete executor_token_;
-    stack_ = nullptr;
-  }
-
-  void SetUp() override { ASSERT_TRUE(setup_.ok()) << setup_ << "\n" << stack_->Logs(); }
-  void TearDown() override {
-    if (HasFailure()) std::cerr << stack_->Logs();
-  }
-
   static std::unique_ptr<v1::RegistryService::Stub> Registry() {
     return v1::RegistryService::NewStub(stack_->Channel(stack_->registry()));
   }
@@ -90,14 +67,7 @@ class RegistrationTest : public ::testing::Test {
     return out;
   }
 
-  static Stack* stack_;
-  static std::string* executor_token_;
-  static absl::Status setup_;
 };
-
-Stack* RegistrationTest::stack_ = nullptr;
-std::string* RegistrationTest::executor_token_ = nullptr;
-absl::Status RegistrationTest::setup_;
 
 TEST_F(RegistrationTest, SpoofedAddressesAreRefusedNeverListedAndNeverCalled) {
   // The attacker: this process, with the demo executor's token, on the registry's machine.
