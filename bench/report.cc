@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/json_escape.h"
 
 namespace jobwheel::bench {
 
@@ -36,31 +37,7 @@ Percentiles ComputePercentiles(std::vector<double>& values) {
 std::string Fixed(double value, int digits) { return absl::StrFormat("%.*f", digits, value); }
 
 std::string JsonString(absl::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppendFormat(&out, "\\u%04x", c);
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += "\"";
-  return out;
+  return absl::StrCat("\"", JsonEscape(text), "\"");
 }
 
 void Report::Add(absl::string_view key, double value, int digits) {

@@ -1,5 +1,6 @@
 #include "common/logging.h"
 
+#include "common/json_escape.h"
 #include "spdlog/pattern_formatter.h"
 #include "spdlog/sinks/stdout_sinks.h"
 
@@ -12,23 +13,9 @@ class JsonEscapedMessage : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg& msg, const std::tm&,
               spdlog::memory_buf_t& dest) override {
-    static constexpr char kHex[] = "0123456789abcdef";
-    for (char c : std::string_view(msg.payload.data(), msg.payload.size())) {
-      switch (c) {
-        case '"': dest.append(std::string_view("\\\"")); break;
-        case '\\': dest.append(std::string_view("\\\\")); break;
-        case '\n': dest.append(std::string_view("\\n")); break;
-        case '\r': dest.append(std::string_view("\\r")); break;
-        case '\t': dest.append(std::string_view("\\t")); break;
-        default:
-          if (static_cast<unsigned char>(c) < 0x20) {
-            const char esc[] = {'\\', 'u', '0', '0', kHex[(c >> 4) & 0xf], kHex[c & 0xf]};
-            dest.append(esc, esc + sizeof(esc));
-          } else {
-            dest.push_back(c);
-          }
-      }
-    }
+    const std::string escaped =
+        JsonEscape(absl::string_view(msg.payload.data(), msg.payload.size()));
+    dest.append(escaped.data(), escaped.data() + escaped.size());
   }
   std::unique_ptr<spdlog::custom_flag_formatter> clone() const override {
     return std::make_unique<JsonEscapedMessage>();

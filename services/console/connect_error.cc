@@ -1,6 +1,7 @@
 #include "services/console/connect_error.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/json_escape.h"
 
 namespace jobwheel::console {
 
@@ -48,30 +49,6 @@ int ConnectHttpStatus(absl::StatusCode code) {
     case absl::StatusCode::kUnauthenticated: return 401;
     default: return 500;
   }
-}
-
-std::string JsonEscape(absl::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += "\\u00";
-          out += kHex[(c >> 4) & 0xf];
-          out += kHex[c & 0xf];
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
 }
 
 std::string ConnectErrorJson(const absl::Status& status) {

@@ -19,9 +19,6 @@ int ConnectHttpStatus(absl::StatusCode code);
 // A non-error status is reported as "unknown": Connect has no error code for success.
 std::string ConnectErrorJson(const absl::Status& status);
 
-// `s` as the inside of a JSON string: quotes, backslashes and control characters escaped.
-std::string JsonEscape(absl::string_view s);
-
 }  // namespace jobwheel::console
 
 #endif  // JOBWHEEL_SERVICES_CONSOLE_CONNECT_ERROR_H_

@@ -11,30 +11,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/json_escape.h"
 
 namespace jobwheel::scheduler {
 namespace {
 
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppend(&out, "\\u00", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  out += "\"";
-  return out;
-}
+std::string JsonString(absl::string_view s) { return absl::StrCat("\"", JsonEscape(s), "\""); }
 
 }  // namespace
 
