@@ -4,9 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/proto_time.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 #include "common/testing/process.h"
+#include "common/time/proto_time.h"
 #include "jobwheel/v1/types.pb.h"
 
 namespace jobwheel::bench {

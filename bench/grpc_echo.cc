@@ -27,7 +27,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/grpc_keep_warm.h"
+#include "common/grpc/grpc_keep_warm.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/generic/generic_stub.h"

@@ -26,7 +26,7 @@
 #include "bench/run_info.h"
 #include "bench/scenario.h"
 #include "bench/stack.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 
 ABSL_FLAG(std::string, bin_dir, "bazel-bin", "Where the binaries are (bazel-bin)");
 ABSL_FLAG(std::string, work_dir, "", "Scratch directory: logs, run records (required)");

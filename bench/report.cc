@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "common/json_escape.h"
+#include "common/base/json_escape.h"
 
 namespace jobwheel::bench {
 

@@ -9,7 +9,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "bench/sampling.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 
 namespace jobwheel::bench {
 namespace {

@@ -1,7 +1,7 @@
 // burst: N cron jobs `* * * * * ?`, all due on the same millisecond every second.
 #include "bench/load.h"
 #include "bench/scenario.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 
 namespace jobwheel::bench {
 

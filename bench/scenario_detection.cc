@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "bench/scenario.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 
 namespace jobwheel::bench {
 

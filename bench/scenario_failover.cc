@@ -14,8 +14,8 @@
 #include "bench/fire_sets.h"
 #include "bench/run_records.h"
 #include "bench/scenario.h"
-#include "common/proto_time.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
+#include "common/time/proto_time.h"
 
 namespace jobwheel::bench {
 

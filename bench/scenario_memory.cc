@@ -5,7 +5,7 @@
 #include "absl/time/time.h"
 #include "bench/load.h"
 #include "bench/scenario.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 
 namespace jobwheel::bench {
 

@@ -12,7 +12,7 @@
 #include "bench/load.h"
 #include "bench/peak_search.h"
 #include "bench/scenario.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 
 namespace jobwheel::bench {
 namespace {

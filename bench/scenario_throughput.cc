@@ -2,7 +2,7 @@
 // --duration after --warmup. precision: the lateness of the same run in detail.
 #include "bench/load.h"
 #include "bench/scenario.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 
 namespace jobwheel::bench {
 

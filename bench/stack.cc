@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "bench/http_metrics.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 
 namespace jobwheel::bench {
 namespace {

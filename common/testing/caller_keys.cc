@@ -8,8 +8,8 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
-#include "common/caller_token.h"
-#include "common/clock.h"
+#include "common/auth/caller_token.h"
+#include "common/time/clock.h"
 
 namespace jobwheel::testing {
 namespace {
@@ -17,8 +17,7 @@ namespace {
 absl::Status WritePrivateFile(const std::string& path, const std::string& content) {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return absl::InternalError(absl::StrCat(path, ": ", std::strerror(errno)));
-  const bool ok = write(fd, content.data(), content.size()) ==
-                  static_cast<ssize_t>(content.size());
+  const bool ok = write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
   close(fd);
   if (!ok) return absl::InternalError(absl::StrCat(path, ": short write"));
   return absl::OkStatus();

@@ -31,8 +31,7 @@ absl::StatusOr<CommandResult> RunCommand(const std::string& binary,
                                          const std::vector<std::string>& args,
                                          absl::Duration timeout) {
   static std::atomic<int> counter{0};
-  const std::string base =
-      absl::StrCat(TestTempDir("commands"), "/", counter++);
+  const std::string base = absl::StrCat(TestTempDir("commands"), "/", counter++);
   const std::string out_path = base + ".out";
   const std::string err_path = base + ".err";
   std::vector<std::string> argv_store = {binary};
@@ -64,9 +63,9 @@ absl::StatusOr<CommandResult> RunCommand(const std::string& binary,
     if (absl::Now() > deadline) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
-      return absl::DeadlineExceededError(
-          absl::StrCat(binary, " still running after ", absl::FormatDuration(timeout),
-                       "; stderr: ", Slurp(err_path)));
+      return absl::DeadlineExceededError(absl::StrCat(binary, " still running after ",
+                                                      absl::FormatDuration(timeout),
+                                                      "; stderr: ", Slurp(err_path)));
     }
     absl::SleepFor(absl::Milliseconds(5));
   }

@@ -11,11 +11,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "common/auth.h"
-#include "common/caller_token.h"
-#include "common/flags.h"
-#include "common/logging.h"
-#include "common/mutex_mode.h"
+#include "common/auth/bearer.h"
+#include "common/auth/caller_token.h"
+#include "common/base/flags.h"
+#include "common/base/logging.h"
+#include "common/base/mutex_mode.h"
 #include "jobwheel/executor.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
@@ -107,46 +107,52 @@ void RegisterDemoHandlers(jobwheel::Executor& exec, ExecutionRecorder* recorder)
   };
   // Logs the param and succeeds with it.
   (void)exec.Register("echo", wrap([](jobwheel::JobContext& ctx) {
-    ctx.Log(ctx.param());
-    return jobwheel::Result::Ok(ctx.param());
-  }));
+                        ctx.Log(ctx.param());
+                        return jobwheel::Result::Ok(ctx.param());
+                      }));
   // Sleeps `param` milliseconds, returning early when cancelled.
-  (void)exec.Register("sleep", wrap([](jobwheel::JobContext& ctx) {
-    int64_t ms = 0;
-    if (!absl::SimpleAtoi(ctx.param(), &ms) || ms < 0) {
-      return jobwheel::Result::Fail(400, absl::StrCat("param: want milliseconds, got \"",
-                                                      ctx.param(), "\""));
-    }
-    ctx.Logf("sleeping %lld ms", static_cast<long long>(ms));
-    if (!ctx.SleepFor(absl::Milliseconds(ms))) {
-      ctx.Logf("interrupted: %s", std::string(jobwheel::CancelReasonName(ctx.cancel_reason())).c_str());
-      return jobwheel::Result::Fail("interrupted");
-    }
-    return jobwheel::Result::Ok(absl::StrCat("slept ", ms, " ms"));
-  }));
+  (void)exec.Register(
+      "sleep", wrap([](jobwheel::JobContext& ctx) {
+        int64_t ms = 0;
+        if (!absl::SimpleAtoi(ctx.param(), &ms) || ms < 0) {
+          return jobwheel::Result::Fail(
+              400, absl::StrCat("param: want milliseconds, got \"", ctx.param(), "\""));
+        }
+        ctx.Logf("sleeping %lld ms", static_cast<long long>(ms));
+        if (!ctx.SleepFor(absl::Milliseconds(ms))) {
+          ctx.Logf("interrupted: %s",
+                   std::string(jobwheel::CancelReasonName(ctx.cancel_reason())).c_str());
+          return jobwheel::Result::Fail("interrupted");
+        }
+        return jobwheel::Result::Ok(absl::StrCat("slept ", ms, " ms"));
+      }));
   // Always fails with code 500.
   (void)exec.Register("fail", wrap([](jobwheel::JobContext& ctx) {
-    ctx.Log("failing on purpose");
-    return jobwheel::Result::Fail(500, ctx.param().empty() ? "failed on purpose" : ctx.param());
-  }));
+                        ctx.Log("failing on purpose");
+                        return jobwheel::Result::Fail(
+                            500, ctx.param().empty() ? "failed on purpose" : ctx.param());
+                      }));
   // Logs its shard.
   (void)exec.Register("shard", wrap([](jobwheel::JobContext& ctx) {
-    const std::string shard = absl::StrCat("shard ", ctx.shard_index(), "/", ctx.shard_total());
-    ctx.Log(shard);
-    return jobwheel::Result::Ok(shard);
-  }));
+                        const std::string shard =
+                            absl::StrCat("shard ", ctx.shard_index(), "/", ctx.shard_total());
+                        ctx.Log(shard);
+                        return jobwheel::Result::Ok(shard);
+                      }));
   // Fails unless attempt >= param (so it succeeds on the param-th retry).
-  (void)exec.Register("flaky", wrap([](jobwheel::JobContext& ctx) {
-    int needed = 0;
-    if (!ctx.param().empty() && !absl::SimpleAtoi(ctx.param(), &needed)) {
-      return jobwheel::Result::Fail(400, "param: want an attempt number");
-    }
-    ctx.Logf("attempt %d, succeeds from attempt %d", ctx.attempt(), needed);
-    if (ctx.attempt() >= needed) {
-      return jobwheel::Result::Ok(absl::StrCat("succeeded at attempt ", ctx.attempt()));
-    }
-    return jobwheel::Result::Fail(500, absl::StrCat("flaky: attempt ", ctx.attempt(), " < ", needed));
-  }));
+  (void)exec.Register(
+      "flaky", wrap([](jobwheel::JobContext& ctx) {
+        int needed = 0;
+        if (!ctx.param().empty() && !absl::SimpleAtoi(ctx.param(), &needed)) {
+          return jobwheel::Result::Fail(400, "param: want an attempt number");
+        }
+        ctx.Logf("attempt %d, succeeds from attempt %d", ctx.attempt(), needed);
+        if (ctx.attempt() >= needed) {
+          return jobwheel::Result::Ok(absl::StrCat("succeeded at attempt ", ctx.attempt()));
+        }
+        return jobwheel::Result::Fail(
+            500, absl::StrCat("flaky: attempt ", ctx.attempt(), " < ", needed));
+      }));
 }
 
 std::string PortOf(const std::string& address) {
@@ -168,7 +174,8 @@ int main(int argc, char** argv) {
   options.registry_target = absl::GetFlag(FLAGS_registry_target);
   options.dispatcher_target = absl::GetFlag(FLAGS_dispatcher_target);
   const std::string base = absl::StrCat("/tmp/jobwheel-executor-", PortOf(options.listen_address));
-  options.log_dir = absl::GetFlag(FLAGS_log_dir).empty() ? base + "/logs" : absl::GetFlag(FLAGS_log_dir);
+  options.log_dir =
+      absl::GetFlag(FLAGS_log_dir).empty() ? base + "/logs" : absl::GetFlag(FLAGS_log_dir);
   options.spool_dir =
       absl::GetFlag(FLAGS_spool_dir).empty() ? base + "/spool" : absl::GetFlag(FLAGS_spool_dir);
   options.insecure_dev = absl::GetFlag(FLAGS_insecure_dev);
@@ -196,9 +203,8 @@ int main(int argc, char** argv) {
   auto scheduler_keys = jobwheel::ReadKeyFile(absl::GetFlag(FLAGS_scheduler_public_key_file),
                                               "--scheduler_public_key_file");
   if (!dispatcher_keys.ok() || !scheduler_keys.ok()) {
-    spdlog::critical("{}", (!dispatcher_keys.ok() ? dispatcher_keys : scheduler_keys)
-                               .status()
-                               .ToString());
+    spdlog::critical(
+        "{}", (!dispatcher_keys.ok() ? dispatcher_keys : scheduler_keys).status().ToString());
     return 2;
   }
   options.dispatcher_public_keys = *dispatcher_keys;

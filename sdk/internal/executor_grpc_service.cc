@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_status.h"
+#include "common/grpc/grpc_status.h"
 
 namespace jobwheel::sdk {
 namespace {
@@ -41,8 +41,9 @@ grpc::ServerUnaryReactor* ExecutorGrpcService::RunBatch(
     return Finish(ctx, absl::InvalidArgumentError("runs: must not be empty"));
   }
   if (request->runs_size() > kMaxBatchRuns) {
-    return Finish(ctx, absl::InvalidArgumentError(absl::StrCat(
-                           "runs: at most ", kMaxBatchRuns, " per call, got ", request->runs_size())));
+    return Finish(
+        ctx, absl::InvalidArgumentError(absl::StrCat("runs: at most ", kMaxBatchRuns,
+                                                     " per call, got ", request->runs_size())));
   }
   response->mutable_responses()->Reserve(request->runs_size());
   for (int i = 0; i < request->runs_size(); ++i) {
@@ -52,9 +53,9 @@ grpc::ServerUnaryReactor* ExecutorGrpcService::RunBatch(
     absl::Status valid = RunManager::Validate(run);
     if (!valid.ok()) {
       r->set_disposition(jobwheel::v1::RUN_DISPOSITION_REJECTED);
-      r->set_message(absl::StrCat("runs[", i, "].", valid.message(),
-                                  run.run_id() > 0 ? absl::StrCat(" (run ", run.run_id(), ")")
-                                                   : std::string()));
+      r->set_message(absl::StrCat(
+          "runs[", i, "].", valid.message(),
+          run.run_id() > 0 ? absl::StrCat(" (run ", run.run_id(), ")") : std::string()));
       continue;
     }
     auto outcome = runs_->Submit(run);

@@ -1,7 +1,7 @@
 #ifndef JOBWHEEL_SDK_INTERNAL_EXECUTOR_GRPC_SERVICE_H_
 #define JOBWHEEL_SDK_INTERNAL_EXECUTOR_GRPC_SERVICE_H_
 
-#include "common/auth.h"
+#include "common/auth/bearer.h"
 #include "jobwheel/v1/executor.grpc.pb.h"
 #include "sdk/internal/run_log.h"
 #include "sdk/internal/run_manager.h"

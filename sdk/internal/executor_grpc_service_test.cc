@@ -7,10 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "common/auth.h"
-#include "common/clock.h"
-#include "common/grpc_server.h"
+#include "common/auth/bearer.h"
+#include "common/grpc/grpc_server.h"
 #include "common/testing/process.h"
+#include "common/time/clock.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -66,8 +66,8 @@ class ExecutorGrpcServiceTest : public ::testing::Test {
       }
       return Result::Ok();
     };
-    runs_ = std::make_unique<RunManager>(RunManagerOptions{}, std::move(handlers), &logs_,
-                                         nullptr, &sink_, RealClock::Get(), metrics_);
+    runs_ = std::make_unique<RunManager>(RunManagerOptions{}, std::move(handlers), &logs_, nullptr,
+                                         &sink_, RealClock::Get(), metrics_);
     runs_->Start();
     TokenPolicy policy;
     policy.tokens = {kToken};
@@ -76,8 +76,8 @@ class ExecutorGrpcServiceTest : public ::testing::Test {
     auto server = StartGrpcServer("127.0.0.1:0", {service_.get()}, {}, &port);
     ASSERT_TRUE(server.ok());
     server_ = std::move(*server);
-    stub_ = jobwheel::v1::ExecutorService::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+    stub_ = jobwheel::v1::ExecutorService::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
   }
 
   void TearDown() override {

@@ -5,13 +5,13 @@
 namespace jobwheel::sdk {
 
 ExecutorMetrics::ExecutorMetrics(prometheus::Registry& registry)
-    : run_duration_seconds(prometheus::BuildHistogram()
-                               .Name("jobwheel_executor_run_duration_seconds")
-                               .Help("Handler run time")
-                               .Register(registry)
-                               .Add({}, prometheus::Histogram::BucketBoundaries{
-                                            0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300,
-                                            1800, 7200})),
+    : run_duration_seconds(
+          prometheus::BuildHistogram()
+              .Name("jobwheel_executor_run_duration_seconds")
+              .Help("Handler run time")
+              .Register(registry)
+              .Add({}, prometheus::Histogram::BucketBoundaries{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30,
+                                                               60, 300, 1800, 7200})),
       queue_depth(prometheus::BuildGauge()
                       .Name("jobwheel_executor_queue_depth")
                       .Help("Runs queued behind running ones")

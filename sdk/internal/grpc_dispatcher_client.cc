@@ -2,8 +2,8 @@
 
 #include <utility>
 
-#include "common/auth.h"
-#include "common/grpc_status.h"
+#include "common/auth/bearer.h"
+#include "common/grpc/grpc_status.h"
 
 namespace jobwheel::sdk {
 

@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/auth.h"
-#include "common/proto_time.h"
+#include "common/auth/bearer.h"
+#include "common/time/proto_time.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::sdk {
@@ -209,8 +209,8 @@ HeartbeatClient::SessionEnd HeartbeatClient::RunSession(const std::string& targe
         const absl::Time deadline = absl::Now() + options_.goodbye_timeout;
         while (!stream_done_ && !abort_) {
           if (cv_.WaitWithDeadline(&mu_, deadline)) {
-            spdlog::warn("registry {} did not close the stream within {} after goodbye",
-                         target, absl::FormatDuration(options_.goodbye_timeout));
+            spdlog::warn("registry {} did not close the stream within {} after goodbye", target,
+                         absl::FormatDuration(options_.goodbye_timeout));
             break;
           }
         }
@@ -265,10 +265,10 @@ HeartbeatClient::SessionEnd HeartbeatClient::RunSession(const std::string& targe
     // While the registry is down every attempt fails: warn on the first and then rarely.
     const bool was_registered = end == SessionEnd::kWasRegistered || end == SessionEnd::kDrained;
     failures_in_a_row_ = was_registered ? 0 : failures_in_a_row_ + 1;
-    const std::string why =
-        status.ok() ? "closed by the registry"
-                    : absl::StrCat("code ", static_cast<int>(status.error_code()), ": ",
-                                   status.error_message());
+    const std::string why = status.ok()
+                                ? "closed by the registry"
+                                : absl::StrCat("code ", static_cast<int>(status.error_code()), ": ",
+                                               status.error_message());
     if (was_registered || failures_in_a_row_ == 1 || failures_in_a_row_ % 50 == 0) {
       spdlog::warn("heartbeat stream to {} ended ({}); {} failed attempt(s) in a row; reconnecting",
                    target, why, failures_in_a_row_);

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_server.h"
+#include "common/grpc/grpc_server.h"
 #include "common/testing/process.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -40,8 +40,7 @@ absl::StatusOr<std::string> PReadUpTo(int fd, int64_t offset, int64_t length,
   std::string out(static_cast<size_t>(length), '\0');
   size_t done = 0;
   while (done < out.size()) {
-    const ssize_t n =
-        ::pread(fd, &out[done], out.size() - done, static_cast<off_t>(offset + done));
+    const ssize_t n = ::pread(fd, &out[done], out.size() - done, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) continue;
       return Errno("read", name, errno);
@@ -173,8 +172,8 @@ absl::StatusOr<std::unique_ptr<LogSegments>> LogSegments::Open(const std::string
 
 LogSegments::LogSegments(UniqueFd dir_fd, size_t segment_bytes)
     : dir_fd_(std::move(dir_fd)),
-      segment_bytes_(static_cast<int64_t>(std::max<size_t>(
-          1, std::min<size_t>(segment_bytes, static_cast<size_t>(INT64_MAX))))) {}
+      segment_bytes_(static_cast<int64_t>(
+          std::max<size_t>(1, std::min<size_t>(segment_bytes, static_cast<size_t>(INT64_MAX))))) {}
 
 absl::StatusOr<LogChunk> LogSegments::Append(absl::string_view day, int64_t run_id,
                                              absl::string_view lines) {
@@ -206,8 +205,8 @@ absl::Status LogSegments::Discard(absl::string_view day, int64_t run_id, const L
 
 absl::Status LogSegments::AppendRecord(absl::string_view day, Writer* w,
                                        const IndexRecord& record) {
-  absl::Status st = WriteAll(w->index.get(), EncodeIndexRecord(record), w->index_name,
-                             w->index_bytes);
+  absl::Status st =
+      WriteAll(w->index.get(), EncodeIndexRecord(record), w->index_name, w->index_bytes);
   if (!st.ok()) return st;
   w->index_bytes += IndexRecord::kSize;
   absl::MutexLock lock(&info_mu_);
@@ -239,10 +238,9 @@ absl::StatusOr<LogSegments::Writer*> LogSegments::WriterFor(absl::string_view da
   absl::StatusOr<Writer> created = CreateSegment(day, next);
   if (!created.ok()) return created.status();
   while (writers_.size() >= kMaxOpenDays) {
-    writers_.erase(std::min_element(writers_.begin(), writers_.end(),
-                                    [](const auto& a, const auto& b) {
-                                      return a.second.last_used < b.second.last_used;
-                                    }));
+    writers_.erase(std::min_element(
+        writers_.begin(), writers_.end(),
+        [](const auto& a, const auto& b) { return a.second.last_used < b.second.last_used; }));
   }
   {
     absl::MutexLock lock(&info_mu_);

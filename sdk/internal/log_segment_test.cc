@@ -49,7 +49,8 @@ TEST(IndexRecordTest, RoundTripsAndRejectsDamage) {
   EXPECT_FALSE(DecodeIndexRecord(EncodeIndexRecord({0, 0, 10, 0}), &r));
   EXPECT_FALSE(DecodeIndexRecord(EncodeIndexRecord({1, -5, 10, 0}), &r));
   EXPECT_FALSE(DecodeIndexRecord(EncodeIndexRecord({1, 0, 0, 0}), &r));
-  EXPECT_FALSE(DecodeIndexRecord(EncodeIndexRecord({1, 0, -1, 0}), &r));  // Tombstone needs a segment.
+  EXPECT_FALSE(
+      DecodeIndexRecord(EncodeIndexRecord({1, 0, -1, 0}), &r));  // Tombstone needs a segment.
   EXPECT_FALSE(DecodeIndexRecord(EncodeIndexRecord({1, INT64_MAX, 10, 0}), &r));
 }
 
@@ -199,7 +200,7 @@ TEST_F(LogSegmentsTest, IgnoresTornRecordsRecordsPastTheDataAndGarbage) {
   const std::string day = dir_ + "/" + kDay;
   {
     std::ofstream idx(day + "/seg-1.idx", std::ios::app | std::ios::binary);
-    idx << EncodeIndexRecord({1, 4, 100, 0});  // Its data never made it.
+    idx << EncodeIndexRecord({1, 4, 100, 0});              // Its data never made it.
     idx << EncodeIndexRecord({1, 0, 8, 0}).substr(0, 13);  // Torn.
   }
   std::ofstream(day + "/seg-7.idx", std::ios::binary) << std::string(100, '\x5a');
@@ -250,8 +251,7 @@ TEST_F(LogSegmentsTest, NeverFollowsSymlinks) {
   // A planted day folder: neither written nor read.
   fs::create_directory_symlink(outside, dir_ + "/2026-03-11");
   EXPECT_FALSE(segments->Append("2026-03-11", 1, "x\n").ok());
-  EXPECT_EQ(segments->OpenDay("2026-03-11").status().code(),
-            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(segments->OpenDay("2026-03-11").status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(segments->OpenDay("2026-03-12").status().code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(std::distance(fs::directory_iterator(outside), fs::directory_iterator()), 1);
 }

@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/clock.h"
+#include "common/time/clock.h"
 #include "jobwheel/v1/dispatcher.pb.h"
 #include "sdk/internal/dispatcher_client.h"
 #include "sdk/internal/executor_metrics.h"
@@ -38,8 +38,8 @@ struct ResultReporterOptions {
 // batches of up to max_batch and removes from the spool only the run ids the dispatcher
 // acknowledged, retrying with backoff while it is down. Only a machine crash in the
 // milliseconds between a handler's end and that sync can lose a result. Start() reloads the
-// spool left by an earlier process. Duplicates can happen (after a crash between ack and removal); the dispatcher
-// ignores them. Thread-safe. Owns its thread (Start/Shutdown).
+// spool left by an earlier process. Duplicates can happen (after a crash between ack and removal);
+// the dispatcher ignores them. Thread-safe. Owns its thread (Start/Shutdown).
 class ResultReporter : public ResultSink {
  public:
   // `client` may be null: results are then only spooled (no dispatcher configured).

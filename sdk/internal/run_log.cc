@@ -103,9 +103,7 @@ constexpr size_t kMaxPageBytes = 1 << 20;
 // should not pin memory for the rest of the run).
 constexpr size_t kKeptBufferCapacity = 4096;
 
-std::string DayFolder(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%d", t, absl::UTCTimeZone());
-}
+std::string DayFolder(absl::Time t) { return absl::FormatTime("%Y-%m-%d", t, absl::UTCTimeZone()); }
 
 bool ParseDayFolder(absl::string_view name, absl::CivilDay* day) {
   return IsDayName(name) && absl::ParseCivilTime(name, day);
@@ -510,8 +508,8 @@ absl::StatusOr<RunLogStore::OnDisk> RunLogStore::Find(int64_t run_id) {
   return absl::NotFoundError(absl::StrCat("run ", run_id, ": no log on this executor"));
 }
 
-RunLogStore::Page RunLogStore::ReadPage(OnDisk& disk, const std::string* buffered,
-                                        int from_line, int max_lines) {
+RunLogStore::Page RunLogStore::ReadPage(OnDisk& disk, const std::string* buffered, int from_line,
+                                        int max_lines) {
   PageBuilder page(from_line, max_lines);
   const bool buffered_lines = buffered != nullptr && !buffered->empty();
   absl::string_view line;
@@ -543,8 +541,7 @@ RunLogStore::Page RunLogStore::ReadPage(OnDisk& disk, const std::string* buffere
   return page.Finish(true);
 }
 
-absl::StatusOr<RunLogStore::Page> RunLogStore::Read(int64_t run_id, int from_line,
-                                                    int max_lines) {
+absl::StatusOr<RunLogStore::Page> RunLogStore::Read(int64_t run_id, int from_line, int max_lines) {
   if (run_id <= 0) return absl::InvalidArgumentError("run_id: must be positive");
   if (from_line < 1) from_line = 1;
   if (max_lines < 1) max_lines = 1;

@@ -13,7 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/clock.h"
+#include "common/time/clock.h"
 #include "sdk/internal/log_segment.h"
 
 namespace jobwheel::sdk {
@@ -91,9 +91,9 @@ class RunLogFile : public std::enable_shared_from_this<RunLogFile> {
   mutable absl::Mutex mu_;
   std::string buffer_ ABSL_GUARDED_BY(mu_);  // Whole timestamped lines, each ending in '\n'.
   uint64_t flushes_ ABSL_GUARDED_BY(mu_) = 0;
-  bool wrote_ ABSL_GUARDED_BY(mu_) = false;       // first_chunk_ is set.
-  LogChunk first_chunk_ ABSL_GUARDED_BY(mu_);     // Where a Discard's tombstone starts.
-  bool direct_ ABSL_GUARDED_BY(mu_) = false;      // Closed: appends are written at once.
+  bool wrote_ ABSL_GUARDED_BY(mu_) = false;    // first_chunk_ is set.
+  LogChunk first_chunk_ ABSL_GUARDED_BY(mu_);  // Where a Discard's tombstone starts.
+  bool direct_ ABSL_GUARDED_BY(mu_) = false;   // Closed: appends are written at once.
   bool discarded_ ABSL_GUARDED_BY(mu_) = false;
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;  // Reported once.
   bool unregistered_ ABSL_GUARDED_BY(mu_) = false;  // No longer among the store's open logs.

@@ -13,8 +13,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/clock.h"
 #include "common/testing/process.h"
+#include "common/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sdk/internal/log_segment.h"
@@ -95,17 +95,17 @@ TEST_F(RunLogTest, BuffersTimestampedLinesUntilCloseThenWritesThemIntoTheDayFold
   EXPECT_FALSE(std::filesystem::exists(dir_ + "/logs/2026-03-10"));
   auto page = store_.Read(42, 1, 10);
   ASSERT_TRUE(page.ok());
-  EXPECT_THAT(page->lines, ElementsAre("2026-03-10 12:00:00.000 first",
-                                       "2026-03-10 12:00:00.000 second",
-                                       "2026-03-10 12:00:00.005 third"));
+  EXPECT_THAT(page->lines,
+              ElementsAre("2026-03-10 12:00:00.000 first", "2026-03-10 12:00:00.000 second",
+                          "2026-03-10 12:00:00.005 third"));
   EXPECT_EQ(page->from_line, 1);
   EXPECT_EQ(page->to_line, 3);
   EXPECT_TRUE(page->eof);
 
   (*file)->Close();
-  EXPECT_THAT(OnDisk(42), ElementsAre("2026-03-10 12:00:00.000 first",
-                                      "2026-03-10 12:00:00.000 second",
-                                      "2026-03-10 12:00:00.005 third"));
+  EXPECT_THAT(OnDisk(42),
+              ElementsAre("2026-03-10 12:00:00.000 first", "2026-03-10 12:00:00.000 second",
+                          "2026-03-10 12:00:00.005 third"));
   // One chunk in the day's segment, one record in its index.
   EXPECT_THAT(Files(dir_ + "/logs"), ElementsAre("2026-03-10/seg-1.idx", "2026-03-10/seg-1.log"));
   EXPECT_EQ(fs::file_size(dir_ + "/logs/2026-03-10/seg-1.idx"), IndexRecord::kSize);
@@ -119,8 +119,8 @@ TEST_F(RunLogTest, BuffersTimestampedLinesUntilCloseThenWritesThemIntoTheDayFold
   // A line appended after Close (a handler's stray thread) is written at once.
   (*file)->Append("late");
   EXPECT_EQ(OnDisk(42).size(), 4u);
-  EXPECT_THAT(ReadAll(42), ElementsAre(HasSubstr("first"), HasSubstr("second"),
-                                       HasSubstr("third"), HasSubstr("late")));
+  EXPECT_THAT(ReadAll(42), ElementsAre(HasSubstr("first"), HasSubstr("second"), HasSubstr("third"),
+                                       HasSubstr("late")));
 }
 
 TEST_F(RunLogTest, FlushesAnIntervalAfterTheFirstUnwrittenLine) {
@@ -177,7 +177,7 @@ TEST(RunLogSizeTest, FlushesWhenTheBufferIsFull) {
   const std::string text(76, 'x');  // 24 + 76 + 1 = 101 bytes per line.
   for (int i = 0; i < 9; ++i) (*file)->Append(text);
   EXPECT_THAT(DiskLines(dir + "/logs", 3), ElementsAre("<absent>"));  // 909 bytes buffered.
-  (*file)->Append(text);                                               // 1010 bytes: written.
+  (*file)->Append(text);                                              // 1010 bytes: written.
   EXPECT_EQ(DiskLines(dir + "/logs", 3).size(), 10u);
   (*file)->Append("after");
   EXPECT_EQ(DiskLines(dir + "/logs", 3).size(), 10u);
@@ -427,8 +427,7 @@ TEST_F(RunLogTest, ALogOutlivesItsStore) {
   }
   EXPECT_THAT(DiskLines(dir_ + "/other", 41), ElementsAre(HasSubstr("first")));
   file->Append("second");  // A stuck handler's thread, after the executor shut down.
-  EXPECT_THAT(DiskLines(dir_ + "/other", 41),
-              ElementsAre(HasSubstr("first"), HasSubstr("second")));
+  EXPECT_THAT(DiskLines(dir_ + "/other", 41), ElementsAre(HasSubstr("first"), HasSubstr("second")));
   file.reset();
 }
 
@@ -515,7 +514,6 @@ TEST(RunLogConcurrencyTest, ReadsNeverShowALineTwiceOrOutOfPlace) {
   EXPECT_EQ(page->lines.size(), static_cast<size_t>(kLines));
   EXPECT_TRUE(page->eof);
 }
-
 
 // The lines "<prefix> 1" ... "<prefix> n" as logged (without their timestamps).
 std::vector<std::string> Numbered(absl::string_view prefix, int n) {
@@ -654,10 +652,10 @@ TEST(RunLogRollOverTest, StartsANewSegmentAtTheSizeLimitAndAfterARestart) {
       (*longer)->Flush();
     }
     // 30 * (2 * 43 + 34) bytes = 3600: four segments, each closed once past 1000 bytes.
-    EXPECT_THAT(Files(dir), ElementsAre("2026-03-10/seg-1.idx", "2026-03-10/seg-1.log",
-                                        "2026-03-10/seg-2.idx", "2026-03-10/seg-2.log",
-                                        "2026-03-10/seg-3.idx", "2026-03-10/seg-3.log",
-                                        "2026-03-10/seg-4.idx", "2026-03-10/seg-4.log"));
+    EXPECT_THAT(Files(dir),
+                ElementsAre("2026-03-10/seg-1.idx", "2026-03-10/seg-1.log", "2026-03-10/seg-2.idx",
+                            "2026-03-10/seg-2.log", "2026-03-10/seg-3.idx", "2026-03-10/seg-3.log",
+                            "2026-03-10/seg-4.idx", "2026-03-10/seg-4.log"));
     for (int n = 1; n <= 3; ++n) {
       const auto size = fs::file_size(absl::StrCat(dir, "/2026-03-10/seg-", n, ".log"));
       EXPECT_GE(size, 1000u);

@@ -7,10 +7,10 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/proto_time.h"
+#include "absl/strings/strip.h"
+#include "common/time/proto_time.h"
 #include "sdk/internal/script_environment.h"
 #include "spdlog/spdlog.h"
 
@@ -125,8 +125,7 @@ absl::Status RunManager::Validate(const RunRequest& r) {
   }
   if (IsScript(r.glue_type())) {
     if (r.script_source().empty()) {
-      return absl::InvalidArgumentError(
-          "script_source: must not be empty for a script job");
+      return absl::InvalidArgumentError("script_source: must not be empty for a script job");
     }
     if (r.script_version() < 0) {
       return absl::InvalidArgumentError("script_version: must not be negative");
@@ -155,10 +154,10 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
     std::vector<std::string> names;
     for (const auto& [name, fn] : handlers_) names.push_back(name);
     std::sort(names.begin(), names.end());
-    return SubmitOutcome{
-        jobwheel::v1::RUN_DISPOSITION_REJECTED,
-        absl::StrCat("handler \"", request.handler(), "\" is not registered on this executor (has: ",
-                     absl::StrJoin(names, ", "), ")")};
+    return SubmitOutcome{jobwheel::v1::RUN_DISPOSITION_REJECTED,
+                         absl::StrCat("handler \"", request.handler(),
+                                      "\" is not registered on this executor (has: ",
+                                      absl::StrJoin(names, ", "), ")")};
   }
 
   // The run's log is made before taking the lock (no I/O: its file is created at its first
@@ -186,13 +185,14 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
                            absl::StrCat("run ", run_id, " already accepted")};
     }
     if (recent_.contains(run_id)) {
-      return SubmitOutcome{jobwheel::v1::RUN_DISPOSITION_STARTED,
-                           absl::StrCat("run ", run_id, " already ran here; its result is reported")};
+      return SubmitOutcome{
+          jobwheel::v1::RUN_DISPOSITION_STARTED,
+          absl::StrCat("run ", run_id, " already ran here; its result is reported")};
     }
     std::shared_ptr<Worker> worker;
     if (auto it = workers_.find(job_id); it != workers_.end()) worker = it->second;
     const bool busy = worker != nullptr && (worker->current != nullptr || !worker->queue.empty());
-    const int64_t blocker = !busy ? 0
+    const int64_t blocker = !busy                        ? 0
                             : worker->current != nullptr ? worker->current->request.run_id()
                                                          : worker->queue.front()->request.run_id();
     const auto strategy = request.block_strategy();
@@ -222,8 +222,8 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
         RunState& cur = *worker->current;
         if (cur.token->Cancel(CancelReason::kCovered, message)) cur.cancelled_at = now;
         Watch(worker->current);
-        cur.Log(absl::StrCat("run ", cur.request.run_id(), " cancelled: ", message,
-                             " (COVER_EARLY)"));
+        cur.Log(
+            absl::StrCat("run ", cur.request.run_id(), " cancelled: ", message, " (COVER_EARLY)"));
         ids.insert(ids.begin(), cur.request.run_id());
       }
       workers_.erase(job_id);
@@ -249,23 +249,21 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
     if (!worker->owned && !worker->ready) Schedule(worker);
     outcome.disposition =
         queued ? jobwheel::v1::RUN_DISPOSITION_QUEUED : jobwheel::v1::RUN_DISPOSITION_STARTED;
-    outcome.message =
-        queued ? absl::StrCat("queued behind run ", blocker, " of job ", job_id)
-               : absl::StrCat("started", covered);
+    outcome.message = queued ? absl::StrCat("queued behind run ", blocker, " of job ", job_id)
+                             : absl::StrCat("started", covered);
     const std::string what =
         IsScript(request.glue_type())
             ? absl::StrCat("script ", jobwheel::v1::GlueType_Name(request.glue_type()), " v",
                            request.script_version())
             : absl::StrCat("handler ", request.handler());
-    run->Log(absl::StrCat("run ", run_id, " accepted: job ", job_id, ", ", what, ", fire ",
-                          request.fire_id(), ", trigger ",
-                          TriggerTypeName(FromProtoTrigger(request.trigger_type())), ", attempt ",
-                          request.attempt(),
-                          request.shard_total() > 0
-                              ? absl::StrCat(", shard ", request.shard_index(), "/",
-                                             request.shard_total())
-                              : "",
-                          "; ", outcome.message));
+    run->Log(absl::StrCat(
+        "run ", run_id, " accepted: job ", job_id, ", ", what, ", fire ", request.fire_id(),
+        ", trigger ", TriggerTypeName(FromProtoTrigger(request.trigger_type())), ", attempt ",
+        request.attempt(),
+        request.shard_total() > 0
+            ? absl::StrCat(", shard ", request.shard_index(), "/", request.shard_total())
+            : "",
+        "; ", outcome.message));
     UpdateGauges();
   }
   for (const auto& log : to_close) {
@@ -357,11 +355,11 @@ void RunManager::ThreadLoop(std::shared_ptr<Lifeline> life, std::shared_ptr<Thre
       if (!IsScript(req.glue_type())) handler = handlers_.at(req.handler());
       mu.Unlock();
 
-      run->Log(absl::StrCat("run ", req.run_id(), " started",
-                            deadline != absl::InfiniteFuture()
-                                ? absl::StrCat(" (timeout ",
-                                               absl::FormatDuration(FromProto(req.timeout())), ")")
-                                : ""));
+      run->Log(absl::StrCat(
+          "run ", req.run_id(), " started",
+          deadline != absl::InfiniteFuture()
+              ? absl::StrCat(" (timeout ", absl::FormatDuration(FromProto(req.timeout())), ")")
+              : ""));
 
       Result result = Execute(*run, handler);
 
@@ -434,9 +432,10 @@ Result RunManager::ExecuteScript(RunState& run) {
   const auto language = req.glue_type() == jobwheel::v1::GLUE_TYPE_SCRIPT_PYTHON
                             ? ScriptRunner::Language::kPython
                             : ScriptRunner::Language::kShell;
-  auto path = scripts_->Materialize(req.job_id(), req.script_version(), language,
-                                    req.script_source());
-  if (!path.ok()) return Result::Fail(absl::StrCat("cannot write script: ", path.status().message()));
+  auto path =
+      scripts_->Materialize(req.job_id(), req.script_version(), language, req.script_source());
+  if (!path.ok())
+    return Result::Fail(absl::StrCat("cannot write script: ", path.status().message()));
   std::vector<std::string> args = {req.param(), absl::StrCat(req.shard_index()),
                                    absl::StrCat(req.shard_total())};
   std::shared_ptr<RunLogFile> log = run.log;
@@ -487,8 +486,7 @@ RunResult RunManager::CancelledResult(RunState& run) {
       break;
     case CancelReason::kShutdown:
     case CancelReason::kNone:
-      r = MakeResult(run, jobwheel::v1::RUN_STATUS_FAILED, Result::kFailCode,
-                     "executor shut down");
+      r = MakeResult(run, jobwheel::v1::RUN_STATUS_FAILED, Result::kFailCode, "executor shut down");
       break;
   }
   run.Log(absl::StrCat("run ", run.request.run_id(), " ended: ", StatusName(r.status()), " (code ",
@@ -497,7 +495,7 @@ RunResult RunManager::CancelledResult(RunState& run) {
 }
 
 absl::optional<RunResult> RunManager::Conclude(RunState& run, const Result& result,
-                                              std::string* ended_line) {
+                                               std::string* ended_line) {
   const absl::Time now = clock_.Now();
   if (run.started != absl::InfinitePast()) {
     metrics_.run_duration_seconds.Observe(absl::ToDoubleSeconds(now - run.started));
@@ -770,10 +768,10 @@ void RunManager::Shutdown(absl::Duration grace, absl::Duration join_timeout) {
       joinable.push_back(std::move(w->thread));
     } else {
       const std::shared_ptr<Worker>& lane = w->lane;
-      spdlog::error("job {}: handler of run {} ignored cancellation; detaching its thread",
-                    lane != nullptr ? lane->job_id : 0,
-                    lane != nullptr && lane->current != nullptr ? lane->current->request.run_id()
-                                                                : 0);
+      spdlog::error(
+          "job {}: handler of run {} ignored cancellation; detaching its thread",
+          lane != nullptr ? lane->job_id : 0,
+          lane != nullptr && lane->current != nullptr ? lane->current->request.run_id() : 0);
       stuck.push_back(std::move(w->thread));
     }
   }

@@ -15,7 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/clock.h"
+#include "common/time/clock.h"
 #include "jobwheel/cancellation.h"
 #include "jobwheel/job_context.h"
 #include "jobwheel/result.h"
@@ -70,8 +70,7 @@ class RunManager {
  public:
   // `scripts` may be null when scripts are not allowed.
   RunManager(RunManagerOptions options, HandlerMap handlers, RunLogStore* logs,
-             ScriptRunner* scripts, ResultSink* sink, const Clock& clock,
-             ExecutorMetrics& metrics);
+             ScriptRunner* scripts, ResultSink* sink, const Clock& clock, ExecutorMetrics& metrics);
   ~RunManager();
   RunManager(const RunManager&) = delete;
   RunManager& operator=(const RunManager&) = delete;
@@ -148,8 +147,8 @@ class RunManager {
     int64_t job_id = 0;
     std::deque<std::shared_ptr<RunState>> queue;
     std::shared_ptr<RunState> current;
-    bool ready = false;      // In ready_: has a run to start and no thread.
-    bool owned = false;      // A run thread is working through it.
+    bool ready = false;  // In ready_: has a run to start and no thread.
+    bool owned = false;  // A run thread is working through it.
   };
   // A run thread of the pool.
   struct Thread {
@@ -179,8 +178,8 @@ class RunManager {
                                                    std::string* ended_line);
   // The result of a cancelled run, from the token's reason. Marks it reported.
   jobwheel::v1::RunResult CancelledResult(RunState& run);
-  jobwheel::v1::RunResult MakeResult(const RunState& run, jobwheel::v1::RunStatus status,
-                                     int code, const std::string& message) const;
+  jobwheel::v1::RunResult MakeResult(const RunState& run, jobwheel::v1::RunStatus status, int code,
+                                     const std::string& message) const;
   void Forget(RunState& run);  // Removes a run from runs_ and remembers its id.
   // Moves a run to `phase`, keeping the queued/running counts.
   void SetPhase(RunState& run, Phase phase) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -14,9 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
-#include "common/clock.h"
-#include "common/proto_time.h"
 #include "common/testing/process.h"
+#include "common/time/clock.h"
+#include "common/time/proto_time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
@@ -120,8 +120,9 @@ class Gate {
   int max_active_ = 0;
 };
 
-RunRequest Req(int64_t run_id, int64_t job_id, const std::string& handler,
-               jobwheel::v1::BlockStrategy strategy = jobwheel::v1::BLOCK_STRATEGY_SERIAL_EXECUTION) {
+RunRequest Req(
+    int64_t run_id, int64_t job_id, const std::string& handler,
+    jobwheel::v1::BlockStrategy strategy = jobwheel::v1::BLOCK_STRATEGY_SERIAL_EXECUTION) {
   RunRequest r;
   r.set_run_id(run_id);
   r.set_job_id(job_id);
@@ -190,9 +191,7 @@ class RunManagerTest : public ::testing::Test {
     return text;
   }
 
-  double RunsTotal(absl::string_view status) {
-    return metrics_.RunsTotal(status).Value();
-  }
+  double RunsTotal(absl::string_view status) { return metrics_.RunsTotal(status).Value(); }
 
   std::string dir_;
   prometheus::Registry registry_;
@@ -268,12 +267,11 @@ TEST_F(RunManagerTest, RunLogIsWrittenWhenTheRunEnds) {
 TEST_F(RunManagerTest, ALongRunsLinesReachTheFileWithinTheFlushInterval) {
   HandlerFn block = gate_.Block();
   Make({{"long", [block](JobContext& ctx) {
-    ctx.Log("working");
-    return block(ctx);
-  }}});
+           ctx.Log("working");
+           return block(ctx);
+         }}});
   Submit(Req(1, 7, "long"));
-  EXPECT_TRUE(Eventually([&] { return LogFile(1).find("working") != std::string::npos; },
-                         kWait));
+  EXPECT_TRUE(Eventually([&] { return LogFile(1).find("working") != std::string::npos; }, kWait));
   EXPECT_TRUE(manager_->IsActive(1));
   gate_.Open();
   ASSERT_TRUE(WaitResult(1));
@@ -359,7 +357,8 @@ TEST_F(RunManagerTest, TimeoutFollowsTheInjectedClock) {
   FakeClock clock;
   absl::Mutex mu;
   absl::Time deadline_seen = absl::InfinitePast();
-  Make({{"block", [&](JobContext& ctx) {
+  Make({{"block",
+         [&](JobContext& ctx) {
            {
              absl::MutexLock lock(&mu);
              deadline_seen = ctx.deadline();
@@ -499,10 +498,10 @@ TEST_F(RunManagerTest, ContextCarriesTheRequest) {
   absl::Mutex mu;
   RunInfo seen;
   Make({{"look", [&](JobContext& ctx) {
-    absl::MutexLock lock(&mu);
-    seen = ctx.info();
-    return Result::Ok();
-  }}});
+           absl::MutexLock lock(&mu);
+           seen = ctx.info();
+           return Result::Ok();
+         }}});
   RunRequest r = Req(5, 9, "look");
   r.set_param("p=1");
   r.set_shard_index(2);
@@ -604,9 +603,9 @@ TEST_F(RunManagerTest, RunsBeyondMaxThreadsWaitTheirTurn) {
 
 TEST_F(RunManagerTest, ShutdownLetsRunsFinishWithinGrace) {
   Make({{"short", [](JobContext& ctx) {
-    ctx.SleepFor(absl::Milliseconds(100));
-    return Result::Ok("finished");
-  }}});
+           ctx.SleepFor(absl::Milliseconds(100));
+           return Result::Ok("finished");
+         }}});
   Submit(Req(1, 7, "short"));
   Submit(Req(2, 7, "short"));  // Queued: also finishes within the grace.
   manager_->Shutdown(absl::Seconds(10), absl::Seconds(5));

@@ -26,8 +26,7 @@ TEST(ScriptEnvironmentTest, KeepsOnlyTheAllowListAndSetsTheWorkDirAndJobVars) {
 }
 
 TEST(ScriptEnvironmentTest, DefaultPathWithoutAParentEnvironment) {
-  EXPECT_THAT(ScriptEnvironment(nullptr, "", {}),
-              ElementsAre("PATH=/usr/local/bin:/usr/bin:/bin"));
+  EXPECT_THAT(ScriptEnvironment(nullptr, "", {}), ElementsAre("PATH=/usr/local/bin:/usr/bin:/bin"));
 }
 
 TEST(ScriptEnvironmentTest, JobVarsOfARun) {
@@ -41,9 +40,8 @@ TEST(ScriptEnvironmentTest, JobVarsOfARun) {
   run.set_param("secret-ish param");
   std::vector<std::string> env = ScriptEnvironment(nullptr, "", ScriptJobVars(run));
   EXPECT_THAT(env, ElementsAre("PATH=/usr/local/bin:/usr/bin:/bin", "JOBWHEEL_JOB_ID=3",
-                               "JOBWHEEL_RUN_ID=44", "JOBWHEEL_FIRE_ID=9",
-                               "JOBWHEEL_SHARD_INDEX=1", "JOBWHEEL_SHARD_TOTAL=4",
-                               "JOBWHEEL_ATTEMPT=2"));
+                               "JOBWHEEL_RUN_ID=44", "JOBWHEEL_FIRE_ID=9", "JOBWHEEL_SHARD_INDEX=1",
+                               "JOBWHEEL_SHARD_TOTAL=4", "JOBWHEEL_ATTEMPT=2"));
 }
 
 }  // namespace

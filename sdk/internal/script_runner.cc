@@ -63,8 +63,7 @@ ScriptRunner::ScriptRunner(ScriptRunnerOptions options)
     : options_(WithDefaultWorkDir(std::move(options))) {}
 
 absl::StatusOr<std::string> ScriptRunner::Materialize(int64_t job_id, int version,
-                                                      Language language,
-                                                      absl::string_view source) {
+                                                      Language language, absl::string_view source) {
   if (job_id <= 0) return absl::InvalidArgumentError("job_id: must be positive");
   if (version < 0) return absl::InvalidArgumentError("script_version: must not be negative");
   const std::string path = absl::StrCat(options_.scripts_dir, "/", job_id, "_v", version,
@@ -153,8 +152,8 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
   posix_spawnattr_setsigmask(&attr, &empty);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
   // PATH lookup of the interpreter uses the executor's PATH; the script gets envp only.
   int rc = ::posix_spawnp(&pid, interpreter.c_str(), &actions, &attr, argv.data(), envp.data());

@@ -23,7 +23,7 @@ struct ScriptRunnerOptions {
   // script ends); empty: <scripts_dir>/../work, i.e. <log_dir>/work.
   std::string work_dir;
   std::string shell_binary = "/bin/sh";
-  std::string python_binary = "python3";  // Looked up in PATH.
+  std::string python_binary = "python3";         // Looked up in PATH.
   absl::Duration kill_grace = absl::Seconds(2);  // SIGTERM → SIGKILL.
   absl::Duration poll_interval = absl::Milliseconds(20);
 };

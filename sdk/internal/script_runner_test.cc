@@ -58,8 +58,8 @@ TEST_F(ScriptRunnerTest, RunsShellWithArgsAndCapturesOutput) {
   ASSERT_TRUE(path.ok());
   EXPECT_EQ(*path, dir_ + "/scripts/5_v2.sh");
   CancellationToken token;
-  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, {"x y", "0", "1"}, token,
-                            Output());
+  auto outcome =
+      runner.Run(ScriptRunner::Language::kShell, *path, {"x y", "0", "1"}, token, Output());
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_TRUE(outcome->exited);
   EXPECT_EQ(outcome->exit_code, 7);
@@ -73,8 +73,8 @@ TEST_F(ScriptRunnerTest, RunsPython) {
   ASSERT_TRUE(path.ok());
   EXPECT_EQ(*path, dir_ + "/scripts/6_v1.py");
   CancellationToken token;
-  auto outcome = runner.Run(ScriptRunner::Language::kPython, *path, {"hi", "0", "0"}, token,
-                            Output());
+  auto outcome =
+      runner.Run(ScriptRunner::Language::kPython, *path, {"hi", "0", "0"}, token, Output());
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_TRUE(outcome->exited);
   EXPECT_EQ(outcome->exit_code, 0);
@@ -105,9 +105,9 @@ TEST_F(ScriptRunnerTest, CancelKillsTheWholeProcessGroup) {
   ScriptRunner runner(options_);
   // The shell ignores SIGTERM, so only SIGKILL after the grace ends it; its `sleep 100`
   // child must die too.
-  auto path = runner.Materialize(
-      2, 1, ScriptRunner::Language::kShell,
-      "trap '' TERM\nsleep 100 &\necho \"child $!\"\nwait\nwait\nwait\n");
+  auto path =
+      runner.Materialize(2, 1, ScriptRunner::Language::kShell,
+                         "trap '' TERM\nsleep 100 &\necho \"child $!\"\nwait\nwait\nwait\n");
   ASSERT_TRUE(path.ok());
   CancellationToken token;
   pid_t group = 0;
@@ -191,8 +191,8 @@ TEST_F(ScriptRunnerTest, ScriptsGetAScrubbedEnvironmentAPrivateWorkDirAndNoOpenF
 
   CancellationToken token;
   ScriptContext context{77, {{"JOBWHEEL_RUN_ID", "77"}, {"JOBWHEEL_JOB_ID", "9"}}};
-  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, {"", "0", "0"}, token,
-                            Output(), nullptr, context);
+  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, {"", "0", "0"}, token, Output(),
+                            nullptr, context);
   ::close(held);
   ::unsetenv("JOBWHEEL_CLUSTER_TOKEN_FILE");
   ::unsetenv("JOBWHEEL_EXECUTOR_TOKEN");

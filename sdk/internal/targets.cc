@@ -8,8 +8,8 @@
 namespace jobwheel::sdk {
 
 bool HasScheme(absl::string_view target) {
-  for (absl::string_view scheme : {"dns:", "ipv4:", "ipv6:", "unix:", "unix-abstract:", "xds:",
-                                   "vsock:"}) {
+  for (absl::string_view scheme :
+       {"dns:", "ipv4:", "ipv6:", "unix:", "unix-abstract:", "xds:", "vsock:"}) {
     if (absl::StartsWith(target, scheme)) return true;
   }
   return false;

@@ -14,17 +14,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
-#include "common/auth.h"
-#include "common/caller_token.h"
-#include "common/clock.h"
-#include "common/grpc_server.h"
+#include "common/auth/bearer.h"
+#include "common/auth/caller_token.h"
+#include "common/grpc/grpc_keep_warm.h"
+#include "common/grpc/grpc_server.h"
+#include "common/time/clock.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
 #include "prometheus/registry.h"
 #include "sdk/internal/executor_grpc_service.h"
 #include "sdk/internal/executor_metrics.h"
 #include "sdk/internal/grpc_dispatcher_client.h"
-#include "common/grpc_keep_warm.h"
 #include "sdk/internal/heartbeat_client.h"
 #include "sdk/internal/result_reporter.h"
 #include "sdk/internal/result_spool.h"
@@ -197,8 +197,8 @@ class ExecutorCore {
     keep_warm_ =
         std::make_unique<GrpcKeepWarm>(server_->InProcessChannel(grpc::ChannelArguments()));
     keep_warm_->Start();
-    advertise_ = ComputeAdvertiseAddress(options_.advertise_address, options_.listen_address,
-                                         port_);
+    advertise_ =
+        ComputeAdvertiseAddress(options_.advertise_address, options_.listen_address, port_);
     if (callers != nullptr) callers->SetAudience(advertise_);
     runs_->SetExecutorAddress(advertise_);
     runs_->Start();
@@ -252,8 +252,8 @@ class ExecutorCore {
     cleanup_thread_ = std::thread([this] { CleanupLoop(); });
     started_ = true;
     spdlog::info("executor app={} serving on {} (advertised {}), handlers [{}], scripts {}",
-                 options_.app, options_.listen_address, advertise_,
-                 absl::StrJoin(names, ", "), options_.allow_scripts ? "allowed" : "disabled");
+                 options_.app, options_.listen_address, advertise_, absl::StrJoin(names, ", "),
+                 options_.allow_scripts ? "allowed" : "disabled");
     return absl::OkStatus();
   }
 

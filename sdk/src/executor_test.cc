@@ -7,10 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "common/auth.h"
-#include "common/caller_token.h"
-#include "common/clock.h"
+#include "common/auth/bearer.h"
+#include "common/auth/caller_token.h"
 #include "common/testing/process.h"
+#include "common/time/clock.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -54,8 +54,8 @@ class ExecutorTest : public ::testing::Test {
 
   grpc::Status Run(Executor& exec, int64_t run_id, int64_t job_id, const std::string& handler,
                    const std::string& param, jobwheel::v1::RunResponse* resp) {
-    auto stub = jobwheel::v1::ExecutorService::NewStub(grpc::CreateChannel(
-        exec.advertise_address(), grpc::InsecureChannelCredentials()));
+    auto stub = jobwheel::v1::ExecutorService::NewStub(
+        grpc::CreateChannel(exec.advertise_address(), grpc::InsecureChannelCredentials()));
     grpc::ClientContext ctx;
     AddBearer(ctx, DispatcherToken(exec.advertise_address()));
     jobwheel::v1::RunRequest req;
@@ -111,14 +111,18 @@ TEST_F(ExecutorTest, EndToEndWithGracefulShutdown) {
   auto metrics = std::make_shared<prometheus::Registry>();
   options_.metrics_registry = metrics;
   Executor exec(options_);
-  ASSERT_TRUE(exec.Register("greet", [](JobContext& ctx) {
-                    ctx.Log("hello " + ctx.param());
-                    return Result::Ok("greeted " + ctx.param());
-                  }).ok());
-  ASSERT_TRUE(exec.Register("slow", [](JobContext& ctx) {
-                    ctx.SleepFor(absl::Milliseconds(300));
-                    return Result::Ok("slow done");
-                  }).ok());
+  ASSERT_TRUE(exec.Register("greet",
+                            [](JobContext& ctx) {
+                              ctx.Log("hello " + ctx.param());
+                              return Result::Ok("greeted " + ctx.param());
+                            })
+                  .ok());
+  ASSERT_TRUE(exec.Register("slow",
+                            [](JobContext& ctx) {
+                              ctx.SleepFor(absl::Milliseconds(300));
+                              return Result::Ok("slow done");
+                            })
+                  .ok());
   ASSERT_TRUE(exec.Start().ok());
   EXPECT_FALSE(exec.Register("late", [](JobContext&) { return Result::Ok(); }).ok());
   ASSERT_GT(exec.port(), 0);
@@ -143,10 +147,10 @@ TEST_F(ExecutorTest, EndToEndWithGracefulShutdown) {
 
   std::set<std::string> names;
   for (const auto& family : metrics->Collect()) names.insert(family.name);
-  for (const char* name : {"jobwheel_executor_runs_total", "jobwheel_executor_run_duration_seconds",
-                           "jobwheel_executor_queue_depth", "jobwheel_executor_running",
-                           "jobwheel_executor_spool_size",
-                           "jobwheel_executor_heartbeat_connected"}) {
+  for (const char* name :
+       {"jobwheel_executor_runs_total", "jobwheel_executor_run_duration_seconds",
+        "jobwheel_executor_queue_depth", "jobwheel_executor_running",
+        "jobwheel_executor_spool_size", "jobwheel_executor_heartbeat_connected"}) {
     EXPECT_TRUE(names.count(name)) << name;
   }
 }
@@ -154,10 +158,12 @@ TEST_F(ExecutorTest, EndToEndWithGracefulShutdown) {
 TEST_F(ExecutorTest, RunBlocksUntilShutdownAndFailsRunsBeyondGrace) {
   options_.grace_period = absl::Milliseconds(100);
   Executor exec(options_);
-  ASSERT_TRUE(exec.Register("forever", [](JobContext& ctx) {
-                    ctx.SleepFor(absl::Hours(1));
-                    return Result::Ok();
-                  }).ok());
+  ASSERT_TRUE(exec.Register("forever",
+                            [](JobContext& ctx) {
+                              ctx.SleepFor(absl::Hours(1));
+                              return Result::Ok();
+                            })
+                  .ok());
   absl::Notification returned;
   std::thread runner([&] {
     EXPECT_TRUE(exec.Run().ok());
@@ -180,11 +186,13 @@ TEST_F(ExecutorTest, RejectsRunsWhileShuttingDown) {
   options_.grace_period = absl::Seconds(2);
   Executor exec(options_);
   absl::Notification started;
-  ASSERT_TRUE(exec.Register("hold", [&](JobContext& ctx) {
-                    started.Notify();
-                    ctx.SleepFor(absl::Milliseconds(800));
-                    return Result::Ok();
-                  }).ok());
+  ASSERT_TRUE(exec.Register("hold",
+                            [&](JobContext& ctx) {
+                              started.Notify();
+                              ctx.SleepFor(absl::Milliseconds(800));
+                              return Result::Ok();
+                            })
+                  .ok());
   ASSERT_TRUE(exec.Register("echo", [](JobContext&) { return Result::Ok(); }).ok());
   ASSERT_TRUE(exec.Start().ok());
   jobwheel::v1::RunResponse resp;

@@ -27,8 +27,7 @@ absl::string_view TriggerTypeName(TriggerType type) {
   return "unknown";
 }
 
-JobContext::JobContext(RunInfo info, std::shared_ptr<CancellationToken> token,
-                       LogSink log_sink)
+JobContext::JobContext(RunInfo info, std::shared_ptr<CancellationToken> token, LogSink log_sink)
     : info_(std::move(info)),
       token_(token != nullptr ? std::move(token) : std::make_shared<CancellationToken>()),
       log_sink_(std::move(log_sink)) {}

@@ -1,7 +1,7 @@
 #include "jobwheel/options.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/insecure_dev.h"
+#include "common/auth/insecure_dev.h"
 
 namespace jobwheel {
 

@@ -1,8 +1,8 @@
 #include "sdk/testing/fake_dispatcher.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/auth.h"
-#include "common/grpc_server.h"
+#include "common/auth/bearer.h"
+#include "common/grpc/grpc_server.h"
 
 namespace jobwheel::sdk::testing {
 

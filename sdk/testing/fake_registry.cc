@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "common/auth.h"
-#include "common/grpc_server.h"
-#include "common/proto_time.h"
+#include "common/auth/bearer.h"
+#include "common/grpc/grpc_server.h"
+#include "common/time/proto_time.h"
 
 namespace jobwheel::sdk::testing {
 
@@ -62,8 +62,7 @@ grpc::Status FakeRegistry::Heartbeat(
       }
       response.mutable_registered()->set_replica_id("fake");
       *response.mutable_registered()->mutable_beat_interval() = ToProtoDuration(beat_interval_);
-      *response.mutable_registered()->mutable_beat_deadline() =
-          ToProtoDuration(beat_interval_ * 3);
+      *response.mutable_registered()->mutable_beat_deadline() = ToProtoDuration(beat_interval_ * 3);
       stream->Write(response);
     } else if (request.has_beat()) {
       std::deque<jobwheel::v1::HeartbeatInstruction> pending;

@@ -22,7 +22,8 @@ absl::Status BackendHealth::Check(absl::Time deadline) const {
     }
     if (response.status() != grpc::health::v1::HealthCheckResponse::SERVING) {
       return absl::UnavailableError(absl::StrCat(
-          name, ": ", grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status())));
+          name, ": ",
+          grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status())));
     }
   }
   return absl::OkStatus();

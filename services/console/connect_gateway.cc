@@ -40,8 +40,7 @@ bool IsPrintableAscii(absl::string_view s) {
 
 // A fresh message of the generated type `type` (nullptr if it is not generated, which a
 // routed method's types always are).
-std::unique_ptr<google::protobuf::Message> NewMessage(
-    const google::protobuf::Descriptor* type) {
+std::unique_ptr<google::protobuf::Message> NewMessage(const google::protobuf::Descriptor* type) {
   const google::protobuf::Message* prototype =
       google::protobuf::MessageFactory::generated_factory()->GetPrototype(type);
   if (prototype == nullptr) return nullptr;
@@ -50,8 +49,8 @@ std::unique_ptr<google::protobuf::Message> NewMessage(
 
 }  // namespace
 
-ConnectGateway::ConnectGateway(const RouteTable& routes, BackendCaller& backend,
-                               const Clock& clock, Options options)
+ConnectGateway::ConnectGateway(const RouteTable& routes, BackendCaller& backend, const Clock& clock,
+                               Options options)
     : routes_(routes), backend_(backend), clock_(clock), options_(options) {}
 
 absl::StatusOr<ConnectGateway::Codec> ConnectGateway::ParseContentType(
@@ -72,9 +71,9 @@ absl::StatusOr<ConnectGateway::Codec> ConnectGateway::ParseContentType(
   }
   if (media == kJsonType) return Codec::kJson;
   if (media == kProtoType) return Codec::kProto;
-  return absl::UnimplementedError(absl::StrCat(
-      "content type ", media.empty() ? "(none)" : media,
-      " is not supported; use application/json or application/proto"));
+  return absl::UnimplementedError(
+      absl::StrCat("content type ", media.empty() ? "(none)" : media,
+                   " is not supported; use application/json or application/proto"));
 }
 
 absl::StatusOr<absl::Time> ConnectGateway::Deadline(absl::string_view timeout_ms) const {
@@ -84,9 +83,9 @@ absl::StatusOr<absl::Time> ConnectGateway::Deadline(absl::string_view timeout_ms
     // The protocol: a positive integer of at most 10 digits.
     if (timeout_ms.size() > 10 || !absl::SimpleAtoi(timeout_ms, &ms) || ms <= 0 ||
         !absl::ascii_isdigit(timeout_ms[0])) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "connect-timeout-ms: \"", timeout_ms, "\" is not a positive integer of at most 10 "
-          "digits"));
+      return absl::InvalidArgumentError(absl::StrCat("connect-timeout-ms: \"", timeout_ms,
+                                                     "\" is not a positive integer of at most 10 "
+                                                     "digits"));
     }
     timeout = std::min(timeout, absl::Milliseconds(ms));
   }
@@ -123,9 +122,9 @@ ConnectResponse ConnectGateway::Handle(const ConnectRequest& request) const {
         "connect-protocol-version: \"", request.protocol_version, "\" is not supported; use 1"))));
   }
   if (request.body.size() > options_.max_body_bytes) {
-    return named(Error(absl::ResourceExhaustedError(absl::StrCat(
-                           "request body of ", request.body.size(), " bytes is over the limit of ",
-                           options_.max_body_bytes)),
+    return named(Error(absl::ResourceExhaustedError(
+                           absl::StrCat("request body of ", request.body.size(),
+                                        " bytes is over the limit of ", options_.max_body_bytes)),
                        413));
   }
   if (!IsPrintableAscii(request.authorization)) {
@@ -152,17 +151,17 @@ ConnectResponse ConnectGateway::Handle(const ConnectRequest& request) const {
     auto parsed = google::protobuf::util::JsonStringToMessage(
         google::protobuf::StringPiece(json.data(), json.size()), in.get(), parse);
     if (!parsed.ok()) {
-      return named(Error(absl::InvalidArgumentError(absl::StrCat(
-          "request body is not a valid ", method.input_type()->full_name(), " in JSON: ",
-          std::string(parsed.message())))));
+      return named(Error(absl::InvalidArgumentError(
+          absl::StrCat("request body is not a valid ", method.input_type()->full_name(),
+                       " in JSON: ", std::string(parsed.message())))));
     }
     if (!in->SerializeToString(&wire)) {
       return named(Error(absl::InternalError("request could not be serialized")));
     }
   } else {
     if (!in->ParseFromString(request.body)) {
-      return named(Error(absl::InvalidArgumentError(absl::StrCat(
-          "request body is not a valid binary ", method.input_type()->full_name()))));
+      return named(Error(absl::InvalidArgumentError(
+          absl::StrCat("request body is not a valid binary ", method.input_type()->full_name()))));
     }
     wire = request.body;
   }
@@ -179,9 +178,9 @@ ConnectResponse ConnectGateway::Handle(const ConnectRequest& request) const {
     return named(std::move(r));
   }
   if (!out->ParseFromString(*answer)) {
-    return named(Error(absl::InternalError(absl::StrCat(
-        BackendName(route->backend), " answered ", method.full_name(),
-        " with bytes that are not a ", method.output_type()->full_name()))));
+    return named(Error(absl::InternalError(
+        absl::StrCat(BackendName(route->backend), " answered ", method.full_name(),
+                     " with bytes that are not a ", method.output_type()->full_name()))));
   }
   google::protobuf::util::JsonPrintOptions print;
   print.preserve_proto_field_names = false;  // lowerCamel, as protojson and Connect clients.

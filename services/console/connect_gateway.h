@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "common/clock.h"
+#include "common/time/clock.h"
 #include "services/console/backend_caller.h"
 #include "services/console/route_table.h"
 
@@ -16,12 +16,12 @@ namespace jobwheel::console {
 
 // One unary Connect request, as the HTTP layer hands it over (headers it did not get: empty).
 struct ConnectRequest {
-  std::string path;                // "/jobwheel.v1.JobAdminService/ListJobs"
-  std::string content_type;        // "application/json; charset=utf-8"
+  std::string path;          // "/jobwheel.v1.JobAdminService/ListJobs"
+  std::string content_type;  // "application/json; charset=utf-8"
   std::string body;
-  std::string authorization;       // Forwarded unchanged; never logged.
-  std::string timeout_ms;          // The connect-timeout-ms header.
-  std::string protocol_version;    // The connect-protocol-version header.
+  std::string authorization;     // Forwarded unchanged; never logged.
+  std::string timeout_ms;        // The connect-timeout-ms header.
+  std::string protocol_version;  // The connect-protocol-version header.
   // Content-Encoding. The HTTP layer (cpp-httplib) has already decoded gzip, deflate and br
   // bodies; any other coding reached us undecoded.
   std::string content_encoding;
@@ -32,9 +32,9 @@ struct ConnectResponse {
   int http_status = 200;
   std::string content_type;
   std::string body;
-  absl::Status status;    // What the body says; OK with a message.
-  std::string service;    // For metrics and logs: "JobAdminService", or "unknown".
-  std::string method;     // "ListJobs", or "unknown".
+  absl::Status status;  // What the body says; OK with a message.
+  std::string service;  // For metrics and logs: "JobAdminService", or "unknown".
+  std::string method;   // "ListJobs", or "unknown".
 };
 
 // The Connect protocol's unary JSON and binary-proto codecs over the route table: decodes

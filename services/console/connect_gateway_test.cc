@@ -131,8 +131,9 @@ TEST_F(ConnectGatewayTest, BackendErrorsKeepCodeAndMessage) {
   };
   ConnectResponse r = gateway_.Handle(Json(kListJobs, "{}"));
   EXPECT_EQ(r.http_status, 400);
-  EXPECT_EQ(r.body,
-            R"({"code":"invalid_argument","message":"job.schedule.cron.expression: bad field 'x'"})");
+  EXPECT_EQ(
+      r.body,
+      R"({"code":"invalid_argument","message":"job.schedule.cron.expression: bad field 'x'"})");
 
   answer_ = [](const Call&) -> absl::StatusOr<std::string> {
     return absl::UnauthenticatedError("missing bearer token");
@@ -157,9 +158,9 @@ TEST_F(ConnectGatewayTest, RegistryMethodsGoToTheRegistry) {
 }
 
 TEST_F(ConnectGatewayTest, UnknownOrDisallowedProcedureIs404Unimplemented) {
-  for (const char* path : {"/jobwheel.v1.JobAdminService/Nope",
-                           "/jobwheel.v1.DispatcherService/Dispatch",
-                           "/jobwheel.v1.RegistryService/WatchExecutors", "/index.html"}) {
+  for (const char* path :
+       {"/jobwheel.v1.JobAdminService/Nope", "/jobwheel.v1.DispatcherService/Dispatch",
+        "/jobwheel.v1.RegistryService/WatchExecutors", "/index.html"}) {
     ConnectResponse r = gateway_.Handle(Json(path, "{}"));
     EXPECT_EQ(r.http_status, 404) << path;
     EXPECT_EQ(r.status.code(), absl::StatusCode::kUnimplemented) << path;

@@ -51,8 +51,7 @@ void ConsoleMetrics::Request(const std::string& service, const std::string& meth
                              absl::string_view code, absl::Duration latency) {
   requests_.Add({{"service", service}, {"method", method}, {"code", std::string(code)}})
       .Increment();
-  latency_.Add({{"service", service}}, LatencyBuckets())
-      .Observe(absl::ToDoubleSeconds(latency));
+  latency_.Add({{"service", service}}, LatencyBuckets()).Observe(absl::ToDoubleSeconds(latency));
 }
 
 void ConsoleMetrics::Page(int http_status) {

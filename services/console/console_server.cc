@@ -25,8 +25,7 @@ absl::Status SplitListen(const std::string& listen, std::string* host, int* port
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), port) ||
       *port < 0 || *port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--listen \"", listen, "\": want host:port"));
+    return absl::InvalidArgumentError(absl::StrCat("--listen \"", listen, "\": want host:port"));
   }
   *host = listen.substr(0, colon);
   if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
@@ -91,12 +90,10 @@ absl::Status ConsoleServer::Start() {
   const size_t threads = static_cast<size_t>(options_.max_concurrent_requests) + 16;
   server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
 
-  server_->Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
-    Rpc(req, res);
-  });
-  server_->Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
-    Get(req, res);
-  });
+  server_->Post(".*",
+                [this](const httplib::Request& req, httplib::Response& res) { Rpc(req, res); });
+  server_->Get(".*",
+               [this](const httplib::Request& req, httplib::Response& res) { Get(req, res); });
   auto not_allowed = [](const httplib::Request& req, httplib::Response& res) {
     res.status = 405;
     res.set_header("Allow", RouteTable::IsApiPath(req.path) ? "POST" : "GET, HEAD");
@@ -158,9 +155,9 @@ void ConsoleServer::Rpc(const httplib::Request& req, httplib::Response& res) {
   // Admit first, so an overloaded console answers at once instead of queueing callers.
   if (in_flight_.fetch_add(1) >= options_.max_concurrent_requests) {
     in_flight_.fetch_sub(1);
-    answer.status = absl::UnavailableError(absl::StrCat(
-        "console overloaded: ", options_.max_concurrent_requests,
-        " requests in flight; retry later"));
+    answer.status = absl::UnavailableError(
+        absl::StrCat("console overloaded: ", options_.max_concurrent_requests,
+                     " requests in flight; retry later"));
     answer.http_status = ConnectHttpStatus(answer.status.code());
     answer.content_type = "application/json";
     answer.body = ConnectErrorJson(answer.status);
@@ -182,7 +179,8 @@ void ConsoleServer::Rpc(const httplib::Request& req, httplib::Response& res) {
   }
   res.status = answer.http_status;
   res.set_header("Cache-Control", "no-store");
-  if (answer.http_status == 415) res.set_header("Accept-Post", "application/json, application/proto");
+  if (answer.http_status == 415)
+    res.set_header("Accept-Post", "application/json, application/proto");
   res.set_content(std::move(answer.body), answer.content_type);
 
   const absl::Duration latency = clock_.Now() - start;
@@ -213,10 +211,10 @@ void ConsoleServer::Get(const httplib::Request& req, httplib::Response& res) {
   absl::StatusOr<StaticFile> file = pages_.Read(req.path);
   if (!file.ok()) {
     res.status = file.status().code() == absl::StatusCode::kInvalidArgument ? 400 : 404;
-    res.set_content(absl::StrCat(file.status().code() == absl::StatusCode::kInvalidArgument
-                                     ? "bad path\n"
-                                     : "not found\n"),
-                    "text/plain; charset=utf-8");
+    res.set_content(
+        absl::StrCat(file.status().code() == absl::StatusCode::kInvalidArgument ? "bad path\n"
+                                                                                : "not found\n"),
+        "text/plain; charset=utf-8");
     return;
   }
   // Revalidated on every load, so a new console version shows at once.
@@ -242,15 +240,14 @@ void ConsoleServer::Health(const httplib::Request& req, httplib::Response& res) 
 
 void ConsoleServer::FillError(const httplib::Request& req, httplib::Response& res) {
   if (!RouteTable::IsApiPath(req.path) || req.method != "POST") {
-    res.set_content(absl::StrCat("HTTP ", res.status, "\n"),
-                    "text/plain; charset=utf-8");
+    res.set_content(absl::StrCat("HTTP ", res.status, "\n"), "text/plain; charset=utf-8");
     return;
   }
   // httplib refused the request before Rpc() saw it; answer as Connect would.
   absl::Status status;
   if (res.status == 413) {
-    status = absl::ResourceExhaustedError(absl::StrCat(
-        "request body is over the limit of ", options_.max_body_bytes, " bytes"));
+    status = absl::ResourceExhaustedError(
+        absl::StrCat("request body is over the limit of ", options_.max_body_bytes, " bytes"));
   } else if (res.status == 415) {
     status = absl::UnimplementedError("content encoding is not supported; use identity or gzip");
   } else {

@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "common/clock.h"
+#include "common/time/clock.h"
 #include "services/console/connect_gateway.h"
 #include "services/console/console_metrics.h"
 #include "services/console/static_files.h"

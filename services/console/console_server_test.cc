@@ -55,9 +55,7 @@ class ConsoleServerTest : public ::testing::Test {
                          "application/json");
   }
 
-  std::string Metrics() {
-    return prometheus::TextSerializer().Serialize(registry_.Collect());
-  }
+  std::string Metrics() { return prometheus::TextSerializer().Serialize(registry_.Collect()); }
 
   static void ExpectSecurityHeaders(const httplib::Response& res) {
     for (const auto& [name, value] : ConsoleServer::SecurityHeaders()) {
@@ -94,9 +92,10 @@ TEST_F(ConsoleServerTest, RpcAnswersJsonWithNoStoreAndSecurityHeaders) {
   EXPECT_EQ(res->get_header_value("Cache-Control"), "no-store");
   ExpectSecurityHeaders(*res);
   EXPECT_EQ(backend_.last().authorization, "Bearer t0ken");
-  EXPECT_NE(Metrics().find(
-                R"(jobwheel_console_requests_total{code="ok",method="ListJobs",service="JobAdminService"} 1)"),
-            std::string::npos)
+  EXPECT_NE(
+      Metrics().find(
+          R"(jobwheel_console_requests_total{code="ok",method="ListJobs",service="JobAdminService"} 1)"),
+      std::string::npos)
       << Metrics();
 }
 
@@ -168,9 +167,9 @@ TEST_F(ConsoleServerTest, TraversalIsRefused) {
   // A file beside the web root that a traversal would reach.
   std::ofstream(root_ + "/../console_server_test_secret.txt") << "secret";
   Start();
-  for (const char* path : {"/../console_server_test_secret.txt",
-                           "/%2e%2e/console_server_test_secret.txt",
-                           "/..%2fconsole_server_test_secret.txt", "/%2e%2e%2f%2e%2e%2fetc/passwd"}) {
+  for (const char* path :
+       {"/../console_server_test_secret.txt", "/%2e%2e/console_server_test_secret.txt",
+        "/..%2fconsole_server_test_secret.txt", "/%2e%2e%2f%2e%2e%2fetc/passwd"}) {
     auto res = client_->Get(path);
     ASSERT_TRUE(res) << path;
     EXPECT_EQ(res->status, 400) << path;

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "absl/synchronization/notification.h"
-#include "common/grpc_status.h"
+#include "common/grpc/grpc_status.h"
 
 namespace jobwheel::console {
 
@@ -12,8 +12,7 @@ GrpcBackendCaller::GrpcBackendCaller(std::shared_ptr<grpc::Channel> scheduler,
                                      std::shared_ptr<grpc::Channel> registry)
     : scheduler_(std::move(scheduler)), registry_(std::move(registry)) {}
 
-absl::StatusOr<std::string> GrpcBackendCaller::Call(Backend backend,
-                                                    const std::string& grpc_path,
+absl::StatusOr<std::string> GrpcBackendCaller::Call(Backend backend, const std::string& grpc_path,
                                                     const std::string& request,
                                                     const std::string& authorization,
                                                     absl::Time deadline) {

@@ -20,8 +20,8 @@ constexpr absl::string_view kApiPrefix = "/jobwheel.v1.";
 // message of each file keeps the linker from dropping the files nothing else references.
 void LinkAdminProtoFiles() {
   static const void* anchors[] = {
-      v1::ListJobsRequest::descriptor(),   v1::ListTokensRequest::descriptor(),
-      v1::GetLeaderRequest::descriptor(),  v1::ListAppsRequest::descriptor(),
+      v1::ListJobsRequest::descriptor(),      v1::ListTokensRequest::descriptor(),
+      v1::GetLeaderRequest::descriptor(),     v1::ListAppsRequest::descriptor(),
       v1::ListExecutorsRequest::descriptor(),
   };
   (void)anchors;
@@ -31,8 +31,10 @@ void LinkAdminProtoFiles() {
 
 absl::string_view BackendName(Backend backend) {
   switch (backend) {
-    case Backend::kScheduler: return "scheduler";
-    case Backend::kRegistry: return "registry";
+    case Backend::kScheduler:
+      return "scheduler";
+    case Backend::kRegistry:
+      return "registry";
   }
   return "unknown";
 }
@@ -47,9 +49,8 @@ RouteTable::RouteTable(const std::vector<ServiceRule>& rules) {
       const google::protobuf::MethodDescriptor* method = service->method(i);
       // The gateway speaks unary Connect only.
       if (method->client_streaming() || method->server_streaming()) continue;
-      if (!rule.methods.empty() &&
-          std::find(rule.methods.begin(), rule.methods.end(), method->name()) ==
-              rule.methods.end()) {
+      if (!rule.methods.empty() && std::find(rule.methods.begin(), rule.methods.end(),
+                                             method->name()) == rule.methods.end()) {
         continue;
       }
       RpcRoute route;
@@ -80,8 +81,7 @@ absl::StatusOr<RpcRoute> RouteTable::Find(absl::string_view http_path) const {
   }
   auto it = routes_.find(procedure);
   if (it == routes_.end()) {
-    return absl::UnimplementedError(
-        absl::StrCat(procedure, " is not a procedure of this console"));
+    return absl::UnimplementedError(absl::StrCat(procedure, " is not a procedure of this console"));
   }
   return it->second;
 }

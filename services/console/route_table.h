@@ -29,7 +29,7 @@ struct RpcRoute {
 class RouteTable {
  public:
   struct ServiceRule {
-    std::string service;               // Full name, "jobwheel.v1.JobAdminService".
+    std::string service;  // Full name, "jobwheel.v1.JobAdminService".
     Backend backend;
     std::vector<std::string> methods;  // Empty: every unary method of the service.
   };

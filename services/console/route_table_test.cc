@@ -72,11 +72,10 @@ TEST(RouteTableTest, InternalAndStreamingMethodsAreNotExposed) {
 
 TEST(RouteTableTest, MalformedPathsAreUnimplemented) {
   const RouteTable& table = RouteTable::Console();
-  for (const char* path : {"", "/", "jobwheel.v1.JobAdminService/ListJobs",
-                           "/jobwheel.v1.JobAdminService", "/jobwheel.v1.JobAdminService/",
-                           "/jobwheel.v1.JobAdminService/ListJobs/",
-                           "/jobwheel.v1.JobAdminService/listjobs",
-                           "//jobwheel.v1.JobAdminService/ListJobs"}) {
+  for (const char* path :
+       {"", "/", "jobwheel.v1.JobAdminService/ListJobs", "/jobwheel.v1.JobAdminService",
+        "/jobwheel.v1.JobAdminService/", "/jobwheel.v1.JobAdminService/ListJobs/",
+        "/jobwheel.v1.JobAdminService/listjobs", "//jobwheel.v1.JobAdminService/ListJobs"}) {
     EXPECT_EQ(table.Find(path).status().code(), absl::StatusCode::kUnimplemented) << path;
   }
   auto unknown = table.Find("/jobwheel.v1.JobAdminService/Nope");

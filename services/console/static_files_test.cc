@@ -13,9 +13,7 @@
 namespace jobwheel::console {
 namespace {
 
-void Write(const std::string& path, const std::string& content) {
-  std::ofstream(path) << content;
-}
+void Write(const std::string& path, const std::string& content) { std::ofstream(path) << content; }
 
 class StaticFilesTest : public ::testing::Test {
  protected:
@@ -69,9 +67,9 @@ TEST_F(StaticFilesTest, NoDirectoryListingAndNoMissingFiles) {
 
 TEST_F(StaticFilesTest, TraversalAndHiddenFilesAreRefused) {
   StaticFiles files(root_);
-  for (const char* path : {"/../outside.txt", "/js/../../outside.txt", "/..", "/./index.html",
-                           "/.secret", "//etc/passwd", "/js//app.js", "/js\\..\\index.html",
-                           "index.html", ""}) {
+  for (const char* path :
+       {"/../outside.txt", "/js/../../outside.txt", "/..", "/./index.html", "/.secret",
+        "//etc/passwd", "/js//app.js", "/js\\..\\index.html", "index.html", ""}) {
     auto file = files.Read(path);
     EXPECT_EQ(file.status().code(), absl::StatusCode::kInvalidArgument) << path;
   }

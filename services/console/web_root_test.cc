@@ -18,10 +18,10 @@ TEST(WebRootTest, PrefersTheRunfilesBesideTheBinary) {
   const std::string exe = base + "/console";
   const std::string web = exe + ".runfiles/jobwheel/services/console/web";
   std::string dir;
-  for (const char* part : {"", "/console.runfiles", "/console.runfiles/jobwheel",
-                           "/console.runfiles/jobwheel/services",
-                           "/console.runfiles/jobwheel/services/console",
-                           "/console.runfiles/jobwheel/services/console/web"}) {
+  for (const char* part :
+       {"", "/console.runfiles", "/console.runfiles/jobwheel",
+        "/console.runfiles/jobwheel/services", "/console.runfiles/jobwheel/services/console",
+        "/console.runfiles/jobwheel/services/console/web"}) {
     mkdir((base + part).c_str(), 0755);
   }
   EXPECT_EQ(DefaultWebRoot(exe, "/elsewhere"), web);

@@ -34,8 +34,7 @@ ConsistentHashRing::ConsistentHashRing(const std::vector<std::string>& addresses
 }
 
 const std::string& ConsistentHashRing::Pick(uint64_t key_hash) const {
-  auto it = std::lower_bound(points_.begin(), points_.end(),
-                             std::make_pair(key_hash, uint32_t{0}));
+  auto it = std::lower_bound(points_.begin(), points_.end(), std::make_pair(key_hash, uint32_t{0}));
   if (it == points_.end()) it = points_.begin();
   return addresses_[it->second];
 }

@@ -92,8 +92,9 @@ class DispatchStore {
   // Locks the fires' rows; for each one still PENDING asks `plan` and writes its runs and new
   // status (dispatch_time = now); fires already decided come back as duplicates with their
   // existing runs. Returns results in the order of `fires`.
-  virtual absl::StatusOr<std::vector<FireResult>> DispatchFires(
-      const std::vector<v1::Fire>& fires, absl::Time now, const FirePlanner& plan) = 0;
+  virtual absl::StatusOr<std::vector<FireResult>> DispatchFires(const std::vector<v1::Fire>& fires,
+                                                                absl::Time now,
+                                                                const FirePlanner& plan) = 0;
 
   // Applies trigger answers: a PENDING run takes the new status (start_time or end_time =
   // at); a run already past PENDING keeps its status; the message is appended either way.

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "common/proto_time.h"
+#include "common/time/proto_time.h"
 #include "jobwheel/v1/dispatcher.pb.h"
 #include "pqxx/pqxx"
 
@@ -14,8 +14,8 @@ namespace jobwheel::dispatcher::testing {
 
 // Rows as the scheduler writes them, and reads of the runs table, for PostgreSQL tests.
 
-inline int64_t InsertJob(const std::string& dsn, const std::string& app,
-                         const std::string& handler, v1::RoutingStrategy strategy,
+inline int64_t InsertJob(const std::string& dsn, const std::string& app, const std::string& handler,
+                         v1::RoutingStrategy strategy,
                          v1::BlockStrategy block = v1::BLOCK_STRATEGY_SERIAL_EXECUTION,
                          int64_t timeout_ms = 0) {
   pqxx::connection conn(dsn);
@@ -33,9 +33,9 @@ inline int64_t InsertFire(const std::string& dsn, int64_t job_id,
                           v1::TriggerType type = v1::TRIGGER_TYPE_MANUAL) {
   pqxx::connection conn(dsn);
   pqxx::work tx(conn);
-  pqxx::row r = tx.exec1(absl::StrCat(
-      "INSERT INTO fires (job_id, scheduled_at, trigger_type) VALUES (", job_id,
-      ", now(), ", static_cast<int>(type), ") RETURNING id"));
+  pqxx::row r =
+      tx.exec1(absl::StrCat("INSERT INTO fires (job_id, scheduled_at, trigger_type) VALUES (",
+                            job_id, ", now(), ", static_cast<int>(type), ") RETURNING id"));
   tx.commit();
   return r[0].as<int64_t>();
 }
@@ -88,8 +88,8 @@ inline std::vector<RunRow> RunsOf(const std::string& dsn, int64_t fire_id) {
            "result_code, result_message, start_time IS NOT NULL, end_time IS NOT NULL "
            "FROM runs WHERE fire_id = ",
            fire_id, " ORDER BY shard_index"))) {
-    out.push_back(RunRow{r[0].as<int64_t>(), r[1].as<int>(), r[2].as<std::string>(),
-                         r[3].as<int>(), r[4].as<int>(), r[5].as<std::string>(), r[6].as<int>(),
+    out.push_back(RunRow{r[0].as<int64_t>(), r[1].as<int>(), r[2].as<std::string>(), r[3].as<int>(),
+                         r[4].as<int>(), r[5].as<std::string>(), r[6].as<int>(),
                          r[7].as<std::string>(), r[8].as<bool>(), r[9].as<bool>()});
   }
   return out;
@@ -103,10 +103,17 @@ inline RunRow RunById(const std::string& dsn, int64_t run_id) {
       "result_code, result_message, start_time IS NOT NULL, end_time IS NOT NULL, "
       "(EXTRACT(EPOCH FROM trigger_time) * 1000000)::BIGINT FROM runs WHERE id = ",
       run_id));
-  return RunRow{r[0].as<int64_t>(), r[1].as<int>(),         r[2].as<std::string>(),
-                r[3].as<int>(),     r[4].as<int>(),         r[5].as<std::string>(),
-                r[6].as<int>(),     r[7].as<std::string>(), r[8].as<bool>(),
-                r[9].as<bool>(),    absl::FromUnixMicros(r[10].as<int64_t>())};
+  return RunRow{r[0].as<int64_t>(),
+                r[1].as<int>(),
+                r[2].as<std::string>(),
+                r[3].as<int>(),
+                r[4].as<int>(),
+                r[5].as<std::string>(),
+                r[6].as<int>(),
+                r[7].as<std::string>(),
+                r[8].as<bool>(),
+                r[9].as<bool>(),
+                absl::FromUnixMicros(r[10].as<int64_t>())};
 }
 
 // (status, reason, dispatch_time set) of a fire.

@@ -9,7 +9,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/proto_time.h"
+#include "common/time/proto_time.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::dispatcher {
@@ -40,21 +40,28 @@ FirePlan Failed(const v1::Fire& fire, std::string reason) {
 
 absl::Status ValidateFire(const v1::Fire& f, size_t i) {
   const std::string at = absl::StrCat("fires[", i, "]");
-  if (f.fire_id() <= 0) return absl::InvalidArgumentError(absl::StrCat(at, ".fire_id: must be positive"));
+  if (f.fire_id() <= 0)
+    return absl::InvalidArgumentError(absl::StrCat(at, ".fire_id: must be positive"));
   if (!f.has_job() || f.job().id() <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(at, ".job.id: must be positive (fire ", f.fire_id(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, ".job.id: must be positive (fire ", f.fire_id(), ")"));
   }
   if (f.job().app().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(at, ".job.app: must not be empty (fire ", f.fire_id(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, ".job.app: must not be empty (fire ", f.fire_id(), ")"));
   }
   if (!IsScript(f.job().glue_type()) && f.job().handler().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(at, ".job.handler: must not be empty (fire ", f.fire_id(), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, ".job.handler: must not be empty (fire ", f.fire_id(), ")"));
   }
-  if (f.shard_total() < 0 || (f.shard_total() > 0 && (f.shard_index() < 0 || f.shard_index() >= f.shard_total()))) {
-    return absl::InvalidArgumentError(absl::StrCat(at, ".shard_index: ", f.shard_index(), "/", f.shard_total(),
-                                                   " is not a valid shard (fire ", f.fire_id(), ")"));
+  if (f.shard_total() < 0 ||
+      (f.shard_total() > 0 && (f.shard_index() < 0 || f.shard_index() >= f.shard_total()))) {
+    return absl::InvalidArgumentError(absl::StrCat(at, ".shard_index: ", f.shard_index(), "/",
+                                                   f.shard_total(), " is not a valid shard (fire ",
+                                                   f.fire_id(), ")"));
   }
-  if (f.attempt() < 0) return absl::InvalidArgumentError(absl::StrCat(at, ".attempt: must not be negative"));
+  if (f.attempt() < 0)
+    return absl::InvalidArgumentError(absl::StrCat(at, ".attempt: must not be negative"));
   return absl::OkStatus();
 }
 
@@ -66,9 +73,9 @@ TriggerOutcome OutcomeOf(int64_t run_id, const absl::StatusOr<v1::RunResponse>& 
   o.at = at;
   if (!r.ok()) {
     o.status = v1::RUN_STATUS_FAILED;
-    o.message_suffix = absl::StrCat("; trigger error: ",
-                                    absl::StatusCodeToString(r.status().code()), ": ",
-                                    r.status().message());
+    o.message_suffix =
+        absl::StrCat("; trigger error: ", absl::StatusCodeToString(r.status().code()), ": ",
+                     r.status().message());
     *label = "error";
     return o;
   }
@@ -103,8 +110,8 @@ TriggerOutcome OutcomeOf(int64_t run_id, const absl::StatusOr<v1::RunResponse>& 
 }  // namespace
 
 Dispatcher::Dispatcher(DispatchStore& store, const ExecutorDirectory& directory, Router& router,
-                       ExecutorClients& executors, TriggerPools& pools,
-                       DispatcherMetrics* metrics, Clock& clock, Options options)
+                       ExecutorClients& executors, TriggerPools& pools, DispatcherMetrics* metrics,
+                       Clock& clock, Options options)
     : store_(store),
       directory_(directory),
       router_(router),
@@ -182,17 +189,17 @@ FirePlan Dispatcher::Plan(const v1::Fire& fire) {
   const bool script = IsScript(job.glue_type());
   for (const v1::Executor& e : live) {
     const bool fits = script ? e.allow_scripts()
-                             : std::find(e.handlers().begin(), e.handlers().end(),
-                                         job.handler()) != e.handlers().end();
+                             : std::find(e.handlers().begin(), e.handlers().end(), job.handler()) !=
+                                   e.handlers().end();
     if (fits) candidates.push_back(e.address());
   }
   if (candidates.empty()) {
-    return Failed(fire, script ? absl::StrCat("job ", job.id(), ": none of the ", live.size(),
-                                              " executors online for app ", job.app(),
-                                              " allows scripts")
-                               : absl::StrCat("job ", job.id(), ": none of the ", live.size(),
-                                              " executors online for app ", job.app(),
-                                              " has handler ", job.handler()));
+    return Failed(fire,
+                  script ? absl::StrCat("job ", job.id(), ": none of the ", live.size(),
+                                        " executors online for app ", job.app(), " allows scripts")
+                         : absl::StrCat("job ", job.id(), ": none of the ", live.size(),
+                                        " executors online for app ", job.app(), " has handler ",
+                                        job.handler()));
   }
   FirePlan plan;
   if (!fire.executor_address().empty()) {
@@ -219,8 +226,8 @@ FirePlan Dispatcher::Plan(const v1::Fire& fire) {
     plan.runs.push_back(std::move(run));
     return plan;
   }
-  RouteDecision d = router_.Route(job.id(), job.routing_strategy(), candidates,
-                                  fire.shard_index(), fire.shard_total());
+  RouteDecision d = router_.Route(job.id(), job.routing_strategy(), candidates, fire.shard_index(),
+                                  fire.shard_total());
   if (!d.ok()) return Failed(fire, absl::StrCat("job ", job.id(), ": ", d.message));
   const bool broadcast = d.targets.size() > 1;
   for (const RouteTarget& t : d.targets) {
@@ -287,8 +294,8 @@ absl::StatusOr<v1::DispatchResponse> Dispatcher::Dispatch(const v1::DispatchRequ
     for (int64_t id : r.run_ids) o->add_run_ids(id);
     o->set_not_found(r.not_found);
     if (metrics_ != nullptr) {
-      metrics_->Fire(r.duplicate                           ? "duplicate"
-                     : r.not_found                         ? "not_found"
+      metrics_->Fire(r.duplicate                          ? "duplicate"
+                     : r.not_found                        ? "not_found"
                      : r.status == v1::FIRE_STATUS_FAILED ? "failed"
                                                           : "dispatched");
     }
@@ -622,9 +629,10 @@ void Dispatcher::MarkLegacy(const std::string& address) {
     until = now + options_.legacy_executor_ttl;
   }
   if (!known) {
-    spdlog::warn("executor {} does not implement RunBatch (an older SDK): one Run call per run "
-                 "for it for the next {}",
-                 address, absl::FormatDuration(options_.legacy_executor_ttl));
+    spdlog::warn(
+        "executor {} does not implement RunBatch (an older SDK): one Run call per run "
+        "for it for the next {}",
+        address, absl::FormatDuration(options_.legacy_executor_ttl));
   }
 }
 
@@ -696,9 +704,8 @@ void Dispatcher::WriterLoop() {
         const bool was_stopping = stopping_;
         const uint64_t wakes = wakes_;
         auto ready = [this, due, was_stopping, wakes]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          return !outcomes_.empty() || stopping_ != was_stopping ||
-                 (stopping_ && folding_ == 0) || wakes_ != wakes ||
-                 (!held_.empty() && held_.begin()->first < due);
+          return !outcomes_.empty() || stopping_ != was_stopping || (stopping_ && folding_ == 0) ||
+                 wakes_ != wakes || (!held_.empty() && held_.begin()->first < due);
         };
         if (due == absl::InfiniteFuture()) {
           mu_.Await(absl::Condition(&ready));
@@ -745,8 +752,8 @@ absl::StatusOr<v1::ReportResultsResponse> Dispatcher::ReportResults(
     const v1::ReportResultsRequest& request, const AppScope& scope) {
   if (static_cast<size_t>(request.results_size()) > options_.max_results_per_call) {
     return absl::InvalidArgumentError(absl::StrCat("results: at most ",
-                                                   options_.max_results_per_call,
-                                                   " per call, got ", request.results_size()));
+                                                   options_.max_results_per_call, " per call, got ",
+                                                   request.results_size()));
   }
   std::vector<v1::RunResult> distinct;
   distinct.reserve(request.results_size());

@@ -13,9 +13,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/clock.h"
-#include "common/timer_queue.h"
-#include "common/work_pool.h"
+#include "common/base/work_pool.h"
+#include "common/time/clock.h"
+#include "common/time/timer_queue.h"
 #include "jobwheel/v1/dispatcher.pb.h"
 #include "services/dispatcher/dispatch_store.h"
 #include "services/dispatcher/dispatcher_metrics.h"
@@ -34,11 +34,11 @@ namespace jobwheel::dispatcher {
 // ExecutorService.RunBatch call per (executor, trigger pool), or Run calls to an executor that
 // predates RunBatch. Schedulers hand fires over a little ahead of their scheduled time (their
 // --dispatch_lead): the runs of a fire not yet due are held and triggered when it is due (never
-// earlier), so neither the hand-off nor the commit delays them. Trigger answers are written back in batches by a writer thread.
-// Duplicated fires trigger nothing.
-// An answer that leaves the run open (STARTED, QUEUED) is held for trigger_write_delay first:
-// most runs are short, and a result that comes meanwhile carries the answer into its own
-// write (one UPDATE of the run instead of two). Failure answers are written at once.
+// earlier), so neither the hand-off nor the commit delays them. Trigger answers are written back in
+// batches by a writer thread. Duplicated fires trigger nothing. An answer that leaves the run open
+// (STARTED, QUEUED) is held for trigger_write_delay first: most runs are short, and a result that
+// comes meanwhile carries the answer into its own write (one UPDATE of the run instead of two).
+// Failure answers are written at once.
 //
 // ReportResults: validates and records terminal results idempotently. Retries and child jobs
 // are not started here: the scheduler leader's monitors own them.
@@ -87,8 +87,8 @@ class Dispatcher {
   absl::StatusOr<v1::DispatchResponse> Dispatch(const v1::DispatchRequest& request);
   // `scope`: the apps the reporting executor's token covers (nullopt: every app). Results for
   // runs of other apps are neither recorded nor acknowledged.
-  absl::StatusOr<v1::ReportResultsResponse> ReportResults(
-      const v1::ReportResultsRequest& request, const AppScope& scope = std::nullopt);
+  absl::StatusOr<v1::ReportResultsResponse> ReportResults(const v1::ReportResultsRequest& request,
+                                                          const AppScope& scope = std::nullopt);
 
   // Trigger answers received but not yet written, held ones included (for tests and shutdown).
   size_t pending_outcomes() const;
@@ -122,8 +122,7 @@ class Dispatcher {
   // to an executor without RunBatch, as one Run call per run in that slot.
   void TriggerBatch(const std::string& address, TriggerPool pool, std::vector<PendingRun> runs);
   // One Run call per run, all at once; `done` after the last answer.
-  void TriggerEach(const std::string& address,
-                   std::shared_ptr<const std::vector<PendingRun>> runs,
+  void TriggerEach(const std::string& address, std::shared_ptr<const std::vector<PendingRun>> runs,
                    std::function<void()> done);
   // One run's answer (or call error) → its TriggerOutcome and metric.
   void Answer(const PendingRun& run, const absl::StatusOr<v1::RunResponse>& answer);

@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "common/clock.h"
-#include "common/pg_pool.h"
+#include "common/pg/pg_pool.h"
 #include "common/testing/pg_test_db.h"
+#include "common/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
@@ -180,9 +180,9 @@ TEST_F(DispatcherBatchTest, LargeGroupsAreSplitAtMaxRunsPerBatch) {
   ASSERT_EQ(Dispatch(fires).size(), 90u);
   std::map<std::string, std::vector<int>> per_address;
   for (const auto& [address, n] : executors_.batch_calls()) per_address[address].push_back(n);
-  EXPECT_THAT(per_address, ElementsAre(Pair(kA, ElementsAre(8, 8, 8, 6)),
-                                       Pair(kB, ElementsAre(8, 8, 8, 6)),
-                                       Pair(kC, ElementsAre(8, 8, 8, 6))));
+  EXPECT_THAT(per_address,
+              ElementsAre(Pair(kA, ElementsAre(8, 8, 8, 6)), Pair(kB, ElementsAre(8, 8, 8, 6)),
+                          Pair(kC, ElementsAre(8, 8, 8, 6))));
   EXPECT_EQ(executors_.run_count(), 90u);
   EXPECT_EQ(Triggered("round", "started"), 90);
 }

@@ -52,9 +52,9 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry)
               .Help("When a run's trigger call started minus its fire's scheduled time.")
               .Register(registry)
               // Single milliseconds to minutes.
-              .Add({}, prometheus::Histogram::BucketBoundaries{
-                           0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10,
-                           30, 60, 300})),
+              .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.002, 0.005, 0.01, 0.02,
+                                                               0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30,
+                                                               60, 300})),
       runs_held_(prometheus::BuildGauge()
                      .Name("jobwheel_dispatcher_runs_held")
                      .Help("Runs recorded and waiting for their fire's scheduled time to be "
@@ -86,9 +86,9 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry)
   for (const char* outcome : {"recorded", "duplicate", "unknown"}) {
     results_.Add({{"outcome", outcome}});
   }
-  for (v1::RunStatus status : {v1::RUN_STATUS_SUCCEEDED, v1::RUN_STATUS_FAILED,
-                               v1::RUN_STATUS_TIMED_OUT, v1::RUN_STATUS_KILLED,
-                               v1::RUN_STATUS_LOST, v1::RUN_STATUS_DISCARDED}) {
+  for (v1::RunStatus status :
+       {v1::RUN_STATUS_SUCCEEDED, v1::RUN_STATUS_FAILED, v1::RUN_STATUS_TIMED_OUT,
+        v1::RUN_STATUS_KILLED, v1::RUN_STATUS_LOST, v1::RUN_STATUS_DISCARDED}) {
     finished_.Add({{"status", StatusLabel(status)}});
   }
 }
@@ -102,7 +102,8 @@ const prometheus::Histogram::BucketBoundaries& DispatcherMetrics::LatencyBuckets
 std::string DispatcherMetrics::StatusLabel(v1::RunStatus status) {
   std::string name = v1::RunStatus_Name(status);
   constexpr absl::string_view kPrefix = "RUN_STATUS_";
-  if (absl::string_view(name).substr(0, kPrefix.size()) == kPrefix) name = name.substr(kPrefix.size());
+  if (absl::string_view(name).substr(0, kPrefix.size()) == kPrefix)
+    name = name.substr(kPrefix.size());
   return absl::AsciiStrToLower(name);
 }
 

@@ -22,7 +22,9 @@ class DispatcherMetrics {
   explicit DispatcherMetrics(prometheus::Registry& registry);
 
   // outcome: dispatched, failed, duplicate.
-  void Fire(absl::string_view outcome) { fires_.Add({{"outcome", std::string(outcome)}}).Increment(); }
+  void Fire(absl::string_view outcome) {
+    fires_.Add({{"outcome", std::string(outcome)}}).Increment();
+  }
   // outcome: started, queued, discarded, rejected, error.
   void Triggered(absl::string_view strategy, absl::string_view outcome) {
     triggered_.Add({{"strategy", std::string(strategy)}, {"outcome", std::string(outcome)}})

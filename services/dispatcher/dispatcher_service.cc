@@ -1,6 +1,6 @@
 #include "services/dispatcher/dispatcher_service.h"
 
-#include "common/grpc_status.h"
+#include "common/grpc/grpc_status.h"
 
 namespace jobwheel::dispatcher {
 namespace {
@@ -35,8 +35,8 @@ grpc::ServerUnaryReactor* DispatcherServiceImpl::ReportResults(
   absl::optional<std::string> authorization = AuthorizationHeader(ctx->client_metadata());
   const bool queued = db_work_.Submit([this, reactor, request, response, authorization] {
     // Authenticated here: an API token may need a database lookup.
-    absl::StatusOr<Principal> p =
-        executor_auth_.Authorize(authorization, {Role::kExecutor}, "DispatcherService/ReportResults");
+    absl::StatusOr<Principal> p = executor_auth_.Authorize(authorization, {Role::kExecutor},
+                                                           "DispatcherService/ReportResults");
     if (!p.ok()) {
       reactor->Finish(ToGrpcStatus(p.status()));
       return;

@@ -1,21 +1,21 @@
 #ifndef JOBWHEEL_SERVICES_DISPATCHER_DISPATCHER_SERVICE_H_
 #define JOBWHEEL_SERVICES_DISPATCHER_DISPATCHER_SERVICE_H_
 
-#include "common/auth.h"
-#include "common/token_auth.h"
+#include "common/auth/bearer.h"
+#include "common/auth/token_authenticator.h"
+#include "common/base/work_pool.h"
 #include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
 #include "services/dispatcher/dispatcher.h"
-#include "common/work_pool.h"
 
 namespace jobwheel::dispatcher {
 
 // The DispatcherService gRPC surface (callback API): checks the bearer token (Dispatch: a
-// token the scheduler signed for audience "dispatcher"; ReportResults: any EXECUTOR token, the bootstrap one
-// or a per-app API token, resolved on the pool), then runs the core call on `db_work`, a
-// bounded pool sized to the database pool, so reactor threads never block on PostgreSQL. A
-// full pool answers UNAVAILABLE (the caller retries). With a per-app executor token only
-// results for runs of its apps are recorded and acknowledged.
+// token the scheduler signed for audience "dispatcher"; ReportResults: any EXECUTOR token, the
+// bootstrap one or a per-app API token, resolved on the pool), then runs the core call on
+// `db_work`, a bounded pool sized to the database pool, so reactor threads never block on
+// PostgreSQL. A full pool answers UNAVAILABLE (the caller retries). With a per-app executor token
+// only results for runs of its apps are recorded and acknowledged.
 class DispatcherServiceImpl final : public v1::DispatcherService::CallbackService {
  public:
   // `executor_auth` must outlive this service.

@@ -3,12 +3,12 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
-#include "common/auth.h"
-#include "common/caller_token.h"
-#include "common/clock.h"
-#include "common/grpc_server.h"
-#include "common/in_memory_token_store.h"
-#include "common/token_auth.h"
+#include "common/auth/bearer.h"
+#include "common/auth/caller_token.h"
+#include "common/auth/in_memory_token_store.h"
+#include "common/auth/token_authenticator.h"
+#include "common/grpc/grpc_server.h"
+#include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
 #include "services/dispatcher/fake_executor_clients.h"
@@ -89,8 +89,8 @@ class DispatcherServiceTest : public ::testing::Test {
   // A token signed with `pair` as `issuer` for `audience`.
   static std::string Signed(const CallerKeyPair& pair, absl::string_view issuer,
                             absl::string_view audience) {
-    auto signer = CallerTokenSigner::Create(pair.private_pem, {std::string(issuer)},
-                                            RealClock::Get());
+    auto signer =
+        CallerTokenSigner::Create(pair.private_pem, {std::string(issuer)}, RealClock::Get());
     return *(*signer)->TokenFor(audience);
   }
 
@@ -106,7 +106,8 @@ class DispatcherServiceTest : public ::testing::Test {
     v1::DispatchResponse resp;
     return stub_->Dispatch(&ctx, req, &resp);
   }
-  grpc::Status Report(const std::string& token, v1::RunStatus status, v1::ReportResultsResponse* resp) {
+  grpc::Status Report(const std::string& token, v1::RunStatus status,
+                      v1::ReportResultsResponse* resp) {
     grpc::ClientContext ctx;
     AddBearer(ctx, token);
     v1::ReportResultsRequest req;
@@ -124,8 +125,8 @@ class DispatcherServiceTest : public ::testing::Test {
   NullStore store_;
   Router router_{clock_, gen_, executors_};
   TriggerPools pools_{clock_, TriggerPools::Options{1, 1}};
-  Dispatcher dispatcher_{store_, directory_, router_, executors_, pools_, nullptr, clock_,
-                         Dispatcher::Options()};
+  Dispatcher dispatcher_{store_, directory_, router_, executors_,
+                         pools_, nullptr,    clock_,  Dispatcher::Options()};
   WorkPool work_{2, 10};
   InMemoryTokenStore tokens_;
   std::unique_ptr<TokenAuthenticator> auth_;
@@ -155,7 +156,8 @@ TEST_F(DispatcherServiceTest, TokensAreCheckedPerRpc) {
   EXPECT_EQ(resp.acked_run_ids(0), 5);
   grpc::Status bad = Report("executor-secret", v1::RUN_STATUS_PENDING, &resp);
   EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_NE(bad.error_message().find("results[0].status"), std::string::npos) << bad.error_message();
+  EXPECT_NE(bad.error_message().find("results[0].status"), std::string::npos)
+      << bad.error_message();
 }
 
 TEST_F(DispatcherServiceTest, PerAppExecutorApiTokensReportResults) {

@@ -8,10 +8,10 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/synchronization/notification.h"
-#include "common/clock.h"
-#include "common/pg_pool.h"
+#include "common/pg/pg_pool.h"
 #include "common/testing/pg_test_db.h"
 #include "common/testing/process.h"
+#include "common/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
@@ -130,8 +130,7 @@ TEST_F(DispatcherTest, DispatchRoutesTriggersAndMarksRunning) {
   ASSERT_TRUE(RunHasStatus(run_id, v1::RUN_STATUS_RUNNING));
   RunRow row = RunById(dsn_, run_id);
   EXPECT_EQ(row.address, "127.0.0.1:7203");
-  EXPECT_EQ(row.trigger_message,
-            "route LAST over 3 executors → 127.0.0.1:7203; executor: STARTED");
+  EXPECT_EQ(row.trigger_message, "route LAST over 3 executors → 127.0.0.1:7203; executor: STARTED");
   EXPECT_TRUE(row.has_start);
   auto calls = executors_.runs();
   ASSERT_EQ(calls.size(), 1u);
@@ -279,7 +278,8 @@ TEST_F(DispatcherTest, RepeatedDispatchTriggersOnce) {
   auto first = Dispatch({fire});
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_EQ(first->outcomes(0).run_ids_size(), 3);
-  for (int64_t id : first->outcomes(0).run_ids()) ASSERT_TRUE(RunHasStatus(id, v1::RUN_STATUS_RUNNING));
+  for (int64_t id : first->outcomes(0).run_ids())
+    ASSERT_TRUE(RunHasStatus(id, v1::RUN_STATUS_RUNNING));
   auto second = Dispatch({fire});
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(second->outcomes(0).status(), v1::FIRE_STATUS_DISPATCHED);
@@ -306,7 +306,8 @@ TEST_F(DispatcherTest, NoExecutorFailsFireWithReasonAndFailedRun) {
   auto r = Dispatch({fire});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->outcomes(0).status(), v1::FIRE_STATUS_FAILED);
-  const std::string reason = absl::StrCat("job ", fire.job().id(), ": no executor online for app demo");
+  const std::string reason =
+      absl::StrCat("job ", fire.job().id(), ": no executor online for app demo");
   EXPECT_EQ(r->outcomes(0).message(), reason);
   auto [status, fire_reason, dispatched] = FireRow(dsn_, fire.fire_id());
   EXPECT_EQ(status, v1::FIRE_STATUS_FAILED);
@@ -343,7 +344,8 @@ TEST_F(DispatcherTest, ManualExecutorMustBeOnline) {
   auto r = Dispatch({fire});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->outcomes(0).status(), v1::FIRE_STATUS_FAILED);
-  EXPECT_THAT(r->outcomes(0).message(), HasSubstr("executor 10.9.9.9:1 is not online for app demo"));
+  EXPECT_THAT(r->outcomes(0).message(),
+              HasSubstr("executor 10.9.9.9:1 is not online for app demo"));
 
   v1::Fire ok = NewFire(v1::ROUTING_STRATEGY_FIRST);
   ok.set_executor_address("127.0.0.1:7202");
@@ -560,9 +562,9 @@ class RecordingStore : public DispatchStore {
     if (fail_results_) return absl::UnavailableError("database down");
     std::vector<ResultRecord> out;
     for (const v1::RunResult& r : results) {
-      ResultDisposition d = !runs_.contains(r.run_id())            ? ResultDisposition::kUnknown
+      ResultDisposition d = !runs_.contains(r.run_id())           ? ResultDisposition::kUnknown
                             : finished_.insert(r.run_id()).second ? ResultDisposition::kRecorded
-                                                                   : ResultDisposition::kDuplicate;
+                                                                  : ResultDisposition::kDuplicate;
       out.push_back(ResultRecord{r.run_id(), d, r.status()});
     }
     return out;
@@ -638,8 +640,8 @@ class DispatcherFoldTest : public ::testing::Test {
   int64_t Trigger(v1::RunDisposition answer) {
     executors_.SetDisposition(answer);
     v1::DispatchRequest req;
-    *req.add_fires() = MakeFire(++fire_id_, MakeJob(1, "demo", "echo", v1::ROUTING_STRATEGY_FIRST),
-                                clock_.Now());
+    *req.add_fires() =
+        MakeFire(++fire_id_, MakeJob(1, "demo", "echo", v1::ROUTING_STRATEGY_FIRST), clock_.Now());
     auto r = dispatcher_->Dispatch(req);
     EXPECT_TRUE(r.ok()) << r.status();
     if (!r.ok() || r->outcomes_size() != 1 || r->outcomes(0).run_ids_size() != 1) return 0;
@@ -755,7 +757,7 @@ TEST_F(DispatcherFoldTest, FailedResultWriteGivesTheAnswerBack) {
   EXPECT_EQ(Report(run).status().code(), absl::StatusCode::kUnavailable);
   ASSERT_EQ(store_.result_writes().size(), 1u);
   EXPECT_EQ(store_.result_writes()[0].answers.size(), 1u);  // It was offered...
-  EXPECT_EQ(dispatcher_->held_outcomes(), 1u);               // ...and is held again.
+  EXPECT_EQ(dispatcher_->held_outcomes(), 1u);              // ...and is held again.
   EXPECT_EQ(dispatcher_->pending_outcomes(), 1u);
 
   store_.FailResults(false);  // The executor retries its report.

@@ -23,8 +23,8 @@ class ExecutorClients {
   // Run without blocking the calling thread: `done` gets the answer exactly once, possibly on
   // another thread (or on this one, before RunAsync returns). The default calls Run().
   using RunCallback = std::function<void(absl::StatusOr<v1::RunResponse>)>;
-  virtual void RunAsync(absl::string_view address, v1::RunRequest request,
-                        absl::Duration deadline, RunCallback done) {
+  virtual void RunAsync(absl::string_view address, v1::RunRequest request, absl::Duration deadline,
+                        RunCallback done) {
     done(Run(address, request, deadline));
   }
   // ExecutorService.RunBatch without blocking the calling thread, `done` as RunAsync. An
@@ -36,8 +36,7 @@ class ExecutorClients {
   }
   // OK when the executor answered.
   virtual absl::Status Beat(absl::string_view address, absl::Duration deadline) = 0;
-  virtual absl::StatusOr<v1::IdleBeatResponse> IdleBeat(absl::string_view address,
-                                                        int64_t job_id,
+  virtual absl::StatusOr<v1::IdleBeatResponse> IdleBeat(absl::string_view address, int64_t job_id,
                                                         absl::Duration deadline) = 0;
 };
 

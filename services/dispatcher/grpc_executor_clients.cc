@@ -2,8 +2,8 @@
 
 #include <chrono>
 
-#include "common/auth.h"
-#include "common/grpc_status.h"
+#include "common/auth/bearer.h"
+#include "common/grpc/grpc_status.h"
 
 namespace jobwheel::dispatcher {
 
@@ -96,9 +96,8 @@ void GrpcExecutorClients::RunBatchAsync(absl::string_view address, v1::RunBatchR
                                         absl::Duration deadline, RunBatchCallback done) {
   CallAsync<v1::RunBatchRequest, v1::RunBatchResponse>(
       address, std::move(request), deadline, std::move(done),
-      [](v1::ExecutorService::Stub& stub, grpc::ClientContext* ctx,
-         const v1::RunBatchRequest* req, v1::RunBatchResponse* resp,
-         std::function<void(grpc::Status)> on_done) {
+      [](v1::ExecutorService::Stub& stub, grpc::ClientContext* ctx, const v1::RunBatchRequest* req,
+         v1::RunBatchResponse* resp, std::function<void(grpc::Status)> on_done) {
         stub.async()->RunBatch(ctx, req, resp, std::move(on_done));
       });
 }

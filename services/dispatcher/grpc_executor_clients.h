@@ -6,8 +6,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
-#include "common/caller_token.h"
-#include "common/grpc_server.h"
+#include "common/auth/caller_token.h"
+#include "common/grpc/grpc_server.h"
 #include "jobwheel/v1/executor.grpc.pb.h"
 #include "services/dispatcher/executor_clients.h"
 

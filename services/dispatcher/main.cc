@@ -12,21 +12,22 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/auth.h"
-#include "common/caller_token.h"
-#include "common/clock.h"
-#include "common/flags.h"
-#include "common/insecure_dev.h"
-#include "common/grpc_server.h"
-#include "common/logging.h"
-#include "common/mutex_mode.h"
-#include "common/migrations.h"
-#include "common/pg_pool.h"
-#include "common/pg_token_store.h"
-#include "common/token_auth.h"
+#include "common/auth/bearer.h"
+#include "common/auth/caller_token.h"
+#include "common/auth/insecure_dev.h"
+#include "common/auth/pg_token_store.h"
+#include "common/auth/token_authenticator.h"
+#include "common/base/flags.h"
+#include "common/base/logging.h"
+#include "common/base/mutex_mode.h"
+#include "common/base/work_pool.h"
+#include "common/grpc/grpc_keep_warm.h"
+#include "common/grpc/grpc_server.h"
+#include "common/pg/migrations.h"
+#include "common/pg/pg_pool.h"
+#include "common/time/clock.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
-#include "common/grpc_keep_warm.h"
 #include "services/dispatcher/dispatcher.h"
 #include "services/dispatcher/dispatcher_metrics.h"
 #include "services/dispatcher/dispatcher_service.h"
@@ -36,7 +37,6 @@
 #include "services/dispatcher/registry_watcher.h"
 #include "services/dispatcher/router.h"
 #include "services/dispatcher/trigger_pools.h"
-#include "common/work_pool.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:7102", "gRPC listen address");
@@ -175,14 +175,15 @@ absl::StatusOr<Config> ConfigFromFlags() {
     gethostname(host, sizeof(host) - 1);
     c.replica_id = absl::StrCat(host, "-", getpid());
   }
-  auto executor_token = ReadTokenFile(absl::GetFlag(FLAGS_executor_token_file), "--executor_token_file");
+  auto executor_token =
+      ReadTokenFile(absl::GetFlag(FLAGS_executor_token_file), "--executor_token_file");
   if (!executor_token.ok()) return executor_token.status();
   c.executor_token = *executor_token;
   auto signing_key = ReadKeyFile(absl::GetFlag(FLAGS_signing_key_file), "--signing_key_file");
   if (!signing_key.ok()) return signing_key.status();
   c.signing_key = *signing_key;
-  auto scheduler_keys = ReadKeyFile(absl::GetFlag(FLAGS_scheduler_public_key_file),
-                                    "--scheduler_public_key_file");
+  auto scheduler_keys =
+      ReadKeyFile(absl::GetFlag(FLAGS_scheduler_public_key_file), "--scheduler_public_key_file");
   if (!scheduler_keys.ok()) return scheduler_keys.status();
   c.scheduler_public_keys = *scheduler_keys;
   c.insecure_dev = absl::GetFlag(FLAGS_insecure_dev);
@@ -238,7 +239,9 @@ int Run(const Config& c) {
   // Every statement of the store selects rows by key: plans made once, through indexes.
   PgPool pg(
       c.db_dsn, c.db_pool_size,
-      [&metrics](absl::string_view what, absl::Duration d, bool ok) { metrics.DbQuery(what, d, ok); },
+      [&metrics](absl::string_view what, absl::Duration d, bool ok) {
+        metrics.DbQuery(what, d, ok);
+      },
       PgPool::PlanMode::kIndexLookups);
   PgDispatchStore store(pg);
   ExecutorDirectory directory([&metrics](size_t n) { metrics.ExecutorsKnown(n); });
@@ -286,7 +289,9 @@ int Run(const Config& c) {
   pool_options.slow_threads = c.slow_threads;
   TriggerPools pools(
       RealClock::Get(), pool_options,
-      [&metrics](TriggerPool p, absl::Duration d) { metrics.TriggerLatency(TriggerPoolName(p), d); },
+      [&metrics](TriggerPool p, absl::Duration d) {
+        metrics.TriggerLatency(TriggerPoolName(p), d);
+      },
       [&metrics](TriggerPool p, size_t n) { metrics.PoolDepth(TriggerPoolName(p), n); });
   Dispatcher::Options dispatcher_options;
   dispatcher_options.run_deadline = c.run_deadline;
@@ -322,8 +327,8 @@ int Run(const Config& c) {
     dispatcher.Shutdown();
     return 1;
   }
-  spdlog::info("dispatcher {} listening on {} (port {}), registry {}", c.replica_id, c.listen,
-               port, c.registry_target);
+  spdlog::info("dispatcher {} listening on {} (port {}), registry {}", c.replica_id, c.listen, port,
+               c.registry_target);
   // Dispatch calls a second apart would often wait ~100 ms for gRPC's callback threads.
   GrpcKeepWarm keep_warm((*server)->InProcessChannel(grpc::ChannelArguments()));
   keep_warm.Start();
@@ -346,7 +351,8 @@ int Run(const Config& c) {
 int main(int argc, char** argv) {
   jobwheel::DisableMutexDeadlockDetection();
   jobwheel::ParseFlagsWithEnv(argc, argv, "jobwheel dispatcher: routes fires to executors");
-  jobwheel::InitLogging("dispatcher", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
+  jobwheel::InitLogging("dispatcher", absl::GetFlag(FLAGS_log_json),
+                        absl::GetFlag(FLAGS_log_level));
   auto config = jobwheel::dispatcher::ConfigFromFlags();
   if (!config.ok()) {
     spdlog::error("{}", config.status().ToString());

@@ -7,9 +7,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/pg_arrays.h"
-#include "common/pg_prepared.h"
-#include "common/proto_time.h"
+#include "common/pg/pg_arrays.h"
+#include "common/pg/pg_prepared.h"
+#include "common/time/proto_time.h"
 #include "pqxx/pqxx"
 
 namespace jobwheel::dispatcher {
@@ -51,10 +51,11 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
     };
     absl::flat_hash_map<int64_t, Row> rows;
     // ORDER BY id: concurrent dispatchers lock in the same order, so they cannot deadlock.
-    for (const auto& r : ExecPrepared(tx, "lock_fires",
-             "SELECT id, job_id, status, reason FROM fires WHERE id = ANY($1::bigint[]) "
-             "ORDER BY id FOR UPDATE",
-             ToPgIntArray(ids))) {
+    for (const auto& r :
+         ExecPrepared(tx, "lock_fires",
+                      "SELECT id, job_id, status, reason FROM fires WHERE id = ANY($1::bigint[]) "
+                      "ORDER BY id FOR UPDATE",
+                      ToPgIntArray(ids))) {
       rows[r[0].as<int64_t>()] = Row{r[1].as<int64_t>(), r[2].as<int>(), r[3].as<std::string>()};
     }
 
@@ -93,10 +94,9 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
       if (row->second.status != v1::FIRE_STATUS_PENDING) {
         out.duplicate = true;
         out.status = static_cast<v1::FireStatus>(row->second.status);
-        out.message = row->second.reason.empty()
-                          ? absl::StrCat("fire ", f.fire_id(), ": already ",
-                                         v1::FireStatus_Name(out.status))
-                          : row->second.reason;
+        out.message = row->second.reason.empty() ? absl::StrCat("fire ", f.fire_id(), ": already ",
+                                                                v1::FireStatus_Name(out.status))
+                                                 : row->second.reason;
         lookup_runs.push_back(f.fire_id());
         continue;
       }
@@ -109,10 +109,9 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
       const v1::Job& job = f.job();
       const std::string param = f.has_param() ? f.param() : job.param();
       const absl::Time scheduled = FromProto(f.scheduled_time());
-      const int routing =
-          static_cast<int>(job.routing_strategy() == v1::ROUTING_STRATEGY_UNSPECIFIED
-                               ? v1::ROUTING_STRATEGY_FIRST
-                               : job.routing_strategy());
+      const int routing = static_cast<int>(
+          job.routing_strategy() == v1::ROUTING_STRATEGY_UNSPECIFIED ? v1::ROUTING_STRATEGY_FIRST
+                                                                     : job.routing_strategy());
       for (PlannedRun& run : p.runs) {
         const bool failed = run.status != v1::RUN_STATUS_PENDING;
         r_fire.push_back(f.fire_id());
@@ -141,7 +140,8 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
     // Insert runs; map returned ids back to (fire, shard).
     absl::flat_hash_map<std::pair<int64_t, int32_t>, int64_t> inserted_ids;
     if (!r_fire.empty()) {
-      for (const auto& r : ExecPrepared(tx, "insert_runs",
+      for (const auto& r : ExecPrepared(
+               tx, "insert_runs",
                "INSERT INTO runs (fire_id, job_id, app, handler, trigger_type, attempt, "
                "shard_index, shard_total, executor_address, routing_strategy, status, "
                "trigger_message, param, scheduled_time, trigger_time, end_time) "
@@ -152,7 +152,8 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
                "$10::int[], $11::int[], $12::text[], $13::text[], $14::timestamptz[], "
                "$15::timestamptz[], $16::timestamptz[]) AS u(fire_id, job_id, app, handler, "
                "trigger_type, attempt, shard_index, shard_total, address, routing, status, "
-               "message, param, scheduled, ended, triggered) ON CONFLICT (fire_id, shard_index) DO NOTHING "
+               "message, param, scheduled, ended, triggered) ON CONFLICT (fire_id, shard_index) DO "
+               "NOTHING "
                "RETURNING id, fire_id, shard_index",
                ToPgIntArray(r_fire), ToPgIntArray(r_job), ToPgArray(r_app), ToPgArray(r_handler),
                ToPgIntArray(r_trigger), ToPgIntArray(r_attempt), ToPgIntArray(r_shard_index),
@@ -166,7 +167,8 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
       // The scheduler's reason (e.g. a misfire's count and range) is kept; a dispatch
       // failure's reason is appended to it.
       const std::string fire_ids = ToPgIntArray(f_id);
-      ExecPrepared(tx, "update_fires",
+      ExecPrepared(
+          tx, "update_fires",
           "UPDATE fires f SET status = v.status, reason = CASE WHEN v.reason = '' THEN "
           "f.reason WHEN f.reason = '' THEN v.reason ELSE f.reason || '; ' || v.reason END, "
           "dispatch_time = $4::timestamptz FROM unnest($1::bigint[], $2::int[], $3::text[]) "
@@ -194,10 +196,11 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
     }
     if (!lookup_runs.empty()) {
       absl::flat_hash_map<int64_t, std::vector<int64_t>> existing;
-      for (const auto& r : ExecPrepared(tx, "runs_of_fires",
-               "SELECT fire_id, id FROM runs WHERE fire_id = ANY($1::bigint[]) "
-               "ORDER BY fire_id, shard_index",
-               ToPgIntArray(lookup_runs))) {
+      for (const auto& r :
+           ExecPrepared(tx, "runs_of_fires",
+                        "SELECT fire_id, id FROM runs WHERE fire_id = ANY($1::bigint[]) "
+                        "ORDER BY fire_id, shard_index",
+                        ToPgIntArray(lookup_runs))) {
         existing[r[0].as<int64_t>()].push_back(r[1].as<int64_t>());
       }
       for (size_t i = 0; i < fires.size(); ++i) {
@@ -240,7 +243,8 @@ absl::StatusOr<std::vector<int64_t>> PgDispatchStore::RecordTriggerOutcomes(
     }
     const std::string run_ids = ToPgIntArray(ids);
     LockRunsInIdOrder(tx, run_ids);
-    for (const auto& r : ExecPrepared(tx, "record_trigger_outcomes",
+    for (const auto& r : ExecPrepared(
+             tx, "record_trigger_outcomes",
              "UPDATE runs r SET "
              "status = CASE WHEN r.status = 1 THEN v.status ELSE r.status END, "
              "start_time = CASE WHEN r.status = 1 AND v.status = 2 "
@@ -274,7 +278,8 @@ absl::StatusOr<std::vector<int64_t>> PgDispatchStore::RerouteRuns(
     // Locked in id order (as trigger answers and results lock them); the status is tested
     // here rather than in the update, whose plan would then walk the open-runs index.
     absl::flat_hash_map<int64_t, int> status_of;
-    for (const auto& row : ExecPrepared(tx, "lock_reroute_runs",
+    for (const auto& row : ExecPrepared(
+             tx, "lock_reroute_runs",
              "SELECT id, status FROM runs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
              ToPgIntArray(all_ids))) {
       status_of[row[0].as<int64_t>()] = row[1].as<int>();
@@ -321,18 +326,18 @@ absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
     // runs it records. (A single statement that also tested `status IN (1, 2)` let the
     // planner scan the whole open-runs index, dead entries included, for every batch.)
     absl::flat_hash_map<int64_t, ResultDisposition> disposition;
-    for (const auto& row : ExecPrepared(tx, "lock_result_runs",
-             "SELECT id, status, app FROM runs WHERE id = ANY($1::bigint[]) ORDER BY id "
-             "FOR UPDATE",
-             ToPgIntArray(all_ids))) {
+    for (const auto& row :
+         ExecPrepared(tx, "lock_result_runs",
+                      "SELECT id, status, app FROM runs WHERE id = ANY($1::bigint[]) ORDER BY id "
+                      "FOR UPDATE",
+                      ToPgIntArray(all_ids))) {
       const int run_status = row[1].as<int>();
       const std::string app = row[2].as<std::string>();
       const bool in_scope =
           !scope.has_value() || std::find(scope->begin(), scope->end(), app) != scope->end();
-      disposition[row[0].as<int64_t>()] =
-          !in_scope                  ? ResultDisposition::kForbidden
-          : IsTerminal(run_status) ? ResultDisposition::kDuplicate
-                                   : ResultDisposition::kRecorded;
+      disposition[row[0].as<int64_t>()] = !in_scope                ? ResultDisposition::kForbidden
+                                          : IsTerminal(run_status) ? ResultDisposition::kDuplicate
+                                                                   : ResultDisposition::kRecorded;
     }
     std::vector<int64_t> ids;
     std::vector<int> statuses, codes;
@@ -341,8 +346,8 @@ absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
     for (const v1::RunResult& r : results) {
       auto d = disposition.find(r.run_id());
       if (d == disposition.end() || d->second != ResultDisposition::kRecorded) continue;
-      const bool has_start = r.has_start_time() &&
-                             (r.start_time().seconds() != 0 || r.start_time().nanos() != 0);
+      const bool has_start =
+          r.has_start_time() && (r.start_time().seconds() != 0 || r.start_time().nanos() != 0);
       const bool has_end =
           r.has_end_time() && (r.end_time().seconds() != 0 || r.end_time().nanos() != 0);
       ids.push_back(r.run_id());
@@ -367,7 +372,8 @@ absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
       // here rather than by one more write per run there. A held trigger answer (tmsg, ta)
       // folded in: its suffix is appended and its time is the trigger's start, as if it had
       // been written first.
-      ExecPrepared(tx, "record_results",
+      ExecPrepared(
+          tx, "record_results",
           "UPDATE runs r SET status = v.status, result_code = v.code, result_message = v.msg, "
           "start_time = COALESCE(v.st, r.start_time, v.ta, v.et), end_time = v.et, "
           "trigger_message = r.trigger_message || v.tmsg, "
@@ -385,9 +391,9 @@ absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
     records.reserve(results.size());
     for (const v1::RunResult& r : results) {
       auto d = disposition.find(r.run_id());
-      records.push_back(ResultRecord{
-          r.run_id(), d == disposition.end() ? ResultDisposition::kUnknown : d->second,
-          r.status()});
+      records.push_back(
+          ResultRecord{r.run_id(), d == disposition.end() ? ResultDisposition::kUnknown : d->second,
+                       r.status()});
     }
   });
   if (!status.ok()) return status;

@@ -3,12 +3,12 @@
 
 #include <vector>
 
-#include "common/pg_pool.h"
+#include "common/pg/pg_pool.h"
 #include "services/dispatcher/dispatch_store.h"
 
 namespace jobwheel::dispatcher {
 
-// DispatchStore on PostgreSQL (tables fires and runs, see common/migrations.cc). Each call is
+// DispatchStore on PostgreSQL (tables fires and runs, see common/pg/migrations.cc). Each call is
 // one transaction with multi-row statements, so a batch costs a handful of round trips.
 class PgDispatchStore : public DispatchStore {
  public:

@@ -3,7 +3,7 @@
 #include <atomic>
 
 #include "absl/strings/str_cat.h"
-#include "common/pg_pool.h"
+#include "common/pg/pg_pool.h"
 #include "common/testing/pg_test_db.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -24,8 +24,8 @@ class PgDispatchStoreTest : public ::testing::Test {
     dsn_ = *dsn;
     pool_ = std::make_unique<PgPool>(dsn_, 2, nullptr, PgPool::PlanMode::kIndexLookups);
     store_ = std::make_unique<PgDispatchStore>(*pool_);
-    job_ = MakeJob(InsertJob(dsn_, "demo", "echo", v1::ROUTING_STRATEGY_SHARDING_BROADCAST),
-                   "demo", "echo", v1::ROUTING_STRATEGY_SHARDING_BROADCAST);
+    job_ = MakeJob(InsertJob(dsn_, "demo", "echo", v1::ROUTING_STRATEGY_SHARDING_BROADCAST), "demo",
+                   "echo", v1::ROUTING_STRATEGY_SHARDING_BROADCAST);
   }
 
   v1::Fire NewFire() { return MakeFire(InsertFire(dsn_, job_.id()), job_, now_); }
@@ -136,18 +136,27 @@ TEST_F(PgDispatchStoreTest, SchedulerReasonSurvivesDispatch) {
                    ok.fire_id(), failed.fire_id());
     tx.commit();
   }
-  ASSERT_TRUE(store_->DispatchFires({ok}, now_, [](const v1::Fire&) {
-    FirePlan p;
-    p.runs.push_back(PlannedRun{"h:1", 0, 1, v1::RUN_STATUS_PENDING, "route FIRST"});
-    return p;
-  }).ok());
-  ASSERT_TRUE(store_->DispatchFires({failed}, now_, [](const v1::Fire&) {
-    FirePlan p;
-    p.status = v1::FIRE_STATUS_FAILED;
-    p.reason = "no executor online";
-    p.runs.push_back(PlannedRun{"", 0, 1, v1::RUN_STATUS_FAILED, p.reason});
-    return p;
-  }).ok());
+  ASSERT_TRUE(
+      store_
+          ->DispatchFires(
+              {ok}, now_,
+              [](const v1::Fire&) {
+                FirePlan p;
+                p.runs.push_back(PlannedRun{"h:1", 0, 1, v1::RUN_STATUS_PENDING, "route FIRST"});
+                return p;
+              })
+          .ok());
+  ASSERT_TRUE(
+      store_
+          ->DispatchFires({failed}, now_,
+                          [](const v1::Fire&) {
+                            FirePlan p;
+                            p.status = v1::FIRE_STATUS_FAILED;
+                            p.reason = "no executor online";
+                            p.runs.push_back(PlannedRun{"", 0, 1, v1::RUN_STATUS_FAILED, p.reason});
+                            return p;
+                          })
+          .ok());
   EXPECT_EQ(std::get<1>(FireRow(dsn_, ok.fire_id())), "misfire: 3 fire(s) missed");
   EXPECT_EQ(std::get<1>(FireRow(dsn_, failed.fire_id())),
             "misfire: 3 fire(s) missed; no executor online");
@@ -184,8 +193,8 @@ TEST_F(PgDispatchStoreTest, ManyFiresInOneBatch) {
   for (int i = 0; i < 300; ++i) fires.push_back(NewFire());
   auto r = store_->DispatchFires(fires, now_, [](const v1::Fire& f) {
     FirePlan p;
-    p.runs.push_back(PlannedRun{absl::StrCat("h:", f.fire_id() % 3), 0, 1,
-                                v1::RUN_STATUS_PENDING, "x"});
+    p.runs.push_back(
+        PlannedRun{absl::StrCat("h:", f.fire_id() % 3), 0, 1, v1::RUN_STATUS_PENDING, "x"});
     return p;
   });
   ASSERT_TRUE(r.ok()) << r.status();
@@ -227,8 +236,9 @@ TEST_F(PgDispatchStoreTest, TriggerOutcomesNeverOverwriteTerminal) {
 TEST_F(PgDispatchStoreTest, ResultsRecordedOnceDuplicatesAndUnknownAcked) {
   const int64_t a = PendingRun();
   const int64_t b = PendingRun();
-  ASSERT_TRUE(store_->RecordTriggerOutcomes(
-                       {TriggerOutcome{b, v1::RUN_STATUS_RUNNING, "; executor: STARTED", now_}})
+  ASSERT_TRUE(store_
+                  ->RecordTriggerOutcomes(
+                      {TriggerOutcome{b, v1::RUN_STATUS_RUNNING, "; executor: STARTED", now_}})
                   .ok());
   auto first = store_->RecordResults({Result(a, v1::RUN_STATUS_SUCCEEDED, 0, "done"),
                                       Result(b, v1::RUN_STATUS_KILLED, 9, "killed"),
@@ -246,9 +256,9 @@ TEST_F(PgDispatchStoreTest, ResultsRecordedOnceDuplicatesAndUnknownAcked) {
   EXPECT_TRUE(ra.has_end);
 
   // A duplicate (or a conflicting late result) changes nothing.
-  auto dup = store_->RecordResults({Result(a, v1::RUN_STATUS_FAILED, 5, "late"),
-                                    Result(b, v1::RUN_STATUS_SUCCEEDED, 0, "late")},
-                                   now_, std::nullopt, {});
+  auto dup = store_->RecordResults(
+      {Result(a, v1::RUN_STATUS_FAILED, 5, "late"), Result(b, v1::RUN_STATUS_SUCCEEDED, 0, "late")},
+      now_, std::nullopt, {});
   ASSERT_TRUE(dup.ok()) << dup.status();
   EXPECT_EQ((*dup)[0].disposition, ResultDisposition::kDuplicate);
   EXPECT_EQ((*dup)[1].disposition, ResultDisposition::kDuplicate);
@@ -273,21 +283,23 @@ TEST_F(PgDispatchStoreTest, SuccessWithoutChildJobsNeedsNoFollowUp) {
     return tx.exec1(absl::StrCat("SELECT followup_done FROM runs WHERE id = ", run_id))[0]
         .as<bool>();
   };
-  ASSERT_TRUE(store_->RecordResults({Result(plain_ok, v1::RUN_STATUS_SUCCEEDED, 0, "ok"),
-                                     Result(plain_failed, v1::RUN_STATUS_FAILED, 1, "no")},
-                                    now_, std::nullopt, {})
+  ASSERT_TRUE(store_
+                  ->RecordResults({Result(plain_ok, v1::RUN_STATUS_SUCCEEDED, 0, "ok"),
+                                   Result(plain_failed, v1::RUN_STATUS_FAILED, 1, "no")},
+                                  now_, std::nullopt, {})
                   .ok());
   EXPECT_TRUE(followup_done(plain_ok));
   EXPECT_FALSE(followup_done(plain_failed));  // Retry or alarm: the monitor's business.
   {
     pqxx::connection conn(dsn_);
     pqxx::work tx(conn);
-    tx.exec(absl::StrCat("UPDATE jobs SET child_job_ids = '{", job_.id(), "}' WHERE id = ",
-                         job_.id()));
+    tx.exec(
+        absl::StrCat("UPDATE jobs SET child_job_ids = '{", job_.id(), "}' WHERE id = ", job_.id()));
     tx.commit();
   }
-  ASSERT_TRUE(store_->RecordResults({Result(parent_ok, v1::RUN_STATUS_SUCCEEDED, 0, "ok")}, now_,
-                                    std::nullopt, {})
+  ASSERT_TRUE(store_
+                  ->RecordResults({Result(parent_ok, v1::RUN_STATUS_SUCCEEDED, 0, "ok")}, now_,
+                                  std::nullopt, {})
                   .ok());
   EXPECT_FALSE(followup_done(parent_ok));  // Its child jobs are still to be fired.
 }
@@ -305,10 +317,10 @@ TEST_F(PgDispatchStoreTest, ResultMessagesAreEscaped) {
 std::pair<absl::Time, absl::Time> RunTimes(const std::string& dsn, int64_t run_id) {
   pqxx::connection conn(dsn);
   pqxx::nontransaction tx(conn);
-  pqxx::row r = tx.exec1(absl::StrCat(
-      "SELECT (EXTRACT(EPOCH FROM start_time)*1000000)::BIGINT, "
-      "(EXTRACT(EPOCH FROM end_time)*1000000)::BIGINT FROM runs WHERE id = ",
-      run_id));
+  pqxx::row r =
+      tx.exec1(absl::StrCat("SELECT (EXTRACT(EPOCH FROM start_time)*1000000)::BIGINT, "
+                            "(EXTRACT(EPOCH FROM end_time)*1000000)::BIGINT FROM runs WHERE id = ",
+                            run_id));
   auto time = [](const pqxx::field& f) {
     return f.is_null() ? absl::InfinitePast() : absl::FromUnixMicros(f.as<int64_t>());
   };
@@ -322,8 +334,9 @@ TEST_F(PgDispatchStoreTest, ResultWriteCarriesHeldTriggerAnswers) {
   const int64_t started = PendingRun();   // No start from the executor: the trigger's.
   const int64_t plain = PendingRun();     // No held answer.
   const int64_t finished = PendingRun();  // Already terminal: its answer is not applied.
-  ASSERT_TRUE(store_->RecordResults({Result(finished, v1::RUN_STATUS_KILLED, 9, "killed")},
-                                    now_, std::nullopt, {})
+  ASSERT_TRUE(store_
+                  ->RecordResults({Result(finished, v1::RUN_STATUS_KILLED, 9, "killed")}, now_,
+                                  std::nullopt, {})
                   .ok());
   const absl::Time trigger_at = now_ + absl::Milliseconds(20);
   const absl::Time executor_start = now_ + absl::Milliseconds(300);
@@ -371,9 +384,10 @@ TEST_F(PgDispatchStoreTest, ResultWriteCarriesHeldTriggerAnswers) {
 // its message but never reopens the run or moves its times.
 TEST_F(PgDispatchStoreTest, LateHeldAnswerDoesNotReopenFinishedRun) {
   const int64_t run = PendingRun();
-  ASSERT_TRUE(store_->RecordResults({Result(run, v1::RUN_STATUS_SUCCEEDED, 0, "ok")}, now_,
-                                    std::nullopt, {})
-                  .ok());
+  ASSERT_TRUE(
+      store_
+          ->RecordResults({Result(run, v1::RUN_STATUS_SUCCEEDED, 0, "ok")}, now_, std::nullopt, {})
+          .ok());
   const auto times = RunTimes(dsn_, run);
   auto done = store_->RecordTriggerOutcomes({TriggerOutcome{
       run, v1::RUN_STATUS_RUNNING, "; executor: STARTED", now_ + absl::Seconds(5)}});
@@ -419,9 +433,10 @@ TEST_F(PgDispatchStoreTest, ResultsOutsideTheReportersAppsAreForbidden) {
 TEST_F(PgDispatchStoreTest, RerouteMovesOnlyPendingRuns) {
   const int64_t pending = PendingRun();
   const int64_t done = PendingRun();
-  ASSERT_TRUE(store_->RecordResults({Result(done, v1::RUN_STATUS_SUCCEEDED, 0, "ok")}, now_,
-                                    std::nullopt, {})
-                  .ok());
+  ASSERT_TRUE(
+      store_
+          ->RecordResults({Result(done, v1::RUN_STATUS_SUCCEEDED, 0, "ok")}, now_, std::nullopt, {})
+          .ok());
   auto moved = store_->RerouteRuns({Reroute{pending, "h:9", "; executor h:1 left"},
                                     Reroute{done, "h:9", "; executor h:1 left"}});
   ASSERT_TRUE(moved.ok()) << moved.status();
@@ -456,8 +471,8 @@ TEST_F(PgDispatchStoreTest, CachedPlansLookRowsUpByIndex) {
   auto moved = store.RerouteRuns({Reroute{run, "h:2", "; moved"}});
   ASSERT_TRUE(moved.ok()) << moved.status();
   EXPECT_THAT(*moved, ElementsAre(run));
-  ASSERT_TRUE(store.RecordTriggerOutcomes({TriggerOutcome{run, v1::RUN_STATUS_RUNNING, "", now_}})
-                  .ok());
+  ASSERT_TRUE(
+      store.RecordTriggerOutcomes({TriggerOutcome{run, v1::RUN_STATUS_RUNNING, "", now_}}).ok());
   ASSERT_TRUE(
       store.RecordResults({Result(run, v1::RUN_STATUS_SUCCEEDED, 0, "ok")}, now_, std::nullopt, {})
           .ok());
@@ -476,26 +491,27 @@ TEST_F(PgDispatchStoreTest, CachedPlansLookRowsUpByIndex) {
       {"record_results", ids + ", '{3,3}', '{0,0}', '{a,b}', ARRAY[now(), now()], "
                                "ARRAY[now(), now()], '{\"\",\"\"}', ARRAY[now(), now()]"},
   };
-  ASSERT_TRUE(one.Run("explain", [&](pqxx::connection& conn) {
-                   pqxx::nontransaction tx(conn);
-                   for (const auto& [name, args] : statements) {
-                     std::string text;
-                     for (const auto& row :
-                          tx.exec(absl::StrCat("EXPLAIN EXECUTE ", name, "(", args, ")"))) {
-                       absl::StrAppend(&text, row[0].as<std::string>(), "\n");
-                     }
-                     EXPECT_THAT(text, ::testing::Not(HasSubstr("Seq Scan"))) << name;
-                     EXPECT_THAT(text, HasSubstr("Index")) << name;
-                     // A join filter compares every row of one side with every row of the
-                     // other: quadratic in the batch size.
-                     EXPECT_THAT(text, ::testing::Not(HasSubstr("Join Filter"))) << name;
-                   }
-                   // Each was planned generically (once), not for each execution.
-                   for (const auto& row :
-                        tx.exec("SELECT name, custom_plans FROM pg_prepared_statements")) {
-                     EXPECT_EQ(row[1].as<int64_t>(), 0) << row[0].as<std::string>();
-                   }
-                 })
+  ASSERT_TRUE(one.Run("explain",
+                      [&](pqxx::connection& conn) {
+                        pqxx::nontransaction tx(conn);
+                        for (const auto& [name, args] : statements) {
+                          std::string text;
+                          for (const auto& row :
+                               tx.exec(absl::StrCat("EXPLAIN EXECUTE ", name, "(", args, ")"))) {
+                            absl::StrAppend(&text, row[0].as<std::string>(), "\n");
+                          }
+                          EXPECT_THAT(text, ::testing::Not(HasSubstr("Seq Scan"))) << name;
+                          EXPECT_THAT(text, HasSubstr("Index")) << name;
+                          // A join filter compares every row of one side with every row of the
+                          // other: quadratic in the batch size.
+                          EXPECT_THAT(text, ::testing::Not(HasSubstr("Join Filter"))) << name;
+                        }
+                        // Each was planned generically (once), not for each execution.
+                        for (const auto& row :
+                             tx.exec("SELECT name, custom_plans FROM pg_prepared_statements")) {
+                          EXPECT_EQ(row[1].as<int64_t>(), 0) << row[0].as<std::string>();
+                        }
+                      })
                   .ok());
 }
 

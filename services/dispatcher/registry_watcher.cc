@@ -4,7 +4,7 @@
 #include <random>
 #include <utility>
 
-#include "common/auth.h"
+#include "common/auth/bearer.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::dispatcher {
@@ -15,7 +15,9 @@ RegistryWatcher::RegistryWatcher(std::unique_ptr<v1::RegistryService::StubInterf
 
 RegistryWatcher::~RegistryWatcher() { Shutdown(); }
 
-void RegistryWatcher::Start() { thread_ = std::thread([this] { Loop(); }); }
+void RegistryWatcher::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 void RegistryWatcher::Shutdown() {
   {

@@ -7,7 +7,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/caller_token.h"
+#include "common/auth/caller_token.h"
 #include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
 #include "services/dispatcher/executor_directory.h"

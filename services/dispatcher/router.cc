@@ -26,7 +26,8 @@ std::string StrategyName(v1::RoutingStrategy strategy) {
   std::string name = v1::RoutingStrategy_Name(strategy);
   constexpr absl::string_view kPrefix = "ROUTING_STRATEGY_";
   if (name.empty()) return absl::StrCat("strategy_", static_cast<int>(strategy));
-  if (absl::string_view(name).substr(0, kPrefix.size()) == kPrefix) name = name.substr(kPrefix.size());
+  if (absl::string_view(name).substr(0, kPrefix.size()) == kPrefix)
+    name = name.substr(kPrefix.size());
   return absl::AsciiStrToLower(name);
 }
 
@@ -108,8 +109,8 @@ RouteDecision Router::Failover(const std::vector<std::string>& addresses) {
       auto it = beat_failed_at_.find(a);
       const absl::Time now = clock_.Now();
       if (it != beat_failed_at_.end() && now - it->second < options_.probe_failure_ttl) {
-        skipped.push_back(absl::StrCat(a, " (beat failed ",
-                                       absl::FormatDuration(now - it->second), " ago)"));
+        skipped.push_back(
+            absl::StrCat(a, " (beat failed ", absl::FormatDuration(now - it->second), " ago)"));
         continue;
       }
     }
@@ -127,8 +128,8 @@ RouteDecision Router::Failover(const std::vector<std::string>& addresses) {
       d.targets.push_back({a, 0, 1});
       break;
     }
-    skipped.push_back(absl::StrCat(a, " (beat: ", absl::StatusCodeToString(s.code()), " ",
-                                   s.message(), ")"));
+    skipped.push_back(
+        absl::StrCat(a, " (beat: ", absl::StatusCodeToString(s.code()), " ", s.message(), ")"));
   }
   d.message = Over(v1::ROUTING_STRATEGY_FAILOVER, addresses.size());
   if (d.ok()) absl::StrAppend(&d.message, " → ", d.targets[0].address);
@@ -147,12 +148,12 @@ RouteDecision Router::Busyover(int64_t job_id, const std::vector<std::string>& a
       break;
     }
     if (r.ok()) {
-      skipped.push_back(absl::StrCat(a, " (busy: running ", r->running(), ", queued ",
-                                     r->queued(), ")"));
+      skipped.push_back(
+          absl::StrCat(a, " (busy: running ", r->running(), ", queued ", r->queued(), ")"));
     } else {
-      skipped.push_back(absl::StrCat(a, " (idle beat: ",
-                                     absl::StatusCodeToString(r.status().code()), " ",
-                                     r.status().message(), ")"));
+      skipped.push_back(absl::StrCat(a,
+                                     " (idle beat: ", absl::StatusCodeToString(r.status().code()),
+                                     " ", r.status().message(), ")"));
     }
   }
   d.message = Over(v1::ROUTING_STRATEGY_BUSYOVER, addresses.size());
@@ -163,8 +164,8 @@ RouteDecision Router::Busyover(int64_t job_id, const std::vector<std::string>& a
 }
 
 RouteDecision Router::Route(int64_t job_id, v1::RoutingStrategy strategy,
-                            const std::vector<std::string>& addresses,
-                            int32_t manual_shard_index, int32_t manual_shard_total) {
+                            const std::vector<std::string>& addresses, int32_t manual_shard_index,
+                            int32_t manual_shard_total) {
   if (strategy == v1::ROUTING_STRATEGY_UNSPECIFIED) strategy = v1::ROUTING_STRATEGY_FIRST;
   RouteDecision d;
   if (addresses.empty()) {
@@ -173,8 +174,8 @@ RouteDecision Router::Route(int64_t job_id, v1::RoutingStrategy strategy,
   }
   const bool manual_shard = manual_shard_total > 0;
   auto single = [&](const std::string& address) {
-    d.targets.push_back({address, manual_shard ? manual_shard_index : 0,
-                         manual_shard ? manual_shard_total : 1});
+    d.targets.push_back(
+        {address, manual_shard ? manual_shard_index : 0, manual_shard ? manual_shard_total : 1});
     d.message = absl::StrCat(Over(strategy, addresses.size()), " → ", address);
   };
   switch (strategy) {
@@ -231,8 +232,8 @@ RouteDecision Router::Route(int64_t job_id, v1::RoutingStrategy strategy,
       }
       const int32_t n = static_cast<int32_t>(addresses.size());
       for (int32_t i = 0; i < n; ++i) d.targets.push_back({addresses[i], i, n});
-      d.message = absl::StrCat(Over(strategy, addresses.size()), " → ",
-                               absl::StrJoin(addresses, ", "));
+      d.message =
+          absl::StrCat(Over(strategy, addresses.size()), " → ", absl::StrJoin(addresses, ", "));
       break;
     }
     case v1::ROUTING_STRATEGY_FIRST:

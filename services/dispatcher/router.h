@@ -12,7 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/clock.h"
+#include "common/time/clock.h"
 #include "jobwheel/v1/types.pb.h"
 #include "services/dispatcher/consistent_hash.h"
 #include "services/dispatcher/executor_clients.h"

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/clock.h"
+#include "common/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/dispatcher/consistent_hash.h"
@@ -75,7 +75,8 @@ TEST_F(RouterTest, RoundCyclesEvenlyPerJob) {
 
 TEST_F(RouterTest, RoundStartIsRandomAndDeterministicPerSeed) {
   std::set<std::string> firsts;
-  for (int64_t job = 1; job <= 30; ++job) firsts.insert(One(job, v1::ROUTING_STRATEGY_ROUND, three_));
+  for (int64_t job = 1; job <= 30; ++job)
+    firsts.insert(One(job, v1::ROUTING_STRATEGY_ROUND, three_));
   EXPECT_EQ(firsts.size(), 3u);  // Random starts spread the first fires of many jobs.
   std::mt19937_64 g1{7}, g2{7};
   Router r1(clock_, g1, probes_), r2(clock_, g2, probes_);
@@ -144,12 +145,14 @@ TEST(ConsistentHashTest, StableHashIsStable) {
   EXPECT_EQ(StableHash64(""), StableHash64(""));
   EXPECT_NE(StableHash64("SHARD-a-NODE-0"), StableHash64("SHARD-a-NODE-1"));
   ConsistentHashRing ring({"a:1", "b:1"});
-  EXPECT_EQ(ring.Pick(StableHash64("JOB-1")), ConsistentHashRing({"a:1", "b:1"}).Pick(StableHash64("JOB-1")));
+  EXPECT_EQ(ring.Pick(StableHash64("JOB-1")),
+            ConsistentHashRing({"a:1", "b:1"}).Pick(StableHash64("JOB-1")));
 }
 
 TEST_F(RouterTest, LeastFrequentlyUsedBalancesAndFavoursNewcomers) {
   std::map<std::string, int> counts;
-  for (int i = 0; i < 300; ++i) ++counts[One(3, v1::ROUTING_STRATEGY_LEAST_FREQUENTLY_USED, three_)];
+  for (int i = 0; i < 300; ++i)
+    ++counts[One(3, v1::ROUTING_STRATEGY_LEAST_FREQUENTLY_USED, three_)];
   // Initial counts are random in [0, 3): after 300 picks each has 100 ± 3.
   for (const std::string& a : three_) {
     EXPECT_GE(counts[a], 97) << a;

@@ -74,12 +74,12 @@ TriggerPool TriggerPools::SubmitAsync(int64_t job_id, AsyncTask start, bool* acc
   return pool;
 }
 
-void TriggerPools::SubmitBatchAsync(TriggerPool pool, std::vector<int64_t> job_ids,
-                                    AsyncTask start, bool* accepted) {
+void TriggerPools::SubmitBatchAsync(TriggerPool pool, std::vector<int64_t> job_ids, AsyncTask start,
+                                    bool* accepted) {
   std::sort(job_ids.begin(), job_ids.end());
   job_ids.erase(std::unique(job_ids.begin(), job_ids.end()), job_ids.end());
-  const int max = std::max(1, pool == TriggerPool::kSlow ? options_.slow_max_in_flight
-                                                          : options_.fast_max_in_flight);
+  const int max = std::max(
+      1, pool == TriggerPool::kSlow ? options_.slow_max_in_flight : options_.fast_max_in_flight);
   bool now = false;
   size_t depth = 0;
   {

@@ -11,8 +11,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/clock.h"
-#include "common/work_pool.h"
+#include "common/base/work_pool.h"
+#include "common/time/clock.h"
 
 namespace jobwheel::dispatcher {
 

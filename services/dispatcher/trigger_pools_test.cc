@@ -5,7 +5,7 @@
 
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/notification.h"
-#include "common/clock.h"
+#include "common/time/clock.h"
 #include "gtest/gtest.h"
 
 namespace jobwheel::dispatcher {
@@ -70,10 +70,11 @@ TEST(TriggerPoolsTest, SlowJobRunsOnSlowPoolWhileFastPoolServesOthers) {
   ASSERT_EQ(pools.PoolFor(1), TriggerPool::kSlow);
   // Block the slow pool with job 1; job 2 still runs on the fast pool.
   absl::Notification release, slow_started;
-  EXPECT_EQ(pools.Submit(1, [&] {
-              slow_started.Notify();
-              release.WaitForNotification();
-            }),
+  EXPECT_EQ(pools.Submit(1,
+                         [&] {
+                           slow_started.Notify();
+                           release.WaitForNotification();
+                         }),
             TriggerPool::kSlow);
   slow_started.WaitForNotification();
   EXPECT_EQ(RunOne(pools, clock, 2, absl::ZeroDuration()), TriggerPool::kFast);
@@ -85,8 +86,7 @@ TEST(TriggerPoolsTest, AsyncCallsStartAtOnceUpToTheLimitThenAsOthersFinish) {
   TriggerPools::Options options{1, 1, absl::Milliseconds(500), 10};
   options.fast_max_in_flight = 2;
   std::vector<size_t> depths;
-  TriggerPools pools(clock, options, nullptr,
-                     [&](TriggerPool, size_t d) { depths.push_back(d); });
+  TriggerPools pools(clock, options, nullptr, [&](TriggerPool, size_t d) { depths.push_back(d); });
   std::vector<std::function<void()>> in_flight;  // Their `done`s; this thread only.
   std::vector<int> started;
   for (int i = 0; i < 4; ++i) {
@@ -119,7 +119,8 @@ TEST(TriggerPoolsTest, AsyncCallsStartAtOnceUpToTheLimitThenAsOthersFinish) {
   // Nothing in flight: Shutdown returns, and new calls are refused.
   pools.Shutdown();
   bool accepted = true;
-  pools.SubmitAsync(1, [](std::function<void()> done) { done(); }, &accepted);
+  pools.SubmitAsync(
+      1, [](std::function<void()> done) { done(); }, &accepted);
   EXPECT_FALSE(accepted);
 }
 

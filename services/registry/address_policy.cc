@@ -20,9 +20,8 @@ namespace {
 constexpr absl::string_view kField = "register.address";
 
 // gRPC target schemes: "unix:80" is a socket path to gRPC, not host "unix" port 80.
-constexpr absl::string_view kSchemes[] = {"unix",  "unix-abstract", "vsock",      "dns",
-                                          "ipv4",  "ipv6",          "xds",        "google-c2p",
-                                          "fake"};
+constexpr absl::string_view kSchemes[] = {"unix", "unix-abstract", "vsock",      "dns", "ipv4",
+                                          "ipv6", "xds",           "google-c2p", "fake"};
 // Cloud instance metadata services (AWS, GCP, Azure, OpenStack; AWS over IPv6; Alibaba).
 constexpr absl::string_view kMetadataIps[] = {"169.254.169.254", "fd00:ec2::254",
                                               "100.100.100.200"};
@@ -195,8 +194,8 @@ absl::Status AddressPolicy::Check(absl::string_view app, absl::string_view addre
   const std::string name = NormalizeName(raw_host);
   for (absl::string_view scheme : kSchemes) {
     if (name == scheme) {
-      return Denied(absl::StrCat("\"", address, "\" is a gRPC ", scheme,
-                                 ": target, not host:port"));
+      return Denied(
+          absl::StrCat("\"", address, "\" is a gRPC ", scheme, ": target, not host:port"));
     }
   }
   const absl::optional<IpAddress> ip = ParseIp(raw_host);
@@ -207,8 +206,8 @@ absl::Status AddressPolicy::Check(absl::string_view app, absl::string_view addre
     }
     if (IsMetadataIp(*ip)) return Denied(absl::StrCat(raw_host, " is a cloud metadata address"));
     if (IsLinkLocal(*ip) && !options_.allow_link_local) {
-      return Denied(absl::StrCat(raw_host,
-                                 " is link-local (refused unless --allow_link_local_executors)"));
+      return Denied(
+          absl::StrCat(raw_host, " is link-local (refused unless --allow_link_local_executors)"));
     }
     loopback = IsLoopbackIp(*ip);
   } else {
@@ -252,13 +251,14 @@ absl::Status AddressPolicy::Check(absl::string_view app, absl::string_view addre
         "allow-list it for app ", app, " (--executor_address_allowlist)"));
   }
   return Denied(absl::StrCat("host ", raw_host, " is not the caller's address (the registry sees ",
-                             seen, "); advertise your own address or allow-list it for app ",
-                             app, " (--executor_address_allowlist)"));
+                             seen, "); advertise your own address or allow-list it for app ", app,
+                             " (--executor_address_allowlist)"));
 }
 
-absl::StatusOr<AddressPolicyOptions> AddressPolicyOptionsFromFlags(
-    absl::string_view allow_loopback, bool allow_link_local, absl::string_view allowlist,
-    absl::string_view listen) {
+absl::StatusOr<AddressPolicyOptions> AddressPolicyOptionsFromFlags(absl::string_view allow_loopback,
+                                                                   bool allow_link_local,
+                                                                   absl::string_view allowlist,
+                                                                   absl::string_view listen) {
   AddressPolicyOptions o;
   if (allow_loopback == "auto") {
     const size_t colon = listen.rfind(':');
@@ -267,8 +267,8 @@ absl::StatusOr<AddressPolicyOptions> AddressPolicyOptionsFromFlags(
   } else if (allow_loopback == "true") {
     o.allow_loopback = true;
   } else if (allow_loopback != "false") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--allow_loopback_executors: \"", allow_loopback, "\" is not auto, true or false"));
+    return absl::InvalidArgumentError(absl::StrCat("--allow_loopback_executors: \"", allow_loopback,
+                                                   "\" is not auto, true or false"));
   }
   o.allow_link_local = allow_link_local;
   absl::StatusOr<std::vector<AddressAllowRule>> rules =

@@ -92,9 +92,10 @@ bool IsLoopbackHost(absl::string_view host);
 // when `listen` is a loopback address, i.e. a local stack; "true"; "false"),
 // --allow_link_local_executors and --executor_address_allowlist. INVALID_ARGUMENT naming the
 // flag on a bad value.
-absl::StatusOr<AddressPolicyOptions> AddressPolicyOptionsFromFlags(
-    absl::string_view allow_loopback, bool allow_link_local, absl::string_view allowlist,
-    absl::string_view listen);
+absl::StatusOr<AddressPolicyOptions> AddressPolicyOptionsFromFlags(absl::string_view allow_loopback,
+                                                                   bool allow_link_local,
+                                                                   absl::string_view allowlist,
+                                                                   absl::string_view listen);
 // One line for the start-up log: what the policy allows.
 std::string DescribeAddressPolicy(const AddressPolicyOptions& options);
 

@@ -116,9 +116,9 @@ TEST(AddressPolicyTest, LinkLocalOnlyWhenAllowedAndMetadataNever) {
   EXPECT_TRUE(Policy(false, true).Check("demo", "169.254.10.20:7200", ll).ok());
   for (const char* md : {"169.254.169.254:80", "[fd00:ec2::254]:80", "100.100.100.200:80",
                          "[::ffff:169.254.169.254]:80"}) {
-    ExpectDenied(Policy(true, true, "*=0.0.0.0/0,*=::/0")
-                     .Check("demo", md, Peer("ipv4:169.254.169.254:5")),
-                 "metadata");
+    ExpectDenied(
+        Policy(true, true, "*=0.0.0.0/0,*=::/0").Check("demo", md, Peer("ipv4:169.254.169.254:5")),
+        "metadata");
   }
   ExpectDenied(Policy(true, true, "*=metadata.google.internal")
                    .Check("demo", "metadata.google.internal:80", ll),

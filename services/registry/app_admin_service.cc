@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_status.h"
+#include "common/grpc/grpc_status.h"
 #include "services/registry/validation.h"
 
 namespace jobwheel::registry {
@@ -55,8 +55,7 @@ void AppAdminService::FillOnline(v1::App* app) const {
 grpc::ServerUnaryReactor* AppAdminService::CreateApp(grpc::CallbackServerContext* context,
                                                      const v1::CreateAppRequest* request,
                                                      v1::CreateAppResponse* response) {
-  return Run(context, /*write=*/true,
-             [this, request, response](const Principal&) -> absl::Status {
+  return Run(context, /*write=*/true, [this, request, response](const Principal&) -> absl::Status {
     v1::App app = Normalized(request->app());
     absl::Status s = ValidateApp(app);
     if (!s.ok()) return s;
@@ -71,8 +70,7 @@ grpc::ServerUnaryReactor* AppAdminService::CreateApp(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* AppAdminService::UpdateApp(grpc::CallbackServerContext* context,
                                                      const v1::UpdateAppRequest* request,
                                                      v1::UpdateAppResponse* response) {
-  return Run(context, /*write=*/true,
-             [this, request, response](const Principal&) -> absl::Status {
+  return Run(context, /*write=*/true, [this, request, response](const Principal&) -> absl::Status {
     v1::App app = Normalized(request->app());
     absl::Status s = ValidateApp(app);
     if (!s.ok()) return s;
@@ -89,18 +87,18 @@ grpc::ServerUnaryReactor* AppAdminService::GetApp(grpc::CallbackServerContext* c
                                                   v1::GetAppResponse* response) {
   return Run(context, /*write=*/false,
              [this, request, response](const Principal& caller) -> absl::Status {
-    absl::Status s = ValidateAppName(request->name(), "name");
-    if (!s.ok()) return s;
-    if (!CanReadApp(caller, request->name())) {
-      return PermissionDenied(caller, "name",
-                              absl::StrCat("read access to app ", request->name()));
-    }
-    auto app = store_.Get(request->name());
-    if (!app.ok()) return app.status();
-    *response->mutable_app() = *std::move(app);
-    FillOnline(response->mutable_app());
-    return absl::OkStatus();
-  });
+               absl::Status s = ValidateAppName(request->name(), "name");
+               if (!s.ok()) return s;
+               if (!CanReadApp(caller, request->name())) {
+                 return PermissionDenied(caller, "name",
+                                         absl::StrCat("read access to app ", request->name()));
+               }
+               auto app = store_.Get(request->name());
+               if (!app.ok()) return app.status();
+               *response->mutable_app() = *std::move(app);
+               FillOnline(response->mutable_app());
+               return absl::OkStatus();
+             });
 }
 
 grpc::ServerUnaryReactor* AppAdminService::ListApps(grpc::CallbackServerContext* context,

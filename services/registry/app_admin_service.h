@@ -1,12 +1,12 @@
 #ifndef JOBWHEEL_SERVICES_REGISTRY_APP_ADMIN_SERVICE_H_
 #define JOBWHEEL_SERVICES_REGISTRY_APP_ADMIN_SERVICE_H_
 
-#include "common/token_auth.h"
+#include "common/auth/token_authenticator.h"
+#include "common/base/work_pool.h"
 #include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/app_admin.grpc.pb.h"
 #include "services/registry/app_store.h"
 #include "services/registry/executor_view.h"
-#include "common/work_pool.h"
 
 namespace jobwheel::registry {
 

@@ -3,7 +3,7 @@
 #include <set>
 #include <utility>
 
-#include "common/proto_time.h"
+#include "common/time/proto_time.h"
 
 namespace jobwheel::registry {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "common/clock.h"
+#include "common/time/clock.h"
 #include "services/registry/executor_store.h"
 
 namespace jobwheel::registry {

@@ -13,18 +13,19 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/auth.h"
-#include "common/caller_token.h"
-#include "common/clock.h"
-#include "common/flags.h"
-#include "common/insecure_dev.h"
-#include "common/grpc_server.h"
-#include "common/logging.h"
-#include "common/mutex_mode.h"
-#include "common/migrations.h"
-#include "common/pg_pool.h"
-#include "common/pg_token_store.h"
-#include "common/token_auth.h"
+#include "common/auth/bearer.h"
+#include "common/auth/caller_token.h"
+#include "common/auth/insecure_dev.h"
+#include "common/auth/pg_token_store.h"
+#include "common/auth/token_authenticator.h"
+#include "common/base/flags.h"
+#include "common/base/logging.h"
+#include "common/base/mutex_mode.h"
+#include "common/base/work_pool.h"
+#include "common/grpc/grpc_server.h"
+#include "common/pg/migrations.h"
+#include "common/pg/pg_pool.h"
+#include "common/time/clock.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #include "services/registry/address_policy.h"
@@ -36,7 +37,6 @@
 #include "services/registry/registry_metrics.h"
 #include "services/registry/registry_service.h"
 #include "services/registry/view_syncer.h"
-#include "common/work_pool.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:7101", "gRPC listen address");
@@ -141,8 +141,8 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   auto executor = ReadTokenFile(absl::GetFlag(FLAGS_executor_token_file), "--executor_token_file");
   if (!executor.ok()) return executor.status();
   c.executor_token = *executor;
-  auto dispatcher_keys = ReadKeyFile(absl::GetFlag(FLAGS_dispatcher_public_key_file),
-                                     "--dispatcher_public_key_file");
+  auto dispatcher_keys =
+      ReadKeyFile(absl::GetFlag(FLAGS_dispatcher_public_key_file), "--dispatcher_public_key_file");
   if (!dispatcher_keys.ok()) return dispatcher_keys.status();
   c.dispatcher_public_keys = *dispatcher_keys;
   auto admin = ReadTokenFile(absl::GetFlag(FLAGS_admin_token_file), "--admin_token_file");
@@ -247,9 +247,10 @@ int Run() {
   // API-token callers (the console) get running/queued/last beat from the table, which beats
   // update; the in-memory view holds them as of registration.
   service_options.load_store = &executor_store;
-  auto address_options = AddressPolicyOptionsFromFlags(
-      absl::GetFlag(FLAGS_allow_loopback_executors), absl::GetFlag(FLAGS_allow_link_local_executors),
-      absl::GetFlag(FLAGS_executor_address_allowlist), config.listen);
+  auto address_options =
+      AddressPolicyOptionsFromFlags(absl::GetFlag(FLAGS_allow_loopback_executors),
+                                    absl::GetFlag(FLAGS_allow_link_local_executors),
+                                    absl::GetFlag(FLAGS_executor_address_allowlist), config.listen);
   if (!address_options.ok()) {
     spdlog::critical("{}", std::string(address_options.status().message()));
     return 2;

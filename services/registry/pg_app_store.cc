@@ -3,8 +3,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/proto_time.h"
-#include "common/pg_arrays.h"
+#include "common/pg/pg_arrays.h"
+#include "common/time/proto_time.h"
 
 namespace jobwheel::registry {
 namespace {

@@ -1,7 +1,7 @@
 #ifndef JOBWHEEL_SERVICES_REGISTRY_PG_APP_STORE_H_
 #define JOBWHEEL_SERVICES_REGISTRY_PG_APP_STORE_H_
 
-#include "common/pg_pool.h"
+#include "common/pg/pg_pool.h"
 #include "services/registry/app_store.h"
 
 namespace jobwheel::registry {

@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "common/pg_errors.h"
-#include "common/proto_time.h"
-#include "common/pg_arrays.h"
+#include "common/pg/pg_arrays.h"
+#include "common/pg/pg_errors.h"
+#include "common/time/proto_time.h"
 
 namespace jobwheel::registry {
 namespace {

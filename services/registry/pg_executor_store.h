@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "common/pg_pool.h"
+#include "common/pg/pg_pool.h"
 #include "pqxx/pqxx"
 #include "services/registry/executor_store.h"
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "absl/time/clock.h"
-#include "common/pg_pool.h"
+#include "common/pg/pg_pool.h"
 #include "common/testing/pg_test_db.h"
 #include "gtest/gtest.h"
 #include "pqxx/pqxx"

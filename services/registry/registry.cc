@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/proto_time.h"
+#include "common/time/proto_time.h"
 #include "services/registry/validation.h"
 #include "spdlog/spdlog.h"
 

@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/clock.h"
+#include "common/time/clock.h"
 #include "jobwheel/v1/registry.pb.h"
 #include "services/registry/executor_store.h"
 #include "services/registry/registry_metrics.h"

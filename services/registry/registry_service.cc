@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_status.h"
+#include "common/grpc/grpc_status.h"
 #include "services/registry/token_session_credential.h"
 #include "services/registry/validation.h"
 #include "spdlog/spdlog.h"
@@ -385,8 +385,8 @@ grpc::ServerUnaryReactor* RegistryService::ListExecutors(grpc::CallbackServerCon
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // API tokens (the console, operators) may need a database lookup: on the pool.
   absl::optional<std::string> authorization = AuthorizationHeader(context->client_metadata());
-  const bool queued = pool_.Submit(
-      [this, reactor, request, response, authorization = std::move(authorization)] {
+  const bool queued =
+      pool_.Submit([this, reactor, request, response, authorization = std::move(authorization)] {
         absl::StatusOr<Principal> p = options_.authenticator->Authorize(
             authorization, {Role::kAdmin, Role::kOperator, Role::kViewer},
             "RegistryService/ListExecutors");

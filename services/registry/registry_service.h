@@ -4,8 +4,9 @@
 #include <set>
 
 #include "absl/synchronization/mutex.h"
-#include "common/auth.h"
-#include "common/token_auth.h"
+#include "common/auth/bearer.h"
+#include "common/auth/token_authenticator.h"
+#include "common/base/work_pool.h"
 #include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
 #include "services/registry/address_policy.h"
@@ -13,7 +14,6 @@
 #include "services/registry/executor_view.h"
 #include "services/registry/registry.h"
 #include "services/registry/registry_metrics.h"
-#include "common/work_pool.h"
 
 namespace jobwheel::registry {
 

@@ -11,15 +11,16 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/auth.h"
-#include "common/caller_token.h"
-#include "common/clock.h"
-#include "common/grpc_server.h"
-#include "common/in_memory_token_store.h"
-#include "common/token_auth.h"
-#include "common/pg_pool.h"
+#include "common/auth/bearer.h"
+#include "common/auth/caller_token.h"
+#include "common/auth/in_memory_token_store.h"
+#include "common/auth/token_authenticator.h"
+#include "common/base/work_pool.h"
+#include "common/grpc/grpc_server.h"
+#include "common/pg/pg_pool.h"
 #include "common/testing/pg_test_db.h"
 #include "common/testing/process.h"
+#include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/app_admin.grpc.pb.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
@@ -32,7 +33,6 @@
 #include "services/registry/pg_executor_store.h"
 #include "services/registry/registry.h"
 #include "services/registry/view_syncer.h"
-#include "common/work_pool.h"
 
 namespace jobwheel::registry {
 namespace {
@@ -109,8 +109,8 @@ class RegistryServiceTest : public ::testing::Test {
   // A token signed with `pair` as `issuer` for `audience`.
   static std::string Signed(const CallerKeyPair& pair, absl::string_view issuer,
                             absl::string_view audience) {
-    auto signer = CallerTokenSigner::Create(pair.private_pem, {std::string(issuer)},
-                                            RealClock::Get());
+    auto signer =
+        CallerTokenSigner::Create(pair.private_pem, {std::string(issuer)}, RealClock::Get());
     return *(*signer)->TokenFor(audience);
   }
 
@@ -664,9 +664,9 @@ namespace {
 TEST_F(RegistryServiceTest, AddressesThatAreNotTheCallersOwnAreRefusedAndNeverListed) {
   const std::string demo = ApiToken("exec-demo", Role::kExecutor, {"demo"});
   // The caller is 127.0.0.1: none of these is its own (nor allow-listed).
-  for (const char* address : {"192.0.2.7:7200", "unix:7200", "169.254.169.254:80",
-                              "exec.example.com:7200", "0.0.0.0:7200", "[fd00:ec2::254]:80",
-                              "10.0.1.1:7200"}) {
+  for (const char* address :
+       {"192.0.2.7:7200", "unix:7200", "169.254.169.254:80", "exec.example.com:7200",
+        "0.0.0.0:7200", "[fd00:ec2::254]:80", "10.0.1.1:7200"}) {
     grpc::Status s = RegisterOnce(demo, Register("demo", address));
     EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << address;
     EXPECT_EQ(s.error_message().rfind("register.address: ", 0), 0u) << s.error_message();

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "common/clock.h"
+#include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "services/registry/in_memory_executor_store.h"

@@ -5,7 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/optional.h"
-#include "common/token_auth.h"
+#include "common/auth/token_authenticator.h"
 #include "services/registry/session_credential.h"
 
 namespace jobwheel::registry {

@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "common/clock.h"
-#include "common/in_memory_token_store.h"
+#include "common/auth/in_memory_token_store.h"
+#include "common/time/clock.h"
 #include "gtest/gtest.h"
 
 namespace jobwheel::registry {

@@ -7,7 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/clock.h"
+#include "common/time/clock.h"
 #include "services/registry/executor_store.h"
 #include "services/registry/executor_view.h"
 #include "services/registry/registry_metrics.h"

@@ -41,7 +41,7 @@ using ValueSet = std::vector<int>;  // Sorted, unique.
 struct CronRep {
   std::string expression;
   absl::TimeZone time_zone;
-  ValueSet fields[7];  // second, minute, hour, day-of-month, month, dow, year
+  ValueSet fields[7];              // second, minute, hour, day-of-month, month, dow, year
   bool last_day_of_week = false;   // `dL`
   int nth_day_of_week = 0;         // `d#n`
   bool last_day_of_month = false;  // `L...` in day-of-month
@@ -68,8 +68,8 @@ enum Field {
   kYear,
 };
 
-constexpr absl::string_view kFieldNames[7] = {
-    "second", "minute", "hour", "day-of-month", "month", "day-of-week", "year"};
+constexpr absl::string_view kFieldNames[7] = {"second", "minute",      "hour", "day-of-month",
+                                              "month",  "day-of-week", "year"};
 
 // Values above this year can never fire (the search stops past kCronMaxYear,
 // and Quartz's hard stop is 2999), so a year set stores them all as this value:
@@ -100,8 +100,7 @@ std::optional<int> JavaParseInt(absl::string_view s) {
     }
   }
   if (negative) value = -value;
-  if (value > std::numeric_limits<int>::max() ||
-      value < std::numeric_limits<int>::min()) {
+  if (value > std::numeric_limits<int>::max() || value < std::numeric_limits<int>::min()) {
     return std::nullopt;
   }
   return static_cast<int>(value);
@@ -113,9 +112,8 @@ int WrapAdd(int a, int b) {
 }
 
 int MonthNumber(absl::string_view name) {  // 1-12, or 0
-  static constexpr absl::string_view kNames[12] = {"JAN", "FEB", "MAR", "APR",
-                                                   "MAY", "JUN", "JUL", "AUG",
-                                                   "SEP", "OCT", "NOV", "DEC"};
+  static constexpr absl::string_view kNames[12] = {"JAN", "FEB", "MAR", "APR", "MAY", "JUN",
+                                                   "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"};
   for (int i = 0; i < 12; ++i) {
     if (name == kNames[i]) return i + 1;
   }
@@ -123,8 +121,7 @@ int MonthNumber(absl::string_view name) {  // 1-12, or 0
 }
 
 int DayOfWeekNumber(absl::string_view name) {  // 1=SUN ... 7=SAT, or -1
-  static constexpr absl::string_view kNames[7] = {"SUN", "MON", "TUE", "WED",
-                                                  "THU", "FRI", "SAT"};
+  static constexpr absl::string_view kNames[7] = {"SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"};
   for (int i = 0; i < 7; ++i) {
     if (name == kNames[i]) return i + 1;
   }
@@ -155,25 +152,22 @@ class FieldParser {
   std::set<int>* sets_;
 };
 
-absl::StatusOr<int> FieldParser::Value(int v, absl::string_view s, size_t i,
-                                       size_t* pos) {
+absl::StatusOr<int> FieldParser::Value(int v, absl::string_view s, size_t i, size_t* pos) {
   std::string digits = absl::StrCat(v);
   while (i < s.size() && absl::ascii_isdigit(s[i])) digits.push_back(s[i++]);
   *pos = i < s.size() ? i : i + 1;
   std::optional<int> value = JavaParseInt(digits);
   if (!value.has_value()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("number ", digits, " is too large"));
+    return absl::InvalidArgumentError(absl::StrCat("number ", digits, " is too large"));
   }
   return *value;
 }
 
 absl::Status FieldParser::CheckIncrement(int incr) {
-  static constexpr int kMaxIncrement[7] = {
-      59, 59, 23, 31, 12, 7, std::numeric_limits<int>::max()};
+  static constexpr int kMaxIncrement[7] = {59, 59, 23, 31, 12, 7, std::numeric_limits<int>::max()};
   if (incr > kMaxIncrement[field_]) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "increment ", incr, " is larger than ", kMaxIncrement[field_]));
+    return absl::InvalidArgumentError(
+        absl::StrCat("increment ", incr, " is larger than ", kMaxIncrement[field_]));
   }
   return absl::OkStatus();
 }
@@ -183,19 +177,16 @@ absl::Status FieldParser::AddToSet(int val, int end, int incr) {
   static constexpr int kMax[7] = {59, 59, 23, 31, 12, 7, kCronMaxYear};
   static constexpr int kWrap[7] = {60, 60, 24, 31, 12, 7, 0};
   const bool marker =
-      val == kAllSpec ||
-      (val == kNoSpec && (field_ == kDayOfMonth || field_ == kDayOfWeek));
+      val == kAllSpec || (val == kNoSpec && (field_ == kDayOfMonth || field_ == kDayOfWeek));
   if (field_ != kYear && !marker) {
     const bool low = field_ == kDayOfWeek ? val == 0 : val < kMin[field_];
     if (low || val > kMax[field_] || end > kMax[field_]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("value ", end > kMax[field_] ? end : val,
-                       " out of range ", kMin[field_], "-", kMax[field_]));
+      return absl::InvalidArgumentError(absl::StrCat("value ", end > kMax[field_] ? end : val,
+                                                     " out of range ", kMin[field_], "-",
+                                                     kMax[field_]));
     }
   }
-  auto add = [&](int v) {
-    set().insert(field_ == kYear ? std::min(v, kYearCap) : v);
-  };
+  auto add = [&](int v) { set().insert(field_ == kYear ? std::min(v, kYearCap) : v); };
   if ((incr == 0 || incr == -1) && val != kAllSpec) {
     add(val == -1 ? kNoSpec : val);
     return absl::OkStatus();
@@ -211,8 +202,7 @@ absl::Status FieldParser::AddToSet(int val, int end, int incr) {
   int wrap = -1;
   if (stop < start) {
     if (field_ == kYear) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("range ", start, "-", end, " is reversed"));
+      return absl::InvalidArgumentError(absl::StrCat("range ", start, "-", end, " is reversed"));
     }
     wrap = kWrap[field_];
     stop += wrap;
@@ -223,8 +213,7 @@ absl::Status FieldParser::AddToSet(int val, int end, int incr) {
       if (field_ == kYear && i >= kYearCap) break;  // The rest cap the same.
     } else {
       int v = i % wrap;
-      if (v == 0 &&
-          (field_ == kMonth || field_ == kDayOfWeek || field_ == kDayOfMonth)) {
+      if (v == 0 && (field_ == kMonth || field_ == kDayOfWeek || field_ == kDayOfMonth)) {
         v = wrap;
       }
       add(v);
@@ -236,43 +225,38 @@ absl::Status FieldParser::AddToSet(int val, int end, int incr) {
 
 absl::Status FieldParser::Item(absl::string_view s) {
   const char c = s[0];
-  const bool l_form =
-      s == "L" || s == "LW" ||
-      (absl::StartsWith(s, "L-") && [&] {  // Java's matches("^L-[0-9]*[W]?")
-        absl::string_view rest = s.substr(2);
-        while (!rest.empty() && absl::ascii_isdigit(rest.front())) {
-          rest.remove_prefix(1);
-        }
-        return rest.empty() || rest == "W";
-      }());
+  const bool l_form = s == "L" || s == "LW" ||
+                      (absl::StartsWith(s, "L-") && [&] {  // Java's matches("^L-[0-9]*[W]?")
+                        absl::string_view rest = s.substr(2);
+                        while (!rest.empty() && absl::ascii_isdigit(rest.front())) {
+                          rest.remove_prefix(1);
+                        }
+                        return rest.empty() || rest == "W";
+                      }());
   if (c >= 'A' && c <= 'Z' && !l_form) {
     // A name: three letters; what follows the name (or the range) is ignored
     // except `-NAME`, `#n` and `L` in day-of-week, as in Quartz.
     if (s.size() < 3) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown name ", Quoted(s)));
+      return absl::InvalidArgumentError(absl::StrCat("unknown name ", Quoted(s)));
     }
     int sval = -1;
     int eval = -1;
     size_t i = 0;
     if (field_ == kMonth || field_ == kDayOfWeek) {
       auto number = [&](absl::string_view name) {
-        return field_ == kMonth
-                   ? (MonthNumber(name) > 0 ? MonthNumber(name) : -1)
-                   : DayOfWeekNumber(name);
+        return field_ == kMonth ? (MonthNumber(name) > 0 ? MonthNumber(name) : -1)
+                                : DayOfWeekNumber(name);
       };
       sval = number(s.substr(0, 3));
       if (sval < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("unknown name ", Quoted(s.substr(0, 3))));
+        return absl::InvalidArgumentError(absl::StrCat("unknown name ", Quoted(s.substr(0, 3))));
       }
       if (s.size() > 3) {
         const char next = s[3];
         if (next == '-') {
           i = 4;
           if (s.size() < i + 3) {
-            return absl::InvalidArgumentError(
-                absl::StrCat("unknown name ", Quoted(s.substr(i))));
+            return absl::InvalidArgumentError(absl::StrCat("unknown name ", Quoted(s.substr(i))));
           }
           eval = number(s.substr(i, 3));
           if (eval < 0) {
@@ -282,8 +266,7 @@ absl::Status FieldParser::Item(absl::string_view s) {
         } else if (field_ == kDayOfWeek && next == '#') {
           std::optional<int> nth = JavaParseInt(s.substr(4));
           if (!nth.has_value() || *nth < 1 || *nth > 5) {
-            return absl::InvalidArgumentError(
-                "'#' must be followed by a number 1-5");
+            return absl::InvalidArgumentError("'#' must be followed by a number 1-5");
           }
           rep_.nth_day_of_week = *nth;
         } else if (field_ == kDayOfWeek && next == 'L') {
@@ -291,20 +274,18 @@ absl::Status FieldParser::Item(absl::string_view s) {
         }
       }
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unexpected name ", Quoted(s)));
+      return absl::InvalidArgumentError(absl::StrCat("unexpected name ", Quoted(s)));
     }
     return AddToSet(sval, eval, eval != -1 ? 1 : 0);
   }
 
   if (c == '?') {
     if (s.size() > 2) {  // Quartz lets one character after '?' pass.
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unexpected character ", Quoted(s.substr(1, 1)), " after '?'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unexpected character ", Quoted(s.substr(1, 1)), " after '?'"));
     }
     if (field_ != kDayOfWeek && field_ != kDayOfMonth) {
-      return absl::InvalidArgumentError(
-          "'?' is only allowed in day-of-month and day-of-week");
+      return absl::InvalidArgumentError("'?' is only allowed in day-of-month and day-of-week");
     }
     if (field_ == kDayOfWeek && !rep_.last_day_of_month) {
       const std::set<int>& dom = sets_[kDayOfMonth];
@@ -333,8 +314,8 @@ absl::Status FieldParser::Item(absl::string_view s) {
       }
       std::optional<int> n = JavaParseInt(s.substr(i));
       if (!n.has_value()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "'/' must be followed by a number, got ", Quoted(s.substr(i))));
+        return absl::InvalidArgumentError(
+            absl::StrCat("'/' must be followed by a number, got ", Quoted(s.substr(i))));
       }
       incr = *n;
       absl::Status status = CheckIncrement(incr);
@@ -350,8 +331,7 @@ absl::Status FieldParser::Item(absl::string_view s) {
     if (field_ == kDayOfMonth && s.size() > i) {
       if (s[i] == '-') {
         if (i + 1 >= s.size()) {
-          return absl::InvalidArgumentError(
-              "'L-' must be followed by a number");
+          return absl::InvalidArgumentError("'L-' must be followed by a number");
         }
         size_t pos = 0;
         absl::StatusOr<int> offset = Value(0, s, i + 1, &pos);
@@ -379,8 +359,7 @@ absl::Status FieldParser::Item(absl::string_view s) {
     }
     return CheckNext(i, s, val);
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unexpected character ", Quoted(s.substr(0, 1))));
+  return absl::InvalidArgumentError(absl::StrCat("unexpected character ", Quoted(s.substr(0, 1))));
 }
 
 absl::Status FieldParser::CheckNext(size_t i, absl::string_view s, int val) {
@@ -393,8 +372,7 @@ absl::Status FieldParser::CheckNext(size_t i, absl::string_view s, int val) {
           "day-of-week");
     }
     if (val < 1 || val > 7) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("values must be between 1 and 7, got ", val));
+      return absl::InvalidArgumentError(absl::StrCat("values must be between 1 and 7, got ", val));
     }
     rep_.last_day_of_week = true;
     set().insert(val);
@@ -405,8 +383,7 @@ absl::Status FieldParser::CheckNext(size_t i, absl::string_view s, int val) {
       return absl::InvalidArgumentError("'W' is only allowed in day-of-month");
     }
     if (val > 31) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("'W' needs a day 1-31, got ", val));
+      return absl::InvalidArgumentError(absl::StrCat("'W' needs a day 1-31, got ", val));
     }
     rep_.nearest_weekday = true;
     set().insert(val);
@@ -463,8 +440,8 @@ absl::Status FieldParser::CheckNext(size_t i, absl::string_view s, int val) {
     ++i;
     if (i < s.size()) {
       if (!absl::ascii_isdigit(s[i])) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "unexpected character ", Quoted(s.substr(i, 1)), " after '/'"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("unexpected character ", Quoted(s.substr(i, 1)), " after '/'"));
       }
       absl::StatusOr<int> v = Value(step, s, i, &i);
       if (!v.ok()) return v.status();
@@ -480,13 +457,12 @@ absl::Status FieldParser::CheckNext(size_t i, absl::string_view s, int val) {
 // Rejects names that would make absl/cctz read arbitrary files ("/dev/zero",
 // "../x") or depend on the host ("localtime").
 bool IsPlausibleZoneName(absl::string_view name) {
-  if (name.empty() || name.size() > 64 || name.front() == '/' ||
-      name == "localtime" || absl::StrContains(name, "..")) {
+  if (name.empty() || name.size() > 64 || name.front() == '/' || name == "localtime" ||
+      absl::StrContains(name, "..")) {
     return false;
   }
   for (char c : name) {
-    if (!absl::ascii_isalnum(c) && c != '/' && c != '_' && c != '-' &&
-        c != '+') {
+    if (!absl::ascii_isalnum(c) && c != '/' && c != '_' && c != '-' && c != '+') {
       return false;
     }
   }
@@ -494,8 +470,7 @@ bool IsPlausibleZoneName(absl::string_view name) {
 }
 
 int DaysInMonth(int64_t year, int month) {
-  static constexpr int kDays[13] = {0,  31, 28, 31, 30, 31, 30,
-                                    31, 31, 30, 31, 30, 31};
+  static constexpr int kDays[13] = {0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
   if (month == 2 && ((year % 4 == 0 && year % 100 != 0) || year % 400 == 0)) {
     return 29;
   }
@@ -514,8 +489,7 @@ class JavaCalendar {
   explicit JavaCalendar(const absl::TimeZone& tz) : tz_(tz) {}
 
   // Sets the fields to `civil`'s, as a series of set() calls would.
-  void SetCivil(int64_t y, int64_t mo, int64_t d, int64_t h, int64_t mi,
-                int64_t s) {
+  void SetCivil(int64_t y, int64_t mo, int64_t d, int64_t h, int64_t mi, int64_t s) {
     y_ = y, mo_ = mo, d_ = d, h_ = h, mi_ = mi, s_ = s;
     dirty_ = true;
   }
@@ -554,8 +528,7 @@ class JavaCalendar {
     Complete();
     const int64_t y = civil_.year() + 1;
     const int d = std::min<int>(civil_.day(), DaysInMonth(y, civil_.month()));
-    SetCivil(y, civil_.month(), d, civil_.hour(), civil_.minute(),
-             civil_.second());
+    SetCivil(y, civil_.month(), d, civil_.hour(), civil_.minute(), civil_.second());
   }
 
   int64_t Year() { return Complete().year(); }
@@ -583,11 +556,10 @@ class JavaCalendar {
   const absl::CivilSecond& Complete() {
     if (dirty_) {
       // Month first (it decides the day count), then the rest, like Java.
-      const absl::CivilSecond c = absl::CivilSecond(y_, mo_, 1) +
-                                  ((((d_ - 1) * 24 + h_) * 60 + mi_) * 60 + s_);
+      const absl::CivilSecond c =
+          absl::CivilSecond(y_, mo_, 1) + ((((d_ - 1) * 24 + h_) * 60 + mi_) * 60 + s_);
       const absl::TimeZone::TimeInfo info = tz_.At(c);
-      time_ = info.kind == absl::TimeZone::TimeInfo::REPEATED ? info.post
-                                                              : info.pre;
+      time_ = info.kind == absl::TimeZone::TimeInfo::REPEATED ? info.post : info.pre;
       civil_ = absl::ToCivilSecond(time_, tz_);
       dirty_ = false;
     }
@@ -603,15 +575,12 @@ class JavaCalendar {
 
 // The first value >= v, or nullopt (Java's tailSet(v).first()).
 std::optional<int> Tail(const ValueSet& set, int64_t v) {
-  auto it = std::lower_bound(set.begin(), set.end(), v,
-                             [](int a, int64_t b) { return a < b; });
+  auto it = std::lower_bound(set.begin(), set.end(), v, [](int a, int64_t b) { return a < b; });
   if (it == set.end()) return std::nullopt;
   return *it;
 }
 
-bool Contains(const ValueSet& set, int v) {
-  return std::binary_search(set.begin(), set.end(), v);
-}
+bool Contains(const ValueSet& set, int v) { return std::binary_search(set.begin(), set.end(), v); }
 
 // Java's TreeSet.first(), which throws on an empty set: nullopt then.
 std::optional<int> First(const ValueSet& set) {
@@ -622,8 +591,8 @@ std::optional<int> First(const ValueSet& set) {
 // Quartz's nearest-weekday rule for `W`: the weekday (per `tcal`) of `day`
 // in month `mon`, year `year`, with hour, minute and second of the search;
 // sets *day and returns the instant Quartz compares with the start.
-absl::Time NearestWeekday(const absl::TimeZone& tz, int64_t year, int mon,
-                          int* day, int hr, int min, int sec) {
+absl::Time NearestWeekday(const absl::TimeZone& tz, int64_t year, int mon, int* day, int hr,
+                          int min, int sec) {
   // Quartz builds this calendar from "now" and sets every field but the
   // milliseconds, which keep the wall clock's; taking 0 makes the comparison
   // with the start exact whenever the start is a whole second.
@@ -651,8 +620,8 @@ absl::Time NearestWeekday(const absl::TimeZone& tz, int64_t year, int mon,
 
 }  // namespace
 
-absl::StatusOr<CronExpression> CronExpression::Parse(
-    absl::string_view expression, absl::string_view time_zone) {
+absl::StatusOr<CronExpression> CronExpression::Parse(absl::string_view expression,
+                                                     absl::string_view time_zone) {
   auto rep = std::make_shared<CronRep>();
   rep->expression = std::string(expression);
 
@@ -663,8 +632,7 @@ absl::StatusOr<CronExpression> CronExpression::Parse(
         absl::StrCat("time_zone: unknown time zone ", Quoted(time_zone)));
   }
 
-  const std::string prefix =
-      absl::StrCat("cron expression ", Quoted(expression), ": ");
+  const std::string prefix = absl::StrCat("cron expression ", Quoted(expression), ": ");
   // Quartz upper-cases, splits on spaces and tabs only, trims each field of
   // characters up to ' ' (so a trailing newline is fine), and ignores fields
   // after the seventh.
@@ -680,23 +648,21 @@ absl::StatusOr<CronExpression> CronExpression::Parse(
       if (end == absl::string_view::npos) end = rest.size();
       absl::string_view token = rest.substr(0, end);
       rest.remove_prefix(end);
-      while (!token.empty() &&
-             static_cast<unsigned char>(token.front()) <= ' ') {
+      while (!token.empty() && static_cast<unsigned char>(token.front()) <= ' ') {
         token.remove_prefix(1);
       }
-      while (!token.empty() &&
-             static_cast<unsigned char>(token.back()) <= ' ') {
+      while (!token.empty() && static_cast<unsigned char>(token.back()) <= ' ') {
         token.remove_suffix(1);
       }
       fields.push_back(token);
     }
   }
   if (fields.size() < 6) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        prefix,
-        "expected 6 or 7 fields (second minute hour day-of-month month "
-        "day-of-week [year]), got ",
-        fields.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(prefix,
+                     "expected 6 or 7 fields (second minute hour day-of-month month "
+                     "day-of-week [year]), got ",
+                     fields.size()));
   }
   if (fields.size() == 6) fields.push_back("*");
 
@@ -706,14 +672,11 @@ absl::StatusOr<CronExpression> CronExpression::Parse(
     absl::Status status;
     if (f == kDayOfMonth && text.size() > 1 && absl::StrContains(text, 'L') &&
         absl::StrContains(text, ',')) {
-      status = absl::InvalidArgumentError(
-          "'L' cannot be combined with other days of the month");
-    } else if (f == kDayOfWeek && text.size() > 1 &&
-               absl::StrContains(text, 'L') && absl::StrContains(text, ',')) {
-      status = absl::InvalidArgumentError(
-          "'L' cannot be combined with other days of the week");
-    } else if (f == kDayOfWeek &&
-               std::count(text.begin(), text.end(), '#') > 1) {
+      status = absl::InvalidArgumentError("'L' cannot be combined with other days of the month");
+    } else if (f == kDayOfWeek && text.size() > 1 && absl::StrContains(text, 'L') &&
+               absl::StrContains(text, ',')) {
+      status = absl::InvalidArgumentError("'L' cannot be combined with other days of the week");
+    } else if (f == kDayOfWeek && std::count(text.begin(), text.end(), '#') > 1) {
       status = absl::InvalidArgumentError("only one '#' is supported");
     } else {
       FieldParser parser(*rep, static_cast<Field>(f), sets);
@@ -727,8 +690,8 @@ absl::StatusOr<CronExpression> CronExpression::Parse(
       }
     }
     if (!status.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          prefix, "field ", kFieldNames[f], ": ", status.message()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(prefix, "field ", kFieldNames[f], ": ", status.message()));
     }
   }
   const bool dom_given = sets[kDayOfMonth].count(kNoSpec) == 0;
@@ -881,8 +844,7 @@ CronSearch CronExpression::Search(absl::Time after) const {
         const std::optional<int> st = Tail(days_of_month, day);
         if (rep.last_day_of_month) {
           t = day;
-          day = DaysInMonth(cl.Year(), static_cast<int>(mon)) -
-                rep.last_day_offset;
+          day = DaysInMonth(cl.Year(), static_cast<int>(mon)) - rep.last_day_offset;
           if (!rep.nearest_weekday) {
             if (t > day) {
               ++mon;
@@ -896,9 +858,8 @@ CronSearch CronExpression::Search(absl::Time after) const {
           } else {
             int d = static_cast<int>(day);
             const absl::Time n =
-                NearestWeekday(rep.time_zone, cl.Year(), static_cast<int>(mon),
-                               &d, static_cast<int>(hr), static_cast<int>(min),
-                               static_cast<int>(sec));
+                NearestWeekday(rep.time_zone, cl.Year(), static_cast<int>(mon), &d,
+                               static_cast<int>(hr), static_cast<int>(min), static_cast<int>(sec));
             day = d;
             if (before_start(n)) {
               day = 1;
@@ -917,9 +878,8 @@ CronSearch CronExpression::Search(absl::Time after) const {
           }
           int d = static_cast<int>(first_day);
           const absl::Time n =
-              NearestWeekday(rep.time_zone, cl.Year(), static_cast<int>(mon),
-                             &d, static_cast<int>(hr), static_cast<int>(min),
-                             static_cast<int>(sec));
+              NearestWeekday(rep.time_zone, cl.Year(), static_cast<int>(mon), &d,
+                             static_cast<int>(hr), static_cast<int>(min), static_cast<int>(sec));
           day = d;
           if (before_start(n)) {
             day = first_day;
@@ -959,9 +919,7 @@ CronSearch CronExpression::Search(absl::Time after) const {
             return result;
           }
           const int cdow = cl.DayOfWeek();
-          int64_t add = cdow < dow   ? dow - cdow
-                        : cdow > dow ? dow + 7 - cdow
-                                     : 0;
+          int64_t add = cdow < dow ? dow - cdow : cdow > dow ? dow + 7 - cdow : 0;
           if (day + add > last_day) {
             cl.SetSecond(0);
             cl.SetMinute(0);
@@ -987,9 +945,7 @@ CronSearch CronExpression::Search(absl::Time after) const {
             return result;
           }
           const int cdow = cl.DayOfWeek();
-          int64_t add = cdow < dow   ? dow - cdow
-                        : cdow > dow ? dow + 7 - cdow
-                                     : 0;
+          int64_t add = cdow < dow ? dow - cdow : cdow > dow ? dow + 7 - cdow : 0;
           const bool shifted = add > 0;
           day += add;
           int64_t week = day / 7;
@@ -1020,9 +976,7 @@ CronSearch CronExpression::Search(absl::Time after) const {
             return result;
           }
           if (std::optional<int> d = Tail(days_of_week, cdow)) dow = *d;
-          const int64_t add = cdow < dow   ? dow - cdow
-                              : cdow > dow ? dow + 7 - cdow
-                                           : 0;
+          const int64_t add = cdow < dow ? dow - cdow : cdow > dow ? dow + 7 - cdow : 0;
           if (day + add > last_day) {
             cl.SetSecond(0);
             cl.SetMinute(0);
@@ -1103,12 +1057,8 @@ std::optional<absl::Time> CronExpression::NextAfter(absl::Time after) const {
   return search.time;
 }
 
-const std::string& CronExpression::expression() const {
-  return rep_->expression;
-}
+const std::string& CronExpression::expression() const { return rep_->expression; }
 
-const absl::TimeZone& CronExpression::time_zone() const {
-  return rep_->time_zone;
-}
+const absl::TimeZone& CronExpression::time_zone() const { return rep_->time_zone; }
 
 }  // namespace jobwheel::scheduler

@@ -68,8 +68,8 @@ class CronExpression {
   // `cron expression "0 0 25 * * ?": field hour: value 25 out of range 0-23`.
   // An empty `time_zone` means "UTC"; an unknown one gives INVALID_ARGUMENT
   // `time_zone: unknown time zone "X"`.
-  static absl::StatusOr<CronExpression> Parse(
-      absl::string_view expression, absl::string_view time_zone = "UTC");
+  static absl::StatusOr<CronExpression> Parse(absl::string_view expression,
+                                              absl::string_view time_zone = "UTC");
 
   // The first fire time strictly after `after` (fire times are whole seconds),
   // or std::nullopt if there is none up to the end of kCronMaxYear (local

@@ -70,8 +70,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::optional<absl::Time> next = copy.NextAfter(t);
     // NextAfter is Search's time when it is later than the start.
     const jobwheel::scheduler::CronSearch search = copy.Search(t);
-    if (search.time.has_value() !=
-            (search.stop == jobwheel::scheduler::CronSearch::kFired) ||
+    if (search.time.has_value() != (search.stop == jobwheel::scheduler::CronSearch::kFired) ||
         (next.has_value() && search.time != next)) {
       __builtin_trap();
     }

@@ -27,23 +27,13 @@
 namespace jobwheel::scheduler {
 namespace {
 
-constexpr const char* kMonthNames[] = {"JAN", "FEB", "MAR", "APR",
-                                       "MAY", "JUN", "JUL", "AUG",
-                                       "SEP", "OCT", "NOV", "DEC"};
-constexpr const char* kDayNames[] = {"SUN", "MON", "TUE", "WED",
-                                     "THU", "FRI", "SAT"};
+constexpr const char* kMonthNames[] = {"JAN", "FEB", "MAR", "APR", "MAY", "JUN",
+                                       "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"};
+constexpr const char* kDayNames[] = {"SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"};
 
 // One comma-separated item of a plain field.
 struct Item {
-  enum Kind {
-    kStar,
-    kStarStep,
-    kSlashStep,
-    kValue,
-    kValueStep,
-    kRange,
-    kRangeStep
-  };
+  enum Kind { kStar, kStarStep, kSlashStep, kValue, kValueStep, kRange, kRangeStep };
   Kind kind = kStar;
   int a = 0;
   int b = 0;
@@ -60,16 +50,9 @@ struct Field {
 };
 
 struct Expr {
-  Field second{0, 59}, minute{0, 59}, hour{0, 23}, month{1, 12},
-      year{1970, 2099};
+  Field second{0, 59}, minute{0, 59}, hour{0, 23}, month{1, 12}, year{1970, 2099};
   bool has_year = false;
-  enum DayOfMonth {
-    kDomNone,
-    kDomList,
-    kDomLast,
-    kDomNearest,
-    kDomLastWeekday
-  };
+  enum DayOfMonth { kDomNone, kDomList, kDomLast, kDomNearest, kDomLastWeekday };
   DayOfMonth dom = kDomNone;
   Field dom_list{1, 31};
   int dom_value = 0;  // L-n offset, or the day of nW
@@ -141,8 +124,7 @@ bool IsNearestWeekday(int y, int m, int d, int target) {
   const int dim = DaysIn(y, m);
   if (target < 1 || target > dim || !IsBusinessDay(y, m, d)) return false;
   for (int other = 1; other <= dim; ++other) {
-    if (IsBusinessDay(y, m, other) &&
-        std::abs(other - target) < std::abs(d - target)) {
+    if (IsBusinessDay(y, m, other) && std::abs(other - target) < std::abs(d - target)) {
       return false;
     }
   }
@@ -200,12 +182,9 @@ bool Matches(const Expr& e, absl::CivilSecond c) {
 
 // Java's Calendar shows a civil time in a gap moved forward by the gap (it
 // uses the pre-transition offset); other civil times are kept.
-absl::CivilSecond JavaCalendarTime(const absl::TimeZone& tz,
-                                   absl::CivilSecond c) {
+absl::CivilSecond JavaCalendarTime(const absl::TimeZone& tz, absl::CivilSecond c) {
   const absl::TimeZone::TimeInfo info = tz.At(c);
-  return info.kind == absl::TimeZone::TimeInfo::SKIPPED
-             ? absl::ToCivilSecond(info.pre, tz)
-             : c;
+  return info.kind == absl::TimeZone::TimeInfo::SKIPPED ? absl::ToCivilSecond(info.pre, tz) : c;
 }
 
 // The civil times that Quartz passes over when searching from s, as a range
@@ -220,8 +199,8 @@ absl::CivilSecond JavaCalendarTime(const absl::TimeZone& tz,
 // (A carry in the seconds, from the hour's last minute, enters at minute 0
 // and passes over only seconds that do not match.) The gaps of the zones
 // tested here all begin on the hour, which this rule relies on.
-std::pair<absl::CivilSecond, absl::CivilSecond> PassedOver(
-    const Expr& e, const absl::TimeZone& tz, absl::CivilSecond s) {
+std::pair<absl::CivilSecond, absl::CivilSecond> PassedOver(const Expr& e, const absl::TimeZone& tz,
+                                                           absl::CivilSecond s) {
   const std::pair<absl::CivilSecond, absl::CivilSecond> none(s, s);
   const absl::CivilSecond gap_begin(absl::CivilHour(s) + 1);
   const absl::TimeZone::TimeInfo gap = tz.At(gap_begin);
@@ -246,12 +225,10 @@ std::pair<absl::CivilSecond, absl::CivilSecond> PassedOver(
     first_minute = m;
   }
   const int hour = s.hour() + 1;  // What Quartz sets; 24 is the next midnight.
-  absl::CivilSecond resume =
-      JavaCalendarTime(tz, gap_begin + 60 * first_minute);
+  absl::CivilSecond resume = JavaCalendarTime(tz, gap_begin + 60 * first_minute);
   if (resume.hour() != hour && hour != 24) {
-    resume = JavaCalendarTime(
-        tz, absl::CivilSecond(resume.year(), resume.month(), resume.day(),
-                              hour + 1, resume.minute(), resume.second()));
+    resume = JavaCalendarTime(tz, absl::CivilSecond(resume.year(), resume.month(), resume.day(),
+                                                    hour + 1, resume.minute(), resume.second()));
   }
   return {gap_end, std::max(gap_end, resume)};
 }
@@ -260,15 +237,13 @@ std::pair<absl::CivilSecond, absl::CivilSecond> PassedOver(
 // order from s. Days, hours and minutes whose field does not match are skipped
 // whole, which is the same as testing each of their seconds with Matches().
 // Counts in `*passed_over` the searches where PassedOver decided the answer.
-std::optional<absl::Time> BruteNext(const Expr& e, const absl::TimeZone& tz,
-                                    absl::Time after, int* passed_over) {
-  const absl::CivilSecond start =
-      absl::ToCivilSecond(after + absl::Seconds(1), tz);
+std::optional<absl::Time> BruteNext(const Expr& e, const absl::TimeZone& tz, absl::Time after,
+                                    int* passed_over) {
+  const absl::CivilSecond start = absl::ToCivilSecond(after + absl::Seconds(1), tz);
   const auto [skip_from, skip_to] = PassedOver(e, tz, start);
   bool skipped_a_match = false;
   for (absl::CivilDay day(start); day.year() <= 2099; ++day) {
-    if (day.year() < 1970 ||
-        !DayMatches(e, static_cast<int>(day.year()), day.month(), day.day())) {
+    if (day.year() < 1970 || !DayMatches(e, static_cast<int>(day.year()), day.month(), day.day())) {
       continue;
     }
     for (int h = 0; h < 24; ++h) {
@@ -276,8 +251,7 @@ std::optional<absl::Time> BruteNext(const Expr& e, const absl::TimeZone& tz,
       for (int mi = 0; mi < 60; ++mi) {
         if (!FieldMatches(e.minute, mi)) continue;
         for (int s = 0; s < 60; ++s) {
-          const absl::CivilSecond c(day.year(), day.month(), day.day(), h, mi,
-                                    s);
+          const absl::CivilSecond c(day.year(), day.month(), day.day(), h, mi, s);
           if (c < start || !Matches(e, c)) continue;
           const absl::TimeZone::TimeInfo info = tz.At(c);
           if (info.kind == absl::TimeZone::TimeInfo::SKIPPED) continue;
@@ -286,8 +260,7 @@ std::optional<absl::Time> BruteNext(const Expr& e, const absl::TimeZone& tz,
             continue;
           }
           if (skipped_a_match) ++*passed_over;
-          return info.kind == absl::TimeZone::TimeInfo::REPEATED ? info.post
-                                                                 : info.pre;
+          return info.kind == absl::TimeZone::TimeInfo::REPEATED ? info.post : info.pre;
         }
       }
     }
@@ -303,9 +276,7 @@ class Generator {
  public:
   explicit Generator(uint32_t seed) : rng_(seed) {}
 
-  int Uniform(int lo, int hi) {
-    return std::uniform_int_distribution<int>(lo, hi)(rng_);
-  }
+  int Uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   bool Chance(double p) { return std::bernoulli_distribution(p)(rng_); }
 
   // A value of field f, often an edge of the range (and, for days of the
@@ -361,8 +332,7 @@ class Generator {
         item.step = Uniform(1, std::min(max_step, 10));
         break;
     }
-    const bool is_range =
-        item.kind == Item::kRange || item.kind == Item::kRangeStep;
+    const bool is_range = item.kind == Item::kRange || item.kind == Item::kRangeStep;
     if (f.min == 1970 && is_range && item.a > item.b) {
       std::swap(item.a, item.b);  // Year ranges do not wrap.
     }
@@ -425,8 +395,8 @@ class Generator {
           parts.push_back(absl::StrCat(item.a, "/", item.step));
           break;
         case Item::kRange:
-          parts.push_back(absl::StrCat(value(item.a, item.name_a), "-",
-                                       value(item.b, item.name_b)));
+          parts.push_back(
+              absl::StrCat(value(item.a, item.name_a), "-", value(item.b, item.name_b)));
           break;
         case Item::kRangeStep:
           parts.push_back(absl::StrCat(item.a, "-", item.b, "/", item.step));
@@ -484,18 +454,14 @@ class Generator {
         case 3:
           e.dom = Expr::kDomLast;
           e.dom_value = Chance(0.4) ? 0 : LastDayOffset();
-          dom_text = e.dom_value == 0 && Chance(0.5)
-                         ? "L"
-                         : absl::StrCat("L-", e.dom_value);
+          dom_text = e.dom_value == 0 && Chance(0.5) ? "L" : absl::StrCat("L-", e.dom_value);
           break;
         case 4:
           e.dom = Expr::kDomLastWeekday;
           // Offsets past 27 reach day 0 or before in February, where Quartz
           // rolls back into January or loops (tests/cron covers them).
           e.dom_value = Chance(0.5) ? 0 : std::min(LastDayOffset(), 27);
-          dom_text = e.dom_value == 0 && Chance(0.5)
-                         ? "LW"
-                         : absl::StrCat("L-", e.dom_value, "W");
+          dom_text = e.dom_value == 0 && Chance(0.5) ? "LW" : absl::StrCat("L-", e.dom_value, "W");
           break;
         default:
           e.dom = Expr::kDomNearest;
@@ -506,9 +472,7 @@ class Generator {
           break;
       }
     } else {
-      auto day_text = [&](int w) {
-        return Chance(0.5) ? Name(kDayNames[w - 1]) : absl::StrCat(w);
-      };
+      auto day_text = [&](int w) { return Chance(0.5) ? Name(kDayNames[w - 1]) : absl::StrCat(w); };
       switch (Uniform(0, 6)) {
         case 0:
         case 1:
@@ -534,10 +498,9 @@ class Generator {
           break;
       }
     }
-    std::vector<std::string> fields = {
-        Render(e.second, nullptr),    Render(e.minute, nullptr),
-        Render(e.hour, nullptr),      dom_text,
-        Render(e.month, kMonthNames), dow_text};
+    std::vector<std::string> fields = {Render(e.second, nullptr),    Render(e.minute, nullptr),
+                                       Render(e.hour, nullptr),      dom_text,
+                                       Render(e.month, kMonthNames), dow_text};
     if (!daily && Chance(0.25)) {
       e.has_year = true;
       RandomField(e.year, nullptr, 0.2);
@@ -574,8 +537,8 @@ void CheckChain(const Expr& e, absl::string_view zone, absl::Time after,
   if (passed_over == nullptr) passed_over = &unused;
   absl::TimeZone tz;
   ASSERT_TRUE(absl::LoadTimeZone(std::string(zone), &tz));
-  SCOPED_TRACE(absl::StrCat("expression \"", e.text, "\" zone ", zone,
-                            " after ", absl::FormatTime(after, tz)));
+  SCOPED_TRACE(absl::StrCat("expression \"", e.text, "\" zone ", zone, " after ",
+                            absl::FormatTime(after, tz)));
   absl::StatusOr<CronExpression> cron = CronExpression::Parse(e.text, zone);
   ASSERT_TRUE(cron.ok()) << cron.status();
   absl::Time t = after;
@@ -590,8 +553,7 @@ void CheckChain(const Expr& e, absl::string_view zone, absl::Time after,
       return x.has_value() ? absl::FormatTime("%Y-%m-%dT%H:%M:%S%Ez %a", *x, tz)
                            : std::string("nullopt");
     };
-    ASSERT_EQ(got, want) << "step " << i << ": got " << show(got) << ", want "
-                         << show(want);
+    ASSERT_EQ(got, want) << "step " << i << ": got " << show(got) << ", want " << show(want);
     if (!got.has_value()) return;
     t = *got;
   }
@@ -610,8 +572,7 @@ TEST(CronPropertyTest, MatchesBruteForceNearTheYear2099Limit) {
   Generator gen(7);
   for (int i = 0; i < 60; ++i) {
     const Expr e = gen.RandomExpr();
-    CheckChain(e, "UTC",
-               absl::FromUnixSeconds(4102444800 - gen.Uniform(1, 90 * 86400)));
+    CheckChain(e, "UTC", absl::FromUnixSeconds(4102444800 - gen.Uniform(1, 90 * 86400)));
     if (HasFatalFailure()) return;
   }
 }
@@ -620,16 +581,15 @@ TEST(CronPropertyTest, MatchesBruteForceNearTheYear2099Limit) {
 // Asia/Shanghai, which had DST in 1986-1991, and Pacific/Apia, which had DST
 // in 2010-2021 and skipped 2011-12-30, in those years). Checks that its gap,
 // if it is one, begins on the hour, as PassedOver assumes.
-absl::TimeZone::CivilTransition RandomTransition(Generator& gen,
-                                                 absl::string_view zone) {
+absl::TimeZone::CivilTransition RandomTransition(Generator& gen, absl::string_view zone) {
   absl::TimeZone tz;
   EXPECT_TRUE(absl::LoadTimeZone(std::string(zone), &tz));
   absl::Time from = absl::FromUnixSeconds(gen.Uniform(473385600, 1893456000));
   if (zone == "Asia/Shanghai") {
     from = absl::FromUnixSeconds(gen.Uniform(504921600, 670000000));
   } else if (zone == "Pacific/Apia") {
-    from = absl::FromUnixSeconds(
-        gen.Chance(0.5) ? 1324000000 : gen.Uniform(1280000000, 1600000000));
+    from =
+        absl::FromUnixSeconds(gen.Chance(0.5) ? 1324000000 : gen.Uniform(1280000000, 1600000000));
   }
   absl::TimeZone::CivilTransition trans;
   EXPECT_TRUE(tz.NextTransition(from, &trans));
@@ -640,9 +600,8 @@ absl::TimeZone::CivilTransition RandomTransition(Generator& gen,
   return trans;
 }
 
-constexpr const char* kDstZones[] = {"America/New_York", "Europe/Berlin",
-                                     "Australia/Lord_Howe", "Asia/Shanghai",
-                                     "Pacific/Apia"};
+constexpr const char* kDstZones[] = {"America/New_York", "Europe/Berlin", "Australia/Lord_Howe",
+                                     "Asia/Shanghai", "Pacific/Apia"};
 
 // Around real offset changes, against the brute force's DST policy.
 TEST(CronPropertyTest, MatchesBruteForceAroundOffsetChanges) {
@@ -667,8 +626,7 @@ TEST(CronPropertyTest, MatchesBruteForceFromTheHourBeforeAGap) {
   Generator gen(2024);
   int passed_over = 0;
   for (int i = 0; i < 1500; ++i) {
-    const char* zone = i % 2 == 0 ? "Australia/Lord_Howe"
-                                  : kDstZones[gen.Uniform(0, 4)];
+    const char* zone = i % 2 == 0 ? "Australia/Lord_Howe" : kDstZones[gen.Uniform(0, 4)];
     absl::TimeZone tz;
     ASSERT_TRUE(absl::LoadTimeZone(zone, &tz));
     absl::TimeZone::CivilTransition trans = RandomTransition(gen, zone);

@@ -1,7 +1,7 @@
 #include "services/scheduler/dispatch_client.h"
 
-#include "common/auth.h"
-#include "common/grpc_status.h"
+#include "common/auth/bearer.h"
+#include "common/grpc/grpc_status.h"
 
 namespace jobwheel::scheduler {
 

@@ -6,7 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/caller_token.h"
+#include "common/auth/caller_token.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
 
 namespace jobwheel::scheduler {

@@ -8,9 +8,9 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/pg_arrays.h"
-#include "common/pg_prepared.h"
-#include "common/proto_time.h"
+#include "common/pg/pg_arrays.h"
+#include "common/pg/pg_prepared.h"
+#include "common/time/proto_time.h"
 #include "services/scheduler/job_row.h"
 #include "services/scheduler/schedule.h"
 #include "spdlog/spdlog.h"
@@ -147,8 +147,7 @@ absl::Time FireEngine::HandOffTime(absl::Time scheduled) const {
       options_.handoff_interval <= absl::ZeroDuration()) {
     return at;
   }
-  return absl::UnixEpoch() +
-         absl::Floor(at - absl::UnixEpoch(), options_.handoff_interval);
+  return absl::UnixEpoch() + absl::Floor(at - absl::UnixEpoch(), options_.handoff_interval);
 }
 
 absl::StatusOr<int> FireEngine::ClaimOnce() {
@@ -167,7 +166,8 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
   absl::Status s = elector_.RunFenced("claim due jobs", [&](pqxx::work& tx) {
     claimed.clear();
     misfires.clear();
-    pqxx::result rows = ExecPrepared(tx, "claim_jobs",
+    pqxx::result rows = ExecPrepared(
+        tx, "claim_jobs",
         absl::StrCat("SELECT ", kJobColumns,
                      " FROM jobs j WHERE j.enabled AND j.next_fire_at IS NOT NULL AND "
                      "j.next_fire_at <= $1::timestamptz ORDER BY j.next_fire_at LIMIT $2 "
@@ -207,8 +207,7 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
         if (t && *t < now - options_.misfire_threshold) {
           t = schedule->NextAfter(now - options_.misfire_threshold - absl::Seconds(1));
         }
-        const bool once =
-            job.misfire_strategy() == jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW;
+        const bool once = job.misfire_strategy() == jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW;
         misfires.push_back({job.misfire_strategy(), missed});
         f_job.push_back(job.id());
         f_time.push_back(first);
@@ -216,8 +215,8 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
         f_status.push_back(once ? kFirePending : kFireSkipped);
         f_reason.push_back(absl::StrCat(
             "misfire: ", missed, " fire(s) from ", absl::FormatTime(first), " to ",
-            absl::FormatTime(last), once ? " missed; fired once now (FIRE_ONCE_NOW)"
-                                         : " skipped (DO_NOTHING)"));
+            absl::FormatTime(last),
+            once ? " missed; fired once now (FIRE_ONCE_NOW)" : " skipped (DO_NOTHING)"));
       }
       while (t && *t <= fill_until) {
         f_job.push_back(job.id());
@@ -231,7 +230,8 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
       jobs.emplace(job.id(), std::move(job));
     }
     if (!f_job.empty()) {
-      pqxx::result inserted = ExecPrepared(tx, "insert_fires",
+      pqxx::result inserted = ExecPrepared(
+          tx, "insert_fires",
           "INSERT INTO fires (job_id, scheduled_at, trigger_type, status, reason, leader_epoch) "
           "SELECT u.job_id, u.scheduled_at, u.trigger_type, u.status, u.reason, $6 "
           "FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::int[], $5::text[]) "
@@ -251,7 +251,8 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
         claimed.push_back(std::move(fire));
       }
     }
-    ExecPrepared(tx, "advance_jobs",
+    ExecPrepared(
+        tx, "advance_jobs",
         "UPDATE jobs SET next_fire_at = u.next FROM unnest($1::bigint[], $2::timestamptz[]) "
         "AS u(id, next) WHERE jobs.id = u.id AND jobs.id = ANY($1::bigint[])",
         ToPgIntArray(n_job), ToPgTimeArray(n_time));

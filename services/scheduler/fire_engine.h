@@ -10,12 +10,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "common/clock.h"
+#include "common/time/clock.h"
+#include "common/time/timer_queue.h"
 #include "jobwheel/v1/dispatcher.pb.h"
 #include "services/scheduler/dispatch_client.h"
 #include "services/scheduler/leader_elector.h"
 #include "services/scheduler/scheduler_metrics.h"
-#include "common/timer_queue.h"
 
 namespace jobwheel::scheduler {
 
@@ -26,10 +26,11 @@ namespace jobwheel::scheduler {
 //     `dispatch_lead` before they are due (whatever is ready when a dispatch thread is free
 //     goes in one batch, so batches grow with the load). The dispatcher records the runs at
 //     once and triggers them on the executors at the scheduled time, so the database commit
-//     and this hand-off are not between a fire's time and its start. The dispatcher locks each fire row and creates runs only for a PENDING
-//     one, so a fire an edit, pause or delete removed never runs (it answers not_found, and
-//     the entry is dropped); a replica that is not the leader sends nothing, and should a
-//     deposed leader still send a fire, the row lock dispatches it at most once;
+//     and this hand-off are not between a fire's time and its start. The dispatcher locks each fire
+//     row and creates runs only for a PENDING one, so a fire an edit, pause or delete removed never
+//     runs (it answers not_found, and the entry is dropped); a replica that is not the leader sends
+//     nothing, and should a deposed leader still send a fire, the row lock dispatches it at most
+//     once;
 //  3. picks up PENDING fires it does not hold: all of them on takeover, and manual, retry and
 //     child fires written by the admin API or the monitors.
 // Misfires (more than `misfire_threshold` late) follow the job's strategy. Leadership comes

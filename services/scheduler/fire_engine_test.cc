@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "common/proto_time.h"
 #include "common/testing/pg_test_db.h"
+#include "common/time/proto_time.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "services/scheduler/leader_elector.h"
@@ -102,8 +102,8 @@ struct Replica {
       : metrics(registry),
         elector({dsn, id, retry, absl::Milliseconds(50)},
                 {[this](int64_t e) { engine->OnElected(e); }, [this] { engine->OnDeposed(); }}) {
-    engine = std::make_unique<FireEngine>(FireEngine::Options(), elector, dispatcher, clock,
-                                          metrics);
+    engine =
+        std::make_unique<FireEngine>(FireEngine::Options(), elector, dispatcher, clock, metrics);
   }
   // The elector calls into the engine until it is shut down.
   ~Replica() {
@@ -170,7 +170,8 @@ TEST_F(FireEngineTest, ClaimRecordsEachDueSecondOnceAndAdvances) {
   EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 1 AND trigger_type = 1"), 10);
   EXPECT_EQ(leader->engine->held(), 10u);
   EXPECT_EQ(Count(absl::StrCat("SELECT (EXTRACT(EPOCH FROM next_fire_at) * 1000000)::BIGINT "
-                               "FROM jobs WHERE id = ", job)),
+                               "FROM jobs WHERE id = ",
+                               job)),
             absl::ToUnixMicros(now + absl::Seconds(11)));
   // A second pass claims nothing new.
   auto again = leader->engine->ClaimOnce();
@@ -197,7 +198,8 @@ TEST_F(FireEngineTest, MisfireDoNothingSkipsAndRecordsIt) {
   auto leader = Elect("a");
   ASSERT_TRUE(leader->engine->ClaimOnce().ok());
   // 55 missed times (older than 5 s) become one SKIPPED row; the last 5 s still fire.
-  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 3 AND reason LIKE 'misfire: 55 %'"), 1);
+  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 3 AND reason LIKE 'misfire: 55 %'"),
+            1);
   EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 1"), 16);  // now-5 .. now+10
 }
 

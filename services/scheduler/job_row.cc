@@ -1,7 +1,7 @@
 #include "services/scheduler/job_row.h"
 
-#include "common/pg_arrays.h"
-#include "common/proto_time.h"
+#include "common/pg/pg_arrays.h"
+#include "common/time/proto_time.h"
 
 namespace jobwheel::scheduler {
 

@@ -3,9 +3,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/pg_errors.h"
-#include "common/pg_pool.h"
-#include "common/proto_time.h"
+#include "common/pg/pg_errors.h"
+#include "common/pg/pg_pool.h"
+#include "common/time/proto_time.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::scheduler {
@@ -41,8 +41,8 @@ void LeaderElector::Shutdown() {
     }
     conn_.reset();
   }
-  SetLeader(absl::UnavailableError(
-      absl::StrCat("replica ", options_.replica_id, " is shutting down")));
+  SetLeader(
+      absl::UnavailableError(absl::StrCat("replica ", options_.replica_id, " is shutting down")));
   if (was_leader && callbacks_.on_deposed) callbacks_.on_deposed();
 }
 
@@ -153,8 +153,9 @@ void LeaderElector::Depose(absl::string_view why) {
   spdlog::error("lost the schedule lock (epoch {}): {}", epoch_, std::string(why));
   leader_ = false;
   conn_.reset();
-  SetLeader(absl::UnavailableError(absl::StrCat(
-      "replica ", options_.replica_id, " lost the schedule lock and has not yet seen who holds it")));
+  SetLeader(absl::UnavailableError(
+      absl::StrCat("replica ", options_.replica_id,
+                   " lost the schedule lock and has not yet seen who holds it")));
 }
 
 void LeaderElector::ReadHolder() {

@@ -7,12 +7,12 @@
 #include <thread>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "absl/status/statusor.h"
-#include "common/pg_pool.h"
+#include "common/pg/pg_pool.h"
 #include "pqxx/pqxx"
 
 namespace jobwheel::scheduler {

@@ -1,7 +1,7 @@
 #include "services/scheduler/leadership_service.h"
 
-#include "common/grpc_status.h"
-#include "common/proto_time.h"
+#include "common/grpc/grpc_status.h"
+#include "common/time/proto_time.h"
 
 namespace jobwheel::scheduler {
 

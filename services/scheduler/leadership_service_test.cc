@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "absl/time/clock.h"
-#include "common/grpc_server.h"
+#include "common/grpc/grpc_server.h"
 #include "common/testing/pg_test_db.h"
 #include "gtest/gtest.h"
 #include "pqxx/pqxx"

@@ -8,19 +8,19 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "common/auth.h"
-#include "common/caller_token.h"
-#include "common/pg_token_store.h"
-#include "common/token_auth.h"
-#include "common/clock.h"
-#include "common/flags.h"
-#include "common/insecure_dev.h"
-#include "common/grpc_server.h"
-#include "common/logging.h"
-#include "common/mutex_mode.h"
-#include "common/migrations.h"
-#include "common/pg_pool.h"
-#include "common/signals.h"
+#include "common/auth/bearer.h"
+#include "common/auth/caller_token.h"
+#include "common/auth/insecure_dev.h"
+#include "common/auth/pg_token_store.h"
+#include "common/auth/token_authenticator.h"
+#include "common/base/flags.h"
+#include "common/base/logging.h"
+#include "common/base/mutex_mode.h"
+#include "common/base/signals.h"
+#include "common/grpc/grpc_server.h"
+#include "common/pg/migrations.h"
+#include "common/pg/pg_pool.h"
+#include "common/time/clock.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #include "services/scheduler/admin/grpc_executor_client.h"
@@ -38,7 +38,8 @@
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:7100", "gRPC listen address");
-ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9100", "Prometheus /metrics address; empty disables");
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9100",
+          "Prometheus /metrics address; empty disables");
 ABSL_FLAG(std::string, db_dsn, "", "PostgreSQL connection string (libpq)");
 ABSL_FLAG(std::string, replica_id, "", "This replica's id; default hostname-pid");
 ABSL_FLAG(std::string, dispatcher_target, "127.0.0.1:7102",
@@ -80,8 +81,9 @@ ABSL_FLAG(std::string, tls_cert, "", "Server certificate (PEM); enables TLS");
 ABSL_FLAG(std::string, tls_key, "", "Server private key (PEM)");
 ABSL_FLAG(std::string, tls_client_ca, "", "CA for client certificates (mutual TLS)");
 ABSL_FLAG(std::string, tls_ca, "", "CA to verify dispatchers and executors (client TLS)");
-ABSL_FLAG(std::string, tls_client_cert, "",
-          "Client certificate (PEM) for mutual TLS to dispatchers and executors; default --tls_cert");
+ABSL_FLAG(
+    std::string, tls_client_cert, "",
+    "Client certificate (PEM) for mutual TLS to dispatchers and executors; default --tls_cert");
 ABSL_FLAG(std::string, tls_client_key, "", "Private key of --tls_client_cert; default --tls_key");
 ABSL_FLAG(bool, log_json, false, "Log JSON lines instead of text");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
@@ -106,15 +108,15 @@ int main(int argc, char** argv) {
   jobwheel::BlockTerminationSignals();
   jobwheel::ParseFlagsWithEnv(argc, argv, "jobwheel scheduler");
   jobwheel::InitLogging("scheduler", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
-  using namespace jobwheel;          // NOLINT
+  using namespace jobwheel;             // NOLINT
   using namespace jobwheel::scheduler;  // NOLINT
 
   const std::string dsn = absl::GetFlag(FLAGS_db_dsn);
   if (dsn.empty()) return Fail("--db_dsn is required");
   std::string replica = absl::GetFlag(FLAGS_replica_id);
   if (replica.empty()) replica = DefaultReplicaId();
-  if (absl::Status s = CheckInsecureDevListen(absl::GetFlag(FLAGS_insecure_dev),
-                                              absl::GetFlag(FLAGS_listen));
+  if (absl::Status s =
+          CheckInsecureDevListen(absl::GetFlag(FLAGS_insecure_dev), absl::GetFlag(FLAGS_listen));
       !s.ok()) {
     return Fail(std::string(s.message()));
   }
@@ -125,8 +127,8 @@ int main(int argc, char** argv) {
     return Fail("--tls_client_cert and --tls_client_key go together");
   }
   if (!absl::GetFlag(FLAGS_alarm_webhook_url).empty()) {
-    absl::Status allowed = WebhookAlarm::CheckAllowlist(absl::GetFlag(FLAGS_alarm_webhook_url),
-                                                        absl::GetFlag(FLAGS_alarm_webhook_allowlist));
+    absl::Status allowed = WebhookAlarm::CheckAllowlist(
+        absl::GetFlag(FLAGS_alarm_webhook_url), absl::GetFlag(FLAGS_alarm_webhook_allowlist));
     if (!allowed.ok()) return Fail(std::string(allowed.message()));
   }
 
@@ -156,7 +158,8 @@ int main(int argc, char** argv) {
     CallerTokenSigner::Options signer_options;
     signer_options.issuer = std::string(kIssuerScheduler);
     auto created = CallerTokenSigner::Create(*signing_key, signer_options, RealClock::Get());
-    if (!created.ok()) return Fail(absl::StrCat("--signing_key_file: ", created.status().message()));
+    if (!created.ok())
+      return Fail(absl::StrCat("--signing_key_file: ", created.status().message()));
     signer = std::move(*created);
   }
   if (insecure) spdlog::warn("INSECURE DEV MODE: the admin API accepts unauthenticated calls");

@@ -2,8 +2,8 @@
 
 #include <vector>
 
-#include "common/pg_arrays.h"
-#include "common/proto_time.h"
+#include "common/pg/pg_arrays.h"
+#include "common/time/proto_time.h"
 #include "services/scheduler/job_row.h"
 #include "spdlog/spdlog.h"
 
@@ -90,8 +90,8 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
         retry_parent.push_back(run_id);
         retry_attempt.push_back(attempt + 1);
         // A broadcast shard retries as that shard alone; other runs keep their manual shard.
-        const bool broadcast =
-            !r[16].is_null() && r[16].as<int>() == jobwheel::v1::ROUTING_STRATEGY_SHARDING_BROADCAST;
+        const bool broadcast = !r[16].is_null() &&
+                               r[16].as<int>() == jobwheel::v1::ROUTING_STRATEGY_SHARDING_BROADCAST;
         const int shard_total = r[5].as<int>();
         retry_shard_i.push_back(broadcast || shard_total > 1 ? r[4].as<int>() : 0);
         retry_shard_n.push_back(broadcast || shard_total > 1 ? shard_total : 0);
@@ -103,8 +103,8 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
         e.app = r[15].as<std::string>();
         e.run_id = run_id;
         e.status = jobwheel::v1::RunStatus_Name(static_cast<jobwheel::v1::RunStatus>(status));
-        e.message = r[6].as<std::string>().empty() ? r[7].as<std::string>()
-                                                    : r[6].as<std::string>();
+        e.message =
+            r[6].as<std::string>().empty() ? r[7].as<std::string>() : r[6].as<std::string>();
         pqxx::array_parser p = r[14].as_array();
         for (auto it = p.get_next(); it.first != pqxx::array_parser::done; it = p.get_next()) {
           if (it.first == pqxx::array_parser::string_value) e.contacts.push_back(it.second);
@@ -130,8 +130,8 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
           "u.si, u.sn, $7 FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[], "
           "$5::int[], $6::int[]) AS u(job_id, parent, attempt, param, si, sn) "
           "ON CONFLICT DO NOTHING RETURNING id",
-          ToPgIntArray(retry_job), ToPgIntArray(retry_parent), ToPgIntArray(retry_attempt), ToPgArray(params),
-          ToPgIntArray(retry_shard_i), ToPgIntArray(retry_shard_n), epoch);
+          ToPgIntArray(retry_job), ToPgIntArray(retry_parent), ToPgIntArray(retry_attempt),
+          ToPgArray(params), ToPgIntArray(retry_shard_i), ToPgIntArray(retry_shard_n), epoch);
       counts.retries = static_cast<int>(ins.size());
     }
     if (!child_job.empty()) {

@@ -6,7 +6,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "common/clock.h"
+#include "common/time/clock.h"
 #include "services/scheduler/alarm.h"
 #include "services/scheduler/leader_elector.h"
 #include "services/scheduler/scheduler_metrics.h"
@@ -17,8 +17,8 @@ namespace jobwheel::scheduler {
 //  - follow-ups: a finished run that failed (FAILED, TIMED_OUT, LOST) with retries left gets a
 //    RETRY fire; one with retries spent raises one alarm; a SUCCEEDED run triggers each child
 //    job (PARENT fire) that is in the parent's app or in its child_scope (the apps the writer
-//    of its child_job_ids may operate; see JobAdmin::CreateJob). Each run is followed up exactly once (runs.followup_done, and a unique
-//    index on fires(parent_run_id, job_id)).
+//    of its child_job_ids may operate; see JobAdmin::CreateJob). Each run is followed up exactly
+//    once (runs.followup_done, and a unique index on fires(parent_run_id, job_id)).
 //  - lost runs: RUNNING longer than `lost_after` on an executor that is offline, or started
 //    before the executor's current process (it restarted) → LOST; PENDING
 //    (trigger never answered, e.g. its dispatcher died) longer than `pending_timeout` → FAILED.

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "common/proto_time.h"
 #include "common/testing/pg_test_db.h"
+#include "common/time/proto_time.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 
@@ -69,14 +69,15 @@ class MonitorsTest : public ::testing::Test {
 
   // A fire and one run of `job` in `status`, at `attempt`.
   int64_t Run(int64_t job, int status, int attempt = 0, const std::string& extra = "") {
-    const int64_t fire = Exec(absl::StrCat(
-        "INSERT INTO fires (job_id, scheduled_at, trigger_type, status) VALUES (", job,
-        ", now(), 3, 2) RETURNING id"));
+    const int64_t fire =
+        Exec(absl::StrCat("INSERT INTO fires (job_id, scheduled_at, trigger_type, status) VALUES (",
+                          job, ", now(), 3, 2) RETURNING id"));
     return Exec(absl::StrCat(
         "INSERT INTO runs (fire_id, job_id, app, trigger_type, attempt, status, scheduled_time, "
-        "executor_address", extra.empty() ? "" : ", start_time, trigger_time", ") VALUES (", fire,
-        ", ", job, ", 'demo', 3, ", attempt, ", ", status, ", now(), '127.0.0.1:7200'",
-        extra, ") RETURNING id"));
+        "executor_address",
+        extra.empty() ? "" : ", start_time, trigger_time", ") VALUES (", fire, ", ", job,
+        ", 'demo', 3, ", attempt, ", ", status, ", now(), '127.0.0.1:7200'", extra,
+        ") RETURNING id"));
   }
 
   std::unique_ptr<pqxx::connection> conn_;
@@ -95,7 +96,8 @@ TEST_F(MonitorsTest, FailedRunWithRetriesLeftGetsOneRetryFire) {
   ASSERT_TRUE(counts.ok()) << counts.status();
   EXPECT_EQ(counts->retries, 1);
   EXPECT_EQ(Exec(absl::StrCat("SELECT count(*) FROM fires WHERE trigger_type = 5 AND status = 1 "
-                              "AND attempt = 1 AND parent_run_id = ", run)),
+                              "AND attempt = 1 AND parent_run_id = ",
+                              run)),
             1);
   // Followed up once: a second pass adds nothing.
   counts = monitors_->RunOnce();
@@ -127,7 +129,8 @@ TEST_F(MonitorsTest, SucceededRunTriggersEachChildOnce) {
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(counts->children, 2);
   EXPECT_EQ(Exec(absl::StrCat("SELECT count(*) FROM fires WHERE trigger_type = 6 AND "
-                              "parent_run_id = ", run, " AND job_id IN (", a, ",", b, ")")),
+                              "parent_run_id = ",
+                              run, " AND job_id IN (", a, ",", b, ")")),
             2);
   ASSERT_TRUE(monitors_->RunOnce().ok());
   EXPECT_EQ(Exec("SELECT count(*) FROM fires WHERE trigger_type = 6"), 2);
@@ -156,8 +159,10 @@ TEST_F(MonitorsTest, ChildrenInAnotherAppFireOnlyWithinTheParentsChildScope) {
   ASSERT_TRUE(counts.ok()) << counts.status();
   EXPECT_EQ(counts->children, 1 + 1 + 2 + 2);
   auto fired = [&](int64_t run, int64_t job) {
-    return Exec(absl::StrCat("SELECT count(*) FROM fires WHERE trigger_type = 6 AND "
-                             "parent_run_id = ", run, " AND job_id = ", job));
+    return Exec(
+        absl::StrCat("SELECT count(*) FROM fires WHERE trigger_type = 6 AND "
+                     "parent_run_id = ",
+                     run, " AND job_id = ", job));
   };
   EXPECT_EQ(fired(r1, same), 1);
   EXPECT_EQ(fired(r1, billing), 0);
@@ -184,13 +189,14 @@ TEST_F(MonitorsTest, RunningOnAnOfflineExecutorBecomesLostAfterTheLimit) {
   EXPECT_EQ(Exec(absl::StrCat("SELECT status FROM runs WHERE id = ", lost)), 2);  // Too early.
   clock_.Advance(absl::Minutes(11));
   // A run on an executor that is online stays RUNNING.
-  Exec("INSERT INTO executors (app, address, replica_id, session_id, lease_until) VALUES "
-       "('demo', '127.0.0.9:1', 'r', 's', now() + interval '1 hour')");
+  Exec(
+      "INSERT INTO executors (app, address, replica_id, session_id, lease_until) VALUES "
+      "('demo', '127.0.0.9:1', 'r', 's', now() + interval '1 hour')");
   const int64_t alive = Exec(absl::StrCat(
       "WITH f AS (INSERT INTO fires (job_id, scheduled_at, trigger_type, status) VALUES (", job,
       ", now(), 3, 2) RETURNING id) INSERT INTO runs (fire_id, job_id, app, trigger_type, status, "
-      "scheduled_time, executor_address, start_time) SELECT id, ", job,
-      ", 'demo', 3, 2, now(), '127.0.0.9:1', now() - interval '1 hour' FROM f RETURNING id"));
+      "scheduled_time, executor_address, start_time) SELECT id, ",
+      job, ", 'demo', 3, 2, now(), '127.0.0.9:1', now() - interval '1 hour' FROM f RETURNING id"));
   auto counts = monitors_->RunOnce();
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(counts->lost, 1);
@@ -206,9 +212,11 @@ TEST_F(MonitorsTest, RunsOfAnExecutorThatRestartedBecomeLostAfterTheGrace) {
     return absl::StrCat(", '", ToPgTimestamp(clock_.Now() - ago), "', now()");
   };
   // Started 60 s ago on the old process; the new process started 30 s ago.
-  const int64_t orphan = Run(job, jobwheel::v1::RUN_STATUS_RUNNING, 0, started_at(absl::Seconds(60)));
+  const int64_t orphan =
+      Run(job, jobwheel::v1::RUN_STATUS_RUNNING, 0, started_at(absl::Seconds(60)));
   // Started 5 s ago, on the new process.
-  const int64_t current = Run(job, jobwheel::v1::RUN_STATUS_RUNNING, 0, started_at(absl::Seconds(5)));
+  const int64_t current =
+      Run(job, jobwheel::v1::RUN_STATUS_RUNNING, 0, started_at(absl::Seconds(5)));
   auto register_executor = [&](absl::Duration process_age) {
     Exec("DELETE FROM executors");
     Exec(absl::StrCat(
@@ -247,7 +255,8 @@ TEST_F(MonitorsTest, RetentionDeletesOnlyOldFinishedHistory) {
   const int64_t old_run = Run(job, jobwheel::v1::RUN_STATUS_SUCCEEDED);
   const int64_t new_run = Run(job, jobwheel::v1::RUN_STATUS_SUCCEEDED);
   ASSERT_TRUE(monitors_->RunOnce().ok());  // Follow-ups done first.
-  Exec(absl::StrCat("UPDATE runs SET trigger_time = now() - interval '3 days' WHERE id = ", old_run));
+  Exec(absl::StrCat("UPDATE runs SET trigger_time = now() - interval '3 days' WHERE id = ",
+                    old_run));
   Exec("UPDATE fires SET create_time = now() - interval '3 days'");
   auto deleted = monitors_->Retain();
   ASSERT_TRUE(deleted.ok()) << deleted.status();

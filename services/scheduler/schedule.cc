@@ -1,7 +1,7 @@
 #include "services/scheduler/schedule.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/proto_time.h"
+#include "common/time/proto_time.h"
 
 namespace jobwheel::scheduler {
 
@@ -24,9 +24,9 @@ absl::StatusOr<Schedule> Schedule::FromProto(const jobwheel::v1::Schedule& proto
     case jobwheel::v1::Schedule::kFixRate: {
       const int64_t secs = proto.fix_rate().interval_seconds();
       if (secs < 1 || secs > kMaxIntervalSeconds) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            field_prefix, ".fix_rate.interval_seconds: must be between 1 and ",
-            kMaxIntervalSeconds, ", got ", secs));
+        return absl::InvalidArgumentError(
+            absl::StrCat(field_prefix, ".fix_rate.interval_seconds: must be between 1 and ",
+                         kMaxIntervalSeconds, ", got ", secs));
       }
       absl::Time start = proto.fix_rate().has_start_time()
                              ? jobwheel::FromProto(proto.fix_rate().start_time())

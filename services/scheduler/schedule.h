@@ -16,8 +16,7 @@ class Schedule {
  public:
   // INVALID_ARGUMENT naming the field (prefixed with `field_prefix`, e.g. "job.schedule").
   // `created` anchors a FIX_RATE schedule without a start time.
-  static absl::StatusOr<Schedule> FromProto(const jobwheel::v1::Schedule& proto,
-                                            absl::Time created,
+  static absl::StatusOr<Schedule> FromProto(const jobwheel::v1::Schedule& proto, absl::Time created,
                                             absl::string_view field_prefix = "schedule");
 
   // The first fire time strictly after `after`; nullopt when the schedule never fires again

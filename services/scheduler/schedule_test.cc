@@ -15,7 +15,8 @@ absl::Time T(const char* s) {
 TEST(ScheduleTest, FixRateCountsFromStart) {
   jobwheel::v1::Schedule p;
   p.mutable_fix_rate()->set_interval_seconds(10);
-  p.mutable_fix_rate()->mutable_start_time()->set_seconds(absl::ToUnixSeconds(T("2026-01-01T00:00:00Z")));
+  p.mutable_fix_rate()->mutable_start_time()->set_seconds(
+      absl::ToUnixSeconds(T("2026-01-01T00:00:00Z")));
   auto s = Schedule::FromProto(p, absl::UnixEpoch());
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(*s->NextAfter(T("2025-12-31T00:00:00Z")), T("2026-01-01T00:00:00Z"));

@@ -79,7 +79,8 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry& registry)
                  .Register(registry)),
       lateness_(prometheus::BuildHistogram()
                     .Name("jobwheel_scheduler_fire_lateness_seconds")
-                    .Help("Hand-off time minus the time the fire was due for hand-off (its scheduled time minus --dispatch_lead, on a 100 ms grid).")
+                    .Help("Hand-off time minus the time the fire was due for hand-off (its "
+                          "scheduled time minus --dispatch_lead, on a 100 ms grid).")
                     .Register(registry)
                     .Add({}, LatenessBuckets())),
       dispatch_latency_(prometheus::BuildHistogram()
@@ -111,8 +112,9 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry& registry)
 
 void SchedulerMetrics::FireHandedOff(jobwheel::v1::TriggerType type, bool dispatched,
                                      absl::Duration lateness) {
-  fires_.Add({{"trigger_type", TriggerTypeLabel(type)},
-              {"outcome", dispatched ? "dispatched" : "failed"}})
+  fires_
+      .Add({{"trigger_type", TriggerTypeLabel(type)},
+            {"outcome", dispatched ? "dispatched" : "failed"}})
       .Increment();
   lateness_.Observe(std::max(0.0, absl::ToDoubleSeconds(lateness)));
 }

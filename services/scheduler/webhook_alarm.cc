@@ -11,7 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "common/json_escape.h"
+#include "common/base/json_escape.h"
 
 namespace jobwheel::scheduler {
 namespace {
@@ -78,9 +78,8 @@ std::string WebhookAlarm::ToJson(const AlarmEvent& e) {
   for (const auto& c : e.contacts) contacts.push_back(JsonString(c));
   return absl::StrCat("{\"job_id\":", e.job_id, ",\"job_name\":", JsonString(e.job_name),
                       ",\"app\":", JsonString(e.app), ",\"run_id\":", e.run_id,
-                      ",\"status\":", JsonString(e.status), ",\"message\":",
-                      JsonString(e.message), ",\"contacts\":[", absl::StrJoin(contacts, ","),
-                      "]}");
+                      ",\"status\":", JsonString(e.status), ",\"message\":", JsonString(e.message),
+                      ",\"contacts\":[", absl::StrJoin(contacts, ","), "]}");
 }
 
 absl::Status WebhookAlarm::PostOnce(const std::string& body) {
@@ -103,7 +102,8 @@ absl::Status WebhookAlarm::PostOnce(const std::string& body) {
     fd = -1;
   }
   freeaddrinfo(res);
-  if (fd < 0) return absl::UnavailableError(absl::StrCat("alarm webhook: cannot connect to ", host_));
+  if (fd < 0)
+    return absl::UnavailableError(absl::StrCat("alarm webhook: cannot connect to ", host_));
   const std::string request = absl::StrCat(
       "POST ", path_, " HTTP/1.1\r\nHost: ", host_, "\r\nContent-Type: application/json\r\n",
       "Content-Length: ", body.size(), "\r\nConnection: close\r\n\r\n", body);

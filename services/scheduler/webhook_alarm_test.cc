@@ -25,10 +25,11 @@ TEST(WebhookAlarmTest, AllowlistAdmitsOnlyListedHosts) {
           .ok());
   EXPECT_TRUE(WebhookAlarm::CheckAllowlist("http://127.0.0.1:9/x", "127.0.0.1").ok());
   // Wrong port, other host, empty list, look-alike host.
-  EXPECT_EQ(WebhookAlarm::CheckAllowlist("http://hooks.example.com:81/", "hooks.example.com:80")
-                .code(),
-            absl::StatusCode::kFailedPrecondition);
-  absl::Status s = WebhookAlarm::CheckAllowlist("http://169.254.169.254/latest", "hooks.example.com");
+  EXPECT_EQ(
+      WebhookAlarm::CheckAllowlist("http://hooks.example.com:81/", "hooks.example.com:80").code(),
+      absl::StatusCode::kFailedPrecondition);
+  absl::Status s =
+      WebhookAlarm::CheckAllowlist("http://169.254.169.254/latest", "hooks.example.com");
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(s.message().find("169.254.169.254"), std::string::npos) << s;
   EXPECT_EQ(WebhookAlarm::CheckAllowlist("http://hooks.example.com/", "").code(),
@@ -72,7 +73,8 @@ TEST(WebhookAlarmTest, PostsToARealListener) {
     send(c, resp, sizeof(resp) - 1, 0);
     close(c);
   });
-  auto alarm = WebhookAlarm::Create("http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/hook", 1);
+  auto alarm =
+      WebhookAlarm::Create("http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/hook", 1);
   ASSERT_TRUE(alarm.ok());
   AlarmEvent e;
   e.job_id = 5;

@@ -41,9 +41,9 @@ int main(int argc, char** argv) {
     } else {
       ++failed;
       std::cout << target << " "
-                << (s.ok() ? grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
-                                 resp.status())
-                           : "error " + std::to_string(s.error_code()) + " " + s.error_message())
+                << (s.ok()
+                        ? grpc::health::v1::HealthCheckResponse::ServingStatus_Name(resp.status())
+                        : "error " + std::to_string(s.error_code()) + " " + s.error_message())
                 << " (" << ms << " ms)\n";
     }
   }

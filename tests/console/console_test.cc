@@ -156,8 +156,7 @@ class ConsoleTest : public ::testing::Test {
     return absl::OkStatus();
   }
 
-  httplib::Result Post(const std::string& path, const std::string& body,
-                       const std::string& token) {
+  httplib::Result Post(const std::string& path, const std::string& body, const std::string& token) {
     httplib::Headers headers = {{"Connect-Protocol-Version", "1"}};
     if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
     return client_->Post(path.c_str(), headers, body, "application/json");
@@ -253,12 +252,11 @@ TEST_F(ConsoleTest, BackendValidationErrorsArriveIntact) {
 }
 
 TEST_F(ConsoleTest, UnknownAndInternalProceduresAreNotServed) {
-  for (const char* path : {"/jobwheel.v1.JobAdminService/DropAllJobs",
-                           "/jobwheel.v1.DispatcherService/Dispatch",
-                           "/jobwheel.v1.DispatcherService/ReportResults",
-                           "/jobwheel.v1.RegistryService/WatchExecutors",
-                           "/jobwheel.v1.RegistryService/Heartbeat",
-                           "/jobwheel.v1.ExecutorService/Run", "/grpc.health.v1.Health/Check"}) {
+  for (const char* path :
+       {"/jobwheel.v1.JobAdminService/DropAllJobs", "/jobwheel.v1.DispatcherService/Dispatch",
+        "/jobwheel.v1.DispatcherService/ReportResults",
+        "/jobwheel.v1.RegistryService/WatchExecutors", "/jobwheel.v1.RegistryService/Heartbeat",
+        "/jobwheel.v1.ExecutorService/Run", "/grpc.health.v1.Health/Check"}) {
     // Even a token Dispatch accepts (the scheduler's) gets nowhere.
     auto res = Post(path, "{}", stack_->CallerToken("scheduler", "dispatcher"));
     ASSERT_TRUE(res) << path;
@@ -342,9 +340,8 @@ TEST_F(ConsoleTest, ReadyWhenTheBackendsServe) {
 
 TEST_F(ConsoleTest, NotReadyWithoutItsSchedulerButAlive) {
   Console orphan;
-  ASSERT_TRUE(StartConsole(orphan, "console-orphan",
-                           absl::StrCat("127.0.0.1:", PickFreePort()), {})
-                  .ok());
+  ASSERT_TRUE(
+      StartConsole(orphan, "console-orphan", absl::StrCat("127.0.0.1:", PickFreePort()), {}).ok());
   auto client = orphan.Client();
   auto res = client->Get("/readyz");
   ASSERT_TRUE(res);

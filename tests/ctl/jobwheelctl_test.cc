@@ -68,9 +68,9 @@ class JobwheelctlTest : public StackTest {
 
   // jobwheelctl against the stack with `token_file` (default: the admin token) and `args`.
   CommandResult Ctl(const std::vector<std::string>& args, const std::string& token_file = "") {
-    std::vector<std::string> argv = {"--scheduler=" + stack_->scheduler(),
-                                     "--registry=" + stack_->registry(),
-                                     "--token_file=" + (token_file.empty() ? admin_file_ : token_file)};
+    std::vector<std::string> argv = {
+        "--scheduler=" + stack_->scheduler(), "--registry=" + stack_->registry(),
+        "--token_file=" + (token_file.empty() ? admin_file_ : token_file)};
     argv.insert(argv.end(), args.begin(), args.end());
     auto r = ::jobwheel::testing::RunCommand(
         ::jobwheel::testing::RunfilePath("tools/jobwheelctl/jobwheelctl"), argv);
@@ -205,7 +205,10 @@ TEST_F(JobwheelctlTest, Jobs) {
   ASSERT_TRUE(absl::SimpleAtoi(absl::StripSuffix(absl::StripPrefix(r.out, "fire "), "\n"), &fire))
       << r.out;
   auto run = AwaitRun(
-      id, [](const jobwheel::v1::Run& run) { return run.status() == jobwheel::v1::RUN_STATUS_SUCCEEDED; },
+      id,
+      [](const jobwheel::v1::Run& run) {
+        return run.status() == jobwheel::v1::RUN_STATUS_SUCCEEDED;
+      },
       absl::Seconds(20));
   ASSERT_TRUE(run.ok()) << run.status();
   EXPECT_EQ(run->fire_id(), fire);
@@ -311,8 +314,8 @@ TEST_F(JobwheelctlTest, Runs) {
   EXPECT_TRUE(::jobwheel::testing::Ends(stack_->Executions(0), job->id())[0].cancelled);
 
   // stats: the one run of the job, KILLED, in the window's total and in one bucket.
-  r = Ctl({"--json", "runs", "stats", absl::StrCat("--job=", job->id()), "--bucket=1m",
-           "--since=10m"});
+  r = Ctl(
+      {"--json", "runs", "stats", absl::StrCat("--job=", job->id()), "--bucket=1m", "--since=10m"});
   ASSERT_EQ(r.exit_code, 0) << Show(r);
   auto stats = FromJson<jobwheel::v1::GetRunStatsResponse>(r.out);
   EXPECT_EQ(stats.total(), 1);
@@ -443,8 +446,11 @@ TEST_F(JobwheelctlTest, Tokens) {
   // ID NAME ROLE APPS EXPIRES REVOKED: no expiry ("-"), revoked at a date.
   EXPECT_EQ(Cells(rows[0])[4], "-") << r.out;
   EXPECT_NE(Cells(rows[0])[5], "-") << r.out;
-  ASSERT_TRUE(Eventually([&] { return Ctl({"jobs", "list"}, viewer_file).exit_code == 1; },
-                         absl::Seconds(15)));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return Ctl({"jobs", "list"}, viewer_file).exit_code == 1;
+      },
+      absl::Seconds(15)));
   ExpectError(Ctl({"jobs", "list"}, viewer_file), 1, "revoked");
   ExpectError(Ctl({"tokens", "whoami"}, viewer_file), 1, "revoked");
 

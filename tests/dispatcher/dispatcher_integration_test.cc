@@ -12,11 +12,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "common/auth.h"
-#include "common/proto_time.h"
+#include "common/auth/bearer.h"
 #include "common/testing/caller_keys.h"
 #include "common/testing/pg_test_db.h"
 #include "common/testing/process.h"
+#include "common/time/proto_time.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
@@ -58,17 +58,17 @@ class DispatcherIntegrationTest : public ::testing::Test {
     executor_token_file_ = WriteFile("executor.token", kExecutorToken);
 
     registry_port_ = PickFreePort();
-    ASSERT_TRUE(registry_
-                    .Start(RunfilePath("services/registry/registry"),
-                           {"--listen=" + Addr(registry_port_), "--db_dsn=" + dsn_,
-                            "--metrics_address=",
-                            "--dispatcher_public_key_file=" + keys_.dispatcher_pub,
-                            "--executor_token_file=" + executor_token_file_,
-                            "--admin_token_file=" + admin_token_file_,
-                            // Long enough that a SIGSTOPped executor stays listed.
-                            "--beat_deadline=30s", "--lease=60s"},
-                           dir_ + "/registry.log")
-                    .ok());
+    ASSERT_TRUE(
+        registry_
+            .Start(RunfilePath("services/registry/registry"),
+                   {"--listen=" + Addr(registry_port_), "--db_dsn=" + dsn_,
+                    "--metrics_address=", "--dispatcher_public_key_file=" + keys_.dispatcher_pub,
+                    "--executor_token_file=" + executor_token_file_,
+                    "--admin_token_file=" + admin_token_file_,
+                    // Long enough that a SIGSTOPped executor stays listed.
+                    "--beat_deadline=30s", "--lease=60s"},
+                   dir_ + "/registry.log")
+            .ok());
     ASSERT_TRUE(WaitForServing(Addr(registry_port_), kStartTimeout).ok());
 
     dispatcher_port_ = PickFreePort();
@@ -189,10 +189,10 @@ class DispatcherIntegrationTest : public ::testing::Test {
   // start_time and end_time in microseconds.
   std::pair<int64_t, int64_t> Times(int64_t run_id) {
     pqxx::work tx(*db_);
-    pqxx::row r = tx.exec1(absl::StrCat(
-        "SELECT (EXTRACT(EPOCH FROM start_time) * 1000000)::BIGINT, "
-        "(EXTRACT(EPOCH FROM end_time) * 1000000)::BIGINT FROM runs WHERE id = ",
-        run_id));
+    pqxx::row r = tx.exec1(
+        absl::StrCat("SELECT (EXTRACT(EPOCH FROM start_time) * 1000000)::BIGINT, "
+                     "(EXTRACT(EPOCH FROM end_time) * 1000000)::BIGINT FROM runs WHERE id = ",
+                     run_id));
     return {r[0].as<int64_t>(), r[1].as<int64_t>()};
   }
 
@@ -265,9 +265,9 @@ TEST_F(DispatcherIntegrationTest, RoundSpreadsEvenlyAndAllSucceed) {
       << "not all 300 runs succeeded";
   pqxx::work tx(*db_);
   std::map<std::string, int> per;
-  for (const auto& row : tx.exec(absl::StrCat(
-           "SELECT executor_address, count(*) FROM runs WHERE job_id = ", job,
-           " GROUP BY executor_address"))) {
+  for (const auto& row :
+       tx.exec(absl::StrCat("SELECT executor_address, count(*) FROM runs WHERE job_id = ", job,
+                            " GROUP BY executor_address"))) {
     per[row[0].as<std::string>()] = row[1].as<int>();
   }
   ASSERT_EQ(per.size(), 3u);
@@ -347,8 +347,8 @@ TEST_F(DispatcherIntegrationTest, BusyoverSkipsBusyExecutor) {
   const int64_t first = r->outcomes(0).run_ids(0);
   ASSERT_TRUE(RunReaches(first, v1::RUN_STATUS_RUNNING));
   EXPECT_EQ(Run(first).address, addresses_[0]);
-  r = Dispatch(job, "sleep", v1::ROUTING_STRATEGY_BUSYOVER, 1,
-               v1::BLOCK_STRATEGY_SERIAL_EXECUTION, absl::ZeroDuration(), "3000");
+  r = Dispatch(job, "sleep", v1::ROUTING_STRATEGY_BUSYOVER, 1, v1::BLOCK_STRATEGY_SERIAL_EXECUTION,
+               absl::ZeroDuration(), "3000");
   ASSERT_TRUE(r.ok()) << r.status();
   const int64_t second = r->outcomes(0).run_ids(0);
   ASSERT_TRUE(RunReaches(second, v1::RUN_STATUS_SUCCEEDED)) << Run(second).trigger_message;
@@ -381,8 +381,8 @@ TEST_F(DispatcherIntegrationTest, SerialExecutionRunsInOrder) {
 
 TEST_F(DispatcherIntegrationTest, DiscardLaterDiscardsTheNewRun) {
   const int64_t job = Job("sleep", v1::ROUTING_STRATEGY_FIRST, v1::BLOCK_STRATEGY_DISCARD_LATER);
-  auto r = Dispatch(job, "sleep", v1::ROUTING_STRATEGY_FIRST, 1,
-                    v1::BLOCK_STRATEGY_DISCARD_LATER, absl::ZeroDuration(), "2000");
+  auto r = Dispatch(job, "sleep", v1::ROUTING_STRATEGY_FIRST, 1, v1::BLOCK_STRATEGY_DISCARD_LATER,
+                    absl::ZeroDuration(), "2000");
   ASSERT_TRUE(r.ok()) << r.status();
   const int64_t first = r->outcomes(0).run_ids(0);
   ASSERT_TRUE(RunReaches(first, v1::RUN_STATUS_RUNNING));
@@ -435,8 +435,8 @@ TEST_F(DispatcherIntegrationTest, KillAndTimeout) {
   }
   EXPECT_TRUE(RunReaches(killed, v1::RUN_STATUS_KILLED)) << Run(killed).result_message;
 
-  const int64_t slow = Job("sleep", v1::ROUTING_STRATEGY_FIRST, v1::BLOCK_STRATEGY_SERIAL_EXECUTION,
-                           1000);
+  const int64_t slow =
+      Job("sleep", v1::ROUTING_STRATEGY_FIRST, v1::BLOCK_STRATEGY_SERIAL_EXECUTION, 1000);
   r = Dispatch(slow, "sleep", v1::ROUTING_STRATEGY_FIRST, 1, v1::BLOCK_STRATEGY_SERIAL_EXECUTION,
                absl::Seconds(1), "20000");
   ASSERT_TRUE(r.ok()) << r.status();
@@ -464,9 +464,8 @@ TEST_F(DispatcherIntegrationTest, ResultsReportedWhileDispatcherDownArriveAfterR
         return true;
       },
       kWait));
-  EXPECT_EQ(Scalar(absl::StrCat("SELECT count(*) FROM runs WHERE job_id = ", job,
-                                " AND status >= 3")),
-            0)
+  EXPECT_EQ(
+      Scalar(absl::StrCat("SELECT count(*) FROM runs WHERE job_id = ", job, " AND status >= 3")), 0)
       << "a result was recorded although the dispatcher was down";
 
   StartDispatcher();  // Same port: the executors' spools deliver.

@@ -5,9 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "common/proto_time.h"
 #include "common/testing/executions.h"
 #include "common/testing/process.h"
+#include "common/time/proto_time.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/stack_test.h"
 

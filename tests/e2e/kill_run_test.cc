@@ -30,7 +30,8 @@ TEST_F(KillRunTest, KillRunStopsTheHandlerAndTheRunIsKilled) {
 
   // The run is live: RUNNING in the scheduler's view and its handler started on the executor.
   auto running = AwaitRun(
-      job_id, [](const jobwheel::v1::Run& r) { return r.status() == jobwheel::v1::RUN_STATUS_RUNNING; },
+      job_id,
+      [](const jobwheel::v1::Run& r) { return r.status() == jobwheel::v1::RUN_STATUS_RUNNING; },
       absl::Seconds(30));
   ASSERT_TRUE(running.ok()) << running.status();
   const int64_t run_id = running->id();
@@ -71,9 +72,9 @@ TEST_F(KillRunTest, KillRunStopsTheHandlerAndTheRunIsKilled) {
   EXPECT_FALSE(ends[0].ok);
   EXPECT_EQ(Starts(stack_->Executions(0), job_id).size(), 1u);
   const std::vector<std::string> log = RunLog(run_id);
-  EXPECT_TRUE(std::any_of(log.begin(), log.end(),
-                          [](const std::string& l) { return absl::StrContains(l, "interrupted"); }))
-      << absl::StrJoin(log, "\n");
+  EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) {
+    return absl::StrContains(l, "interrupted");
+  })) << absl::StrJoin(log, "\n");
 
   // Killing it again is refused with the state named.
   jobwheel::v1::KillRunResponse again;

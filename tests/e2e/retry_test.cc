@@ -28,7 +28,8 @@ TEST_F(RetryTest, FailedAttemptRetriesOnTheExecutorAndSucceedsAsAttemptOne) {
   ASSERT_TRUE(fire.ok()) << fire.status();
 
   auto succeeded = AwaitRun(
-      job_id, [](const jobwheel::v1::Run& r) { return r.status() == jobwheel::v1::RUN_STATUS_SUCCEEDED; },
+      job_id,
+      [](const jobwheel::v1::Run& r) { return r.status() == jobwheel::v1::RUN_STATUS_SUCCEEDED; },
       absl::Seconds(30));
   ASSERT_TRUE(succeeded.ok()) << succeeded.status();
   // Once the succeeded run's follow-up is done nothing more can fire for this job (it has no

@@ -63,9 +63,7 @@ TEST_P(ScriptJobTest, ScriptSucceedsAndAnEditedScriptRunsAsItsNewVersion) {
   ASSERT_TRUE(TriggerJob(job_id).ok());
   auto first = AwaitRun(
       job_id,
-      [](const jobwheel::v1::Run& r) {
-        return r.status() >= jobwheel::v1::RUN_STATUS_SUCCEEDED;
-      },
+      [](const jobwheel::v1::Run& r) { return r.status() >= jobwheel::v1::RUN_STATUS_SUCCEEDED; },
       absl::Seconds(30));
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_EQ(first->status(), jobwheel::v1::RUN_STATUS_SUCCEEDED) << first->result_message();
@@ -109,19 +107,20 @@ TEST_P(ScriptJobTest, ScriptSucceedsAndAnEditedScriptRunsAsItsNewVersion) {
 
 INSTANTIATE_TEST_SUITE_P(
     Languages, ScriptJobTest,
-    ::testing::Values(
-        Language{jobwheel::v1::GLUE_TYPE_SCRIPT_SHELL, "shell",
-                 [](int v, const std::string& record) {
-                   return absl::StrCat("set -e\nline=\"shell v", v, " param=$1\"\necho \"$line\"\n",
-                                       "echo \"$line\" >> '", record, "'\n");
-                 }},
-        Language{jobwheel::v1::GLUE_TYPE_SCRIPT_PYTHON, "python",
-                 [](int v, const std::string& record) {
-                   return absl::StrCat("import sys\nline = 'python v", v,
-                                       " param=' + sys.argv[1]\nprint(line, flush=True)\n",
-                                       "with open('", record, "', 'a') as f:\n",
-                                       "    f.write(line + '\\n')\n");
-                 }}),
+    ::testing::Values(Language{jobwheel::v1::GLUE_TYPE_SCRIPT_SHELL, "shell",
+                               [](int v, const std::string& record) {
+                                 return absl::StrCat("set -e\nline=\"shell v", v,
+                                                     " param=$1\"\necho \"$line\"\n",
+                                                     "echo \"$line\" >> '", record, "'\n");
+                               }},
+                      Language{jobwheel::v1::GLUE_TYPE_SCRIPT_PYTHON, "python",
+                               [](int v, const std::string& record) {
+                                 return absl::StrCat(
+                                     "import sys\nline = 'python v", v,
+                                     " param=' + sys.argv[1]\nprint(line, flush=True)\n",
+                                     "with open('", record, "', 'a') as f:\n",
+                                     "    f.write(line + '\\n')\n");
+                               }}),
     [](const ::testing::TestParamInfo<Language>& info) { return info.param.name; });
 
 }  // namespace

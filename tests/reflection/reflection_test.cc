@@ -99,8 +99,8 @@ class ReflectionClient {
   absl::StatusOr<refl::ServerReflectionResponse> Call(const refl::ServerReflectionRequest& req) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    std::unique_ptr<grpc::ClientReaderWriter<refl::ServerReflectionRequest,
-                                             refl::ServerReflectionResponse>>
+    std::unique_ptr<
+        grpc::ClientReaderWriter<refl::ServerReflectionRequest, refl::ServerReflectionResponse>>
         stream(grpc::internal::ClientReaderWriterFactory<
                refl::ServerReflectionRequest,
                refl::ServerReflectionResponse>::Create(channel_.get(), method_, &ctx));
@@ -112,8 +112,9 @@ class ReflectionClient {
     if (!s.ok()) return FromGrpc(s, "ServerReflectionInfo");
     if (!read) return absl::UnavailableError("ServerReflectionInfo: no response");
     if (resp.has_error_response()) {
-      return absl::NotFoundError(absl::StrCat("reflection error ", resp.error_response().error_code(),
-                                              ": ", resp.error_response().error_message()));
+      return absl::NotFoundError(absl::StrCat("reflection error ",
+                                              resp.error_response().error_code(), ": ",
+                                              resp.error_response().error_message()));
     }
     return resp;
   }
@@ -132,8 +133,8 @@ class ReflectionClient {
       refl::ServerReflectionRequest req;
       req.set_file_by_filename(name);
       absl::StatusOr<refl::ServerReflectionResponse> answer = Call(req);
-    if (!answer.ok()) return answer.status();
-    const refl::ServerReflectionResponse& resp = *answer;
+      if (!answer.ok()) return answer.status();
+      const refl::ServerReflectionResponse& resp = *answer;
       if (!resp.has_file_descriptor_response()) return Unexpected(resp, name);
       for (const std::string& bytes : resp.file_descriptor_response().file_descriptor_proto()) {
         FileDescriptorProto file;

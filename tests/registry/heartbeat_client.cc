@@ -24,10 +24,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/auth.h"
-#include "common/flags.h"
-#include "common/grpc_server.h"
-#include "common/proto_time.h"
+#include "common/auth/bearer.h"
+#include "common/base/flags.h"
+#include "common/grpc/grpc_server.h"
+#include "common/time/proto_time.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
 
 ABSL_FLAG(std::string, registry, "127.0.0.1:7101", "Comma-separated registry addresses");

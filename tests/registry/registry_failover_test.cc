@@ -22,8 +22,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/auth.h"
-#include "common/grpc_server.h"
+#include "common/auth/bearer.h"
+#include "common/grpc/grpc_server.h"
 #include "common/testing/caller_keys.h"
 #include "common/testing/pg_test_db.h"
 #include "common/testing/process.h"
@@ -205,14 +205,13 @@ class RegistryFailoverTest : public ::testing::Test {
 
   std::unique_ptr<Process> StartRegistry(const std::string& name, int port) {
     auto p = std::make_unique<Process>();
-    absl::Status s =
-        p->Start(RunfilePath("services/registry/registry"),
-                 {"--listen=" + Target(port), "--metrics_address=", "--db_dsn=" + dsn_,
-                  "--replica_id=" + name, "--lease=2s", "--drain_grace=1s",
-                  "--executor_token_file=" + executor_token_,
-                  "--dispatcher_public_key_file=" + keys_.dispatcher_pub,
-                  "--admin_token_file=" + admin_token_},
-                 dir_ + "/registry_" + name + ".log");
+    absl::Status s = p->Start(RunfilePath("services/registry/registry"),
+                              {"--listen=" + Target(port), "--metrics_address=", "--db_dsn=" + dsn_,
+                               "--replica_id=" + name, "--lease=2s", "--drain_grace=1s",
+                               "--executor_token_file=" + executor_token_,
+                               "--dispatcher_public_key_file=" + keys_.dispatcher_pub,
+                               "--admin_token_file=" + admin_token_},
+                              dir_ + "/registry_" + name + ".log");
     EXPECT_TRUE(s.ok()) << s;
     return p;
   }

@@ -32,11 +32,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/proto_time.h"
 #include "common/testing/caller_keys.h"
 #include "common/testing/executions.h"
 #include "common/testing/pg_test_db.h"
 #include "common/testing/process.h"
+#include "common/time/proto_time.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
@@ -131,8 +131,8 @@ class SchedulerFailoverTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    for (Process* p : {&executors_[0], &executors_[1], &b_.process, &a_.process, &dispatcher_,
-                       &registry_}) {
+    for (Process* p :
+         {&executors_[0], &executors_[1], &b_.process, &a_.process, &dispatcher_, &registry_}) {
       if (!p->running()) continue;
       p->Signal(SIGTERM);
       if (!p->Wait(absl::Seconds(15)).ok()) p->Kill();
@@ -140,8 +140,8 @@ class SchedulerFailoverTest : public ::testing::Test {
     if (HasFailure()) {
       for (const std::string name :
            {"registry", "dispatcher", "sched-a", "sched-b", "executor-0", "executor-1"}) {
-        std::ifstream in(absl::StrCat(absl::StartsWith(name, "executor") ? exec_dir_ : dir_, "/",
-                                      name, ".log"));
+        std::ifstream in(
+            absl::StrCat(absl::StartsWith(name, "executor") ? exec_dir_ : dir_, "/", name, ".log"));
         std::string line;
         std::vector<std::string> lines;
         while (std::getline(in, line)) lines.push_back(line);
@@ -158,8 +158,7 @@ class SchedulerFailoverTest : public ::testing::Test {
     ASSERT_TRUE(s.process
                     .Start(RunfilePath("services/scheduler/scheduler"),
                            {"--listen=" + Addr(s.port), "--db_dsn=" + dsn_, "--metrics_address=",
-                            "--replica_id=" + s.id,
-                            "--dispatcher_target=" + Addr(dispatcher_port_),
+                            "--replica_id=" + s.id, "--dispatcher_target=" + Addr(dispatcher_port_),
                             "--admin_token_file=" + dir_ + "/admin",
                             "--signing_key_file=" + keys_.scheduler_key},
                            absl::StrCat(dir_, "/", s.id, ".log"))
@@ -174,8 +173,8 @@ class SchedulerFailoverTest : public ::testing::Test {
   // `via` until each executor has run it.
   void StartExecutors(Scheduler& via) {
     // The test cases of this process share dir_: each gets its own executors' files.
-    exec_dir_ = absl::StrCat(dir_, "/",
-                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    exec_dir_ =
+        absl::StrCat(dir_, "/", ::testing::UnitTest::GetInstance()->current_test_info()->name());
     ASSERT_EQ(mkdir(exec_dir_.c_str(), 0755), 0) << exec_dir_;
     for (int i = 0; i < 2; ++i) {
       const int port = PickFreePort();
@@ -185,8 +184,7 @@ class SchedulerFailoverTest : public ::testing::Test {
                              {"--listen=" + Addr(port), "--app=demo",
                               "--registry_target=" + Addr(registry_port_),
                               "--dispatcher_target=" + Addr(dispatcher_port_),
-                              "--metrics_address=",
-                              "--log_dir=" + exec_dir_ + "/" + name + "-logs",
+                              "--metrics_address=", "--log_dir=" + exec_dir_ + "/" + name + "-logs",
                               "--spool_dir=" + exec_dir_ + "/" + name + "-spool",
                               "--executions_file=" + ExecutionsFile(i),
                               "--executor_token_file=" + dir_ + "/executor",
@@ -333,8 +331,8 @@ TEST_F(SchedulerFailoverTest, StandbyTakesOverAndEverySecondFiresExactlyOnce) {
   std::random_device random;
   int phase_ms = static_cast<int>(random() % 1000);
   if (const char* p = std::getenv("JOBWHEEL_FAILOVER_KILL_PHASE_MS")) phase_ms = std::atoi(p);
-  const absl::Time kill_at = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()) + 1) +
-                             absl::Milliseconds(phase_ms);
+  const absl::Time kill_at =
+      absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()) + 1) + absl::Milliseconds(phase_ms);
   // Choosing the fault's instant, not synchronization.
   absl::SleepFor(kill_at - absl::Now());
   a_.process.Signal(SIGKILL);
@@ -360,9 +358,9 @@ TEST_F(SchedulerFailoverTest, StandbyTakesOverAndEverySecondFiresExactlyOnce) {
                                   ToPgTimestamp(b_since), "'")) > 0;
       },
       absl::Seconds(10)));
-  const absl::Time first_after = TimeOf(absl::StrCat(
-      "SELECT min(dispatch_time) FROM fires WHERE dispatch_time >= '", ToPgTimestamp(b_since),
-      "'"));
+  const absl::Time first_after =
+      TimeOf(absl::StrCat("SELECT min(dispatch_time) FROM fires WHERE dispatch_time >= '",
+                          ToPgTimestamp(b_since), "'"));
   const absl::Time last_before = TimeOf(absl::StrCat(
       "SELECT max(scheduled_at) FROM fires WHERE dispatch_time < '", ToPgTimestamp(killed), "'"));
 
@@ -388,14 +386,13 @@ TEST_F(SchedulerFailoverTest, StandbyTakesOverAndEverySecondFiresExactlyOnce) {
   }
   ASSERT_EQ(end.size(), static_cast<size_t>(kJobs));
   // Every fire reaches the dispatcher: none stays PENDING once the horizon has passed.
-  EXPECT_TRUE(Eventually(
-      [&] { return Count("SELECT count(*) FROM fires WHERE status = 1") == 0; },
-      absl::Seconds(30)))
+  EXPECT_TRUE(Eventually([&] { return Count("SELECT count(*) FROM fires WHERE status = 1") == 0; },
+                         absl::Seconds(30)))
       << Count("SELECT count(*) FROM fires WHERE status = 1") << " fires still PENDING";
   // Every run ends (its result reported by the executor) before the executions are counted.
-  EXPECT_TRUE(Eventually(
-      [&] { return Count("SELECT count(*) FROM runs WHERE status IN (1, 2)") == 0; },
-      absl::Seconds(30)))
+  EXPECT_TRUE(
+      Eventually([&] { return Count("SELECT count(*) FROM runs WHERE status IN (1, 2)") == 0; },
+                 absl::Seconds(30)))
       << Count("SELECT count(*) FROM runs WHERE status IN (1, 2)") << " runs still open";
 
   // Count every fire of every job over the whole window.
@@ -418,8 +415,8 @@ TEST_F(SchedulerFailoverTest, StandbyTakesOverAndEverySecondFiresExactlyOnce) {
   }
   const int64_t runs_total =
       Count(absl::StrCat("SELECT count(*) FROM runs WHERE job_id <> ", probe_job_));
-  const int64_t runs_succeeded = Count(
-      absl::StrCat("SELECT count(*) FROM runs WHERE status = 3 AND job_id <> ", probe_job_));
+  const int64_t runs_succeeded =
+      Count(absl::StrCat("SELECT count(*) FROM runs WHERE status = 3 AND job_id <> ", probe_job_));
   std::map<int64_t, std::map<int64_t, Cell>> seen;  // job → scheduled second → rows
   std::map<int, int64_t> by_status;
   std::map<std::string, int64_t> failed_reasons;
@@ -435,7 +432,8 @@ TEST_F(SchedulerFailoverTest, StandbyTakesOverAndEverySecondFiresExactlyOnce) {
     for (const pqxx::row& r : tx.exec(
              "SELECT job_id, (EXTRACT(EPOCH FROM scheduled_at) * 1000000)::BIGINT, trigger_type, "
              "status, reason, (EXTRACT(EPOCH FROM dispatch_time) * 1000000)::BIGINT, id "
-             "FROM fires WHERE job_id <> " + std::to_string(probe_job_))) {
+             "FROM fires WHERE job_id <> " +
+             std::to_string(probe_job_))) {
       ++total;
       const int64_t micros = r[1].as<int64_t>();
       if (micros % 1000000 != 0) ++not_whole_second;
@@ -518,26 +516,23 @@ TEST_F(SchedulerFailoverTest, StandbyTakesOverAndEverySecondFiresExactlyOnce) {
   const absl::Duration total_time = absl::Now() - test_start;
 
   std::cout << "---- scheduler failover figures\n"
-            << "jobs: " << kJobs << " (" << kCron << "), window "
-            << absl::FormatTime(first) << " .. " << absl::FormatTime(window_end)
-            << " (exclusive)\n"
+            << "jobs: " << kJobs << " (" << kCron << "), window " << absl::FormatTime(first)
+            << " .. " << absl::FormatTime(window_end) << " (exclusive)\n"
             << "kill: SIGKILL at phase " << phase_ms << " ms of the second, "
             << absl::FormatTime(killed) << "\n"
             << "takeover: standby reports is_leader " << Ms(takeover)
             << " after the kill (lock taken at +" << Ms(b_since - killed) << "), epoch "
             << before.epoch() << " -> " << epoch_b << "\n"
-            << "last scheduled second handed off before the kill: "
-            << absl::FormatTime(last_before) << "; first hand-off after it: +"
-            << Ms(first_after - killed) << " after the kill; gap "
+            << "last scheduled second handed off before the kill: " << absl::FormatTime(last_before)
+            << "; first hand-off after it: +" << Ms(first_after - killed) << " after the kill; gap "
             << Ms(first_after - last_before) << "\n"
             << "hand-off lateness (dispatch_time - scheduled_at), max: seconds "
             << absl::FormatTime("%H:%M:%S", kill_second, absl::UTCTimeZone()) << "+0..2 "
             << Ms(max_late_kill) << ", other seconds " << Ms(max_late_steady)
             << "; fires > 1 s late " << late_over_1s << "\n"
             << "fires: " << total << " rows, expected " << expected << "; missing " << missing
-            << ", duplicate " << duplicate << ", outside the window " << extra
-            << ", non-CRON rows " << non_cron << ", not on a whole second " << not_whole_second
-            << "\n"
+            << ", duplicate " << duplicate << ", outside the window " << extra << ", non-CRON rows "
+            << non_cron << ", not on a whole second " << not_whole_second << "\n"
             << "status: PENDING " << by_status[kPending] << ", DISPATCHED "
             << by_status[kDispatched] << ", SKIPPED " << by_status[3] << ", FAILED "
             << by_status[kFailed] << "\n";
@@ -546,9 +541,8 @@ TEST_F(SchedulerFailoverTest, StandbyTakesOverAndEverySecondFiresExactlyOnce) {
   }
   std::cout << "executions on the executors: " << executions << " (executor-0 "
             << executions_per_executor[0] << ", executor-1 " << executions_per_executor[1]
-            << "); fires not executed " << not_executed << ", extra executions "
-            << executed_twice << "; runs " << runs_total << ", SUCCEEDED " << runs_succeeded
-            << "\n";
+            << "); fires not executed " << not_executed << ", extra executions " << executed_twice
+            << "; runs " << runs_total << ", SUCCEEDED " << runs_succeeded << "\n";
   std::cout << "test time: " << Ms(total_time) << std::endl;
 
   EXPECT_LE(takeover, absl::Seconds(2));
@@ -604,8 +598,7 @@ TEST_F(SchedulerFailoverTest, NewLeaderHandsOffALargeBacklogOfPendingFires) {
   ASSERT_NO_FATAL_FAILURE(StartScheduler(b_));
   ASSERT_TRUE(Eventually([&] { return IsLeader(b_); }, absl::Seconds(10)));
   const bool drained = Eventually(
-      [&] { return Count("SELECT count(*) FROM fires WHERE status = 1") == 0; },
-      absl::Seconds(45));
+      [&] { return Count("SELECT count(*) FROM fires WHERE status = 1") == 0; }, absl::Seconds(45));
   const int64_t pending = Count("SELECT count(*) FROM fires WHERE status = 1");
   const int64_t handed_off = Count("SELECT count(*) FROM fires WHERE status IN (2, 4)");
   const absl::Time last_handoff = TimeOf("SELECT max(dispatch_time) FROM fires");
@@ -696,9 +689,9 @@ TEST_F(SchedulerFailoverTest, FrozenLeaderIsReplacedAndCommitsNothingAfterWaking
   // held fires it had claimed before it froze.
   EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status <> 2 AND " + ours), 0)
       << "fires not dispatched";
-  ASSERT_TRUE(Eventually(
-      [&] { return Count("SELECT count(*) FROM runs WHERE status IN (1, 2)") == 0; },
-      absl::Seconds(30)))
+  ASSERT_TRUE(
+      Eventually([&] { return Count("SELECT count(*) FROM runs WHERE status IN (1, 2)") == 0; },
+                 absl::Seconds(30)))
       << Count("SELECT count(*) FROM runs WHERE status IN (1, 2)") << " runs still open";
   const std::map<int64_t, int> executed = ExecutionsPerFire();
   int64_t fires = 0, not_executed = 0, executed_twice = 0, executions = 0;

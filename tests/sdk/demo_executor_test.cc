@@ -10,10 +10,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/auth.h"
-#include "common/proto_time.h"
+#include "common/auth/bearer.h"
 #include "common/testing/caller_keys.h"
 #include "common/testing/process.h"
+#include "common/time/proto_time.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"

@@ -22,10 +22,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "common/grpc_server.h"
+#include "common/auth/token_authenticator.h"
+#include "common/grpc/grpc_server.h"
 #include "common/testing/pg_test_db.h"
 #include "common/testing/process.h"
-#include "common/token_auth.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/app_admin.grpc.pb.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
@@ -184,8 +184,7 @@ TEST_F(AdvisoryTest, ExecutorRpcsNeedACallerTokenForThisExecutor) {
       {"a wrong token", "not-a-caller-token"},
       {"the dispatcher's token for another executor",
        stack_->CallerToken("dispatcher", "127.0.0.1:1")},
-      {"the scheduler's token for the dispatcher",
-       stack_->CallerToken("scheduler", "dispatcher")},
+      {"the scheduler's token for the dispatcher", stack_->CallerToken("scheduler", "dispatcher")},
       {"the bootstrap admin token", stack_->admin_token()},
       {"an ADMIN API token", *api_admin},
       {"the executor's own token", *executor_token_},
@@ -229,10 +228,10 @@ TEST_F(AdvisoryTest, ExecutorRpcsNeedACallerTokenForThisExecutor) {
   v1::LogRequest log;
   log.set_run_id(900001);
   v1::LogResponse log_resp;
-  EXPECT_EQ(exec->Log(Ctx(stack_->CallerToken("scheduler", stack_->executor())).get(), log,
-                      &log_resp)
-                .error_code(),
-            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(
+      exec->Log(Ctx(stack_->CallerToken("scheduler", stack_->executor())).get(), log, &log_resp)
+          .error_code(),
+      grpc::StatusCode::NOT_FOUND);
 }
 
 // XXL-JOB advisory class: a default access token shipped with the software.
@@ -249,12 +248,17 @@ TEST_F(AdvisoryTest, NoBinaryStartsWithoutCredentialsUnlessInsecureDevWhichItAnn
   auto binaries = [&](int port) {
     const std::string listen = "--listen=" + Addr(port);
     return std::vector<Binary>{
-        {"scheduler", "services/scheduler/scheduler",
+        {"scheduler",
+         "services/scheduler/scheduler",
          {listen, "--db_dsn=" + *dsn, "--metrics_address=", "--dispatcher_target=127.0.0.1:1"}},
-        {"registry", "services/registry/registry", {listen, "--db_dsn=" + *dsn, "--metrics_address="}},
-        {"dispatcher", "services/dispatcher/dispatcher",
+        {"registry",
+         "services/registry/registry",
+         {listen, "--db_dsn=" + *dsn, "--metrics_address="}},
+        {"dispatcher",
+         "services/dispatcher/dispatcher",
          {listen, "--db_dsn=" + *dsn, "--metrics_address=", "--registry_target=127.0.0.1:1"}},
-        {"demo_executor", "sdk/examples/demo_executor",
+        {"demo_executor",
+         "sdk/examples/demo_executor",
          {listen, "--app=demo", "--registry_target=", "--dispatcher_target=", "--metrics_address=",
           "--log_dir=" + dir + "/logs", "--spool_dir=" + dir + "/spool"}},
     };
@@ -353,8 +357,7 @@ TEST_F(AdvisoryTest, ScriptJobsNeedAnAdminAndTheExecutorsOptIn) {
   run.set_script_source("touch " + marker);
   run.set_script_version(1);
   v1::RunResponse resp;
-  s = Executor()->Run(Ctx(stack_->CallerToken("dispatcher", stack_->executor())).get(), run,
-                      &resp);
+  s = Executor()->Run(Ctx(stack_->CallerToken("dispatcher", stack_->executor())).get(), run, &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.disposition(), v1::RUN_DISPOSITION_REJECTED);
   EXPECT_TRUE(Contains(resp.message(), "scripts are disabled")) << resp.message();
@@ -399,7 +402,8 @@ TEST_F(AdvisoryTest, LogReadsStayInTheLogDirectoryAndProxiesOnlyReachRegisteredE
     req.set_run_id(id);
     v1::LogResponse resp;
     grpc::Status s = exec->Log(Ctx(scheduler).get(), req, &resp);
-    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << id << " " << s.error_message();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED)
+        << id << " " << s.error_message();
     EXPECT_EQ(resp.lines_size(), 0);
     EXPECT_FALSE(Contains(s.error_message(), "TOPSECRET"));
   }
@@ -483,8 +487,7 @@ TEST_F(AdvisoryTest, RolesScopeTokensAndRevocationIsQuick) {
   v1::GetJobRequest get;
   get.set_id(theirs.id());
   v1::GetJobResponse got;
-  EXPECT_EQ(Jobs()->GetJob(Ctx(*op).get(), get, &got).error_code(),
-            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(Jobs()->GetJob(Ctx(*op).get(), get, &got).error_code(), grpc::StatusCode::NOT_FOUND);
   v1::ListJobsRequest list;
   v1::ListJobsResponse listed;
   ASSERT_TRUE(Jobs()->ListJobs(Ctx(*op).get(), list, &listed).ok());
@@ -523,7 +526,8 @@ TEST_F(AdvisoryTest, RolesScopeTokensAndRevocationIsQuick) {
     pqxx::connection conn(stack_->dsn());
     pqxx::work tx(conn);
     const std::string everything =
-        tx.exec1("SELECT string_agg(row_to_json(t)::text, '\n') FROM tokens t")[0].as<std::string>();
+        tx.exec1("SELECT string_agg(row_to_json(t)::text, '\n') FROM tokens t")[0]
+            .as<std::string>();
     for (const std::string& secret : {*op, *viewer, *executor_token_}) {
       EXPECT_FALSE(Contains(everything, secret.substr(3))) << everything;
       EXPECT_EQ(tx.exec_params1("SELECT count(*) FROM tokens WHERE secret_hash = $1",
@@ -590,8 +594,9 @@ TEST_F(AdvisoryTest, ExecutorTokensAreScopedToTheirApps) {
   {
     pqxx::connection conn(stack_->dsn());
     pqxx::work tx(conn);
-    run_id = tx.exec1("INSERT INTO runs (fire_id, job_id, app, trigger_type, status, "
-                      "scheduled_time) VALUES (930001, 930001, 'demo', 3, 2, now()) RETURNING id")[0]
+    run_id = tx.exec1(
+                   "INSERT INTO runs (fire_id, job_id, app, trigger_type, status, "
+                   "scheduled_time) VALUES (930001, 930001, 'demo', 3, 2, now()) RETURNING id")[0]
                  .as<int64_t>();
     tx.commit();
   }

@@ -34,7 +34,8 @@ class FilesTest : public ::testing::Test {
     // What an executor's environment may well hold: its settings (token file paths among
     // them: ParseFlagsWithEnv reads JOBWHEEL_<FLAG>) and secrets of the embedding service.
     // The command line names the same files, so these change nothing for the executor.
-    ::setenv("JOBWHEEL_DISPATCHER_PUBLIC_KEY_FILE", stack_->caller_keys().dispatcher_pub.c_str(), 1);
+    ::setenv("JOBWHEEL_DISPATCHER_PUBLIC_KEY_FILE", stack_->caller_keys().dispatcher_pub.c_str(),
+             1);
     ::setenv("FILES_TEST_SERVICE_SECRET", "hunter2", 1);
     Stack::ExecutorSpec spec;
     spec.allow_scripts = true;
@@ -117,7 +118,8 @@ TEST_F(FilesTest, ScriptJobsSeeOnlyTheAllowListedEnvironment) {
   ASSERT_EQ(run.status(), v1::RUN_STATUS_SUCCEEDED) << run.DebugString();
   const std::vector<std::string> lines = LogLines(run.id());
   const std::string log_dir = stack_->executor_log_dir(executor_);
-  const std::string work = fs::canonical(log_dir).string() + "/work/run-" + std::to_string(run.id());
+  const std::string work =
+      fs::canonical(log_dir).string() + "/work/run-" + std::to_string(run.id());
   std::set<std::string> names;
   std::string home;
   for (const std::string& line : lines) {
@@ -134,9 +136,8 @@ TEST_F(FilesTest, ScriptJobsSeeOnlyTheAllowListedEnvironment) {
     if (line.rfind("HOME=", 0) == 0) home = line.substr(5);
   }
   const std::set<std::string> allowed = {
-      "PATH", "HOME", "TMPDIR", "PWD", "LANG", "LC_ALL", "TZ", "JOBWHEEL_JOB_ID",
-      "JOBWHEEL_RUN_ID", "JOBWHEEL_FIRE_ID", "JOBWHEEL_SHARD_INDEX", "JOBWHEEL_SHARD_TOTAL",
-      "JOBWHEEL_ATTEMPT",
+      "PATH", "HOME", "TMPDIR", "PWD", "LANG", "LC_ALL", "TZ", "JOBWHEEL_JOB_ID", "JOBWHEEL_RUN_ID",
+      "JOBWHEEL_FIRE_ID", "JOBWHEEL_SHARD_INDEX", "JOBWHEEL_SHARD_TOTAL", "JOBWHEEL_ATTEMPT",
       // The shell's own.
       "SHLVL", "OLDPWD", "_"};
   for (const std::string& n : names) EXPECT_EQ(allowed.count(n), 1u) << "script saw " << n;
@@ -151,9 +152,9 @@ TEST_F(FilesTest, LogsSpoolAndScriptsArePrivateAfterARun) {
   ASSERT_EQ(run.status(), v1::RUN_STATUS_SUCCEEDED) << run.DebugString();
   LogLines(run.id());  // The log has been written and flushed.
   const std::string log_dir = stack_->executor_log_dir(executor_);
-  const std::string spool_dir = fs::path(log_dir).parent_path().string() + "/" +
-                                absl::StrReplaceAll(fs::path(log_dir).filename().string(),
-                                                    {{"exec-logs", "exec-spool"}});
+  const std::string spool_dir =
+      fs::path(log_dir).parent_path().string() + "/" +
+      absl::StrReplaceAll(fs::path(log_dir).filename().string(), {{"exec-logs", "exec-spool"}});
   int dirs = 0, files = 0;
   for (const std::string& root : {log_dir, spool_dir}) {
     SCOPED_TRACE(root);

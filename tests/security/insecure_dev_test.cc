@@ -24,12 +24,15 @@ std::vector<Binary> Binaries(const std::string& dir) {
   // Never reached: each refusal comes before any connection.
   const std::string dsn = "--db_dsn=host=127.0.0.1 port=1 dbname=never connect_timeout=1";
   return {
-      {"scheduler", "services/scheduler/scheduler",
+      {"scheduler",
+       "services/scheduler/scheduler",
        {dsn, "--metrics_address=", "--dispatcher_target=127.0.0.1:1"}},
       {"registry", "services/registry/registry", {dsn, "--metrics_address="}},
-      {"dispatcher", "services/dispatcher/dispatcher",
+      {"dispatcher",
+       "services/dispatcher/dispatcher",
        {dsn, "--metrics_address=", "--registry_target=127.0.0.1:1"}},
-      {"demo_executor", "sdk/examples/demo_executor",
+      {"demo_executor",
+       "sdk/examples/demo_executor",
        {"--app=demo", "--registry_target=", "--dispatcher_target=", "--metrics_address=",
         "--log_dir=" + dir + "/logs", "--spool_dir=" + dir + "/spool"}},
   };
@@ -76,8 +79,8 @@ TEST(InsecureDevTest, NeverTakenFromTheEnvironment) {
     std::string text;
     // No credentials at all: without the refusal, the variable would have let it serve
     // unauthenticated (or, ignored, it would fail for the lack of tokens).
-    const int code = RunToExit(b, args, {"JOBWHEEL_INSECURE_DEV=true"},
-                               dir + "/" + b.name + ".log", &text);
+    const int code =
+        RunToExit(b, args, {"JOBWHEEL_INSECURE_DEV=true"}, dir + "/" + b.name + ".log", &text);
     EXPECT_NE(code, 0) << text;
     EXPECT_TRUE(absl::StrContains(text, "JOBWHEEL_INSECURE_DEV is set")) << text;
     EXPECT_TRUE(absl::StrContains(text, "only from the command line")) << text;

@@ -19,8 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
-#include "common/auth.h"
-#include "common/grpc_server.h"
+#include "common/auth/bearer.h"
+#include "common/grpc/grpc_server.h"
 #include "common/testing/process.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
@@ -53,8 +53,7 @@ class RecordingExecutor final : public v1::ExecutorService::Service {
     }
     return grpc::Status::OK;
   }
-  grpc::Status Beat(grpc::ServerContext* ctx, const v1::BeatRequest*,
-                    v1::BeatResponse*) override {
+  grpc::Status Beat(grpc::ServerContext* ctx, const v1::BeatRequest*, v1::BeatResponse*) override {
     Record(ctx);
     return grpc::Status::OK;
   }
@@ -169,7 +168,6 @@ class LeastPrivilegeTest : public DemoStackSuite {
     EXPECT_TRUE(jobs->ListRuns(Ctx(stack_->admin_token()).get(), req, &runs).ok());
     return runs.runs_size();
   }
-
 };
 
 TEST_F(LeastPrivilegeTest, WhatAFakeExecutorCapturesOpensNothingElse) {
@@ -240,8 +238,7 @@ TEST_F(LeastPrivilegeTest, WhatAFakeExecutorCapturesOpensNothingElse) {
 
   const int64_t victim_job = CreateJob("never-dispatched", v1::ROUTING_STRATEGY_FIRST);
   for (const auto& [who, credential] : std::vector<std::pair<std::string, std::string>>{
-           {"the captured dispatcher token", token},
-           {"demo's executor token", *executor_token_}}) {
+           {"the captured dispatcher token", token}, {"demo's executor token", *executor_token_}}) {
     SCOPED_TRACE(who);
     grpc::Status s = RunOnRealExecutor(credential, 990001);
     EXPECT_TRUE(Refused(s)) << s.error_code() << " " << s.error_message();
@@ -278,7 +275,8 @@ TEST_F(LeastPrivilegeTest, DispatchAnswersOnlyTheScheduler) {
            {"the bootstrap admin token", stack_->admin_token()},
            {"an ADMIN API token", *api_admin},
            {"a dispatcher-signed token", stack_->CallerToken("dispatcher", "dispatcher")},
-           {"a scheduler token for an executor", stack_->CallerToken("scheduler", stack_->executor())},
+           {"a scheduler token for an executor",
+            stack_->CallerToken("scheduler", stack_->executor())},
            {"a scheduler token for the registry", stack_->CallerToken("scheduler", "registry")}}) {
     SCOPED_TRACE(who);
     grpc::Status s = Dispatch(token, job);

@@ -66,7 +66,6 @@ class RegistrationTest : public DemoStackSuite {
     for (const auto& e : resp.executors()) out.push_back(e.address());
     return out;
   }
-
 };
 
 TEST_F(RegistrationTest, SpoofedAddressesAreRefusedNeverListedAndNeverCalled) {

@@ -67,14 +67,14 @@ TEST(RegistrationTlsTest, CertificateNamesAreTheCallersOwnAddresses) {
     return stream->Finish();
   };
   // Named by the client certificate (the peer is 127.0.0.1).
-  for (const char* own : {"exec-1.example.test:7200", "EXEC-1.example.test.:7201",
-                          "192.0.2.10:7200"}) {
+  for (const char* own :
+       {"exec-1.example.test:7200", "EXEC-1.example.test.:7201", "192.0.2.10:7200"}) {
     grpc::Status s = register_once(own);
     EXPECT_TRUE(s.ok()) << own << ": " << s.error_message() << "\n" << stack.Logs();
   }
   // Not named (a wildcard SAN does not count).
-  for (const char* other : {"exec-2.example.test:7200", "a.wild.example.test:7200",
-                            "192.0.2.11:7200"}) {
+  for (const char* other :
+       {"exec-2.example.test:7200", "a.wild.example.test:7200", "192.0.2.11:7200"}) {
     grpc::Status s = register_once(other);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << other;
     EXPECT_TRUE(absl::StartsWith(s.error_message(), "register.address: ")) << s.error_message();

@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "common/auth/token_authenticator.h"
 #include "common/testing/process.h"
-#include "common/token_auth.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "pqxx/pqxx"
@@ -191,8 +191,8 @@ TEST_F(ScopeTest, ADemoOperatorCannotMakeABillingJobFireByAnyPath) {
   // Control: a link an ADMIN made does fire across apps, so the check above can fail.
   v1::Job admin_parent, billing_control;
   ASSERT_TRUE(Create(Admin(), EchoJob("billing", "billing-control"), &billing_control).ok());
-  ASSERT_TRUE(Create(Admin(), EchoJob("demo", "admin-parent", {billing_control.id()}),
-                     &admin_parent).ok());
+  ASSERT_TRUE(
+      Create(Admin(), EchoJob("demo", "admin-parent", {billing_control.id()}), &admin_parent).ok());
   ASSERT_TRUE(Trigger(*op_, admin_parent.id()).ok());
   ASSERT_TRUE(Eventually([&] { return Executions(billing_control.id()) > 0; }, absl::Seconds(30)));
 
@@ -276,10 +276,10 @@ TEST_F(ScopeTest, AJunkTokenFloodDoesNotReachTheDatabaseBeyondThePeerLimit) {
   EXPECT_TRUE(stub->ListJobs(Ctx(*op_).get(), req, &resp).ok());
   absl::SleepFor(absl::Seconds(11));
   const int64_t after = scans();
-  std::printf("junk flood: %d tokens in %.1f s: unauthenticated=%d resource_exhausted=%d "
-              "other=%d token_table_scans=%lld\n",
-              kJunk, seconds, unauthenticated, exhausted, other,
-              static_cast<long long>(after - before));
+  std::printf(
+      "junk flood: %d tokens in %.1f s: unauthenticated=%d resource_exhausted=%d "
+      "other=%d token_table_scans=%lld\n",
+      kJunk, seconds, unauthenticated, exhausted, other, static_cast<long long>(after - before));
   EXPECT_EQ(other, 0);
   // Burst 20, then 5 a second (TokenAuthenticator defaults), with slack for other services'
   // lookups of the executor tokens.

@@ -12,7 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "common/auth.h"
+#include "common/auth/bearer.h"
 #include "common/testing/pg_test_db.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "jobwheel/v1/app_admin.grpc.pb.h"
@@ -166,8 +166,8 @@ absl::Status Stack::StartServices() {
   if (!s.ok()) return s;
   if (!(s = WaitServing(Addr(registry_port_))).ok()) return s;
 
-  args = {"--listen=" + Addr(dispatcher_port_), "--db_dsn=" + dsn_, "--metrics_address=",
-          "--registry_target=" + Addr(registry_port_)};
+  args = {"--listen=" + Addr(dispatcher_port_), "--db_dsn=" + dsn_,
+          "--metrics_address=", "--registry_target=" + Addr(registry_port_)};
   for (auto& f : caller_keys_.DispatcherFlags()) args.push_back(f);
   for (auto& f : TlsServerFlags()) args.push_back(f);
   for (auto& f : TlsClientFlags()) args.push_back(f);
@@ -176,13 +176,13 @@ absl::Status Stack::StartServices() {
   if (!s.ok()) return s;
   if (!(s = WaitServing(Addr(dispatcher_port_))).ok()) return s;
 
-  args = {"--listen=" + Addr(scheduler_port_), "--db_dsn=" + dsn_, "--metrics_address=",
-          "--dispatcher_target=" + Addr(dispatcher_port_), "--admin_token_file=" + admin_file};
+  args = {"--listen=" + Addr(scheduler_port_), "--db_dsn=" + dsn_,
+          "--metrics_address=", "--dispatcher_target=" + Addr(dispatcher_port_),
+          "--admin_token_file=" + admin_file};
   for (auto& f : caller_keys_.SchedulerFlags()) args.push_back(f);
   for (auto& f : TlsServerFlags()) args.push_back(f);
   for (auto& f : TlsClientFlags()) args.push_back(f);
-  s = scheduler_.Start(RunfilePath("services/scheduler/scheduler"), args,
-                       dir_ + "/scheduler.log");
+  s = scheduler_.Start(RunfilePath("services/scheduler/scheduler"), args, dir_ + "/scheduler.log");
   if (!s.ok()) return s;
   return WaitServing(Addr(scheduler_port_));
 }

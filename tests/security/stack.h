@@ -8,7 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "common/grpc_server.h"
+#include "common/grpc/grpc_server.h"
 #include "common/testing/caller_keys.h"
 #include "common/testing/executions.h"
 #include "common/testing/process.h"

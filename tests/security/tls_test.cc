@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc_server.h"
+#include "common/grpc/grpc_server.h"
 #include "common/testing/process.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"

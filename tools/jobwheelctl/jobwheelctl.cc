@@ -1,5 +1,6 @@
 // jobwheelctl: a small CLI over the admin APIs (jobs, runs, logs, apps, executors, tokens,
-// leader), with table or JSON output, over plaintext, TLS or mutual TLS. Exit code 0 on success, 1 on an RPC error, 2 on bad usage.
+// leader), with table or JSON output, over plaintext, TLS or mutual TLS. Exit code 0 on success, 1
+// on an RPC error, 2 on bad usage.
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -7,14 +8,14 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
-#include "common/auth.h"
-#include "common/flags.h"
-#include "common/grpc_server.h"
-#include "common/proto_time.h"
+#include "common/auth/bearer.h"
+#include "common/base/flags.h"
+#include "common/grpc/grpc_server.h"
+#include "common/time/proto_time.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/app_admin.grpc.pb.h"
@@ -34,7 +35,8 @@ ABSL_FLAG(std::string, param, "", "Param override for `jobs trigger`");
 ABSL_FLAG(std::string, file, "", "JSON file for `jobs create|ensure` (a jobwheel.v1.Job)");
 ABSL_FLAG(int, limit, 20, "Rows to list");
 ABSL_FLAG(std::string, name, "", "Token name for `tokens create`");
-ABSL_FLAG(std::string, role, "", "Token role for `tokens create`: admin, operator, viewer, executor");
+ABSL_FLAG(std::string, role, "",
+          "Token role for `tokens create`: admin, operator, viewer, executor");
 ABSL_FLAG(std::string, apps, "", "Comma list of apps for `tokens create`");
 ABSL_FLAG(absl::Duration, expire_in, absl::ZeroDuration(),
           "`tokens create`: expire after this long (0: never)");
@@ -126,10 +128,11 @@ void PrintJobs(const std::vector<jobwheel::v1::Job>& jobs) {
   const std::vector<int> w = {6, 10, 24, 22, 12, 7, 23};
   Row({"ID", "APP", "NAME", "SCHEDULE", "HANDLER", "ENABLED", "NEXT FIRE (UTC)"}, w);
   for (const auto& j : jobs) {
-    std::string sched = j.schedule().has_cron() ? j.schedule().cron().expression()
-                        : j.schedule().has_fix_rate()
-                            ? absl::StrCat("every ", j.schedule().fix_rate().interval_seconds(), "s")
-                            : "none";
+    std::string sched =
+        j.schedule().has_cron() ? j.schedule().cron().expression()
+        : j.schedule().has_fix_rate()
+            ? absl::StrCat("every ", j.schedule().fix_rate().interval_seconds(), "s")
+            : "none";
     Row({absl::StrCat(j.id()), j.app(), j.name(), sched, j.handler(), j.enabled() ? "yes" : "no",
          Time(j.next_fire_time())},
         w);
@@ -171,9 +174,13 @@ int main(int argc, char** argv) {
     jobwheel::v1::GetLeaderResponse r;
     grpc::Status s = stub->GetLeader(Ctx(admin).get(), {}, &r);
     if (!s.ok()) return RpcError(s);
-    if (json) { std::cout << ToJson(r) << "\n"; return 0; }
+    if (json) {
+      std::cout << ToJson(r) << "\n";
+      return 0;
+    }
     std::cout << "leader: "
-              << (r.holder_id().empty() ? "(none)" : jobwheel::ctl::EscapeForTerminal(r.holder_id()))
+              << (r.holder_id().empty() ? "(none)"
+                                        : jobwheel::ctl::EscapeForTerminal(r.holder_id()))
               << "  epoch: " << r.epoch() << "  since: " << Time(r.since())
               << "  answered by: " << jobwheel::ctl::EscapeForTerminal(r.replica_id()) << "\n";
     return 0;
@@ -189,7 +196,10 @@ int main(int argc, char** argv) {
       jobwheel::v1::ListJobsResponse r;
       grpc::Status s = jobs->ListJobs(Ctx(admin).get(), req, &r);
       if (!s.ok()) return RpcError(s);
-      if (json) { std::cout << ToJson(r) << "\n"; return 0; }
+      if (json) {
+        std::cout << ToJson(r) << "\n";
+        return 0;
+      }
       PrintJobs({r.jobs().begin(), r.jobs().end()});
       return 0;
     }
@@ -200,7 +210,8 @@ int main(int argc, char** argv) {
       ss << in.rdbuf();
       jobwheel::v1::CreateJobRequest req;
       auto parsed = google::protobuf::util::JsonStringToMessage(ss.str(), req.mutable_job());
-      if (!parsed.ok()) return Usage("--file: not a jobwheel.v1.Job: " + std::string(parsed.message()));
+      if (!parsed.ok())
+        return Usage("--file: not a jobwheel.v1.Job: " + std::string(parsed.message()));
       if (verb == "ensure") {
         jobwheel::v1::ListJobsRequest lr;
         lr.set_app(req.job().app());
@@ -220,7 +231,10 @@ int main(int argc, char** argv) {
       jobwheel::v1::CreateJobResponse r;
       grpc::Status s = jobs->CreateJob(Ctx(admin).get(), req, &r);
       if (!s.ok()) return RpcError(s);
-      if (json) { std::cout << ToJson(r) << "\n"; return 0; }
+      if (json) {
+        std::cout << ToJson(r) << "\n";
+        return 0;
+      }
       std::cout << "created job " << r.job().id() << " ("
                 << jobwheel::ctl::EscapeForTerminal(r.job().name()) << ")\n";
       return 0;
@@ -231,7 +245,10 @@ int main(int argc, char** argv) {
       jobwheel::v1::CountJobsResponse r;
       grpc::Status s = jobs->CountJobs(Ctx(admin).get(), req, &r);
       if (!s.ok()) return RpcError(s);
-      if (json) { std::cout << ToJson(r) << "\n"; return 0; }
+      if (json) {
+        std::cout << ToJson(r) << "\n";
+        return 0;
+      }
       const std::vector<int> w = {20, 8, 8, 8, 8};
       Row({"APP", "JOBS", "ENABLED", "PENDING", "RUNNING"}, w);
       for (const auto& c : r.apps()) {
@@ -245,26 +262,34 @@ int main(int argc, char** argv) {
     grpc::Status s;
     jobwheel::v1::Job job;
     if (verb == "get") {
-      jobwheel::v1::GetJobRequest req; req.set_id(id);
+      jobwheel::v1::GetJobRequest req;
+      req.set_id(id);
       jobwheel::v1::GetJobResponse r;
-      s = jobs->GetJob(Ctx(admin).get(), req, &r); job = r.job();
+      s = jobs->GetJob(Ctx(admin).get(), req, &r);
+      job = r.job();
     } else if (verb == "pause") {
-      jobwheel::v1::PauseJobRequest req; req.set_id(id);
+      jobwheel::v1::PauseJobRequest req;
+      req.set_id(id);
       jobwheel::v1::PauseJobResponse r;
-      s = jobs->PauseJob(Ctx(admin).get(), req, &r); job = r.job();
+      s = jobs->PauseJob(Ctx(admin).get(), req, &r);
+      job = r.job();
     } else if (verb == "resume") {
-      jobwheel::v1::ResumeJobRequest req; req.set_id(id);
+      jobwheel::v1::ResumeJobRequest req;
+      req.set_id(id);
       jobwheel::v1::ResumeJobResponse r;
-      s = jobs->ResumeJob(Ctx(admin).get(), req, &r); job = r.job();
+      s = jobs->ResumeJob(Ctx(admin).get(), req, &r);
+      job = r.job();
     } else if (verb == "delete") {
-      jobwheel::v1::DeleteJobRequest req; req.set_id(id);
+      jobwheel::v1::DeleteJobRequest req;
+      req.set_id(id);
       jobwheel::v1::DeleteJobResponse r;
       s = jobs->DeleteJob(Ctx(admin).get(), req, &r);
       if (!s.ok()) return RpcError(s);
       std::cout << "deleted job " << id << "\n";
       return 0;
     } else if (verb == "trigger") {
-      jobwheel::v1::TriggerJobRequest req; req.set_id(id);
+      jobwheel::v1::TriggerJobRequest req;
+      req.set_id(id);
       if (!absl::GetFlag(FLAGS_param).empty()) req.set_param(absl::GetFlag(FLAGS_param));
       jobwheel::v1::TriggerJobResponse r;
       s = jobs->TriggerJob(Ctx(admin).get(), req, &r);
@@ -275,7 +300,10 @@ int main(int argc, char** argv) {
       return Usage("unknown jobs command " + verb);
     }
     if (!s.ok()) return RpcError(s);
-    if (json) { std::cout << ToJson(job) << "\n"; return 0; }
+    if (json) {
+      std::cout << ToJson(job) << "\n";
+      return 0;
+    }
     PrintJobs({job});
     return 0;
   }
@@ -288,7 +316,10 @@ int main(int argc, char** argv) {
       jobwheel::v1::ListRunsResponse r;
       grpc::Status s = jobs->ListRuns(Ctx(admin).get(), req, &r);
       if (!s.ok()) return RpcError(s);
-      if (json) { std::cout << ToJson(r) << "\n"; return 0; }
+      if (json) {
+        std::cout << ToJson(r) << "\n";
+        return 0;
+      }
       const std::vector<int> w = {8, 6, 9, 21, 10, 23, 40};
       Row({"RUN", "JOB", "TRIGGER", "EXECUTOR", "STATUS", "SCHEDULED (UTC)", "MESSAGE"}, w);
       for (const auto& run : r.runs()) {
@@ -311,7 +342,10 @@ int main(int argc, char** argv) {
       jobwheel::v1::GetRunStatsResponse r;
       grpc::Status s = jobs->GetRunStats(Ctx(admin).get(), req, &r);
       if (!s.ok()) return RpcError(s);
-      if (json) { std::cout << ToJson(r) << "\n"; return 0; }
+      if (json) {
+        std::cout << ToJson(r) << "\n";
+        return 0;
+      }
       auto counts = [](const auto& status_counts) {
         std::vector<std::string> parts;
         for (const auto& c : status_counts) {
@@ -339,24 +373,32 @@ int main(int argc, char** argv) {
       jobwheel::v1::Run run;
       grpc::Status s;
       if (verb == "get") {
-        jobwheel::v1::GetRunRequest req; req.set_id(id);
+        jobwheel::v1::GetRunRequest req;
+        req.set_id(id);
         jobwheel::v1::GetRunResponse r;
-        s = jobs->GetRun(Ctx(admin).get(), req, &r); run = r.run();
+        s = jobs->GetRun(Ctx(admin).get(), req, &r);
+        run = r.run();
       } else {
-        jobwheel::v1::KillRunRequest req; req.set_id(id);
+        jobwheel::v1::KillRunRequest req;
+        req.set_id(id);
         jobwheel::v1::KillRunResponse r;
-        s = jobs->KillRun(Ctx(admin).get(), req, &r); run = r.run();
+        s = jobs->KillRun(Ctx(admin).get(), req, &r);
+        run = r.run();
       }
       if (!s.ok()) return RpcError(s);
       std::cout << ToJson(run) << "\n";
       return 0;
     }
     if (verb == "log") {
-      jobwheel::v1::GetRunLogRequest req; req.set_id(id);
+      jobwheel::v1::GetRunLogRequest req;
+      req.set_id(id);
       jobwheel::v1::GetRunLogResponse r;
       grpc::Status s = jobs->GetRunLog(Ctx(admin).get(), req, &r);
       if (!s.ok()) return RpcError(s);
-      if (json) { std::cout << ToJson(r) << "\n"; return 0; }
+      if (json) {
+        std::cout << ToJson(r) << "\n";
+        return 0;
+      }
       // Line by line, so newlines stay; tabs too. Any other control character is escaped.
       for (const auto& line : r.lines()) {
         std::cout << jobwheel::ctl::EscapeForTerminal(line, /*keep_tabs=*/true) << "\n";
@@ -381,12 +423,16 @@ int main(int argc, char** argv) {
         req.add_apps(std::string(absl::StripAsciiWhitespace(app)));
       }
       if (absl::GetFlag(FLAGS_expire_in) > absl::ZeroDuration()) {
-        *req.mutable_expire_time() = jobwheel::ToProto(absl::Now() + absl::GetFlag(FLAGS_expire_in));
+        *req.mutable_expire_time() =
+            jobwheel::ToProto(absl::Now() + absl::GetFlag(FLAGS_expire_in));
       }
       jobwheel::v1::CreateTokenResponse resp;
       grpc::Status s = stub->CreateToken(Ctx(admin).get(), req, &resp);
       if (!s.ok()) return RpcError(s);
-      if (json) { std::cout << ToJson(resp) << "\n"; return 0; }
+      if (json) {
+        std::cout << ToJson(resp) << "\n";
+        return 0;
+      }
       std::cerr << "created token " << resp.token().id() << " ("
                 << jobwheel::ctl::EscapeForTerminal(resp.token().name())
                 << "); the secret below is shown only once:\n";
@@ -399,7 +445,10 @@ int main(int argc, char** argv) {
       jobwheel::v1::ListTokensResponse resp;
       grpc::Status s = stub->ListTokens(Ctx(admin).get(), req, &resp);
       if (!s.ok()) return RpcError(s);
-      if (json) { std::cout << ToJson(resp) << "\n"; return 0; }
+      if (json) {
+        std::cout << ToJson(resp) << "\n";
+        return 0;
+      }
       const std::vector<int> w = {6, 20, 9, 24, 23, 23, 23};
       Row({"ID", "NAME", "ROLE", "APPS", "EXPIRES (UTC)", "REVOKED (UTC)", "LAST USED (UTC)"}, w);
       for (const auto& t : resp.tokens()) {
@@ -426,12 +475,15 @@ int main(int argc, char** argv) {
       jobwheel::v1::GetCurrentTokenResponse resp;
       grpc::Status s = stub->GetCurrentToken(Ctx(admin).get(), {}, &resp);
       if (!s.ok()) return RpcError(s);
-      if (json) { std::cout << ToJson(resp) << "\n"; return 0; }
+      if (json) {
+        std::cout << ToJson(resp) << "\n";
+        return 0;
+      }
       const jobwheel::v1::Token& t = resp.token();
-      std::cout << jobwheel::ctl::EscapeForTerminal(t.name()) << " (id " << t.id() << "): "
-                << jobwheel::v1::Role_Name(t.role()).substr(5) << " of "
-                << (t.apps().empty() ? "every app" : absl::StrJoin(t.apps(), ", "))
-                << ", expires " << Time(t.expire_time()) << "\n";
+      std::cout << jobwheel::ctl::EscapeForTerminal(t.name()) << " (id " << t.id()
+                << "): " << jobwheel::v1::Role_Name(t.role()).substr(5) << " of "
+                << (t.apps().empty() ? "every app" : absl::StrJoin(t.apps(), ", ")) << ", expires "
+                << Time(t.expire_time()) << "\n";
       return 0;
     }
     return Usage("unknown tokens command " + verb);
@@ -442,11 +494,15 @@ int main(int argc, char** argv) {
     jobwheel::v1::ListAppsResponse r;
     grpc::Status s = stub->ListApps(Ctx(admin).get(), {}, &r);
     if (!s.ok()) return RpcError(s);
-    if (json) { std::cout << ToJson(r) << "\n"; return 0; }
+    if (json) {
+      std::cout << ToJson(r) << "\n";
+      return 0;
+    }
     const std::vector<int> w = {16, 24, 8, 50};
     Row({"APP", "TITLE", "TYPE", "ONLINE"}, w);
     for (const auto& app : r.apps()) {
-      Row({app.name(), app.title(), app.address_type() == jobwheel::v1::ADDRESS_TYPE_MANUAL ? "manual" : "auto",
+      Row({app.name(), app.title(),
+           app.address_type() == jobwheel::v1::ADDRESS_TYPE_MANUAL ? "manual" : "auto",
            absl::StrJoin(app.online_addresses(), ",")},
           w);
     }
@@ -460,7 +516,10 @@ int main(int argc, char** argv) {
     // An admin, operator or viewer token: the executors of the apps it may read.
     grpc::Status s = stub->ListExecutors(Ctx(admin).get(), req, &r);
     if (!s.ok()) return RpcError(s);
-    if (json) { std::cout << ToJson(r) << "\n"; return 0; }
+    if (json) {
+      std::cout << ToJson(r) << "\n";
+      return 0;
+    }
     const std::vector<int> w = {14, 21, 8, 8, 23, 40};
     Row({"APP", "ADDRESS", "RUNNING", "QUEUED", "LAST BEAT (UTC)", "HANDLERS"}, w);
     for (const auto& e : r.executors()) {

@@ -51,7 +51,7 @@ struct ExecutorOptions {
   bool insecure_dev = false;
 
   // --- TLS (all empty: plaintext) ---
-  std::string tls_cert_file;       // Server certificate for ExecutorService.
+  std::string tls_cert_file;  // Server certificate for ExecutorService.
   std::string tls_key_file;
   std::string tls_client_ca_file;  // When set, callers must present a client certificate.
   std::string tls_ca_file;         // CA to verify registry/dispatcher; enables client TLS.

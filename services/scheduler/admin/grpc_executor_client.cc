@@ -3,8 +3,8 @@
 #include <chrono>
 #include <utility>
 
-#include "common/auth.h"
-#include "common/grpc_status.h"
+#include "common/auth/bearer.h"
+#include "common/grpc/grpc_status.h"
 
 namespace jobwheel::scheduler::admin {
 

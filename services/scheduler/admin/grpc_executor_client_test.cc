@@ -4,10 +4,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "common/auth.h"
-#include "common/caller_token.h"
-#include "common/clock.h"
-#include "common/grpc_server.h"
+#include "common/auth/bearer.h"
+#include "common/auth/caller_token.h"
+#include "common/grpc/grpc_server.h"
+#include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/executor.grpc.pb.h"
 
@@ -53,8 +53,8 @@ class GrpcExecutorClientTest : public ::testing::Test {
     executor_.policy.callers = verifier_;
     signer_ = *CallerTokenSigner::Create(pair->private_pem, {std::string(kIssuerScheduler)},
                                          RealClock::Get());
-    other_signer_ = *CallerTokenSigner::Create(other->private_pem,
-                                               {std::string(kIssuerScheduler)}, RealClock::Get());
+    other_signer_ = *CallerTokenSigner::Create(other->private_pem, {std::string(kIssuerScheduler)},
+                                               RealClock::Get());
     int port = 0;
     auto server = StartGrpcServer("127.0.0.1:0", {&executor_}, {}, &port);
     ASSERT_TRUE(server.ok()) << server.status();

@@ -7,7 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/proto_time.h"
+#include "common/time/proto_time.h"
 #include "services/scheduler/admin/run_stats.h"
 
 namespace jobwheel::scheduler::admin {
@@ -286,8 +286,8 @@ absl::StatusOr<RunStatsRows> InMemoryJobStore::RunStats(const RunStatsQuery& que
     if (t < query.start || t >= query.end) continue;
     if (!query.app.empty() && r.app() != query.app) continue;
     if (query.job_id != 0 && r.job_id() != query.job_id) continue;
-    if (query.only_apps && std::find(query.only_apps->begin(), query.only_apps->end(),
-                                     r.app()) == query.only_apps->end()) {
+    if (query.only_apps && std::find(query.only_apps->begin(), query.only_apps->end(), r.app()) ==
+                               query.only_apps->end()) {
       continue;
     }
     absl::Duration rem;

@@ -10,7 +10,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "common/clock.h"
+#include "common/time/clock.h"
 #include "services/scheduler/admin/job_store.h"
 
 namespace jobwheel::scheduler::admin {

@@ -1,7 +1,7 @@
 #include "services/scheduler/admin/job_access.h"
 
 #include "absl/strings/str_cat.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
 #include "services/scheduler/admin/job_store.h"
 
 namespace jobwheel::scheduler::admin {
@@ -67,8 +67,8 @@ std::optional<std::vector<std::string>> WritableApps(const Principal& p) {
   return p.apps;
 }
 
-absl::StatusOr<std::optional<std::vector<std::string>>> ListScope(
-    const Principal& p, absl::string_view requested_app) {
+absl::StatusOr<std::optional<std::vector<std::string>>> ListScope(const Principal& p,
+                                                                  absl::string_view requested_app) {
   if (!requested_app.empty()) {
     if (!CanReadApp(p, requested_app)) {
       return PermissionDenied(p, "app", absl::StrCat("read access to app ", requested_app));

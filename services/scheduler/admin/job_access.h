@@ -8,7 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "common/token_auth.h"
+#include "common/auth/token_authenticator.h"
 #include "jobwheel/v1/types.pb.h"
 
 // What a caller of JobAdminService may do, by role (see docs/security.md). Pure functions,

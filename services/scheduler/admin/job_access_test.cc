@@ -37,8 +37,7 @@ TEST(JobAccessTest, CreateNeedsWriteAccessAndAdminForScripts) {
   absl::Status s = CheckCreate(op, Job("demo", kPython));
   EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(s.message().rfind("job.glue_type:", 0), 0u) << s;
-  EXPECT_EQ(CheckCreate(viewer, Job("demo", kHandler)).code(),
-            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(CheckCreate(viewer, Job("demo", kHandler)).code(), absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(CheckWriter(viewer, "CreateJob").code(), absl::StatusCode::kPermissionDenied);
   EXPECT_TRUE(CheckWriter(op, "CreateJob").ok());
 }

@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "common/proto_time.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
+#include "common/time/proto_time.h"
 #include "services/scheduler/admin/job_validation.h"
 #include "services/scheduler/admin/run_stats.h"
 #include "services/scheduler/schedule.h"
@@ -54,8 +54,8 @@ JobAdmin::JobAdmin(JobStore& store, ExecutorClient& executors, const Clock& cloc
     : store_(store), executors_(executors), clock_(clock) {}
 
 absl::StatusOr<JobWrite> JobAdmin::PrepareWrite(const Job& merged, const Job* current,
-                                                const ChildGraphReader& read_graph,
-                                                absl::Time now, const AppScope& writer) {
+                                                const ChildGraphReader& read_graph, absl::Time now,
+                                                const AppScope& writer) {
   const absl::Time created = current != nullptr ? FromProto(current->create_time()) : now;
   ASSIGN_OR_RETURN(Job job, NormalizeJob(merged, created));
   // Children set by an earlier writer (unchanged list) keep that writer's scope.

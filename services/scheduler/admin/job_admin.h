@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/clock.h"
+#include "common/time/clock.h"
 #include "google/protobuf/field_mask.pb.h"
 #include "jobwheel/v1/job_admin.pb.h"
 #include "jobwheel/v1/types.pb.h"
@@ -29,8 +29,8 @@ class JobAdmin {
 
   // Checked inside a job's write transaction with the locked current row and the row about to
   // be written (e.g. the caller's permissions); a non-OK status aborts the write.
-  using WriteGuard = std::function<absl::Status(const jobwheel::v1::Job& current,
-                                                const jobwheel::v1::Job& next)>;
+  using WriteGuard =
+      std::function<absl::Status(const jobwheel::v1::Job& current, const jobwheel::v1::Job& next)>;
   // Set: confine a list to these apps (the caller's token scope).
   using AppScope = std::optional<std::vector<std::string>>;
 

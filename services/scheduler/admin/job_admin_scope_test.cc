@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/auth.h"
-#include "common/clock.h"
-#include "common/grpc_server.h"
-#include "common/in_memory_token_store.h"
-#include "common/token_auth.h"
+#include "common/auth/bearer.h"
+#include "common/auth/in_memory_token_store.h"
+#include "common/auth/token_authenticator.h"
+#include "common/grpc/grpc_server.h"
+#include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "services/scheduler/admin/fake_executor_client.h"
@@ -189,8 +189,10 @@ TEST_F(JobAdminScopeTest, AnotherAppsIdsAnswerExactlyLikeMissingIds) {
     EXPECT_EQ(hidden[i].first, absent[i].first) << i;
     // Same shape: only the id differs.
     std::string expected = absent[i].second;
-    const std::string from = i < 6 ? absl::StrCat("job ", missing) : absl::StrCat("run ", missing_run);
-    const std::string to = i < 6 ? absl::StrCat("job ", billing.id()) : absl::StrCat("run ", run_id);
+    const std::string from =
+        i < 6 ? absl::StrCat("job ", missing) : absl::StrCat("run ", missing_run);
+    const std::string to =
+        i < 6 ? absl::StrCat("job ", billing.id()) : absl::StrCat("run ", run_id);
     ASSERT_EQ(expected.find(from), 0u) << expected;
     expected.replace(0, from.size(), to);
     EXPECT_EQ(hidden[i].second, expected) << i;
@@ -276,8 +278,7 @@ TEST_F(JobAdminScopeTest, ChildrenMustBeJobsOfAppsTheWriterMayOperate) {
   // An operator of both apps may link them; an operator of "*" stores every app.
   const std::string both = Token("ops-both", Role::kOperator, {"demo", "billing"});
   ASSERT_TRUE(SetChildren(both, parent.id(), {billing.id()}).ok());
-  EXPECT_EQ(*store_.child_scope(parent.id()),
-            Scope(std::vector<std::string>{"demo", "billing"}));
+  EXPECT_EQ(*store_.child_scope(parent.id()), Scope(std::vector<std::string>{"demo", "billing"}));
   const std::string star = Token("ops-star", Role::kOperator, {"*"});
   ASSERT_TRUE(SetChildren(star, parent.id(), {billing.id(), demo_child.id()}).ok());
   EXPECT_EQ(*store_.child_scope(parent.id()), Scope());

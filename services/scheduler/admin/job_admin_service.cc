@@ -3,9 +3,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/failed_auth_limiter.h"
-#include "common/grpc_status.h"
-#include "common/status_macros.h"
+#include "common/auth/failed_auth_limiter.h"
+#include "common/base/status_macros.h"
+#include "common/grpc/grpc_status.h"
 #include "services/scheduler/admin/job_access.h"
 
 namespace jobwheel::scheduler::admin {
@@ -28,8 +28,7 @@ std::string RunName(int64_t id) { return absl::StrCat("run ", id); }
 
 JobAdminService::JobAdminService(JobAdmin& core, TokenAuthenticator& auth,
                                  JobAdminServiceOptions options)
-    : core_(core), auth_(auth), pool_(options.worker_threads, options.max_queued) {
-}
+    : core_(core), auth_(auth), pool_(options.worker_threads, options.max_queued) {}
 
 JobAdminService::~JobAdminService() { pool_.Shutdown(); }
 
@@ -41,12 +40,12 @@ grpc::ServerUnaryReactor* JobAdminService::Handle(
   std::string peer = PeerHost(ctx->peer());  // Failed authentications are limited per peer.
   const bool queued = pool_.Submit([this, reactor, authorization = std::move(authorization),
                                     peer = std::move(peer), work = std::move(work)]() {
-        absl::StatusOr<Principal> p = auth_.Authorize(
-            authorization, {Role::kAdmin, Role::kOperator, Role::kViewer}, kService, peer);
-        absl::Status status = p.status();
-        if (status.ok()) status = work(*p);
-        reactor->Finish(ToGrpcStatus(status));
-      });
+    absl::StatusOr<Principal> p = auth_.Authorize(
+        authorization, {Role::kAdmin, Role::kOperator, Role::kViewer}, kService, peer);
+    absl::Status status = p.status();
+    if (status.ok()) status = work(*p);
+    reactor->Finish(ToGrpcStatus(status));
+  });
   if (!queued) {
     reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                  "job admin: too many calls in progress; retry later"));

@@ -4,10 +4,10 @@
 #include <functional>
 
 #include "absl/status/status.h"
-#include "common/token_auth.h"
+#include "common/auth/token_authenticator.h"
+#include "common/base/work_pool.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "services/scheduler/admin/job_admin.h"
-#include "common/work_pool.h"
 
 namespace jobwheel::scheduler::admin {
 

@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/auth.h"
-#include "common/clock.h"
-#include "common/grpc_server.h"
-#include "common/proto_time.h"
-#include "common/in_memory_token_store.h"
-#include "common/token_auth.h"
+#include "common/auth/bearer.h"
+#include "common/auth/in_memory_token_store.h"
+#include "common/auth/token_authenticator.h"
+#include "common/grpc/grpc_server.h"
+#include "common/time/clock.h"
+#include "common/time/proto_time.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "services/scheduler/admin/fake_executor_client.h"
@@ -364,8 +364,8 @@ TEST_F(JobAdminServiceTest, ScriptJobsNeedAnAdmin) {
 TEST_F(JobAdminServiceTest, InternalTokensAreNotAdminCredentials) {
   Start(AdminToken());
   const std::string exec = Token("exec-demo", Role::kExecutor, {"demo"});
-  for (const std::string& token : {std::string("cluster-secret"), std::string("executor-secret"),
-                                   exec}) {
+  for (const std::string& token :
+       {std::string("cluster-secret"), std::string("executor-secret"), exec}) {
     jobwheel::v1::ListJobsRequest list;
     jobwheel::v1::ListJobsResponse listed;
     EXPECT_EQ(stub_->ListJobs(Ctx(token).get(), list, &listed).error_code(),
@@ -434,8 +434,8 @@ TEST_F(JobAdminServiceTest, DashboardStatsAndCountsAreScoped) {
   EXPECT_EQ(apps(op_beta, "", &s), (V{"beta:1"}));
   EXPECT_TRUE(apps(op_beta, "alpha", &s).empty());
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
-  for (const std::string& token : {exec_alpha, std::string("executor-secret"),
-                                   std::string("cluster-secret"), std::string()}) {
+  for (const std::string& token :
+       {exec_alpha, std::string("executor-secret"), std::string("cluster-secret"), std::string()}) {
     stats(token, "", &s);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << token;
     apps(token, "", &s);

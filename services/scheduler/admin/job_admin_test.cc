@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "common/clock.h"
-#include "common/proto_time.h"
+#include "common/time/clock.h"
+#include "common/time/proto_time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/scheduler/admin/fake_executor_client.h"

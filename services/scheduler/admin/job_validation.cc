@@ -14,7 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
-#include "common/proto_time.h"
+#include "common/time/proto_time.h"
 #include "services/scheduler/cron.h"
 #include "services/scheduler/schedule.h"
 
@@ -139,11 +139,12 @@ absl::StatusOr<Job> NormalizeJob(const Job& in, absl::Time created) {
   // An enabled job that could never fire is a mistake (Feb 30, a past year);
   // Quartz accepts such expressions, so the parser does too.
   if (job.enabled() && job.schedule().has_cron() && !schedule->NextAfter(created).has_value()) {
-    return Invalid("job.schedule.cron.expression",
-                   absl::StrCat("\"", absl::CHexEscape(job.schedule().cron().expression()),
-                                "\" never fires (no fire time after ",
-                                absl::FormatTime("%Y-%m-%dT%H:%M:%S%Ez", created, absl::UTCTimeZone()),
-                                " up to ", kCronMaxYear, ")"));
+    return Invalid(
+        "job.schedule.cron.expression",
+        absl::StrCat("\"", absl::CHexEscape(job.schedule().cron().expression()),
+                     "\" never fires (no fire time after ",
+                     absl::FormatTime("%Y-%m-%dT%H:%M:%S%Ez", created, absl::UTCTimeZone()),
+                     " up to ", kCronMaxYear, ")"));
   }
   if (job.schedule().has_fix_rate() && !job.schedule().fix_rate().has_start_time()) {
     *job.mutable_schedule()->mutable_fix_rate()->mutable_start_time() =

@@ -18,9 +18,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "common/clock.h"
-#include "common/in_memory_token_store.h"
-#include "common/token_auth.h"
+#include "common/auth/in_memory_token_store.h"
+#include "common/auth/token_authenticator.h"
+#include "common/time/clock.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "jobwheel/v1/job_admin.pb.h"
@@ -71,7 +71,8 @@ void CheckNormalized(const jobwheel::v1::Job& job, const char* what) {
     Fail(what, "normalized job has an unknown enum: " + n->ShortDebugString());
   }
   absl::StatusOr<jobwheel::v1::Job> again = NormalizeJob(*n, kCreated);
-  if (!again.ok()) Fail(what, "normalized job refused on second pass: " + again.status().ToString());
+  if (!again.ok())
+    Fail(what, "normalized job refused on second pass: " + again.status().ToString());
   if (!google::protobuf::util::MessageDifferencer::Equals(*n, *again)) {
     Fail(what, "NormalizeJob is not idempotent: " + n->ShortDebugString() + " vs " +
                    again->ShortDebugString());
@@ -117,8 +118,8 @@ void FuzzChildGraph(const uint8_t* data, size_t size) {
   const std::vector<int64_t> own(job.child_job_ids().begin(), job.child_job_ids().end());
   const bool cycle = HasCycleThrough(self, own, edges);
   if (cycle == s.ok()) {
-    Fail("CheckChildGraph", std::string(cycle ? "missed a cycle" : "invented a cycle") + ": " +
-                                s.ToString());
+    Fail("CheckChildGraph",
+         std::string(cycle ? "missed a cycle" : "invented a cycle") + ": " + s.ToString());
   }
 }
 

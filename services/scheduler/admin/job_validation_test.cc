@@ -4,7 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/proto_time.h"
+#include "common/time/proto_time.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -53,18 +53,18 @@ TEST(NormalizeJobTest, AcceptsValidJobAndAppliesDefaults) {
 
 // Quartz accepts expressions that can never fire; an enabled job with one is refused.
 TEST(NormalizeJobTest, RefusesEnabledCronJobThatNeverFires) {
-  for (const char* expression : {"0 0 0 30 2 ?",         // no February 30th
-                                 "0 0 0 1 1 ? 2020",     // a past year (kCreated is 2023)
+  for (const char* expression : {"0 0 0 30 2 ?",               // no February 30th
+                                 "0 0 0 1 1 ? 2020",           // a past year (kCreated is 2023)
                                  "0 0 0 ? 2 MON#5 2024-2030",  // no 5th Monday in those Febs
-                                 "0 0 L * * ?"}) {       // Quartz throws: no hour
+                                 "0 0 L * * ?"}) {             // Quartz throws: no hour
     SCOPED_TRACE(expression);
     Job job = ValidJob();
     job.mutable_schedule()->mutable_cron()->set_expression(expression);
     absl::StatusOr<Job> out = NormalizeJob(job, kCreated);
     EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(out.status().message()),
-                StartsWith(absl::StrCat("job.schedule.cron.expression: \"", expression,
-                                        "\" never fires")));
+    EXPECT_THAT(
+        std::string(out.status().message()),
+        StartsWith(absl::StrCat("job.schedule.cron.expression: \"", expression, "\" never fires")));
     // Disabled, it may be stored (and is refused again when resumed).
     job.set_enabled(false);
     EXPECT_TRUE(NormalizeJob(job, kCreated).ok());

@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "common/clock.h"
-#include "common/pg_pool.h"
-#include "common/proto_time.h"
+#include "common/pg/pg_pool.h"
 #include "common/testing/pg_test_db.h"
+#include "common/time/clock.h"
+#include "common/time/proto_time.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "pqxx/pqxx"
@@ -21,11 +21,11 @@
 namespace jobwheel::scheduler::admin {
 namespace {
 
+using google::protobuf::util::MessageDifferencer;
 using jobwheel::v1::GetRunStatsRequest;
 using jobwheel::v1::GetRunStatsResponse;
 using jobwheel::v1::RunStatus;
 using jobwheel::v1::TriggerType;
-using google::protobuf::util::MessageDifferencer;
 
 const absl::Time kStart = absl::FromUnixSeconds(1795651200);  // 2026-11-26T00:00:00Z
 
@@ -112,8 +112,8 @@ class PgJobStatsTest : public ::testing::Test {
 TEST_F(PgJobStatsTest, RunStatsCountsByBucketAndStatusWithLateness) {
   const absl::Duration ms = absl::Milliseconds(1);
   // Bucket 0: three on-time-ish cron runs and a manual one (not measured for lateness).
-  AddRun(1, "demo", jobwheel::v1::RUN_STATUS_SUCCEEDED, jobwheel::v1::TRIGGER_TYPE_CRON,
-         kStart, 10 * ms);
+  AddRun(1, "demo", jobwheel::v1::RUN_STATUS_SUCCEEDED, jobwheel::v1::TRIGGER_TYPE_CRON, kStart,
+         10 * ms);
   AddRun(1, "demo", jobwheel::v1::RUN_STATUS_SUCCEEDED, jobwheel::v1::TRIGGER_TYPE_CRON,
          kStart + absl::Minutes(30), 30 * ms);
   AddRun(1, "demo", jobwheel::v1::RUN_STATUS_FAILED, jobwheel::v1::TRIGGER_TYPE_CRON,

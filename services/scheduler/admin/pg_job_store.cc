@@ -7,9 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/pg_errors.h"
-#include "common/pg_arrays.h"
-#include "common/proto_time.h"
+#include "common/pg/pg_arrays.h"
+#include "common/pg/pg_errors.h"
+#include "common/time/proto_time.h"
 #include "pqxx/pqxx"
 #include "services/scheduler/job_row.h"
 
@@ -126,9 +126,8 @@ ChildGraphReader MakeGraphReader(pqxx::work& tx) {
     try {
       tx.exec(kLockChildGraphSql);
       ChildGraph graph;
-      for (const pqxx::row& row :
-           tx.exec_params("SELECT id, app FROM jobs WHERE id = ANY($1::bigint[])",
-                          ToPgIntArray(ids))) {
+      for (const pqxx::row& row : tx.exec_params(
+               "SELECT id, app FROM jobs WHERE id = ANY($1::bigint[])", ToPgIntArray(ids))) {
         graph.existing.insert(row[0].as<int64_t>());
         graph.app_of[row[0].as<int64_t>()] = row[1].as<std::string>();
       }
@@ -252,15 +251,14 @@ absl::StatusOr<std::vector<Job>> PgJobStore::ListJobs(const JobFilter& filter, i
   std::vector<Job> out;
   absl::Status s = pool_.Run("list jobs", [&](pqxx::connection& conn) {
     pqxx::read_transaction tx(conn);
-    pqxx::result r =
-        tx.exec_params(SelectJobSql("WHERE j.id > $1::bigint AND ($2 = '' OR j.app = $2) "
-                                    "AND ($3::boolean IS NULL OR j.enabled = $3::boolean) "
-                                    "AND ($4 = '' OR j.name ILIKE '%' || $4 || '%' ESCAPE '\\') "
-                                    "AND (NOT $6::boolean OR j.app = ANY($7::text[])) "
-                                    "ORDER BY j.id LIMIT $5::int"),
-                       after_id, filter.app, filter.enabled, pattern, limit,
-                       filter.only_apps.has_value(),
-                       ToPgArray(filter.only_apps.value_or(std::vector<std::string>())));
+    pqxx::result r = tx.exec_params(
+        SelectJobSql("WHERE j.id > $1::bigint AND ($2 = '' OR j.app = $2) "
+                     "AND ($3::boolean IS NULL OR j.enabled = $3::boolean) "
+                     "AND ($4 = '' OR j.name ILIKE '%' || $4 || '%' ESCAPE '\\') "
+                     "AND (NOT $6::boolean OR j.app = ANY($7::text[])) "
+                     "ORDER BY j.id LIMIT $5::int"),
+        after_id, filter.app, filter.enabled, pattern, limit, filter.only_apps.has_value(),
+        ToPgArray(filter.only_apps.value_or(std::vector<std::string>())));
     for (const pqxx::row& row : r) out.push_back(JobFromRow(row));
   });
   if (!s.ok()) return s;

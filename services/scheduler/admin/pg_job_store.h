@@ -1,7 +1,7 @@
 #ifndef JOBWHEEL_SERVICES_SCHEDULER_ADMIN_PG_JOB_STORE_H_
 #define JOBWHEEL_SERVICES_SCHEDULER_ADMIN_PG_JOB_STORE_H_
 
-#include "common/pg_pool.h"
+#include "common/pg/pg_pool.h"
 #include "services/scheduler/admin/job_store.h"
 
 namespace jobwheel::scheduler::admin {

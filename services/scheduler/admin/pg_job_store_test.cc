@@ -5,10 +5,10 @@
 #include <thread>
 #include <vector>
 
-#include "common/clock.h"
-#include "common/pg_pool.h"
-#include "common/proto_time.h"
+#include "common/pg/pg_pool.h"
 #include "common/testing/pg_test_db.h"
+#include "common/time/clock.h"
+#include "common/time/proto_time.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"

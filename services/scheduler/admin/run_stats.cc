@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/proto_time.h"
+#include "common/time/proto_time.h"
 #include "services/scheduler/admin/job_validation.h"
 
 namespace jobwheel::scheduler::admin {
@@ -107,9 +107,9 @@ absl::StatusOr<RunStatsQuery> ResolveRunStatsQuery(const jobwheel::v1::GetRunSta
   }
   const int64_t buckets = RunStatsBucketCount(q);
   if (buckets > kMaxRunStatsBuckets) {
-    return Invalid("bucket", absl::StrCat("at most ", kMaxRunStatsBuckets,
-                                          " buckets per window, got ", buckets,
-                                          " (widen the bucket or narrow the window)"));
+    return Invalid("bucket",
+                   absl::StrCat("at most ", kMaxRunStatsBuckets, " buckets per window, got ",
+                                buckets, " (widen the bucket or narrow the window)"));
   }
   return q;
 }

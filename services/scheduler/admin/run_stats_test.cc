@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "common/proto_time.h"
+#include "common/time/proto_time.h"
 #include "gtest/gtest.h"
 
 namespace jobwheel::scheduler::admin {
@@ -129,7 +129,7 @@ TEST(RunStatsTest, ResponseHasEveryBucketAndTotals) {
                  {2, jobwheel::v1::RUN_STATUS_SUCCEEDED, 3}};
   rows.lateness[0] = {4, absl::Milliseconds(3), absl::Milliseconds(9), absl::Milliseconds(10)};
   rows.overall_lateness = {6, absl::Milliseconds(4), absl::Milliseconds(12),
-                          absl::Milliseconds(20)};
+                           absl::Milliseconds(20)};
   const jobwheel::v1::GetRunStatsResponse r = BuildRunStatsResponse(q, rows);
   EXPECT_EQ(FromProto(r.start_time()), q.start);
   EXPECT_EQ(FromProto(r.end_time()), q.end);

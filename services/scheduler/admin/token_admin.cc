@@ -6,8 +6,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "common/proto_time.h"
-#include "common/status_macros.h"
+#include "common/base/status_macros.h"
+#include "common/time/proto_time.h"
 #include "services/scheduler/admin/job_validation.h"
 
 namespace jobwheel::scheduler::admin {
@@ -82,8 +82,8 @@ absl::Status TokenAdmin::Validate(const jobwheel::v1::CreateTokenRequest& req, a
   const std::string& name = req.name();
   if (absl::StripAsciiWhitespace(name).empty()) return Invalid("name", "must not be empty");
   if (name.size() > static_cast<size_t>(kMaxTokenNameLength)) {
-    return Invalid("name", absl::StrCat("must be at most ", kMaxTokenNameLength, " bytes, got ",
-                                        name.size()));
+    return Invalid(
+        "name", absl::StrCat("must be at most ", kMaxTokenNameLength, " bytes, got ", name.size()));
   }
   for (char c : name) {
     const unsigned char u = static_cast<unsigned char>(c);
@@ -115,8 +115,9 @@ absl::Status TokenAdmin::Validate(const jobwheel::v1::CreateTokenRequest& req, a
   }
   // A VIEWER with no apps reads no app ("*" reads every app).
   if ((role == Role::kOperator || role == Role::kExecutor) && req.apps_size() == 0) {
-    return Invalid("apps", "must name at least one app (or \"*\" for every app, ROLE_OPERATOR "
-                           "only) for ROLE_OPERATOR and ROLE_EXECUTOR");
+    return Invalid("apps",
+                   "must name at least one app (or \"*\" for every app, ROLE_OPERATOR "
+                   "only) for ROLE_OPERATOR and ROLE_EXECUTOR");
   }
   if (req.has_expire_time()) {
     const auto& ts = req.expire_time();

@@ -4,9 +4,9 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
-#include "common/clock.h"
-#include "common/token_auth.h"
-#include "common/token_store.h"
+#include "common/auth/token_authenticator.h"
+#include "common/auth/token_store.h"
+#include "common/time/clock.h"
 #include "jobwheel/v1/token_admin.pb.h"
 
 namespace jobwheel::scheduler::admin {

@@ -3,21 +3,19 @@
 #include <string>
 #include <utility>
 
-#include "common/grpc_status.h"
+#include "common/grpc/grpc_status.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::scheduler::admin {
 
-TokenAdminService::TokenAdminService(TokenAdmin& core, TokenAuthenticator& auth,
-                                     int worker_threads)
-    : core_(core), auth_(auth), pool_(worker_threads, 64) {
-}
+TokenAdminService::TokenAdminService(TokenAdmin& core, TokenAuthenticator& auth, int worker_threads)
+    : core_(core), auth_(auth), pool_(worker_threads, 64) {}
 
 TokenAdminService::~TokenAdminService() { pool_.Shutdown(); }
 
-grpc::ServerUnaryReactor* TokenAdminService::Handle(grpc::CallbackServerContext* ctx,
-                                                    absl::string_view what, bool admin_only,
-                                                    std::function<absl::Status(const Principal&)> work) {
+grpc::ServerUnaryReactor* TokenAdminService::Handle(
+    grpc::CallbackServerContext* ctx, absl::string_view what, bool admin_only,
+    std::function<absl::Status(const Principal&)> work) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   absl::optional<std::string> authorization = AuthorizationHeader(ctx->client_metadata());
   std::string peer = PeerHost(ctx->peer());  // Failed authentications are limited per peer.
@@ -46,11 +44,11 @@ grpc::ServerUnaryReactor* TokenAdminService::CreateToken(
     jobwheel::v1::CreateTokenResponse* resp) {
   return Handle(ctx, "CreateToken", /*admin_only=*/true,
                 [this, req, resp](const Principal&) -> absl::Status {
-    auto r = core_.CreateToken(*req);
-    if (!r.ok()) return r.status();
-    *resp = *std::move(r);
-    return absl::OkStatus();
-  });
+                  auto r = core_.CreateToken(*req);
+                  if (!r.ok()) return r.status();
+                  *resp = *std::move(r);
+                  return absl::OkStatus();
+                });
 }
 
 grpc::ServerUnaryReactor* TokenAdminService::ListTokens(grpc::CallbackServerContext* ctx,
@@ -58,11 +56,11 @@ grpc::ServerUnaryReactor* TokenAdminService::ListTokens(grpc::CallbackServerCont
                                                         jobwheel::v1::ListTokensResponse* resp) {
   return Handle(ctx, "ListTokens", /*admin_only=*/true,
                 [this, req, resp](const Principal&) -> absl::Status {
-    auto r = core_.ListTokens(*req);
-    if (!r.ok()) return r.status();
-    *resp = *std::move(r);
-    return absl::OkStatus();
-  });
+                  auto r = core_.ListTokens(*req);
+                  if (!r.ok()) return r.status();
+                  *resp = *std::move(r);
+                  return absl::OkStatus();
+                });
 }
 
 grpc::ServerUnaryReactor* TokenAdminService::RevokeToken(
@@ -70,11 +68,11 @@ grpc::ServerUnaryReactor* TokenAdminService::RevokeToken(
     jobwheel::v1::RevokeTokenResponse* resp) {
   return Handle(ctx, "RevokeToken", /*admin_only=*/true,
                 [this, req, resp](const Principal&) -> absl::Status {
-    auto r = core_.RevokeToken(req->id());
-    if (!r.ok()) return r.status();
-    *resp->mutable_token() = *std::move(r);
-    return absl::OkStatus();
-  });
+                  auto r = core_.RevokeToken(req->id());
+                  if (!r.ok()) return r.status();
+                  *resp->mutable_token() = *std::move(r);
+                  return absl::OkStatus();
+                });
 }
 
 grpc::ServerUnaryReactor* TokenAdminService::GetCurrentToken(

@@ -7,9 +7,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/clock.h"
-#include "common/grpc_server.h"
-#include "common/in_memory_token_store.h"
+#include "common/auth/in_memory_token_store.h"
+#include "common/grpc/grpc_server.h"
+#include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/token_admin.grpc.pb.h"
 
@@ -29,7 +29,8 @@ class TokenAdminServiceTest : public ::testing::Test {
     auto server = StartGrpcServer("127.0.0.1:0", {service_.get()}, {}, &port);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(server).value();
-    stub_ = jobwheel::v1::TokenAdminService::NewStub(*MakeChannel(absl::StrCat("127.0.0.1:", port)));
+    stub_ =
+        jobwheel::v1::TokenAdminService::NewStub(*MakeChannel(absl::StrCat("127.0.0.1:", port)));
   }
   void TearDown() override { server_->Shutdown(); }
 

@@ -1,0 +1,116 @@
+#include "common/auth/pg_token_store.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/pg/pg_arrays.h"
+#include "common/time/proto_time.h"
+
+namespace jobwheel {
+namespace {
+
+#define JW_TOKEN_COLUMNS                                  \
+  "id, name, role, apps, "                                \
+  "(EXTRACT(EPOCH FROM create_time) * 1000000)::BIGINT, " \
+  "(EXTRACT(EPOCH FROM expire_time) * 1000000)::BIGINT, " \
+  "(EXTRACT(EPOCH FROM revoke_time) * 1000000)::BIGINT, " \
+  "(EXTRACT(EPOCH FROM last_used_time) * 1000000)::BIGINT "
+
+constexpr char kFindActiveSql[] =
+    "UPDATE tokens SET last_used_time = now() "
+    "WHERE secret_hash = $1 AND revoke_time IS NULL RETURNING " JW_TOKEN_COLUMNS;
+constexpr char kCreateSql[] =
+    "INSERT INTO tokens (name, role, apps, secret_hash, create_time, expire_time) "
+    "VALUES ($1, $2, $3::text[], $4, $5::timestamptz, NULLIF($6, '')::timestamptz) "
+    "RETURNING " JW_TOKEN_COLUMNS;
+constexpr char kListSql[] = "SELECT " JW_TOKEN_COLUMNS "FROM tokens ORDER BY id";
+constexpr char kListActiveSql[] =
+    "SELECT " JW_TOKEN_COLUMNS "FROM tokens WHERE revoke_time IS NULL ORDER BY id";
+constexpr char kRevokeSql[] =
+    "UPDATE tokens SET revoke_time = COALESCE(revoke_time, $2::timestamptz) WHERE id = $1 "
+    "RETURNING " JW_TOKEN_COLUMNS;
+
+#undef JW_TOKEN_COLUMNS
+
+absl::optional<absl::Time> OptionalTime(const pqxx::field& f) {
+  if (f.is_null()) return absl::nullopt;
+  return FromMicros(f.as<int64_t>());
+}
+
+TokenRow RowFrom(const pqxx::row& row) {
+  TokenRow t;
+  t.id = row[0].as<int64_t>();
+  t.name = row[1].as<std::string>();
+  // The CHECK constraint admits only known names; VIEWER is the least privileged fallback.
+  t.role = RoleFromName(row[2].as<std::string>()).value_or(Role::kViewer);
+  t.apps = FromPgArray(row[3]);
+  t.create_time = FromMicros(row[4].as<int64_t>());
+  t.expire_time = OptionalTime(row[5]);
+  t.revoke_time = OptionalTime(row[6]);
+  t.last_used_time = OptionalTime(row[7]);
+  return t;
+}
+
+}  // namespace
+
+absl::StatusOr<absl::optional<StoredToken>> PgTokenStore::FindActive(
+    const std::string& secret_hash) {
+  absl::optional<StoredToken> out;
+  absl::Status s = pool_.Run("find_token", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    pqxx::result r = tx.exec_params(kFindActiveSql, secret_hash);
+    tx.commit();
+    if (r.empty()) return;
+    out = ToStoredToken(RowFrom(r[0]));
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<TokenRow> PgTokenStore::Create(const NewToken& token) {
+  TokenRow out;
+  absl::Status s = pool_.Run("create_token", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    // '' stands for NULL (never expires).
+    const std::string expire =
+        token.expire_time.has_value() ? ToPgTimestamp(*token.expire_time) : std::string();
+    pqxx::result r = tx.exec_params(kCreateSql, token.name, std::string(RoleName(token.role)),
+                                    ToPgArray(token.apps), token.secret_hash,
+                                    ToPgTimestamp(token.create_time), expire);
+    tx.commit();
+    out = RowFrom(r[0]);
+  });
+  if (s.code() == absl::StatusCode::kAlreadyExists) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("name: a token named \"", token.name, "\" already exists (revoke it first)"));
+  }
+  if (!s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<std::vector<TokenRow>> PgTokenStore::List(bool include_revoked) {
+  std::vector<TokenRow> out;
+  absl::Status s = pool_.Run("list_tokens", [&](pqxx::connection& conn) {
+    pqxx::read_transaction tx(conn);
+    for (const pqxx::row& row : tx.exec(include_revoked ? kListSql : kListActiveSql)) {
+      out.push_back(RowFrom(row));
+    }
+  });
+  if (!s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<TokenRow> PgTokenStore::Revoke(int64_t id, absl::Time now) {
+  absl::optional<TokenRow> out;
+  absl::Status s = pool_.Run("revoke_token", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    pqxx::result r = tx.exec_params(kRevokeSql, id, ToPgTimestamp(now));
+    tx.commit();
+    if (!r.empty()) out = RowFrom(r[0]);
+  });
+  if (!s.ok()) return s;
+  if (!out.has_value()) return absl::NotFoundError(absl::StrCat("token ", id, " not found"));
+  return *std::move(out);
+}
+
+}  // namespace jobwheel

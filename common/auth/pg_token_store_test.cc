@@ -1,0 +1,112 @@
+// PgTokenStore on the real test PostgreSQL: only hashes are stored, names are unique among
+// live tokens, revocation hides a token from lookups.
+#include "common/auth/pg_token_store.h"
+
+#include "absl/strings/match.h"
+#include "common/auth/token_authenticator.h"
+#include "common/pg/pg_pool.h"
+#include "common/testing/pg_test_db.h"
+#include "gtest/gtest.h"
+#include "pqxx/pqxx"
+
+namespace jobwheel {
+namespace {
+
+class PgTokenStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto dsn = testing::CreateMigratedTestDatabase();
+    ASSERT_TRUE(dsn.ok()) << dsn.status();
+    dsn_ = *dsn;
+    pool_ = std::make_unique<PgPool>(dsn_, 2);
+    store_ = std::make_unique<PgTokenStore>(*pool_);
+  }
+
+  NewToken Token(const std::string& name, Role role, std::vector<std::string> apps,
+                 const std::string& secret) {
+    NewToken t;
+    t.name = name;
+    t.role = role;
+    t.apps = std::move(apps);
+    t.secret_hash = HashTokenSecret(secret);
+    t.create_time = absl::FromUnixSeconds(1700000000);
+    return t;
+  }
+
+  std::string dsn_;
+  std::unique_ptr<PgPool> pool_;
+  std::unique_ptr<PgTokenStore> store_;
+};
+
+TEST_F(PgTokenStoreTest, CreateFindListRevoke) {
+  const std::string secret = *GenerateTokenSecret();
+  NewToken nt = Token("ops-demo", Role::kOperator, {"demo", "billing"}, secret);
+  nt.expire_time = absl::FromUnixSeconds(1800000000);
+  auto row = store_->Create(nt);
+  ASSERT_TRUE(row.ok()) << row.status();
+  EXPECT_GT(row->id, 0);
+  EXPECT_EQ(row->role, Role::kOperator);
+  EXPECT_EQ(row->apps, (std::vector<std::string>{"demo", "billing"}));
+  EXPECT_EQ(row->create_time, absl::FromUnixSeconds(1700000000));
+  ASSERT_TRUE(row->expire_time.has_value());
+  EXPECT_EQ(*row->expire_time, absl::FromUnixSeconds(1800000000));
+  EXPECT_FALSE(row->last_used_time.has_value());
+
+  auto found = store_->FindActive(HashTokenSecret(secret));
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->id, row->id);
+  EXPECT_EQ((*found)->name, "ops-demo");
+  EXPECT_EQ((*found)->apps, row->apps);
+  auto missing = store_->FindActive(HashTokenSecret(*GenerateTokenSecret()));
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+
+  auto listed = store_->List(false);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_TRUE((*listed)[0].last_used_time.has_value());  // Stamped by FindActive.
+
+  auto revoked = store_->Revoke(row->id, absl::FromUnixSeconds(1700000100));
+  ASSERT_TRUE(revoked.ok());
+  EXPECT_EQ(*revoked->revoke_time, absl::FromUnixSeconds(1700000100));
+  // Idempotent: the first revoke time stays.
+  revoked = store_->Revoke(row->id, absl::FromUnixSeconds(1700000200));
+  ASSERT_TRUE(revoked.ok());
+  EXPECT_EQ(*revoked->revoke_time, absl::FromUnixSeconds(1700000100));
+  found = store_->FindActive(HashTokenSecret(secret));
+  ASSERT_TRUE(found.ok());
+  EXPECT_FALSE(found->has_value());
+  EXPECT_TRUE(store_->List(false)->empty());
+  EXPECT_EQ(store_->List(true)->size(), 1u);
+  EXPECT_EQ(store_->Revoke(999, absl::Now()).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(PgTokenStoreTest, NamesAreUniqueAmongLiveTokens) {
+  auto a = store_->Create(Token("ci", Role::kViewer, {}, *GenerateTokenSecret()));
+  ASSERT_TRUE(a.ok());
+  auto dup = store_->Create(Token("ci", Role::kViewer, {}, *GenerateTokenSecret()));
+  EXPECT_EQ(dup.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_TRUE(absl::StrContains(dup.status().message(), "name")) << dup.status();
+  ASSERT_TRUE(store_->Revoke(a->id, absl::Now()).ok());
+  EXPECT_TRUE(store_->Create(Token("ci", Role::kViewer, {}, *GenerateTokenSecret())).ok());
+}
+
+TEST_F(PgTokenStoreTest, NoSecretIsStored) {
+  const std::string secret = *GenerateTokenSecret();
+  ASSERT_TRUE(store_->Create(Token("exec", Role::kExecutor, {"demo"}, secret)).ok());
+  pqxx::connection conn(dsn_);
+  pqxx::work tx(conn);
+  pqxx::result r = tx.exec("SELECT row_to_json(t)::text, secret_hash FROM tokens t");
+  ASSERT_EQ(r.size(), 1u);
+  const std::string row = r[0][0].as<std::string>();
+  EXPECT_FALSE(absl::StrContains(row, secret.substr(3))) << row;
+  EXPECT_EQ(r[0][1].as<std::string>(), HashTokenSecret(secret));
+  // The schema refuses anything but a hex SHA-256 in secret_hash.
+  EXPECT_THROW(tx.exec("INSERT INTO tokens (name, role, secret_hash) VALUES "
+                       "('x', 'ADMIN', 'plaintext-secret')"),
+               pqxx::check_violation);
+}
+
+}  // namespace
+}  // namespace jobwheel

@@ -1,0 +1,77 @@
+#ifndef JOBWHEEL_COMMON_TIME_TIMER_QUEUE_H_
+#define JOBWHEEL_COMMON_TIME_TIMER_QUEUE_H_
+
+#include <cstdint>
+#include <queue>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace jobwheel {
+
+// Ids ordered by due time, to the millisecond (the scheduler's fires until their hand-off,
+// the dispatcher's runs until their trigger). One thread blocks in WaitDue() until the
+// earliest entry is due. An id is held at most once. Thread-safe.
+class TimerQueue {
+ public:
+  // Returns false when the id is already queued.
+  bool Add(int64_t id, absl::Time due);
+  // Whether the id is queued.
+  bool Contains(int64_t id) const;
+  // Blocks until at least one entry is due at `now_fn()` (or `wake_up` is called / the queue is
+  // cleared / the real time reaches `give_up`), then returns all due ids (at most `max`),
+  // earliest first. Empty on wake-up and give-up.
+  template <typename NowFn>
+  std::vector<int64_t> WaitDue(NowFn now_fn, size_t max,
+                               absl::Time give_up = absl::InfiniteFuture());
+  // Returns all ids due at `now` without blocking (for tests and draining).
+  std::vector<int64_t> PopDue(absl::Time now, size_t max);
+  // Drops everything (leadership lost) and wakes the waiter.
+  void Clear();
+  // Wakes a blocked WaitDue (shutdown).
+  void WakeUp();
+  size_t size() const;
+
+ private:
+  struct Entry {
+    absl::Time due;
+    int64_t id;
+    bool operator>(const Entry& o) const { return due > o.due || (due == o.due && id > o.id); }
+  };
+  std::vector<int64_t> PopDueLocked(absl::Time now, size_t max) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  mutable absl::Mutex mu_;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<int64_t> ids_ ABSL_GUARDED_BY(mu_);
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+template <typename NowFn>
+std::vector<int64_t> TimerQueue::WaitDue(NowFn now_fn, size_t max, absl::Time give_up) {
+  absl::MutexLock lock(&mu_);
+  const uint64_t gen = generation_;
+  while (generation_ == gen) {
+    const absl::Time now = now_fn();
+    if (!heap_.empty() && heap_.top().due <= now) return PopDueLocked(now, max);
+    const absl::Duration left = give_up - absl::Now();
+    if (left <= absl::ZeroDuration()) break;
+    // Sleep until the earliest due time, or until an Add/Clear/WakeUp changes the queue.
+    const absl::Duration wait =
+        std::min({heap_.empty() ? absl::Milliseconds(200) : heap_.top().due - now,
+                  absl::Milliseconds(200), left});
+    // Only an earlier entry matters: waking on every Add would wake this thread thousands
+    // of times during one claim that adds fires due seconds from now.
+    const absl::Time top = heap_.empty() ? absl::InfiniteFuture() : heap_.top().due;
+    auto changed = [this, top, gen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return generation_ != gen || (!heap_.empty() && heap_.top().due < top);
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&changed), wait);
+  }
+  return {};
+}
+
+}  // namespace jobwheel
+
+#endif  // JOBWHEEL_COMMON_TIME_TIMER_QUEUE_H_

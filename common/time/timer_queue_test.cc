@@ -1,0 +1,79 @@
+#include "common/time/timer_queue.h"
+
+#include <atomic>
+#include <thread>
+
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+
+namespace jobwheel {
+namespace {
+
+const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
+
+TEST(TimerQueueTest, PopsDueEntriesInOrderToTheMillisecond) {
+  TimerQueue q;
+  q.Add(3, kT0 + absl::Milliseconds(3));
+  q.Add(1, kT0 + absl::Milliseconds(1));
+  q.Add(2, kT0 + absl::Milliseconds(2));
+  EXPECT_TRUE(q.PopDue(kT0, 10).empty());
+  EXPECT_EQ(q.PopDue(kT0 + absl::Milliseconds(1), 10), std::vector<int64_t>({1}));
+  EXPECT_EQ(q.PopDue(kT0 + absl::Milliseconds(5), 10), std::vector<int64_t>({2, 3}));
+  EXPECT_EQ(q.size(), 0u);
+}
+
+TEST(TimerQueueTest, HoldsAnIdOnce) {
+  TimerQueue q;
+  EXPECT_TRUE(q.Add(7, kT0));
+  EXPECT_FALSE(q.Add(7, kT0 + absl::Seconds(1)));
+  EXPECT_TRUE(q.Contains(7));
+  EXPECT_EQ(q.PopDue(kT0 + absl::Seconds(2), 10), std::vector<int64_t>({7}));
+  EXPECT_FALSE(q.Contains(7));
+  EXPECT_TRUE(q.Add(7, kT0));
+}
+
+TEST(TimerQueueTest, RespectsBatchLimit) {
+  TimerQueue q;
+  for (int i = 0; i < 10; ++i) q.Add(i, kT0);
+  EXPECT_EQ(q.PopDue(kT0, 4).size(), 4u);
+  EXPECT_EQ(q.size(), 6u);
+}
+
+TEST(TimerQueueTest, ClearDropsEverythingAndWakesTheWaiter) {
+  TimerQueue q;
+  q.Add(1, absl::InfiniteFuture());
+  std::vector<int64_t> got = {42};
+  std::atomic<bool> returned{false};
+  std::thread waiter([&] {
+    got = q.WaitDue([] { return kT0; }, 10);
+    returned = true;
+  });
+  // The waiter may start waiting after a Clear; clear until it has returned.
+  while (!returned) {
+    q.Clear();
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  waiter.join();
+  EXPECT_TRUE(got.empty());
+  EXPECT_EQ(q.size(), 0u);
+}
+
+TEST(TimerQueueTest, WaitDueReturnsWhenAnEarlierEntryArrives) {
+  TimerQueue q;
+  q.Add(1, absl::InfiniteFuture());
+  std::vector<int64_t> got;
+  std::thread waiter([&] { got = q.WaitDue([] { return kT0; }, 10); });
+  q.Add(2, kT0 - absl::Milliseconds(1));  // Already due.
+  waiter.join();
+  EXPECT_EQ(got, std::vector<int64_t>({2}));
+}
+
+TEST(TimerQueueTest, WaitDueGivesUpAtItsDeadline) {
+  TimerQueue q;
+  q.Add(1, kT0 + absl::Seconds(1));  // Never due: the clock stands at kT0.
+  EXPECT_TRUE(q.WaitDue([] { return kT0; }, 10, absl::Now() + absl::Milliseconds(20)).empty());
+  EXPECT_TRUE(q.Contains(1));
+}
+
+}  // namespace
+}  // namespace jobwheel
