@@ -65,7 +65,7 @@ class DispatcherBatchTest : public ::testing::Test {
   void Restart(Dispatcher::Options options) {
     if (dispatcher_) dispatcher_->Shutdown();
     dispatcher_.reset();
-    pools_ = std::make_unique<TriggerPools>(clock_, TriggerPools::Options{2, 1});
+    pools_ = std::make_unique<TriggerPools>(clock_, TriggerPools::Options());
     dispatcher_ = std::make_unique<Dispatcher>(*store_, directory_, *router_, executors_, *pools_,
                                                metrics_.get(), clock_, options);
     dispatcher_->Start();

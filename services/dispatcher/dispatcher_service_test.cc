@@ -124,7 +124,7 @@ class DispatcherServiceTest : public ::testing::Test {
   ExecutorDirectory directory_;
   NullStore store_;
   Router router_{clock_, gen_, executors_};
-  TriggerPools pools_{clock_, TriggerPools::Options{1, 1}};
+  TriggerPools pools_{clock_, TriggerPools::Options()};
   Dispatcher dispatcher_{store_, directory_, router_, executors_,
                          pools_, nullptr,    clock_,  Dispatcher::Options()};
   WorkPool work_{2, 10};

@@ -51,7 +51,7 @@ class DispatcherTest : public ::testing::Test {
     store_ = std::make_unique<PgDispatchStore>(*pool_);
     metrics_ = std::make_unique<DispatcherMetrics>(registry_);
     router_ = std::make_unique<Router>(clock_, gen_, executors_);
-    pools_ = std::make_unique<TriggerPools>(clock_, TriggerPools::Options{2, 1});
+    pools_ = std::make_unique<TriggerPools>(clock_, TriggerPools::Options());
     // These tests look at each write in the database; holding STARTED answers for their
     // results (DispatcherFoldTest) would keep them off it while the FakeClock stands still.
     Dispatcher::Options options;
@@ -679,7 +679,7 @@ class DispatcherFoldTest : public ::testing::Test {
   prometheus::Registry registry_;
   DispatcherMetrics metrics_{registry_};
   Router router_{clock_, gen_, executors_};
-  TriggerPools pools_{clock_, TriggerPools::Options{2, 1}};
+  TriggerPools pools_{clock_, TriggerPools::Options()};
   int64_t fire_id_ = 0;
   std::unique_ptr<Dispatcher> dispatcher_;
 };

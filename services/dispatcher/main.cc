@@ -56,8 +56,6 @@ ABSL_FLAG(std::string, scheduler_public_key_file, "",
           "the scheduler's Ed25519 public key(s) (PEM; several during a rotation): Dispatch "
           "accepts only tokens they verify");
 ABSL_FLAG(bool, insecure_dev, false, "accept unauthenticated calls (development only)");
-ABSL_FLAG(int, fast_pool_threads, 8, "trigger threads for fast jobs");
-ABSL_FLAG(int, slow_pool_threads, 4, "trigger threads for jobs whose trigger calls are slow");
 ABSL_FLAG(int, db_pool_size, 8, "PostgreSQL connections (and database worker threads)");
 ABSL_FLAG(int, max_runs_per_batch, 256,
           "runs per ExecutorService.RunBatch call (one call per executor and trigger pool per "
@@ -101,8 +99,6 @@ struct Config {
   std::string signing_key;            // PEM.
   std::string scheduler_public_keys;  // PEM.
   bool insecure_dev = false;
-  int fast_threads = 8;
-  int slow_threads = 4;
   int db_pool_size = 8;
   int max_runs_per_batch = 256;
   absl::Duration run_deadline;
@@ -128,9 +124,6 @@ struct Config {
     }
     if (client_tls.cert_file.empty() != client_tls.key_file.empty()) {
       return absl::InvalidArgumentError("--tls_client_cert and --tls_client_key go together");
-    }
-    if (fast_threads < 1 || slow_threads < 1) {
-      return absl::InvalidArgumentError("--fast_pool_threads, --slow_pool_threads: must be >= 1");
     }
     if (db_pool_size < 1) return absl::InvalidArgumentError("--db_pool_size: must be >= 1");
     if (max_runs_per_batch < 1 || max_runs_per_batch > 1000) {
@@ -187,8 +180,6 @@ absl::StatusOr<Config> ConfigFromFlags() {
   if (!scheduler_keys.ok()) return scheduler_keys.status();
   c.scheduler_public_keys = *scheduler_keys;
   c.insecure_dev = absl::GetFlag(FLAGS_insecure_dev);
-  c.fast_threads = absl::GetFlag(FLAGS_fast_pool_threads);
-  c.slow_threads = absl::GetFlag(FLAGS_slow_pool_threads);
   c.db_pool_size = absl::GetFlag(FLAGS_db_pool_size);
   c.max_runs_per_batch = absl::GetFlag(FLAGS_max_runs_per_batch);
   c.run_deadline = absl::GetFlag(FLAGS_run_deadline);
@@ -284,11 +275,8 @@ int Run(const Config& c) {
   Router::Options router_options;
   router_options.probe_deadline = c.probe_deadline;
   Router router(RealClock::Get(), gen, executors, router_options);
-  TriggerPools::Options pool_options;
-  pool_options.fast_threads = c.fast_threads;
-  pool_options.slow_threads = c.slow_threads;
   TriggerPools pools(
-      RealClock::Get(), pool_options,
+      RealClock::Get(), TriggerPools::Options(),
       [&metrics](TriggerPool p, absl::Duration d) {
         metrics.TriggerLatency(TriggerPoolName(p), d);
       },

@@ -18,20 +18,6 @@ TriggerPools::TriggerPools(Clock& clock, Options options, LatencyObserver latenc
                            DepthObserver depth)
     : clock_(clock), options_(options), latency_(std::move(latency)), depth_(depth) {}
 
-WorkPool* TriggerPools::BlockingPool(TriggerPool pool) {
-  absl::MutexLock lock(&blocking_mu_);
-  if (blocking_stopped_) return nullptr;
-  std::unique_ptr<WorkPool>& p = pool == TriggerPool::kSlow ? slow_ : fast_;
-  if (p == nullptr) {
-    std::function<void(size_t)> observer;
-    if (depth_) observer = [depth = depth_, pool](size_t n) { depth(pool, n); };
-    p = std::make_unique<WorkPool>(
-        pool == TriggerPool::kSlow ? options_.slow_threads : options_.fast_threads, 0,
-        std::move(observer));
-  }
-  return p.get();
-}
-
 TriggerPools::~TriggerPools() { Shutdown(); }
 
 TriggerPool TriggerPools::PoolFor(int64_t job_id) const {
@@ -40,21 +26,6 @@ TriggerPool TriggerPools::PoolFor(int64_t job_id) const {
   auto it = slow_counts_.find(job_id);
   return it != slow_counts_.end() && it->second > options_.slow_limit ? TriggerPool::kSlow
                                                                       : TriggerPool::kFast;
-}
-
-TriggerPool TriggerPools::Submit(int64_t job_id, std::function<void()> task, bool* accepted) {
-  const TriggerPool pool = PoolFor(job_id);
-  auto wrapped = [this, job_id, pool, task = std::move(task)] {
-    const absl::Time start = clock_.Now();
-    task();
-    const absl::Duration took = clock_.Now() - start;
-    Record({job_id}, took);
-    if (latency_) latency_(pool, took);
-  };
-  WorkPool* threads = BlockingPool(pool);
-  const bool ok = threads != nullptr && threads->Submit(std::move(wrapped));
-  if (accepted != nullptr) *accepted = ok;
-  return pool;
 }
 
 void TriggerPools::Record(const std::vector<int64_t>& job_ids, absl::Duration took) {
@@ -134,17 +105,6 @@ void TriggerPools::FinishAsync(TriggerPool pool) {
 }
 
 void TriggerPools::Shutdown() {
-  std::vector<WorkPool*> blocking;
-  {
-    // No new pool after this; the existing ones (kept until the destructor) run what is
-    // queued. WorkPool::Shutdown is idempotent.
-    absl::MutexLock lock(&blocking_mu_);
-    blocking_stopped_ = true;
-    for (WorkPool* p : {fast_.get(), slow_.get()}) {
-      if (p != nullptr) blocking.push_back(p);
-    }
-  }
-  for (WorkPool* p : blocking) p->Shutdown();
   absl::MutexLock lock(&async_mu_);
   stopping_ = true;
   // Calls in flight have deadlines; the waiting ones start as those finish.

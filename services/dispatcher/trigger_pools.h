@@ -4,14 +4,12 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <memory>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/base/work_pool.h"
 #include "common/time/clock.h"
 
 namespace jobwheel::dispatcher {
@@ -24,19 +22,15 @@ const char* TriggerPoolName(TriggerPool pool);
 // (by the injected clock): those go to the slow pool so they cannot starve the others. The
 // counts start afresh every minute.
 //
-// Two kinds of work: Submit() runs a blocking task on the pool's threads; SubmitAsync()
-// starts a non-blocking call (an asynchronous RPC) at once on the caller's thread, at most
-// `*_max_in_flight` per pool at a time (the rest queue and start as earlier calls finish), so
-// no thread waits for an executor. SubmitBatchAsync() is SubmitAsync for one call carrying the
-// runs of several jobs (RunBatch): it takes one slot of the pool it is given, and its duration
-// counts for each of its jobs. The dispatcher only uses the asynchronous kinds; the threads of
-// Submit() start at its first call. Thread-safe; Shutdown() runs queued work and waits for the
-// calls in flight.
+// The pools hold no threads: SubmitAsync() starts a non-blocking call (an asynchronous RPC) at
+// once on the caller's thread, at most `*_max_in_flight` per pool at a time (the rest queue and
+// start as earlier calls finish), so no thread waits for an executor. SubmitBatchAsync() is
+// SubmitAsync for one call carrying the runs of several jobs (RunBatch): it takes one slot of
+// the pool it is given, and its duration counts for each of its jobs. Thread-safe; Shutdown()
+// waits for the calls in flight and the queued ones.
 class TriggerPools {
  public:
   struct Options {
-    int fast_threads = 8;
-    int slow_threads = 4;
     absl::Duration slow_threshold = absl::Milliseconds(500);
     int slow_limit = 10;
     // SubmitAsync: calls in flight at once, per pool.
@@ -53,15 +47,13 @@ class TriggerPools {
                DepthObserver depth = nullptr);
   ~TriggerPools();
 
-  // Queues `task` (one trigger call) for `job_id` on the pool the job belongs to now.
-  // Returns the pool, or nullopt-like false through `accepted` when shutting down.
-  TriggerPool Submit(int64_t job_id, std::function<void()> task, bool* accepted = nullptr);
-  // Starts `start` now if the job's pool has room, else when it has. `accepted` as Submit.
+  // Starts `start` (one trigger call of `job_id`) now if the pool the job belongs to has room,
+  // else when it has. Returns the pool; `*accepted` (when given) is false when shutting down.
   TriggerPool SubmitAsync(int64_t job_id, AsyncTask start, bool* accepted = nullptr);
   // One call for several jobs on `pool` (the caller groups jobs by PoolFor): starts now if
   // the pool has room, else when it has. When it finishes, its duration is recorded once for
   // each distinct job of `job_ids` (the slow-pool classification) and once as the pool's
-  // latency. `accepted` as Submit.
+  // latency. `accepted` as SubmitAsync.
   void SubmitBatchAsync(TriggerPool pool, std::vector<int64_t> job_ids, AsyncTask start,
                         bool* accepted = nullptr);
   // The pool a task of `job_id` would go to now.
@@ -86,13 +78,6 @@ class TriggerPools {
   const Options options_;
   const LatencyObserver latency_;
   const DepthObserver depth_;
-  // Submit()'s threads, made at its first call.
-  WorkPool* BlockingPool(TriggerPool pool);
-  absl::Mutex blocking_mu_;
-  bool blocking_stopped_ ABSL_GUARDED_BY(blocking_mu_) = false;
-  std::unique_ptr<WorkPool> fast_ ABSL_GUARDED_BY(blocking_mu_);
-  std::unique_ptr<WorkPool> slow_ ABSL_GUARDED_BY(blocking_mu_);
-
   absl::Mutex async_mu_;
   Lane fast_lane_ ABSL_GUARDED_BY(async_mu_);
   Lane slow_lane_ ABSL_GUARDED_BY(async_mu_);

@@ -11,27 +11,27 @@
 namespace jobwheel::dispatcher {
 namespace {
 
-// Runs one task for `job` that "takes" `took` on the fake clock, and waits for it. Pools in
-// these tests have one thread per pool, so tasks (and their timing) never overlap.
+// Runs one call for `job` that "takes" `took` on the fake clock; it finishes on this thread
+// before RunOne returns, so calls (and their timing) never overlap.
 TriggerPool RunOne(TriggerPools& pools, FakeClock& clock, int64_t job, absl::Duration took) {
-  absl::Notification done;
-  TriggerPool pool = pools.Submit(job, [&] {
+  bool finished = false;
+  TriggerPool pool = pools.SubmitAsync(job, [&](std::function<void()> done) {
     clock.Advance(took);
-    done.Notify();
+    done();
+    finished = true;
   });
-  done.WaitForNotification();
+  EXPECT_TRUE(finished);
   return pool;
 }
 
 TEST(TriggerPoolsTest, JobWithMoreThanTenSlowCallsInAMinuteMovesToSlowPool) {
   FakeClock clock(absl::FromUnixSeconds(1700000000));  // A minute boundary.
   std::atomic<int> latency_reports{0};
-  TriggerPools pools(clock, TriggerPools::Options{1, 1, absl::Milliseconds(500), 10},
+  TriggerPools pools(clock, TriggerPools::Options{absl::Milliseconds(500), 10},
                      [&](TriggerPool, absl::Duration) { ++latency_reports; });
   for (int i = 0; i < 11; ++i) {
     EXPECT_EQ(RunOne(pools, clock, 1, absl::Milliseconds(501)), TriggerPool::kFast) << i;
   }
-  // The latency is recorded after the task; wait until the 11th is counted.
   pools.Shutdown();
   EXPECT_EQ(latency_reports.load(), 11);
   EXPECT_EQ(pools.PoolFor(1), TriggerPool::kSlow);
@@ -41,7 +41,7 @@ TEST(TriggerPoolsTest, JobWithMoreThanTenSlowCallsInAMinuteMovesToSlowPool) {
 TEST(TriggerPoolsTest, FastCallsAndNewMinuteKeepJobFast) {
   FakeClock clock(absl::FromUnixSeconds(1700000000));
   absl::BlockingCounter reported(22);
-  TriggerPools pools(clock, TriggerPools::Options{1, 1, absl::Milliseconds(500), 10},
+  TriggerPools pools(clock, TriggerPools::Options{absl::Milliseconds(500), 10},
                      [&](TriggerPool, absl::Duration) { reported.DecrementCount(); });
   // Exactly 500 ms is not slow; ten slow ones are not "more than ten".
   for (int i = 0; i < 12; ++i) RunOne(pools, clock, 1, absl::Milliseconds(500));
@@ -50,7 +50,7 @@ TEST(TriggerPoolsTest, FastCallsAndNewMinuteKeepJobFast) {
   EXPECT_EQ(pools.PoolFor(1), TriggerPool::kFast);
 
   // Eleven slow ones → slow; then a new minute starts afresh.
-  TriggerPools pools2(clock, TriggerPools::Options{1, 1, absl::Milliseconds(500), 10},
+  TriggerPools pools2(clock, TriggerPools::Options{absl::Milliseconds(500), 10},
                       [&](TriggerPool, absl::Duration) {});
   clock.Set(absl::FromUnixSeconds(1700000060));
   for (int i = 0; i < 11; ++i) RunOne(pools2, clock, 7, absl::Milliseconds(700));
@@ -62,28 +62,24 @@ TEST(TriggerPoolsTest, FastCallsAndNewMinuteKeepJobFast) {
 
 TEST(TriggerPoolsTest, SlowJobRunsOnSlowPoolWhileFastPoolServesOthers) {
   FakeClock clock(absl::FromUnixSeconds(1700000000));
-  TriggerPools pools(clock, TriggerPools::Options{1, 1, absl::Milliseconds(500), 10});
-  // Make job 1 slow (the 11th report lands after its notification; run a 12th to be sure the
-  // 11th was recorded: tasks on the single fast thread run in order).
+  TriggerPools::Options options{absl::Milliseconds(500), 10};
+  options.slow_max_in_flight = 1;
+  options.fast_max_in_flight = 1;
+  TriggerPools pools(clock, options);
   for (int i = 0; i < 11; ++i) RunOne(pools, clock, 1, absl::Seconds(1));
-  RunOne(pools, clock, 2, absl::ZeroDuration());
   ASSERT_EQ(pools.PoolFor(1), TriggerPool::kSlow);
-  // Block the slow pool with job 1; job 2 still runs on the fast pool.
-  absl::Notification release, slow_started;
-  EXPECT_EQ(pools.Submit(1,
-                         [&] {
-                           slow_started.Notify();
-                           release.WaitForNotification();
-                         }),
+  // Fill the slow pool's only slot with job 1; job 2 still runs on the fast pool.
+  std::function<void()> release;
+  EXPECT_EQ(pools.SubmitAsync(1, [&](std::function<void()> done) { release = std::move(done); }),
             TriggerPool::kSlow);
-  slow_started.WaitForNotification();
+  ASSERT_TRUE(release);
   EXPECT_EQ(RunOne(pools, clock, 2, absl::ZeroDuration()), TriggerPool::kFast);
-  release.Notify();
+  release();
 }
 
 TEST(TriggerPoolsTest, AsyncCallsStartAtOnceUpToTheLimitThenAsOthersFinish) {
   FakeClock clock(absl::FromUnixSeconds(1700000000));
-  TriggerPools::Options options{1, 1, absl::Milliseconds(500), 10};
+  TriggerPools::Options options{absl::Milliseconds(500), 10};
   options.fast_max_in_flight = 2;
   std::vector<size_t> depths;
   TriggerPools pools(clock, options, nullptr, [&](TriggerPool, size_t d) { depths.push_back(d); });
@@ -127,7 +123,7 @@ TEST(TriggerPoolsTest, AsyncCallsStartAtOnceUpToTheLimitThenAsOthersFinish) {
 TEST(TriggerPoolsTest, SlowAsyncCallsMoveTheJobToTheSlowPool) {
   FakeClock clock(absl::FromUnixSeconds(1700000000));
   std::atomic<int> reports{0};
-  TriggerPools pools(clock, TriggerPools::Options{1, 1, absl::Milliseconds(500), 10},
+  TriggerPools pools(clock, TriggerPools::Options{absl::Milliseconds(500), 10},
                      [&](TriggerPool, absl::Duration took) {
                        EXPECT_EQ(took, absl::Milliseconds(600));
                        ++reports;
@@ -146,7 +142,7 @@ TEST(TriggerPoolsTest, SlowAsyncCallsMoveTheJobToTheSlowPool) {
 TEST(TriggerPoolsTest, SlowBatchCallCountsOnceForEachOfItsJobs) {
   FakeClock clock(absl::FromUnixSeconds(1700000000));
   std::atomic<int> reports{0};
-  TriggerPools pools(clock, TriggerPools::Options{1, 1, absl::Milliseconds(500), 10},
+  TriggerPools pools(clock, TriggerPools::Options{absl::Milliseconds(500), 10},
                      [&](TriggerPool pool, absl::Duration took) {
                        EXPECT_EQ(pool, TriggerPool::kFast);
                        EXPECT_EQ(took, absl::Milliseconds(600));
@@ -169,7 +165,7 @@ TEST(TriggerPoolsTest, SlowBatchCallCountsOnceForEachOfItsJobs) {
 
 TEST(TriggerPoolsTest, BatchCallTakesOneSlotOfTheGivenPool) {
   FakeClock clock(absl::FromUnixSeconds(1700000000));
-  TriggerPools::Options options{1, 1, absl::Milliseconds(500), 10};
+  TriggerPools::Options options{absl::Milliseconds(500), 10};
   options.fast_max_in_flight = 1;
   options.slow_max_in_flight = 1;
   std::vector<std::pair<TriggerPool, size_t>> depths;
