@@ -1,25 +1,13 @@
 #include "common/grpc/grpc_server.h"
 
 #include <climits>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/read_file.h"
 #include "grpc/health/v1/health.pb.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 
 namespace jobwheel {
-namespace {
-
-absl::StatusOr<std::string> ReadFile(const std::string& path, absl::string_view what) {
-  std::ifstream in(path);
-  if (!in) return absl::InvalidArgumentError(absl::StrCat(what, ": cannot read ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpcServer(
     const std::string& address, const std::vector<grpc::Service*>& services, const ServerTls& tls,
@@ -31,15 +19,15 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpcServer(
 
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
   if (!tls.cert_file.empty()) {
-    auto cert = ReadFile(tls.cert_file, "tls_cert");
+    auto cert = ReadFileToString(tls.cert_file, "tls_cert");
     if (!cert.ok()) return cert.status();
-    auto key = ReadFile(tls.key_file, "tls_key");
+    auto key = ReadFileToString(tls.key_file, "tls_key");
     if (!key.ok()) return key.status();
     grpc::SslServerCredentialsOptions opts(
         tls.client_ca_file.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
                                    : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
     if (!tls.client_ca_file.empty()) {
-      auto ca = ReadFile(tls.client_ca_file, "tls_client_ca");
+      auto ca = ReadFileToString(tls.client_ca_file, "tls_client_ca");
       if (!ca.ok()) return ca.status();
       opts.pem_root_certs = *ca;
     }
@@ -74,36 +62,6 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartGrpcServer(
   }
   if (bound_port != nullptr) *bound_port = port;
   return server;
-}
-
-absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target,
-                                                           const ClientTls& tls) {
-  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
-  if (!tls.ca_file.empty()) {
-    grpc::SslCredentialsOptions opts;
-    auto ca = ReadFile(tls.ca_file, "tls_ca");
-    if (!ca.ok()) return ca.status();
-    opts.pem_root_certs = *ca;
-    if (!tls.cert_file.empty()) {
-      auto cert = ReadFile(tls.cert_file, "tls_cert");
-      if (!cert.ok()) return cert.status();
-      auto key = ReadFile(tls.key_file, "tls_key");
-      if (!key.ok()) return key.status();
-      opts.pem_cert_chain = *cert;
-      opts.pem_private_key = *key;
-    }
-    creds = grpc::SslCredentials(opts);
-  }
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-  // Several comma-separated addresses or a DNS name: balance per call over all of them.
-  args.SetLoadBalancingPolicyName("round_robin");
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
-  return grpc::CreateCustomChannel(target, creds, args);
 }
 
 }  // namespace jobwheel
