@@ -15,7 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "sdk/internal/byte_codec.h"
-#include "sdk/internal/write_all.h"
+#include "sdk/internal/file_io.h"
 
 namespace jobwheel::sdk {
 namespace {
@@ -29,28 +29,6 @@ constexpr absl::string_view kIndexSuffix = ".idx";
 constexpr size_t kMaxOpenDays = 4;
 // Index bytes read at a time (whole records).
 constexpr int64_t kIndexBlock = 2048 * IndexRecord::kSize;
-
-absl::Status Errno(absl::string_view what, absl::string_view name, int err) {
-  return absl::InternalError(absl::StrCat(what, " ", name, ": ", std::strerror(err)));
-}
-
-// Reads up to `length` bytes at `offset`; fewer only at the end of the file.
-absl::StatusOr<std::string> PReadUpTo(int fd, int64_t offset, int64_t length,
-                                      absl::string_view name) {
-  std::string out(static_cast<size_t>(length), '\0');
-  size_t done = 0;
-  while (done < out.size()) {
-    const ssize_t n = ::pread(fd, &out[done], out.size() - done, static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Errno("read", name, errno);
-    }
-    if (n == 0) break;
-    done += static_cast<size_t>(n);
-  }
-  out.resize(done);
-  return out;
-}
 
 // "seg-<n><suffix>" → n (1 ≤ n ≤ 2^32-1, digits only).
 bool ParseSegmentName(absl::string_view name, absl::string_view suffix, uint32_t* n) {
@@ -70,12 +48,12 @@ bool ParseSegmentName(absl::string_view name, absl::string_view suffix, uint32_t
 absl::StatusOr<std::vector<uint32_t>> ListSegments(int dir_fd, bool all) {
   // A new open file description, so listing never disturbs dir_fd's position.
   const int fd = ::openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno("open", "day folder", errno);
+  if (fd < 0) return ErrnoError("open", "day folder", errno);
   DIR* dir = ::fdopendir(fd);
   if (dir == nullptr) {
     const int err = errno;
     ::close(fd);
-    return Errno("list", "day folder", err);
+    return ErrnoError("list", "day folder", err);
   }
   std::vector<uint32_t> out;
   while (const dirent* e = ::readdir(dir)) {
@@ -101,7 +79,7 @@ absl::StatusOr<UniqueFd> OpenDayFolder(int dir_fd, absl::string_view day) {
     return absl::PermissionDeniedError(
         absl::StrCat("day folder ", day, " is not a directory inside the log directory"));
   }
-  return Errno("open", name, errno);
+  return ErrnoError("open", name, errno);
 }
 
 // Whether chunk a is at or after position (segment, offset).
@@ -110,16 +88,6 @@ bool AtOrAfter(const LogChunk& a, uint32_t segment, int64_t offset) {
 }
 
 }  // namespace
-
-UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
-  if (this != &other) Reset(other.Release());
-  return *this;
-}
-
-void UniqueFd::Reset(int fd) {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
 
 std::string EncodeIndexRecord(const IndexRecord& record) {
   std::string out(IndexRecord::kSize, '\0');
@@ -166,7 +134,7 @@ bool IsDayName(absl::string_view name) {
 absl::StatusOr<std::unique_ptr<LogSegments>> LogSegments::Open(const std::string& dir,
                                                                size_t segment_bytes) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno("open", dir, errno);
+  if (fd < 0) return ErrnoError("open", dir, errno);
   return std::unique_ptr<LogSegments>(new LogSegments(UniqueFd(fd), segment_bytes));
 }
 
@@ -258,7 +226,7 @@ absl::StatusOr<LogSegments::Writer> LogSegments::CreateSegment(absl::string_view
   if (absl::IsNotFound(day_fd.status())) {
     const std::string name(day);
     if (::mkdirat(dir_fd_.get(), name.c_str(), 0700) != 0 && errno != EEXIST) {
-      return Errno("create", name, errno);
+      return ErrnoError("create", name, errno);
     }
     day_fd = OpenDayFolder(dir_fd_.get(), day);
   }
@@ -277,7 +245,7 @@ absl::StatusOr<LogSegments::Writer> LogSegments::CreateSegment(absl::string_view
     UniqueFd data(::openat(day_fd->get(), data_name.c_str(), kFlags, 0600));
     if (!data.valid()) {
       if (errno == EEXIST) continue;
-      return Errno("create", absl::StrCat(day, "/", data_name), errno);
+      return ErrnoError("create", absl::StrCat(day, "/", data_name), errno);
     }
     const std::string index_name = SegmentIndexName(number);
     UniqueFd index(::openat(day_fd->get(), index_name.c_str(), kFlags, 0600));
@@ -285,7 +253,7 @@ absl::StatusOr<LogSegments::Writer> LogSegments::CreateSegment(absl::string_view
       const int err = errno;
       ::unlinkat(day_fd->get(), data_name.c_str(), 0);
       if (err == EEXIST) continue;
-      return Errno("create", absl::StrCat(day, "/", index_name), err);
+      return ErrnoError("create", absl::StrCat(day, "/", index_name), err);
     }
     Writer w;
     w.n = number;
@@ -319,8 +287,8 @@ absl::StatusOr<std::string> LogSegments::ReadIndex(int day_fd, uint32_t n, int64
                                                    int64_t to) {
   const std::string name = SegmentIndexName(n);
   UniqueFd fd(::openat(day_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd.valid()) return Errno("open", name, errno);
-  absl::StatusOr<std::string> bytes = PReadUpTo(fd.get(), from, to - from, name);
+  if (!fd.valid()) return ErrnoError("open", name, errno);
+  absl::StatusOr<std::string> bytes = ReadAt(fd.get(), from, to - from, name);
   if (!bytes.ok()) return bytes;
   // A torn last record (a crash mid-write) is left out.
   bytes->resize(bytes->size() - bytes->size() % IndexRecord::kSize);
@@ -415,11 +383,11 @@ absl::StatusOr<std::string> LogSegments::ChunkReader::Read(const LogChunk& chunk
   if (!fd_.valid() || segment_ != chunk.segment) {
     const std::string name = SegmentDataName(chunk.segment);
     fd_.Reset(::openat(day_fd_, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd_.valid()) return Errno("open", name, errno);
+    if (!fd_.valid()) return ErrnoError("open", name, errno);
     segment_ = chunk.segment;
   }
   absl::StatusOr<std::string> bytes =
-      PReadUpTo(fd_.get(), chunk.offset, chunk.length, SegmentDataName(chunk.segment));
+      ReadAt(fd_.get(), chunk.offset, chunk.length, SegmentDataName(chunk.segment));
   if (!bytes.ok()) return bytes;
   {
     absl::MutexLock lock(&segments_->info_mu_);

@@ -7,8 +7,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -16,8 +14,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "sdk/internal/byte_codec.h"
+#include "sdk/internal/file_io.h"
 #include "sdk/internal/private_dir.h"
-#include "sdk/internal/write_all.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::sdk {
@@ -57,16 +55,7 @@ int64_t RunIdFromBytes(absl::string_view b) {
 }
 
 absl::Status Errno(absl::string_view what, const std::string& path) {
-  return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
-}
-
-absl::Status FsyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Errno("open", dir);
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0) return Errno("fsync", dir);
-  return absl::OkStatus();
+  return ErrnoError(what, path, errno);
 }
 
 // The segment number of a journal file name, or 0.
@@ -278,11 +267,9 @@ absl::Status ResultSpool::ReadAllLocked(std::map<int64_t, jobwheel::v1::RunResul
 
   // The one-file-per-run format of earlier versions: older than any journal record.
   for (const fs::path& file : legacy) {
-    std::ifstream in(file, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
+    absl::StatusOr<std::string> data = ReadFile(file.string());
     jobwheel::v1::RunResult result;
-    if (!in || !result.ParseFromString(ss.str()) || result.run_id() <= 0) {
+    if (!data.ok() || !result.ParseFromString(*data) || result.run_id() <= 0) {
       spdlog::error("spool: unreadable result file {}; moved aside as .bad", file.string());
       std::error_code rn;
       fs::rename(file, file.string() + ".bad", rn);
@@ -294,8 +281,8 @@ absl::Status ResultSpool::ReadAllLocked(std::map<int64_t, jobwheel::v1::RunResul
 
   for (size_t i = 0; i < segments.size(); ++i) {
     const std::string path = SegmentPath(segments[i]);
-    std::ifstream in(path, std::ios::binary);
-    std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // An unreadable segment reads as empty (like a missing one).
+    std::string data = ReadFile(path).value_or(std::string());
     size_t pos = 0;
     bool torn = false;
     while (pos < data.size()) {
