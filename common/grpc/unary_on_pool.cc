@@ -1,0 +1,36 @@
+#include "common/grpc/unary_on_pool.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/auth/failed_auth_limiter.h"
+#include "common/grpc/grpc_status.h"
+
+namespace jobwheel {
+
+grpc::Status PoolFullStatus(absl::string_view service) {
+  return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                      absl::StrCat(service, ": too many calls in progress; retry later"));
+}
+
+grpc::ServerUnaryReactor* AuthorizeOnPool(grpc::CallbackServerContext* ctx, WorkPool& pool,
+                                          TokenAuthenticator& auth, absl::string_view service,
+                                          std::function<absl::Status(const Principal&)> work) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  // Copied now: the context's metadata is not to be read from another thread.
+  absl::optional<std::string> authorization = AuthorizationHeader(ctx->client_metadata());
+  std::string peer = PeerHost(ctx->peer());
+  const bool queued = pool.Submit([reactor, &auth, service = std::string(service),
+                                   authorization = std::move(authorization), peer = std::move(peer),
+                                   work = std::move(work)] {
+    absl::StatusOr<Principal> p = auth.Authorize(
+        authorization, {Role::kAdmin, Role::kOperator, Role::kViewer}, service, peer);
+    absl::Status status = p.status();
+    if (status.ok()) status = work(*p);
+    reactor->Finish(ToGrpcStatus(status));
+  });
+  if (!queued) reactor->Finish(PoolFullStatus(service));
+  return reactor;
+}
+
+}  // namespace jobwheel
