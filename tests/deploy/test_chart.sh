@@ -178,6 +178,8 @@ check "values.yaml: networkPolicy on by default" \
 check "validate.yaml fails the render when values are missing" grep -q 'fail (printf' "$CHART/templates/validate.yaml"
 check "validate.yaml requires a DSN" grep -q 'a PostgreSQL DSN is required' "$CHART/templates/validate.yaml"
 check "validate.yaml requires the tokens" grep -q 'authentication tokens are required' "$CHART/templates/validate.yaml"
+check "validate.yaml refuses insecureDev (--insecure_dev needs a loopback listener)" \
+  grep -q 'insecureDev=true cannot work in a cluster' "$CHART/templates/validate.yaml"
 check "pods use native gRPC probes" grep -qE '^grpc:$' "$CHART/templates/_helpers.tpl"
 check "pods disable service links (no stray JOBWHEEL_* variables)" grep -q 'enableServiceLinks: false' "$CHART/templates/_helpers.tpl"
 check "pods mount an emptyDir at /tmp" grep -q 'mountPath: /tmp' "$CHART/templates/_helpers.tpl"
@@ -215,10 +217,10 @@ else fail "values.yaml: undocumented keys (line:key): $(echo $undocumented)"; fi
 group "chart flags exist in the binaries"
 # component (source dir or file) and the flags the chart sets for it
 FLAG_TABLE="
-services/scheduler listen metrics_address db_dsn replica_id log_json log_level insecure_dev signing_key_file admin_token_file dispatcher_target tls_cert tls_key tls_ca tls_client_ca migrate_only
-services/registry listen metrics_address db_dsn replica_id log_json log_level insecure_dev dispatcher_public_key_file admin_token_file executor_token_file tls_cert tls_key tls_client_ca
-services/dispatcher listen metrics_address db_dsn replica_id log_json log_level insecure_dev signing_key_file scheduler_public_key_file executor_token_file registry_target tls_cert tls_key tls_ca tls_client_ca
-sdk/examples/demo_executor.cc listen metrics_address log_json log_level insecure_dev dispatcher_public_key_file scheduler_public_key_file executor_token_file registry_target dispatcher_target app advertise_address log_dir spool_dir tls_cert tls_key tls_ca tls_client_ca
+services/scheduler listen metrics_address db_dsn replica_id log_json log_level signing_key_file admin_token_file dispatcher_target tls_cert tls_key tls_ca tls_client_ca migrate_only
+services/registry listen metrics_address db_dsn replica_id log_json log_level dispatcher_public_key_file admin_token_file executor_token_file tls_cert tls_key tls_client_ca
+services/dispatcher listen metrics_address db_dsn replica_id log_json log_level signing_key_file scheduler_public_key_file executor_token_file registry_target tls_cert tls_key tls_ca tls_client_ca
+sdk/examples/demo_executor.cc listen metrics_address log_json log_level dispatcher_public_key_file scheduler_public_key_file executor_token_file registry_target dispatcher_target app advertise_address log_dir spool_dir tls_cert tls_key tls_ca tls_client_ca
 services/console listen metrics_address log_json log_level scheduler_target registry_target web_root tls_ca tls_client_cert tls_client_key
 "
 ALL_FLAGS=" "
@@ -379,9 +381,9 @@ done
 # console, TLS), and value sets that must fail do so with the template's message.
 group "chart rendered (tools/chart-render)"
 RENDER_SCENARIOS=(default tls-cert-manager tls-existing-secret console-ingress replicas
-                  external-secrets minimal insecure-dev)
+                  external-secrets minimal)
 RENDER_FAILURES=(no-values tls-without-certificates ingress-without-host short-token missing-keys
-                 swapped-key)
+                 swapped-key insecure-dev insecure-dev-with-secrets)
 render_skip() { # render_skip REASON: every rendered check is skipped, visibly
   skip "$1: $(( ${#RENDER_SCENARIOS[@]} + ${#RENDER_FAILURES[@]} + 1 )) render checks skipped"
   SKIPPED=$(( SKIPPED + ${#RENDER_SCENARIOS[@]} + ${#RENDER_FAILURES[@]} ))
@@ -474,7 +476,7 @@ PY
   }
 
   scenario default jw jw-jobwheel \
-    '"kinds": {"Deployment": 4, "Service": 6, "ConfigMap": 5, "Secret": 1, "NetworkPolicy": 4, "PodDisruptionBudget": 4, "HorizontalPodAutoscaler": 1, "ServiceAccount": 1, "Ingress": 0, "Certificate": 0}, "insecure_dev": false, "replicas": {"scheduler": 2, "registry": 2}' \
+    '"kinds": {"Deployment": 4, "Service": 6, "ConfigMap": 5, "Secret": 1, "NetworkPolicy": 4, "PodDisruptionBudget": 4, "HorizontalPodAutoscaler": 1, "ServiceAccount": 1, "Ingress": 0, "Certificate": 0}, "replicas": {"scheduler": 2, "registry": 2}' \
     "${SECRETS[@]}"
   scenario tls-cert-manager jw jw-jobwheel \
     '"kinds": {"Certificate": 5, "Deployment": 5, "NetworkPolicy": 5}, "client_auth": true, "tls": {"scheduler": "jw-jobwheel-scheduler-tls", "registry": "jw-jobwheel-registry-tls", "dispatcher": "jw-jobwheel-dispatcher-tls", "demo-executor": "jw-jobwheel-demo-executor-tls", "console": "jw-jobwheel-console-tls"}' \
@@ -507,9 +509,6 @@ YAML
     '"kinds": {"NetworkPolicy": 0, "ServiceMonitor": 1, "Deployment": 3}, "network_policy": false, "console": false' \
     "${SECRETS[@]}" --set networkPolicy.enabled=false,console.enabled=false \
     --set serviceMonitor.enabled=true,metrics.scrapeAnnotations=true --api-versions monitoring.coreos.com/v1
-  scenario insecure-dev jw jw-jobwheel \
-    '"insecure_dev": true, "kinds": {"Secret": 1}' \
-    --set-string "db.dsn=$DSN" --set insecureDev=true
 
   must_fail no-values "authentication tokens are required"
   must_fail tls-without-certificates "tls.enabled needs certificates" "${SECRETS[@]}" --set tls.enabled=true
@@ -522,6 +521,12 @@ YAML
     --set-string "db.dsn=$DSN" --set-string "auth.executorToken=e$T,auth.adminToken=a$T"
   must_fail swapped-key "auth.schedulerSigningKey is not a PEM PRIVATE KEY" \
     "${SECRETS[@]}" --set-string "auth.schedulerSigningKey=$(cat "$WORK/scheduler.pub")"
+  # --insecure_dev is accepted only on loopback listeners and pods listen on 0.0.0.0: the
+  # value cannot work, so it cannot render, with or without credentials.
+  must_fail insecure-dev "insecureDev=true cannot work in a cluster" \
+    --set-string "db.dsn=$DSN" --set insecureDev=true
+  must_fail insecure-dev-with-secrets "insecureDev=true cannot work in a cluster" \
+    "${SECRETS[@]}" --set insecureDev=true
   # The skip count above assumes these lists; keep them equal to what ran.
   check "the value sets that ran are RENDER_SCENARIOS + RENDER_FAILURES" \
     test "${RAN[*]}" = "${RENDER_SCENARIOS[*]} ${RENDER_FAILURES[*]}"

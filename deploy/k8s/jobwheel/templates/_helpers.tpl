@@ -102,9 +102,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end -}}
 
-{{/* Authentication is on unless insecureDev. Prints "true" or nothing. */}}
+{{/* Authentication is always on (validate.yaml refuses insecureDev). Prints "true". */}}
 {{- define "jobwheel.authEnabled" -}}
-{{- if not .Values.insecureDev -}}true{{- end -}}
+true
 {{- end -}}
 
 {{/* Name of the Secret the chart creates (when it creates one). */}}
@@ -196,11 +196,8 @@ Argument: dict root, c. The component's `config` map wins over the chart's own k
 {{- $_ := set $env "JOBWHEEL_METRICS_ADDRESS" (printf "%s:%d" $root.Values.listenHost (int $v.ports.metrics)) -}}
 {{- $_ := set $env "JOBWHEEL_LOG_JSON" (toString $root.Values.logging.json) -}}
 {{- $_ := set $env "JOBWHEEL_LOG_LEVEL" (toString $root.Values.logging.level) -}}
-{{- /* --insecure_dev goes on the command line (see jobwheel.deployment), never here. */ -}}
-{{- if not $root.Values.insecureDev -}}
 {{- range $c.tokens -}}
 {{- $_ := set $env (printf "JOBWHEEL_%s_FILE" (.file | replace "-" "_" | upper)) (printf "%s/%s" $secrets .file) -}}
-{{- end -}}
 {{- end -}}
 {{- if has $c.key (list "dispatcher" "demoExecutor" "console") -}}
 {{- $_ := set $env "JOBWHEEL_REGISTRY_TARGET" (include "jobwheel.registryTarget" $root) -}}
@@ -410,12 +407,7 @@ spec:
           imagePullPolicy: {{ $root.Values.image.pullPolicy }}
           command:
             - /usr/local/bin/{{ $c.binary }}
-          {{- $args := list -}}
-          {{- if and $root.Values.insecureDev (ne $c.key "console") }}
-          {{- /* Only on the command line: the services do not take it from the environment. */}}
-          {{- $args = append $args "--insecure_dev" }}
-          {{- end }}
-          {{- with concat $args ($v.extraArgs | default list) }}
+          {{- with $v.extraArgs }}
           args:
             {{- toYaml . | nindent 12 }}
           {{- end }}
