@@ -188,6 +188,12 @@ CREATE INDEX runs_trigger_time ON runs USING brin (trigger_time);
 -- an ADMIN saves them again.
 ALTER TABLE jobs ADD COLUMN child_scope TEXT[] DEFAULT '{}';
 )sql"},
+      {5, R"sql(
+-- The executor process that holds each row (ExecutorRegistration.instance_id). While a row is
+-- online (and its lease has not run out) only a registration with the same instance_id may
+-- replace it, through any replica. NULL for rows written before: matches no registration.
+ALTER TABLE executors ADD COLUMN instance_id TEXT;
+)sql"},
   };
   return *migrations;
 }

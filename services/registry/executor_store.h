@@ -80,13 +80,26 @@ class ExecutorStore {
   virtual ~ExecutorStore() = default;
 
   // Inserts or replaces the row of `executor.app()`/`executor.address()` as
-  // online, owned by (replica_id, session_id), leased for `lease`. Creates the
-  // app (AUTO) when it does not exist. Returns the stored row (register_time
-  // set).
+  // online, owned by (replica_id, session_id) and the executor process
+  // `instance_id`, leased for `lease`. Creates the app (AUTO) when it does not
+  // exist. Returns the stored row (register_time set).
+  //
+  // No takeover: an existing row is replaced only when it is offline, its lease
+  // has run out, or it belongs to the same instance_id (the executor
+  // reconnecting, through any replica). Otherwise nothing is written and the
+  // result is ALREADY_EXISTS. The check and the write are one atomic step, so of
+  // two instances racing for a free address (on any replicas) exactly one wins.
+  // An empty instance_id matches no row.
   virtual absl::StatusOr<v1::Executor> Register(const v1::Executor& executor,
                                                 const std::string& replica_id,
-                                                const std::string& session_id,
-                                                absl::Duration lease) = 0;
+                                                const std::string& session_id, absl::Duration lease,
+                                                const std::string& instance_id) = 0;
+  // Register without an instance id (tests of the live view that never
+  // register an address twice).
+  absl::StatusOr<v1::Executor> Register(const v1::Executor& executor, const std::string& replica_id,
+                                        const std::string& session_id, absl::Duration lease) {
+    return Register(executor, replica_id, session_id, lease, std::string());
+  }
 
   // Marks the row offline if `session` still owns it and it is online. Returns
   // whether it did.

@@ -3,6 +3,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "common/time/proto_time.h"
 
 namespace jobwheel::registry {
@@ -25,10 +26,18 @@ void InMemoryExecutorStore::Announce(Change::Kind kind, const std::string& app,
 absl::StatusOr<v1::Executor> InMemoryExecutorStore::Register(const v1::Executor& executor,
                                                              const std::string& replica_id,
                                                              const std::string& session_id,
-                                                             absl::Duration lease) {
+                                                             absl::Duration lease,
+                                                             const std::string& instance_id) {
   absl::MutexLock lock(&mu_);
   absl::Status s = Check();
   if (!s.ok()) return s;
+  auto existing = rows_.find({executor.app(), executor.address()});
+  if (existing != rows_.end() && existing->second.online &&
+      existing->second.lease_until >= clock_.Now() &&
+      (instance_id.empty() || existing->second.instance_id != instance_id)) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "executor ", executor.app(), "/", executor.address(), " is online with another instance"));
+  }
   if (apps_.count(executor.app()) == 0) {
     apps_[executor.app()] = AppConfig{executor.app(), v1::ADDRESS_TYPE_AUTO, {}};
     Announce(Change::Kind::kApp, executor.app(), "");
@@ -40,6 +49,7 @@ absl::StatusOr<v1::Executor> InMemoryExecutorStore::Register(const v1::Executor&
   *row.executor.mutable_last_beat_time() = ToProto(clock_.Now());
   row.replica_id = replica_id;
   row.session_id = session_id;
+  row.instance_id = instance_id;
   row.online = true;
   row.lease_until = clock_.Now() + lease;
   Announce(Change::Kind::kExecutor, executor.app(), executor.address());

@@ -21,15 +21,17 @@ class InMemoryExecutorStore : public ExecutorStore {
     v1::Executor executor;
     std::string replica_id;
     std::string session_id;
+    std::string instance_id;
     bool online = false;
     absl::Time lease_until;
   };
 
   explicit InMemoryExecutorStore(Clock& clock) : clock_(clock) {}
 
+  using ExecutorStore::Register;
   absl::StatusOr<v1::Executor> Register(const v1::Executor& executor, const std::string& replica_id,
-                                        const std::string& session_id,
-                                        absl::Duration lease) override;
+                                        const std::string& session_id, absl::Duration lease,
+                                        const std::string& instance_id) override;
   absl::StatusOr<bool> MarkOffline(const SessionRef& session) override;
   absl::StatusOr<std::vector<LostSession>> RenewLeases(const std::string& replica_id,
                                                        const std::vector<LeaseRenewal>& renewals,

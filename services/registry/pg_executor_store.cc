@@ -30,25 +30,25 @@ constexpr char kCreateAppSql[] =
     "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::BIGINT || '|' || name) "
     "FROM ins";
 
+// Inserts the row, or replaces it only when it is offline, its lease has run out, or it belongs
+// to the same executor process (instance_id): ON CONFLICT DO UPDATE locks the existing row and
+// evaluates the WHERE on its latest version, so of two registrations racing through different
+// replicas only one can win. No row returned: refused, nothing written.
 constexpr char kRegisterSql[] =
-    "INSERT INTO executors (app, address, handlers, sdk_version, capacity, "
-    "labels, "
-    "allow_scripts, replica_id, session_id, online, lease_until, "
-    "register_time, "
-    "last_beat_time, running, queued) "
-    "VALUES ($1, $2, $3::text[], $4, $5, jsonb_object($6::text[], $7::text[]), "
-    "$8, $9, $10, "
-    "true, now() + $11::bigint * interval '1 microsecond', now(), now(), 0, 0) "
+    "INSERT INTO executors (app, address, handlers, sdk_version, capacity, labels, "
+    "allow_scripts, replica_id, session_id, online, lease_until, register_time, "
+    "last_beat_time, running, queued, instance_id) "
+    "VALUES ($1, $2, $3::text[], $4, $5, jsonb_object($6::text[], $7::text[]), $8, $9, $10, "
+    "true, now() + $11::bigint * interval '1 microsecond', now(), now(), 0, 0, NULLIF($12, '')) "
     "ON CONFLICT (app, address) DO UPDATE SET handlers = EXCLUDED.handlers, "
     "sdk_version = EXCLUDED.sdk_version, capacity = EXCLUDED.capacity, "
     "labels = EXCLUDED.labels, allow_scripts = EXCLUDED.allow_scripts, "
-    "replica_id = EXCLUDED.replica_id, session_id = EXCLUDED.session_id, "
-    "online = true, "
-    "lease_until = EXCLUDED.lease_until, register_time = now(), last_beat_time "
-    "= now(), "
-    "running = 0, queued = 0 "
-    "RETURNING (EXTRACT(EPOCH FROM register_time) * "
-    "1000000)::BIGINT, " JW_NOTIFY_EXECUTOR;
+    "replica_id = EXCLUDED.replica_id, session_id = EXCLUDED.session_id, online = true, "
+    "lease_until = EXCLUDED.lease_until, register_time = now(), last_beat_time = now(), "
+    "running = 0, queued = 0, instance_id = EXCLUDED.instance_id "
+    "WHERE NOT executors.online OR executors.lease_until < now() "
+    "OR executors.instance_id = EXCLUDED.instance_id "
+    "RETURNING (EXTRACT(EPOCH FROM register_time) * 1000000)::BIGINT, " JW_NOTIFY_EXECUTOR;
 
 constexpr char kMarkOfflineSql[] =
     "WITH off AS (UPDATE executors SET online = false "
@@ -150,7 +150,8 @@ void SplitKeys(const std::vector<ExecutorKey>& keys, std::string* apps, std::str
 absl::StatusOr<v1::Executor> PgExecutorStore::Register(const v1::Executor& executor,
                                                        const std::string& replica_id,
                                                        const std::string& session_id,
-                                                       absl::Duration lease) {
+                                                       absl::Duration lease,
+                                                       const std::string& instance_id) {
   std::vector<std::string> handlers(executor.handlers().begin(), executor.handlers().end());
   std::map<std::string, std::string> labels(executor.labels().begin(), executor.labels().end());
   std::vector<std::string> label_keys, label_values;
@@ -159,17 +160,25 @@ absl::StatusOr<v1::Executor> PgExecutorStore::Register(const v1::Executor& execu
     label_values.push_back(v);
   }
   int64_t register_micros = 0;
+  bool refused = false;
   absl::Status s = pool_.Run("register", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
     tx.exec_params(kCreateAppSql, executor.app());
-    pqxx::row row = tx.exec_params1(
-        kRegisterSql, executor.app(), executor.address(), ToPgArray(handlers),
-        executor.sdk_version(), executor.capacity(), ToPgArray(label_keys), ToPgArray(label_values),
-        executor.allow_scripts(), replica_id, session_id, absl::ToInt64Microseconds(lease));
-    register_micros = row[0].as<int64_t>();
+    pqxx::result r =
+        tx.exec_params(kRegisterSql, executor.app(), executor.address(), ToPgArray(handlers),
+                       executor.sdk_version(), executor.capacity(), ToPgArray(label_keys),
+                       ToPgArray(label_values), executor.allow_scripts(), replica_id, session_id,
+                       absl::ToInt64Microseconds(lease), instance_id);
+    refused = r.empty();
+    if (refused) return;  // Rolled back: not even the app is created.
+    register_micros = r[0][0].as<int64_t>();
     tx.commit();
   });
   if (!s.ok()) return s;
+  if (refused) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "executor ", executor.app(), "/", executor.address(), " is online with another instance"));
+  }
   v1::Executor stored = executor;
   stored.set_registry_replica(replica_id);
   *stored.mutable_register_time() = ToProto(FromMicros(register_micros));

@@ -23,9 +23,10 @@ class PgExecutorStore : public ExecutorStore {
  public:
   explicit PgExecutorStore(PgPool& pool) : pool_(pool) {}
 
+  using ExecutorStore::Register;
   absl::StatusOr<v1::Executor> Register(const v1::Executor& executor, const std::string& replica_id,
-                                        const std::string& session_id,
-                                        absl::Duration lease) override;
+                                        const std::string& session_id, absl::Duration lease,
+                                        const std::string& instance_id) override;
   absl::StatusOr<bool> MarkOffline(const SessionRef& session) override;
   absl::StatusOr<std::vector<LostSession>> RenewLeases(const std::string& replica_id,
                                                        const std::vector<LeaseRenewal>& renewals,

@@ -2,7 +2,11 @@
 
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/pg/pg_pool.h"
 #include "common/testing/pg_test_db.h"
@@ -26,6 +30,10 @@ v1::Executor Exec(const std::string& app, const std::string& address) {
   return e;
 }
 
+// Executor processes (ExecutorRegistration.instance_id).
+constexpr char kX[] = "instance-x-0123456789";
+constexpr char kY[] = "instance-y-0123456789";
+
 class PgExecutorStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -41,6 +49,17 @@ class PgExecutorStoreTest : public ::testing::Test {
     pqxx::work tx(conn);
     tx.exec(sql);
     tx.commit();
+  }
+
+  // "replica|session|instance|online" of a row ("" when missing).
+  std::string Row(const std::string& app, const std::string& address) {
+    pqxx::connection conn(dsn_);
+    pqxx::nontransaction tx(conn);
+    pqxx::result r = tx.exec_params(
+        "SELECT replica_id || '|' || session_id || '|' || COALESCE(instance_id, '') || '|' || "
+        "CASE WHEN online THEN 't' ELSE 'f' END FROM executors WHERE app = $1 AND address = $2",
+        app, address);
+    return r.empty() ? std::string() : r[0][0].as<std::string>();
   }
 
   // Waits for changes until `want` arrived or 2 s passed.
@@ -90,8 +109,8 @@ TEST_F(PgExecutorStoreTest, RegisterRoundTripsAndCreatesTheApp) {
 }
 
 TEST_F(PgExecutorStoreTest, OnlyTheOwningSessionTakesARowOffline) {
-  ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r1", "s1", absl::Seconds(10)).ok());
-  ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r2", "s2", absl::Seconds(10)).ok());
+  ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r1", "s1", absl::Seconds(10), kX).ok());
+  ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r2", "s2", absl::Seconds(10), kX).ok());
   auto stale = store_->MarkOffline({{"demo", "h:1"}, "s1"});
   ASSERT_TRUE(stale.ok());
   EXPECT_FALSE(*stale);
@@ -105,9 +124,9 @@ TEST_F(PgExecutorStoreTest, OnlyTheOwningSessionTakesARowOffline) {
 
 TEST_F(PgExecutorStoreTest, RenewReportsSupersededAndMissingSessions) {
   ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r1", "s1", absl::Seconds(10)).ok());
-  ASSERT_TRUE(store_->Register(Exec("demo", "h:2"), "r1", "s2", absl::Seconds(10)).ok());
+  ASSERT_TRUE(store_->Register(Exec("demo", "h:2"), "r1", "s2", absl::Seconds(10), kX).ok());
   ASSERT_TRUE(store_->Register(Exec("demo", "h:3"), "r1", "s3", absl::Seconds(10)).ok());
-  ASSERT_TRUE(store_->Register(Exec("demo", "h:2"), "r2", "s2b", absl::Seconds(10)).ok());
+  ASSERT_TRUE(store_->Register(Exec("demo", "h:2"), "r2", "s2b", absl::Seconds(10), kX).ok());
   Sql("DELETE FROM executors WHERE address = 'h:3'");
   Sql("UPDATE executors SET lease_until = now() + interval '1 second' WHERE "
       "address = 'h:1'");
@@ -151,6 +170,98 @@ TEST_F(PgExecutorStoreTest, ExpireTakesOnlyLapsedLeasesOffline) {
   ASSERT_EQ(online->size(), 1u);
   EXPECT_EQ((*online)[0].address(), "h:2");
   EXPECT_EQ(*store_->ExpireLeases(), 0);
+}
+
+TEST_F(PgExecutorStoreTest, AnotherInstanceCannotReplaceAnOnlineRow) {
+  ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r1", "s1", absl::Seconds(10), kX).ok());
+  // Another app's same address is another row.
+  ASSERT_TRUE(store_->Register(Exec("other", "h:1"), "r2", "s0", absl::Seconds(10), kY).ok());
+  auto refused = store_->Register(Exec("demo", "h:1"), "r2", "s2", absl::Seconds(10), kY);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists) << refused.status();
+  EXPECT_EQ(refused.status().message(), "executor demo/h:1 is online with another instance");
+  // Without an instance id nothing matches either.
+  EXPECT_EQ(store_->Register(Exec("demo", "h:1"), "r2", "s2", absl::Seconds(10)).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(Row("demo", "h:1"), "r1|s1|instance-x-0123456789|t");
+
+  // The same instance through another replica replaces it.
+  ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r2", "s3", absl::Seconds(10), kX).ok());
+  EXPECT_EQ(Row("demo", "h:1"), "r2|s3|instance-x-0123456789|t");
+
+  // Offline: anyone.
+  ASSERT_TRUE(*store_->MarkOffline({{"demo", "h:1"}, "s3"}));
+  ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r1", "s4", absl::Seconds(10), kY).ok());
+  EXPECT_EQ(Row("demo", "h:1"), "r1|s4|instance-y-0123456789|t");
+
+  // Online but its lease ran out (its replica died, nobody expired it yet): anyone.
+  Sql("UPDATE executors SET lease_until = now() - interval '1 millisecond' WHERE address = "
+      "'h:1' AND app = 'demo'");
+  ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r2", "s5", absl::Seconds(10), kX).ok());
+  EXPECT_EQ(Row("demo", "h:1"), "r2|s5|instance-x-0123456789|t");
+
+  // A row written before instance ids existed (NULL) is online: refused.
+  Sql("UPDATE executors SET instance_id = NULL WHERE address = 'h:1' AND app = 'demo'");
+  EXPECT_EQ(
+      store_->Register(Exec("demo", "h:1"), "r2", "s6", absl::Seconds(10), kX).status().code(),
+      absl::StatusCode::kAlreadyExists);
+}
+
+TEST_F(PgExecutorStoreTest, ARefusedRegistrationWritesNothingNotEvenItsApp) {
+  Sql("INSERT INTO executors (app, address, replica_id, session_id, lease_until, instance_id) "
+      "VALUES ('ghost', 'h:1', 'r1', 's1', now() + interval '1 hour', 'instance-x-0123456789')");
+  PgChangeFeed feed(dsn_);
+  ASSERT_TRUE(feed.Connect().ok());
+  EXPECT_EQ(
+      store_->Register(Exec("ghost", "h:1"), "r2", "s2", absl::Seconds(10), kY).status().code(),
+      absl::StatusCode::kAlreadyExists);
+  EXPECT_TRUE(store_->GetAppConfigs({"ghost"})->empty());
+  auto none = feed.Wait(absl::Milliseconds(200));
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+// Many registrations of one free address by different instances at once, as replicas on their
+// own connections would send them: exactly one wins, and the row is the winner's.
+TEST_F(PgExecutorStoreTest, RacingInstancesForAFreeAddressHaveExactlyOneWinner) {
+  constexpr int kRacers = 8;
+  for (int round = 0; round < 5; ++round) {
+    const std::string address = absl::StrCat("h:", round + 1);
+    std::vector<absl::StatusCode> codes(kRacers);
+    std::vector<std::thread> threads;
+    absl::Mutex mu;
+    bool go = false;
+    for (int i = 0; i < kRacers; ++i) {
+      threads.emplace_back([&, i] {
+        {
+          absl::MutexLock lock(&mu);
+          mu.Await(absl::Condition(&go));
+        }
+        codes[i] =
+            store_
+                ->Register(Exec("race", address), absl::StrCat("r", i), absl::StrCat("s", i),
+                           absl::Seconds(10), absl::StrCat("instance-racer-", i, "-0123456789"))
+                .status()
+                .code();
+      });
+    }
+    {
+      absl::MutexLock lock(&mu);
+      go = true;
+    }
+    for (std::thread& t : threads) t.join();
+    int winner = -1;
+    for (int i = 0; i < kRacers; ++i) {
+      if (codes[i] == absl::StatusCode::kOk) {
+        EXPECT_EQ(winner, -1) << "two winners: " << winner << " and " << i;
+        winner = i;
+      } else {
+        EXPECT_EQ(codes[i], absl::StatusCode::kAlreadyExists);
+      }
+    }
+    ASSERT_NE(winner, -1);
+    EXPECT_EQ(Row("race", address),
+              absl::StrCat("r", winner, "|s", winner, "|instance-racer-", winner, "-0123456789|t"));
+  }
 }
 
 TEST_F(PgExecutorStoreTest, ChangeFeedDeliversEveryChange) {

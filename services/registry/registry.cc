@@ -92,18 +92,25 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
     if (s.state == State::kRegistering) {
       return absl::FailedPreconditionError("register: a registration is already in progress");
     }
-    // No takeover: another live stream of this replica holding (or registering) the same
-    // executor keeps it. Its executor restarting closes that stream first (then it is free at
-    // once); a silent one is taken offline at its beat deadline.
+    // No takeover: another live stream of this replica holding the same executor for another
+    // executor process (instance_id) keeps it, and so does one still registering it. Its
+    // executor restarting closes that stream first (then it is free at once); a silent one is
+    // taken offline at its beat deadline. The same process reconnecting (its old stream
+    // half-open) may register: the old stream is closed once the new one holds the row. The
+    // store applies the same rule across replicas.
     for (const auto& [other_id, other] : sessions_) {
       if (other_id == session || other.closing) continue;
-      if ((other.state == State::kOnline && other.ref.key == ref.key) ||
-          (other.state == State::kRegistering && other.pending == ref.key)) {
+      const bool other_instance_online = other.state == State::kOnline &&
+                                         other.ref.key == ref.key &&
+                                         other.registration.instance_id() != reg.instance_id();
+      const bool registering = other.state == State::kRegistering && other.pending == ref.key;
+      if (other_instance_online || registering) {
         if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
         return absl::AlreadyExistsError(absl::StrCat(
-            "register.address: executor ", reg.app(), "/", reg.address(),
-            " is online with another stream; it is free once that stream closes (or misses "
-            "its beat deadline of ",
+            "register.address: executor ", reg.app(), "/", reg.address(), " is online with ",
+            registering ? "a registration in progress" : "another instance",
+            " on another stream; it is free once that stream closes (or misses its beat "
+            "deadline of ",
             absl::FormatDuration(options_.beat_deadline), ")"));
       }
     }
@@ -133,7 +140,8 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
   executor.set_capacity(reg.capacity());
   *executor.mutable_labels() = reg.labels();
   executor.set_allow_scripts(reg.allow_scripts());
-  auto stored = store_.Register(executor, options_.replica_id, ref.session_id, options_.lease);
+  auto stored = store_.Register(executor, options_.replica_id, ref.session_id, options_.lease,
+                                reg.instance_id());
 
   bool orphaned = false;
   {
@@ -152,9 +160,30 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
       s.running = 0;
       s.queued = 0;
       s.credential = std::move(credential);
+      // This session holds the row now: an older stream of this replica for the same executor
+      // (the same instance reconnecting while its old stream was half-open) is stale.
+      for (auto& [other_id, other] : sessions_) {
+        if (other_id == session || other.state != State::kOnline || !(other.ref.key == ref.key)) {
+          continue;
+        }
+        other.state = State::kOffline;
+        other.closing = true;
+        if (other.sink != nullptr) {
+          other.sink->Close(absl::AbortedError(absl::StrCat(
+              "executor ", ref.key.app, "/", ref.key.address, ": superseded by a newer session")));
+        }
+      }
     }
   }
   if (!stored.ok()) {
+    if (stored.status().code() == absl::StatusCode::kAlreadyExists) {
+      if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
+      return absl::AlreadyExistsError(absl::StrCat(
+          "register.address: ", stored.status().message(),
+          "; it is free once that instance's stream closes (on whichever replica), or at the "
+          "latest when its lease of ",
+          absl::FormatDuration(options_.lease), " runs out"));
+    }
     return absl::Status(
         stored.status().code(),
         absl::StrCat("register ", reg.app(), "/", reg.address(), ": ", stored.status().message()));

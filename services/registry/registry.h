@@ -72,10 +72,13 @@ class Registry {
   int64_t OpenSession(SessionSink* sink);
   // Registers (first message) or re-registers (after REREGISTER) the executor
   // of a session. INVALID_ARGUMENT for bad input, UNAVAILABLE while draining or
-  // when the store fails, ALREADY_EXISTS naming register.address when another open stream
-  // of this replica holds the same app and address online (no takeover: the address is free
-  // once that stream has closed, or missed its beat deadline). `credential` (nullable) is
-  // checked again every recheck_interval while the session is online.
+  // when the store fails. No takeover: ALREADY_EXISTS naming register.address when the app
+  // and address are online for another executor process (another instance_id), through this
+  // replica or any other (the address is free once that instance's stream has closed, missed
+  // its beat deadline, or its lease ran out), or while another stream of this replica is
+  // registering them. The same instance registering again (a reconnect, through any replica)
+  // is accepted and supersedes its older session. `credential` (nullable) is checked again
+  // every recheck_interval while the session is online.
   absl::StatusOr<v1::HeartbeatRegistered> Register(
       int64_t session, const v1::ExecutorRegistration& reg,
       std::shared_ptr<SessionCredential> credential = nullptr);

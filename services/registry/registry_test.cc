@@ -24,10 +24,16 @@ class FakeSink : public SessionSink {
   std::vector<absl::Status> closes;
 };
 
-v1::ExecutorRegistration Reg(const std::string& app, const std::string& address) {
+// Executor processes (ExecutorRegistration.instance_id).
+constexpr char kInstanceX[] = "0000000000000000000000000000000x";
+constexpr char kInstanceY[] = "0000000000000000000000000000000y";
+
+v1::ExecutorRegistration Reg(const std::string& app, const std::string& address,
+                             const std::string& instance_id = kInstanceX) {
   v1::ExecutorRegistration reg;
   reg.set_app(app);
   reg.set_address(address);
+  reg.set_instance_id(instance_id);
   reg.add_handlers("echo");
   reg.set_capacity(4);
   (*reg.mutable_labels())["zone"] = "a";
@@ -110,7 +116,11 @@ TEST_F(RegistryTest, InvalidRegistrationIsRejectedNamingTheField) {
   EXPECT_NE(reply.status().message().find("register.app"), absl::string_view::npos);
   reply = registry_.Register(s, Reg("demo", "no-port"));
   EXPECT_NE(reply.status().message().find("register.address"), absl::string_view::npos);
-  EXPECT_EQ(metrics_.registrations_rejected.Value(), 2);
+  reply = registry_.Register(s, Reg("demo", "h:1", ""));
+  EXPECT_EQ(reply.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(reply.status().message().find("register.instance_id"), absl::string_view::npos);
+  EXPECT_EQ(metrics_.registrations_rejected.Value(), 3);
+  EXPECT_FALSE(store_.GetRow({"demo", "h:1"}).has_value());
   EXPECT_FALSE(store_.GetRow({"demo", "no-port"}).has_value());
 }
 
@@ -221,16 +231,104 @@ TEST_F(RegistryTest, SecondLocalStreamCannotTakeOverAnOnlineAddress) {
   const int64_t old_session = registry_.OpenSession(&old_sink);
   ASSERT_TRUE(registry_.Register(old_session, Reg("demo", "h:1")).ok());
   const int64_t new_session = registry_.OpenSession(&new_sink);
-  auto refused = registry_.Register(new_session, Reg("demo", "h:1"));
+  auto refused = registry_.Register(new_session, Reg("demo", "h:1", kInstanceY));
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_NE(refused.status().message().find("register.address: executor demo/h:1 is online"),
+  EXPECT_NE(refused.status().message().find(
+                "register.address: executor demo/h:1 is online with another instance"),
             std::string::npos)
       << refused.status();
   EXPECT_TRUE(old_sink.closes.empty());
   EXPECT_EQ(metrics_.registrations_rejected.Value(), 1);
+  EXPECT_EQ(store_.GetRow({"demo", "h:1"})->instance_id, kInstanceX);
   // The same stream may register again (REREGISTER); other apps' same address is another key.
   EXPECT_TRUE(registry_.Register(old_session, Reg("demo", "h:1")).ok());
-  EXPECT_TRUE(registry_.Register(new_session, Reg("other", "h:1")).ok());
+  EXPECT_TRUE(registry_.Register(new_session, Reg("other", "h:1", kInstanceY)).ok());
+}
+
+TEST_F(RegistryTest, SameInstanceReconnectingOnTheSameReplicaSupersedesItsHalfOpenStream) {
+  FakeSink old_sink, new_sink;
+  const int64_t old_session = registry_.OpenSession(&old_sink);
+  ASSERT_TRUE(registry_.Register(old_session, Reg("demo", "h:1")).ok());
+  const int64_t new_session = registry_.OpenSession(&new_sink);
+  ASSERT_TRUE(registry_.Register(new_session, Reg("demo", "h:1")).ok());
+  ASSERT_EQ(old_sink.closes.size(), 1u);
+  EXPECT_EQ(old_sink.closes[0].code(), absl::StatusCode::kAborted);
+  EXPECT_TRUE(new_sink.closes.empty());
+  // The old stream's end leaves the new session's row alone.
+  registry_.CloseSession(old_session);
+  EXPECT_TRUE(Online("demo", "h:1"));
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(registry_.Beat(new_session, BeatMsg(1)).ok());
+  registry_.Tick();
+  EXPECT_TRUE(new_sink.closes.empty());
+  EXPECT_TRUE(new_sink.instructions.empty());
+  registry_.CloseSession(new_session);
+  EXPECT_FALSE(Online("demo", "h:1"));
+}
+
+TEST_F(RegistryTest, AnotherInstanceCannotTakeOverThroughAnotherReplica) {
+  Registry other(Options("r2"), store_, clock_, &metrics_);
+  FakeSink x_sink, y_sink, x2_sink;
+  const int64_t x = registry_.OpenSession(&x_sink);
+  ASSERT_TRUE(registry_.Register(x, Reg("demo", "h:1", kInstanceX)).ok());
+  // Same app token, other process, other replica: refused, the row untouched.
+  const int64_t y = other.OpenSession(&y_sink);
+  auto refused = other.Register(y, Reg("demo", "h:1", kInstanceY));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(refused.status().message().find(
+                "register.address: executor demo/h:1 is online with another instance"),
+            std::string::npos)
+      << refused.status();
+  EXPECT_EQ(metrics_.registrations_rejected.Value(), 1);
+  auto row = store_.GetRow({"demo", "h:1"});
+  ASSERT_TRUE(row.has_value());
+  EXPECT_TRUE(row->online);
+  EXPECT_EQ(row->replica_id, "r1");
+  EXPECT_EQ(row->instance_id, kInstanceX);
+  // The refused stream may try again; r1's session is still the owner.
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(registry_.Beat(x, BeatMsg(1)).ok());
+  registry_.Tick();
+  other.Tick();
+  EXPECT_TRUE(x_sink.closes.empty());
+
+  // X itself reconnecting through r2 is no takeover.
+  const int64_t x2 = other.OpenSession(&x2_sink);
+  ASSERT_TRUE(other.Register(x2, Reg("demo", "h:1", kInstanceX)).ok());
+  EXPECT_EQ(store_.GetRow({"demo", "h:1"})->replica_id, "r2");
+  clock_.Advance(absl::Seconds(1));
+  registry_.Tick();  // r1 finds its session superseded.
+  ASSERT_EQ(x_sink.closes.size(), 1u);
+  EXPECT_EQ(x_sink.closes[0].code(), absl::StatusCode::kAborted);
+  registry_.CloseSession(x);
+  EXPECT_TRUE(Online("demo", "h:1"));
+  EXPECT_FALSE(other.Register(y, Reg("demo", "h:1", kInstanceY)).ok());
+
+  // X's stream ends: the address is free for Y, through either replica.
+  other.CloseSession(x2);
+  EXPECT_FALSE(Online("demo", "h:1"));
+  FakeSink y2_sink;
+  const int64_t y2 = registry_.OpenSession(&y2_sink);
+  ASSERT_TRUE(registry_.Register(y2, Reg("demo", "h:1", kInstanceY)).ok());
+  EXPECT_EQ(store_.GetRow({"demo", "h:1"})->instance_id, kInstanceY);
+}
+
+TEST_F(RegistryTest, AnotherInstanceMayRegisterOnceADeadReplicasLeaseRanOut) {
+  Registry other(Options("r2"), store_, clock_, nullptr);
+  FakeSink x_sink, y_sink;
+  const int64_t x = registry_.OpenSession(&x_sink);
+  ASSERT_TRUE(registry_.Register(x, Reg("demo", "h:1", kInstanceX)).ok());
+  // r1 dies with X's row online: nobody renews it.
+  const int64_t y = other.OpenSession(&y_sink);
+  clock_.Advance(absl::Seconds(10));
+  EXPECT_EQ(other.Register(y, Reg("demo", "h:1", kInstanceY)).status().code(),
+            absl::StatusCode::kAlreadyExists);
+  clock_.Advance(absl::Milliseconds(1));  // The lease has run out, not yet expired by anyone.
+  ASSERT_TRUE(Online("demo", "h:1"));
+  ASSERT_TRUE(other.Register(y, Reg("demo", "h:1", kInstanceY)).ok());
+  auto row = store_.GetRow({"demo", "h:1"});
+  EXPECT_EQ(row->replica_id, "r2");
+  EXPECT_EQ(row->instance_id, kInstanceY);
 }
 
 TEST_F(RegistryTest, RestartedExecutorRegistersAtOnceAfterItsStreamClosed) {
@@ -239,7 +337,7 @@ TEST_F(RegistryTest, RestartedExecutorRegistersAtOnceAfterItsStreamClosed) {
   ASSERT_TRUE(registry_.Register(old_session, Reg("demo", "h:1")).ok());
   registry_.CloseSession(old_session);  // The process died: its stream ended.
   const int64_t new_session = registry_.OpenSession(&new_sink);
-  EXPECT_TRUE(registry_.Register(new_session, Reg("demo", "h:1")).ok());
+  EXPECT_TRUE(registry_.Register(new_session, Reg("demo", "h:1", kInstanceY)).ok());
   EXPECT_TRUE(Online("demo", "h:1"));
 }
 
@@ -247,13 +345,14 @@ TEST_F(RegistryTest, SilentOldStreamFreesTheAddressAtItsBeatDeadline) {
   FakeSink old_sink, new_sink;
   const int64_t old_session = registry_.OpenSession(&old_sink);
   ASSERT_TRUE(registry_.Register(old_session, Reg("demo", "h:1")).ok());
-  const int64_t new_session = registry_.OpenSession(&new_sink);  // Half-open old stream.
-  ASSERT_FALSE(registry_.Register(new_session, Reg("demo", "h:1")).ok());
+  // A restarted process while the old one's stream is half-open.
+  const int64_t new_session = registry_.OpenSession(&new_sink);
+  ASSERT_FALSE(registry_.Register(new_session, Reg("demo", "h:1", kInstanceY)).ok());
   clock_.Advance(absl::Seconds(4));
   registry_.Tick();
   ASSERT_EQ(old_sink.closes.size(), 1u);
   EXPECT_EQ(old_sink.closes[0].code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_TRUE(registry_.Register(new_session, Reg("demo", "h:1")).ok());
+  EXPECT_TRUE(registry_.Register(new_session, Reg("demo", "h:1", kInstanceY)).ok());
   registry_.CloseSession(old_session);
   EXPECT_TRUE(Online("demo", "h:1"));
 }

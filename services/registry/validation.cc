@@ -19,6 +19,8 @@ constexpr size_t kMaxLabelKey = 63;
 constexpr size_t kMaxLabelValue = 256;
 constexpr size_t kMaxTitle = 128;
 constexpr int kMaxManualAddresses = 1000;
+constexpr size_t kMinInstanceId = 16;
+constexpr size_t kMaxInstanceId = 64;
 
 bool IsNameChar(char c) { return absl::ascii_isalnum(c) || c == '_' || c == '.' || c == '-'; }
 
@@ -104,6 +106,18 @@ absl::Status ValidateRegistration(const v1::ExecutorRegistration& reg) {
                    absl::StrCat("longer than ", kMaxSdkVersion, " characters"));
   }
   if (reg.capacity() < 0) return Invalid("register.capacity", "must not be negative");
+  if (reg.instance_id().empty()) {
+    return Invalid("register.instance_id", "must not be empty");
+  }
+  if (reg.instance_id().size() < kMinInstanceId || reg.instance_id().size() > kMaxInstanceId) {
+    return Invalid("register.instance_id",
+                   absl::StrCat("must be ", kMinInstanceId, " to ", kMaxInstanceId, " characters"));
+  }
+  for (char c : reg.instance_id()) {
+    if (!IsNameChar(c)) {
+      return Invalid("register.instance_id", "may contain only A-Z a-z 0-9 _ . -");
+    }
+  }
   if (reg.labels_size() > kMaxLabels) {
     return Invalid("register.labels", absl::StrCat("more than ", kMaxLabels, " labels"));
   }

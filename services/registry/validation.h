@@ -19,7 +19,7 @@ absl::Status ValidateAppName(absl::string_view name, absl::string_view field);
 // literal made of [A-Za-z0-9_.-:] (no spaces, no '|'), port 1..65535.
 absl::Status ValidateAddress(absl::string_view address, absl::string_view field);
 
-// The first message of a heartbeat stream.
+// The first message of a heartbeat stream (instance_id: 16 to 64 of [A-Za-z0-9_.-]).
 absl::Status ValidateRegistration(const v1::ExecutorRegistration& reg);
 
 // An app for CreateApp/UpdateApp (output-only fields are ignored).

@@ -38,6 +38,7 @@ TEST(ValidationTest, Registration) {
   reg.set_app("demo");
   reg.set_address("h:1");
   reg.add_handlers("echo");
+  reg.set_instance_id("0123456789abcdef0123456789abcdef");
   EXPECT_TRUE(ValidateRegistration(reg).ok());
   reg.add_handlers("");
   EXPECT_TRUE(Mentions(ValidateRegistration(reg), "register.handlers[1]"));
@@ -50,6 +51,27 @@ TEST(ValidationTest, Registration) {
   reg.clear_labels();
   reg.set_address("nope");
   EXPECT_TRUE(Mentions(ValidateRegistration(reg), "register.address"));
+}
+
+TEST(ValidationTest, RegistrationInstanceId) {
+  v1::ExecutorRegistration reg;
+  reg.set_app("demo");
+  reg.set_address("h:1");
+  EXPECT_TRUE(Mentions(ValidateRegistration(reg), "register.instance_id: must not be empty"));
+  reg.set_instance_id(std::string(15, 'a'));
+  EXPECT_TRUE(Mentions(ValidateRegistration(reg), "register.instance_id: must be 16 to 64"));
+  reg.set_instance_id(std::string(16, 'a'));
+  EXPECT_TRUE(ValidateRegistration(reg).ok());
+  reg.set_instance_id(std::string(64, 'F'));
+  EXPECT_TRUE(ValidateRegistration(reg).ok());
+  reg.set_instance_id(std::string(65, 'a'));
+  EXPECT_TRUE(Mentions(ValidateRegistration(reg), "register.instance_id: must be 16 to 64"));
+  for (const std::string bad : {"0123456789abcdef 1", "0123456789abcdef|1", "0123456789abcdef\n",
+                                "0123456789abcdef\xc3\xa9"}) {
+    reg.set_instance_id(bad);
+    EXPECT_TRUE(Mentions(ValidateRegistration(reg), "register.instance_id: may contain only"))
+        << bad;
+  }
 }
 
 TEST(ValidationTest, Apps) {
