@@ -8,12 +8,18 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/auth/failed_auth_limiter.h"
 #include "common/grpc/grpc_status.h"
 #include "services/registry/token_session_credential.h"
 #include "services/registry/validation.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::registry {
+namespace {
+
+constexpr absl::string_view kHeartbeat = "RegistryService/Heartbeat";
+
+}  // namespace
 
 // One executor's heartbeat stream. Reads one message at a time; writes go
 // through a queue (acks, the registration reply and instructions from the
@@ -26,16 +32,21 @@ class RegistryService::HeartbeatReactor final
   HeartbeatReactor(RegistryService* service, grpc::CallbackServerContext* context)
       : service_(service),
         peer_(context->peer()),
+        peer_host_(PeerHost(peer_)),
         caller_(CallerOf(*context)),
         authorization_(AuthorizationHeader(context->client_metadata())) {
-    // A missing token is refused at once; a present one is checked (possibly against the
-    // database) on the pool with the Register message, which names the app.
+    // A missing token is refused at once (counted as a failure of the peer, with no database
+    // lookup); a present one is checked (possibly against the database) on the pool with the
+    // Register message, which names the app.
     if (!authorization_.has_value() && !service_->options_.authenticator->insecure_dev()) {
+      absl::Status refused =
+          service_->options_.authenticator
+              ->Authorize(authorization_, {Role::kExecutor}, kHeartbeat, peer_host_)
+              .status();
       if (service_->metrics_ != nullptr) service_->metrics_->registrations_rejected.Increment();
-      spdlog::warn("heartbeat from {} refused: no token", peer_);
+      spdlog::warn("heartbeat from {} refused: {}", peer_, std::string(refused.message()));
       closing_ = true;
-      Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                          "missing authorization metadata (Bearer token)"));
+      Finish(ToGrpcStatus(refused));
       return;
     }
     session_ = service_->registry_.OpenSession(this);
@@ -149,8 +160,9 @@ class RegistryService::HeartbeatReactor final
   // EXECUTOR token whose apps include reg.app (the bootstrap executor token serves all).
   absl::Status Authorize(const v1::ExecutorRegistration& reg) {
     if (!principal_.has_value()) {
+      // Failed authentications are limited per peer, as on every admin service.
       absl::StatusOr<Principal> p = service_->options_.authenticator->Authorize(
-          authorization_, {Role::kExecutor}, "RegistryService/Heartbeat");
+          authorization_, {Role::kExecutor}, kHeartbeat, peer_host_);
       if (!p.ok()) return p.status();
       principal_ = *std::move(p);
     }
@@ -239,6 +251,7 @@ class RegistryService::HeartbeatReactor final
 
   RegistryService* const service_;
   const std::string peer_;
+  const std::string peer_host_;  // PeerHost(peer_): the key of the failed-authentication limit.
   const CallerIdentity caller_;
   const absl::optional<std::string> authorization_;
   absl::optional<Principal> principal_;  // Set by the first Register (on the pool).
@@ -385,11 +398,13 @@ grpc::ServerUnaryReactor* RegistryService::ListExecutors(grpc::CallbackServerCon
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // API tokens (the console, operators) may need a database lookup: on the pool.
   absl::optional<std::string> authorization = AuthorizationHeader(context->client_metadata());
+  std::string peer = PeerHost(context->peer());  // Failed authentications are limited per peer.
   const bool queued =
-      pool_.Submit([this, reactor, request, response, authorization = std::move(authorization)] {
+      pool_.Submit([this, reactor, request, response, authorization = std::move(authorization),
+                    peer = std::move(peer)] {
         absl::StatusOr<Principal> p = options_.authenticator->Authorize(
             authorization, {Role::kAdmin, Role::kOperator, Role::kViewer},
-            "RegistryService/ListExecutors");
+            "RegistryService/ListExecutors", peer);
         absl::Status s = p.status();
         if (s.ok()) s = ListReadableExecutors(*p, request->app(), response);
         if (s.ok()) FillLoad(response);

@@ -24,7 +24,10 @@ namespace jobwheel::registry {
 // or invalid token, PERMISSION_DENIED for another app's token); WatchExecutors needs a token a
 // dispatcher signed for audience "registry" (`watch_policy`). ListExecutors takes an ADMIN,
 // OPERATOR or VIEWER token (on the pool), which sees only the executors of apps it may read:
-// naming another app is PERMISSION_DENIED. Thread-safe.
+// naming another app is PERMISSION_DENIED. Heartbeat and ListExecutors pass the caller's
+// PeerHost to the authenticator: a peer that failed authentication too often gets
+// RESOURCE_EXHAUSTED for tokens the authenticator does not already know (as on the admin
+// services). Thread-safe.
 class RegistryService final : public v1::RegistryService::CallbackService {
  public:
   struct Options {

@@ -4,6 +4,7 @@
 #include "services/registry/registry_service.h"
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -121,10 +122,12 @@ class RegistryServiceTest : public ::testing::Test {
     return ctx;
   }
 
+  // A registration from a new executor process (each call its own instance id).
   v1::HeartbeatRequest Register(const std::string& app, const std::string& address) {
     v1::HeartbeatRequest req;
     req.mutable_register_()->set_app(app);
     req.mutable_register_()->set_address(address);
+    req.mutable_register_()->set_instance_id(absl::StrCat("test-process-", ++processes_));
     req.mutable_register_()->add_handlers("echo");
     return req;
   }
@@ -179,6 +182,7 @@ class RegistryServiceTest : public ::testing::Test {
     return stream->Finish();
   }
 
+  std::atomic<int> processes_{1000};  // Instance ids of Register (16+ characters).
   InMemoryTokenStore tokens_;
   const CallerKeyPair dispatcher_keys_ = *GenerateCallerKeyPair();
   const CallerKeyPair scheduler_keys_ = *GenerateCallerKeyPair();
@@ -752,6 +756,88 @@ TEST_F(RegistryServiceTest, RevokedTokenLosesItsOpenStreamWithinSeconds) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
   EXPECT_LT(took, absl::Seconds(5)) << "cache 3 s + re-check every 0.5 s";
   EXPECT_TRUE(Eventually([&] { return Listed("demo").empty(); }, absl::Seconds(2)));
+}
+
+// Heartbeat and ListExecutors count failed authentications per peer (as the admin services
+// do): a peer over its limit is refused RESOURCE_EXHAUSTED, even with a valid token the
+// registry has not seen yet, and without a token lookup, until its bucket refills; another
+// peer is unaffected. The service listens on every address, so 127.0.0.1 and [::1] are two
+// peers.
+TEST_F(RegistryServiceTest, FailedAuthenticationsAreLimitedPerPeer) {
+  FakeClock clock;
+  TokenAuthenticator::Options auth_options;
+  auth_options.failed_auth.burst = 3;
+  auth_options.failed_auth.per_second = 1;
+  TokenAuthenticator auth(auth_options, &tokens_, clock);
+  RegistryService::Options service_options;
+  service_options.authenticator = &auth;
+  service_options.address_policy = address_policy_.get();
+  RegistryService limited(*registry_, *view_, *work_, nullptr, service_options);
+  int port = 0;
+  auto server = StartGrpcServer("[::]:0", {&limited}, {}, &port);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto v4 = MakeChannel(absl::StrCat("127.0.0.1:", port));
+  auto v6 = MakeChannel(absl::StrCat("[::1]:", port));
+  ASSERT_TRUE(v4.ok() && v6.ok());
+  std::unique_ptr<v1::RegistryService::Stub> near = v1::RegistryService::NewStub(*v4);
+  std::unique_ptr<v1::RegistryService::Stub> other = v1::RegistryService::NewStub(*v6);
+
+  auto list = [&](v1::RegistryService::Stub& stub, const std::string& token) {
+    v1::ListExecutorsResponse resp;
+    return stub.ListExecutors(Ctx(token).get(), {}, &resp).error_code();
+  };
+  auto heartbeat = [&](v1::RegistryService::Stub& stub, const std::string& token,
+                       const std::string& address) {
+    // An empty token: no authorization metadata at all.
+    std::unique_ptr<grpc::ClientContext> ctx =
+        token.empty() ? std::make_unique<grpc::ClientContext>() : Ctx(token);
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    auto stream = stub.Heartbeat(ctx.get());
+    stream->Write(Register("demo", address));
+    v1::HeartbeatResponse resp;
+    if (stream->Read(&resp) && resp.has_registered()) {
+      ctx->TryCancel();
+      (void)stream->Finish();
+      return grpc::StatusCode::OK;
+    }
+    return stream->Finish().error_code();
+  };
+  using grpc::StatusCode;
+
+  // 127.0.0.1 spends its burst: no token, junk on each method.
+  EXPECT_EQ(heartbeat(*near, "", "10.0.0.7:7200"), StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(heartbeat(*near, *GenerateTokenSecret(), "10.0.0.7:7200"), StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(list(*near, *GenerateTokenSecret()), StatusCode::UNAUTHENTICATED);
+  // Over its limit: refused even with good tokens, and the store is not asked.
+  const std::string executor = ApiToken("exec-demo", Role::kExecutor, {"demo"});
+  const std::string viewer = ApiToken("viewer-all", Role::kViewer, {"*"});
+  const int lookups = tokens_.lookups();
+  EXPECT_EQ(heartbeat(*near, executor, "10.0.0.7:7200"), StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(heartbeat(*near, "", "10.0.0.7:7200"), StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(list(*near, viewer), StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(list(*near, *GenerateTokenSecret()), StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(tokens_.lookups(), lookups);
+
+  // [::1] is another peer: its own burst, the same tokens work.
+  EXPECT_EQ(list(*other, *GenerateTokenSecret()), StatusCode::UNAUTHENTICATED);
+  const std::string viewer2 = ApiToken("viewer-all-2", Role::kViewer, {"*"});
+  EXPECT_EQ(list(*other, viewer2), StatusCode::OK);
+  const std::string executor2 = ApiToken("exec-demo-2", Role::kExecutor, {"demo"});
+  EXPECT_EQ(heartbeat(*other, executor2, "10.0.0.8:7200"), StatusCode::OK);
+
+  // One second refills one failure for 127.0.0.1: its good token works, one more junk token
+  // is an ordinary failure, the next is refused again.
+  clock.Advance(absl::Seconds(1));
+  EXPECT_EQ(heartbeat(*near, executor, "10.0.0.7:7200"), StatusCode::OK);
+  EXPECT_EQ(list(*near, viewer), StatusCode::OK);
+  EXPECT_EQ(list(*near, *GenerateTokenSecret()), StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(list(*near, *GenerateTokenSecret()), StatusCode::RESOURCE_EXHAUSTED);
+  // Tokens the registry has seen valid keep working for a peer over its limit.
+  EXPECT_EQ(list(*near, viewer), StatusCode::OK);
+  EXPECT_EQ(auth.stats().rate_limited, 5);
+
+  (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  EXPECT_TRUE(Eventually([&] { return registry_->open_sessions() == 0; }, absl::Seconds(5)));
 }
 
 }  // namespace
