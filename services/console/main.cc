@@ -8,20 +8,22 @@
 #include <string>
 
 #include "absl/flags/flag.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/base/flags.h"
 #include "common/base/logging.h"
 #include "common/base/mutex_mode.h"
 #include "common/base/signals.h"
-#include "common/grpc/grpc_server.h"
+#include "common/grpc/channel.h"
+#include "common/grpc/target_list.h"
+#include "common/server/server_main.h"
 #include "common/time/clock.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #include "services/console/backend_health.h"
 #include "services/console/connect_gateway.h"
 #include "services/console/console_metrics.h"
+#include "services/console/console_options.h"
 #include "services/console/console_server.h"
 #include "services/console/grpc_backend_caller.h"
 #include "services/console/route_table.h"
@@ -61,74 +63,18 @@ ABSL_FLAG(std::string, tls_client_key, "", "private key of --tls_client_cert");
 namespace jobwheel::console {
 namespace {
 
-// Everything the flags say, checked before anything starts.
-struct Config {
-  std::string listen;
-  std::string metrics_address;
-  std::string scheduler_target;
-  std::string registry_target;
-  std::string web_root;
-  int64_t max_body_bytes = 0;
-  int max_concurrent_requests = 0;
-  absl::Duration request_timeout;
-  absl::Duration read_timeout;
-  absl::Duration write_timeout;
-  absl::Duration keep_alive_timeout;
-  absl::Duration ready_timeout;
-  ClientTls client_tls;
-
-  absl::Status Validate() const {
-    if (listen.empty()) return absl::InvalidArgumentError("--listen: must not be empty");
-    if (scheduler_target.empty() || registry_target.empty()) {
-      return absl::InvalidArgumentError("--scheduler_target, --registry_target: required");
-    }
-    if (max_body_bytes < 1024 || max_body_bytes > (int64_t{64} << 20)) {
-      return absl::InvalidArgumentError("--max_body_bytes: must be between 1024 and 64 MiB");
-    }
-    if (max_concurrent_requests < 1 || max_concurrent_requests > 4096) {
-      return absl::InvalidArgumentError("--max_concurrent_requests: must be between 1 and 4096");
-    }
-    for (absl::Duration d : {request_timeout, read_timeout, write_timeout, ready_timeout}) {
-      if (d <= absl::ZeroDuration()) {
-        return absl::InvalidArgumentError(
-            "--request_timeout, --read_timeout, --write_timeout, --ready_timeout: must be "
-            "positive");
-      }
-    }
-    if (keep_alive_timeout < absl::Seconds(1)) {
-      return absl::InvalidArgumentError("--keep_alive_timeout: must be at least 1s");
-    }
-    if (client_tls.cert_file.empty() != client_tls.key_file.empty()) {
-      return absl::InvalidArgumentError("--tls_client_cert and --tls_client_key go together");
-    }
-    if (!client_tls.cert_file.empty() && client_tls.ca_file.empty()) {
-      return absl::InvalidArgumentError("--tls_client_cert needs --tls_ca");
-    }
-    return absl::OkStatus();
-  }
-};
-
-// "a:1,b:2" is a static list of replicas for gRPC's ipv4 resolver (round_robin over them).
-std::string Target(std::string target) {
-  if (absl::StrContains(target, ",") && !absl::StrContains(target, ":///") &&
-      !absl::StartsWith(target, "ipv4:") && !absl::StartsWith(target, "ipv6:")) {
-    return absl::StrCat("ipv4:", target);
-  }
-  return target;
-}
-
 std::string ExePath() {
   char buf[4096] = {0};
   const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
-absl::StatusOr<Config> ConfigFromFlags() {
-  Config c;
+absl::StatusOr<ConsoleOptions> OptionsFromFlags() {
+  ConsoleOptions c;
   c.listen = absl::GetFlag(FLAGS_listen);
   c.metrics_address = absl::GetFlag(FLAGS_metrics_address);
-  c.scheduler_target = Target(absl::GetFlag(FLAGS_scheduler_target));
-  c.registry_target = Target(absl::GetFlag(FLAGS_registry_target));
+  c.scheduler_target = ChannelTarget(absl::GetFlag(FLAGS_scheduler_target));
+  c.registry_target = ChannelTarget(absl::GetFlag(FLAGS_registry_target));
   c.web_root = absl::GetFlag(FLAGS_web_root);
   if (c.web_root.empty()) {
     const char* runfiles = std::getenv("RUNFILES_DIR");
@@ -148,22 +94,14 @@ absl::StatusOr<Config> ConfigFromFlags() {
   return c;
 }
 
-int Run(const Config& c) {
+int Run(const ConsoleOptions& c) {
   BlockTerminationSignals();
 
   auto prom = std::make_shared<prometheus::Registry>();
   const RouteTable& routes = RouteTable::Console();
   ConsoleMetrics metrics(*prom, routes.Procedures());
-  std::unique_ptr<prometheus::Exposer> exposer;
-  if (!c.metrics_address.empty()) {
-    try {
-      exposer = std::make_unique<prometheus::Exposer>(c.metrics_address);
-    } catch (const std::exception& e) {
-      spdlog::error("--metrics_address {}: {}", c.metrics_address, e.what());
-      return 1;
-    }
-    exposer->RegisterCollectable(prom);
-  }
+  auto exposer = StartMetricsExposer(c.metrics_address, prom);
+  if (!exposer.ok()) return Fail(exposer.status());
 
   auto scheduler = MakeChannel(c.scheduler_target, c.client_tls);
   if (!scheduler.ok()) {
@@ -219,10 +157,7 @@ int main(int argc, char** argv) {
   jobwheel::ParseFlagsWithEnv(argc, argv,
                               "jobwheel console: web pages and a Connect gateway to the admin API");
   jobwheel::InitLogging("console", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
-  auto config = jobwheel::console::ConfigFromFlags();
-  if (!config.ok()) {
-    spdlog::error("{}", config.status().ToString());
-    return 2;
-  }
+  auto config = jobwheel::console::OptionsFromFlags();
+  if (!config.ok()) return jobwheel::Fail(config.status(), 2);
   return jobwheel::console::Run(*config);
 }

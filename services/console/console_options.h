@@ -1,0 +1,35 @@
+#ifndef JOBWHEEL_SERVICES_CONSOLE_CONSOLE_OPTIONS_H_
+#define JOBWHEEL_SERVICES_CONSOLE_CONSOLE_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/grpc/channel.h"
+
+namespace jobwheel::console {
+
+// Everything the console's flags say, checked by Validate() before anything starts.
+struct ConsoleOptions {
+  std::string listen;
+  std::string metrics_address;
+  std::string scheduler_target;
+  std::string registry_target;
+  std::string web_root;
+  int64_t max_body_bytes = 0;
+  int max_concurrent_requests = 0;
+  absl::Duration request_timeout;
+  absl::Duration read_timeout;
+  absl::Duration write_timeout;
+  absl::Duration keep_alive_timeout;
+  absl::Duration ready_timeout;
+  ClientTls client_tls;
+
+  // INVALID_ARGUMENT naming the flag of the first bad value.
+  absl::Status Validate() const;
+};
+
+}  // namespace jobwheel::console
+
+#endif  // JOBWHEEL_SERVICES_CONSOLE_CONSOLE_OPTIONS_H_
