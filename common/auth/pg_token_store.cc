@@ -37,12 +37,20 @@ absl::optional<absl::Time> OptionalTime(const pqxx::field& f) {
   return FromMicros(f.as<int64_t>());
 }
 
-TokenRow RowFrom(const pqxx::row& row) {
+// UNAUTHENTICATED when the row's role is not a Role of this version (the CHECK constraint
+// admits only known names, but a row written by another version or by hand may hold another,
+// such as the retired CLUSTER): such a token is refused, never read as some other role.
+absl::StatusOr<TokenRow> RowFrom(const pqxx::row& row) {
   TokenRow t;
   t.id = row[0].as<int64_t>();
   t.name = row[1].as<std::string>();
-  // The CHECK constraint admits only known names; VIEWER is the least privileged fallback.
-  t.role = RoleFromName(row[2].as<std::string>()).value_or(Role::kViewer);
+  const std::string role = row[2].as<std::string>();
+  absl::optional<Role> known = RoleFromName(role);
+  if (!known.has_value()) {
+    return absl::UnauthenticatedError(absl::StrCat("token ", t.name, " (id ", t.id, ") has role \"",
+                                                   role, "\", which this version does not accept"));
+  }
+  t.role = *known;
   t.apps = FromPgArray(row[3]);
   t.create_time = FromMicros(row[4].as<int64_t>());
   t.expire_time = OptionalTime(row[5]);
@@ -51,24 +59,39 @@ TokenRow RowFrom(const pqxx::row& row) {
   return t;
 }
 
+// What List and Revoke say of such a row: the caller is authenticated, the table is not right.
+absl::Status UnknownRole(const absl::Status& refused) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("tokens table: ", refused.message(), "; fix or delete the row in SQL"));
+}
+
 }  // namespace
 
 absl::StatusOr<absl::optional<StoredToken>> PgTokenStore::FindActive(
     const std::string& secret_hash) {
   absl::optional<StoredToken> out;
+  absl::Status refused;
   absl::Status s = pool_.Run("find_token", [&](pqxx::connection& conn) {
+    out.reset();
+    refused = absl::OkStatus();
     pqxx::work tx(conn);
     pqxx::result r = tx.exec_params(kFindActiveSql, secret_hash);
     tx.commit();
     if (r.empty()) return;
-    out = ToStoredToken(RowFrom(r[0]));
+    absl::StatusOr<TokenRow> row = RowFrom(r[0]);
+    if (!row.ok()) {
+      refused = row.status();
+      return;
+    }
+    out = ToStoredToken(*std::move(row));
   });
   if (!s.ok()) return s;
+  if (!refused.ok()) return refused;
   return out;
 }
 
 absl::StatusOr<TokenRow> PgTokenStore::Create(const NewToken& token) {
-  TokenRow out;
+  absl::StatusOr<TokenRow> row = absl::InternalError("create_token: no row returned");
   absl::Status s = pool_.Run("create_token", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
     // '' stands for NULL (never expires).
@@ -78,39 +101,52 @@ absl::StatusOr<TokenRow> PgTokenStore::Create(const NewToken& token) {
                                     ToPgArray(token.apps), token.secret_hash,
                                     ToPgTimestamp(token.create_time), expire);
     tx.commit();
-    out = RowFrom(r[0]);
+    row = RowFrom(r[0]);
   });
   if (s.code() == absl::StatusCode::kAlreadyExists) {
     return absl::AlreadyExistsError(
         absl::StrCat("name: a token named \"", token.name, "\" already exists (revoke it first)"));
   }
   if (!s.ok()) return s;
-  return out;
+  return row;
 }
 
 absl::StatusOr<std::vector<TokenRow>> PgTokenStore::List(bool include_revoked) {
   std::vector<TokenRow> out;
+  absl::Status unknown;
   absl::Status s = pool_.Run("list_tokens", [&](pqxx::connection& conn) {
+    out.clear();
+    unknown = absl::OkStatus();
     pqxx::read_transaction tx(conn);
     for (const pqxx::row& row : tx.exec(include_revoked ? kListSql : kListActiveSql)) {
-      out.push_back(RowFrom(row));
+      absl::StatusOr<TokenRow> t = RowFrom(row);
+      if (!t.ok()) {
+        unknown = UnknownRole(t.status());
+        return;
+      }
+      out.push_back(*std::move(t));
     }
   });
   if (!s.ok()) return s;
+  if (!unknown.ok()) return unknown;
   return out;
 }
 
 absl::StatusOr<TokenRow> PgTokenStore::Revoke(int64_t id, absl::Time now) {
-  absl::optional<TokenRow> out;
+  absl::optional<absl::StatusOr<TokenRow>> out;
   absl::Status s = pool_.Run("revoke_token", [&](pqxx::connection& conn) {
+    out.reset();
     pqxx::work tx(conn);
     pqxx::result r = tx.exec_params(kRevokeSql, id, ToPgTimestamp(now));
+    if (r.empty()) return;
+    out = RowFrom(r[0]);
+    if (!out->ok()) return;  // Rolled back: nothing is changed on a row this version cannot read.
     tx.commit();
-    if (!r.empty()) out = RowFrom(r[0]);
   });
   if (!s.ok()) return s;
   if (!out.has_value()) return absl::NotFoundError(absl::StrCat("token ", id, " not found"));
-  return *std::move(out);
+  if (!out->ok()) return UnknownRole(out->status());
+  return *std::move(*out);
 }
 
 }  // namespace jobwheel

@@ -6,6 +6,7 @@
 #include "common/auth/token_authenticator.h"
 #include "common/pg/pg_pool.h"
 #include "common/testing/pg_test_db.h"
+#include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "pqxx/pqxx"
 
@@ -106,6 +107,48 @@ TEST_F(PgTokenStoreTest, NoSecretIsStored) {
   EXPECT_THROW(tx.exec("INSERT INTO tokens (name, role, secret_hash) VALUES "
                        "('x', 'ADMIN', 'plaintext-secret')"),
                pqxx::check_violation);
+}
+
+// The schema admits only the four roles; a row that names another (the retired CLUSTER, in a
+// table changed by hand) is refused clearly: never read as another role, never a crash.
+TEST_F(PgTokenStoreTest, ARowWithAnUnknownRoleIsRefused) {
+  const std::string secret = *GenerateTokenSecret();
+  auto row = store_->Create(Token("old-cluster", Role::kViewer, {"*"}, secret));
+  ASSERT_TRUE(row.ok()) << row.status();
+  {
+    pqxx::connection conn(dsn_);
+    pqxx::work tx(conn);
+    EXPECT_THROW(tx.exec("UPDATE tokens SET role = 'CLUSTER'"), pqxx::check_violation);
+  }
+  {
+    pqxx::connection conn(dsn_);
+    pqxx::work tx(conn);
+    tx.exec("ALTER TABLE tokens DROP CONSTRAINT tokens_role_check");
+    tx.exec("UPDATE tokens SET role = 'CLUSTER'");
+    tx.commit();
+  }
+  auto found = store_->FindActive(HashTokenSecret(secret));
+  EXPECT_EQ(found.status().code(), absl::StatusCode::kUnauthenticated) << found.status();
+  EXPECT_TRUE(absl::StrContains(found.status().message(), "old-cluster")) << found.status();
+  EXPECT_TRUE(absl::StrContains(found.status().message(), "\"CLUSTER\"")) << found.status();
+
+  // The authenticator refuses it with that reason, as a failed authentication.
+  FakeClock clock;
+  TokenAuthenticator auth(TokenAuthenticator::Options(), store_.get(), clock);
+  auto p = auth.AuthenticateToken(secret, "ipv4:10.0.0.1");
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kUnauthenticated) << p.status();
+  EXPECT_TRUE(absl::StrContains(p.status().message(), "CLUSTER")) << p.status();
+  EXPECT_EQ(auth.stats().failures, 1);
+
+  // Admin reads name the row; a revoke changes nothing on a row this version cannot read.
+  auto listed = store_->List(false);
+  EXPECT_EQ(listed.status().code(), absl::StatusCode::kFailedPrecondition) << listed.status();
+  EXPECT_TRUE(absl::StrContains(listed.status().message(), "old-cluster")) << listed.status();
+  auto revoked = store_->Revoke(row->id, absl::FromUnixSeconds(1700000100));
+  EXPECT_EQ(revoked.status().code(), absl::StatusCode::kFailedPrecondition) << revoked.status();
+  pqxx::connection conn(dsn_);
+  pqxx::work tx(conn);
+  EXPECT_TRUE(tx.exec1("SELECT revoke_time FROM tokens")[0].is_null());
 }
 
 }  // namespace

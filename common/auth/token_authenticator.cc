@@ -51,14 +51,12 @@ absl::string_view RoleName(Role role) {
       return "VIEWER";
     case Role::kExecutor:
       return "EXECUTOR";
-    case Role::kCluster:
-      return "CLUSTER";
   }
   return "UNKNOWN";
 }
 
 absl::optional<Role> RoleFromName(absl::string_view name) {
-  for (Role r : {Role::kAdmin, Role::kOperator, Role::kViewer, Role::kExecutor, Role::kCluster}) {
+  for (Role r : {Role::kAdmin, Role::kOperator, Role::kViewer, Role::kExecutor}) {
     if (RoleName(r) == name) return r;
   }
   return absl::nullopt;
@@ -223,6 +221,8 @@ absl::StatusOr<Principal> TokenAuthenticator::AuthenticateToken(absl::string_vie
   absl::StatusOr<absl::optional<StoredToken>> found = Lookup(HashTokenSecret(token), peer);
   if (!found.ok()) {
     if (absl::IsResourceExhausted(found.status())) return found.status();
+    // The store refused the token itself (e.g. its stored role is unknown): a failure.
+    if (absl::IsUnauthenticated(found.status())) return Fail(peer, found.status());
     return absl::UnavailableError(
         absl::StrCat("cannot check the token now: ", found.status().message()));
   }
@@ -233,7 +233,6 @@ absl::StatusOr<Principal> TokenAuthenticator::AuthenticateToken(absl::string_vie
   if (t.expire_time.has_value() && *t.expire_time <= clock_.Now()) {
     return Fail(peer, absl::UnauthenticatedError(absl::StrCat("token ", t.name, " expired")));
   }
-  if (t.role == Role::kCluster) return Fail(peer, absl::UnauthenticatedError("invalid token"));
   Principal p;
   p.role = t.role;
   p.apps = t.apps;

@@ -26,16 +26,18 @@
 // and API tokens created through TokenAdminService, stored in PostgreSQL as SHA-256 hashes.
 namespace jobwheel {
 
+// The numeric values are fixed; 4 (a former internal role) is not reused. Stored tokens name
+// their role (RoleName), never its number.
 enum class Role {
-  kAdmin,     // Everything.
-  kOperator,  // Jobs and runs of its apps.
-  kViewer,    // Read-only; its apps ("*": every app; none: no app).
-  kExecutor,  // Registers for and reports results of its apps.
-  kCluster,   // Internal: scheduler → dispatcher → executors, dispatcher → registry.
+  kAdmin = 0,     // Everything.
+  kOperator = 1,  // Jobs and runs of its apps.
+  kViewer = 2,    // Read-only; its apps ("*": every app; none: no app).
+  kExecutor = 3,  // Registers for and reports results of its apps.
 };
 
-// "ADMIN", "OPERATOR", "VIEWER", "EXECUTOR", "CLUSTER" (the `tokens.role` column values).
+// "ADMIN", "OPERATOR", "VIEWER", "EXECUTOR" (the `tokens.role` column values).
 absl::string_view RoleName(Role role);
+// nullopt for any other name: a stored token whose role is not one of these is refused.
 absl::optional<Role> RoleFromName(absl::string_view name);
 
 // The app list entry that means every app (VIEWER and OPERATOR tokens only). An empty app
@@ -94,6 +96,8 @@ class TokenLookup {
  public:
   virtual ~TokenLookup() = default;
   // The token with this secret hash that is not revoked, or nullopt. May record its use.
+  // UNAUTHENTICATED (with the reason) for a stored token that cannot be used, e.g. one whose
+  // role is not a Role of this version.
   virtual absl::StatusOr<absl::optional<StoredToken>> FindActive(
       const std::string& secret_hash) = 0;
 };

@@ -67,6 +67,21 @@ TEST(TokenSecretTest, SecretsAreRandomPrefixedHexAndHashedWithSha256) {
   EXPECT_FALSE(LooksLikeTokenSecret(std::string("xx_") + std::string(64, 'a')));
 }
 
+TEST(RoleTest, NamesAndNumbersAreStable) {
+  // The numbers never change (4, a retired internal role, is not reused).
+  EXPECT_EQ(static_cast<int>(Role::kAdmin), 0);
+  EXPECT_EQ(static_cast<int>(Role::kOperator), 1);
+  EXPECT_EQ(static_cast<int>(Role::kViewer), 2);
+  EXPECT_EQ(static_cast<int>(Role::kExecutor), 3);
+  for (Role r : {Role::kAdmin, Role::kOperator, Role::kViewer, Role::kExecutor}) {
+    EXPECT_EQ(RoleFromName(RoleName(r)), r);
+  }
+  EXPECT_EQ(RoleName(Role::kExecutor), "EXECUTOR");
+  EXPECT_FALSE(RoleFromName("CLUSTER").has_value());
+  EXPECT_FALSE(RoleFromName("admin").has_value());
+  EXPECT_FALSE(RoleFromName("").has_value());
+}
+
 TEST_F(TokenAuthTest, BootstrapTokensResolveToTheirRoles) {
   TokenAuthenticator auth(Options(), &store_, clock_);
   auto admin = auth.Authenticate(Bearer(kAdmin));
@@ -242,7 +257,7 @@ TEST_F(TokenAuthTest, InsecureDevIsAnAdminForEverything) {
   EXPECT_TRUE(p->insecure_dev);
   EXPECT_TRUE(IsAdmin(*p));
   EXPECT_TRUE(CanServeApp(*p, "demo"));
-  EXPECT_TRUE(RequireRole(*p, {Role::kCluster}, "ExecutorService").ok());
+  EXPECT_TRUE(RequireRole(*p, {Role::kExecutor}, "ExecutorService").ok());
 }
 
 TEST_F(TokenAuthTest, CacheIsBounded) {

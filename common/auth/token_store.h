@@ -39,7 +39,7 @@ inline StoredToken ToStoredToken(TokenRow row) {
 // A validated token to insert.
 struct NewToken {
   std::string name;
-  Role role = Role::kViewer;  // Never kCluster.
+  Role role = Role::kViewer;
   std::vector<std::string> apps;
   std::string secret_hash;  // HashTokenSecret(secret).
   absl::Time create_time;

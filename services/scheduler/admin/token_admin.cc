@@ -59,8 +59,6 @@ jobwheel::v1::Role RoleToProto(Role role) {
       return jobwheel::v1::ROLE_VIEWER;
     case Role::kExecutor:
       return jobwheel::v1::ROLE_EXECUTOR;
-    case Role::kCluster:
-      break;
   }
   return jobwheel::v1::ROLE_UNSPECIFIED;
 }
