@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/auth/bearer.h"
 #include "common/time/proto_time.h"
 #include "spdlog/spdlog.h"
@@ -13,13 +15,31 @@ namespace jobwheel::sdk {
 using jobwheel::v1::HeartbeatRequest;
 using jobwheel::v1::HeartbeatResponse;
 
+namespace {
+
+// 128 random bits as 32 hex digits.
+std::string NewInstanceId() {
+  absl::BitGen gen;
+  return absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(gen), absl::Uniform<uint64_t>(gen));
+}
+
+HeartbeatOptions WithInstanceId(HeartbeatOptions options) {
+  if (options.registration.instance_id().empty()) {
+    options.registration.set_instance_id(NewInstanceId());
+  }
+  return options;
+}
+
+}  // namespace
+
 HeartbeatClient::HeartbeatClient(HeartbeatOptions options, RegistryStubFactory stub_factory,
                                  std::function<void(jobwheel::v1::ExecutorBeat*)> fill_beat,
-                                 ExecutorMetrics& metrics)
-    : options_(std::move(options)),
+                                 ExecutorMetrics& metrics, Clock& clock)
+    : options_(WithInstanceId(std::move(options))),
       stub_factory_(std::move(stub_factory)),
       fill_beat_(std::move(fill_beat)),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      clock_(clock) {}
 
 HeartbeatClient::~HeartbeatClient() { Shutdown("executor destroyed"); }
 
@@ -36,15 +56,13 @@ void HeartbeatClient::Shutdown(const std::string& reason) {
       goodbye_ = true;
       goodbye_reason_ = reason;
     }
-    cv_.SignalAll();
     // Bounded: a stream stuck in a write is cancelled.
-    const absl::Time deadline = absl::Now() + options_.goodbye_timeout + absl::Seconds(1);
-    while (thread_.joinable() && !loop_done_) {
-      if (cv_.WaitWithDeadline(&mu_, deadline)) {
-        abort_ = true;
-        if (session_ctx_ != nullptr) session_ctx_->TryCancel();
-        break;
-      }
+    const absl::Time deadline = clock_.Now() + options_.goodbye_timeout + absl::Seconds(1);
+    auto loop_done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return loop_done_; };
+    if (thread_.joinable() &&
+        !clock_.AwaitWithDeadline(&mu_, absl::Condition(&loop_done), deadline)) {
+      abort_ = true;
+      if (session_ctx_ != nullptr) session_ctx_->TryCancel();
     }
   }
   if (thread_.joinable()) thread_.join();
@@ -93,14 +111,11 @@ void HeartbeatClient::Loop() {
       delay = Jitter(backoff);
       backoff = std::min(backoff * 2, options_.max_backoff);
     }
-    const absl::Time until = absl::Now() + delay;
-    while (!goodbye_) {
-      if (cv_.WaitWithDeadline(&mu_, until)) break;
-    }
+    const absl::Time until = clock_.Now() + delay;
+    clock_.AwaitWithDeadline(&mu_, absl::Condition(&goodbye_), until);
   }
   absl::MutexLock lock(&mu_);
   loop_done_ = true;
-  cv_.SignalAll();
 }
 
 HeartbeatClient::SessionEnd HeartbeatClient::RunSession(const std::string& target) {
@@ -124,11 +139,9 @@ HeartbeatClient::SessionEnd HeartbeatClient::RunSession(const std::string& targe
       absl::MutexLock lock(&mu_);
       inbox_.push_back(std::move(response));
       response.Clear();
-      cv_.SignalAll();
     }
     absl::MutexLock lock(&mu_);
     stream_done_ = true;
-    cv_.SignalAll();
   });
 
   HeartbeatRequest reg;
@@ -137,7 +150,7 @@ HeartbeatClient::SessionEnd HeartbeatClient::RunSession(const std::string& targe
   bool registered = false;
   absl::Duration interval = options_.default_beat_interval;
   absl::Time next_beat = absl::InfiniteFuture();
-  const absl::Time register_deadline = absl::Now() + options_.register_timeout;
+  const absl::Time register_deadline = clock_.Now() + options_.register_timeout;
   SessionEnd end = SessionEnd::kFailed;
   bool said_goodbye = false;
 
@@ -149,10 +162,10 @@ HeartbeatClient::SessionEnd HeartbeatClient::RunSession(const std::string& targe
     {
       absl::MutexLock lock(&mu_);
       const absl::Time wake = registered ? next_beat : register_deadline;
-      while (inbox_.empty() && !stream_done_ && !(goodbye_ && !said_goodbye) && writable &&
-             absl::Now() < wake) {
-        cv_.WaitWithDeadline(&mu_, wake);
-      }
+      auto woken = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !inbox_.empty() || stream_done_ || (goodbye_ && !said_goodbye) || !writable;
+      };
+      clock_.AwaitWithDeadline(&mu_, absl::Condition(&woken), wake);
       batch.swap(inbox_);
       done = stream_done_;
       goodbye = goodbye_ && !said_goodbye;
@@ -168,7 +181,7 @@ HeartbeatClient::SessionEnd HeartbeatClient::RunSession(const std::string& targe
             absl::Duration d = FromProto(r.registered().beat_interval());
             if (d > absl::ZeroDuration()) interval = d;
           }
-          next_beat = absl::Now() + interval;
+          next_beat = clock_.Now() + interval;
           {
             absl::MutexLock lock(&mu_);
             registered_ = true;
@@ -206,13 +219,12 @@ HeartbeatClient::SessionEnd HeartbeatClient::RunSession(const std::string& targe
         if (stream->Write(bye)) stream->WritesDone();
         // The registry closes the stream once it has taken the executor offline.
         absl::MutexLock lock(&mu_);
-        const absl::Time deadline = absl::Now() + options_.goodbye_timeout;
-        while (!stream_done_ && !abort_) {
-          if (cv_.WaitWithDeadline(&mu_, deadline)) {
-            spdlog::warn("registry {} did not close the stream within {} after goodbye", target,
-                         absl::FormatDuration(options_.goodbye_timeout));
-            break;
-          }
+        const absl::Time deadline = clock_.Now() + options_.goodbye_timeout;
+        auto closed = [this]()
+                          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stream_done_ || abort_; };
+        if (!clock_.AwaitWithDeadline(&mu_, absl::Condition(&closed), deadline)) {
+          spdlog::warn("registry {} did not close the stream within {} after goodbye", target,
+                       absl::FormatDuration(options_.goodbye_timeout));
         }
       }
       break;
@@ -226,12 +238,12 @@ HeartbeatClient::SessionEnd HeartbeatClient::RunSession(const std::string& targe
       end = registered ? SessionEnd::kWasRegistered : SessionEnd::kFailed;
       break;
     }
-    if (!registered && absl::Now() >= register_deadline) {
+    if (!registered && clock_.Now() >= register_deadline) {
       spdlog::warn("registry {}: no `registered` reply within {}; reconnecting", target,
                    absl::FormatDuration(options_.register_timeout));
       break;
     }
-    if (registered && absl::Now() >= next_beat) {
+    if (registered && clock_.Now() >= next_beat) {
       HeartbeatRequest beat;
       fill_beat_(beat.mutable_beat());
       {
@@ -240,7 +252,8 @@ HeartbeatClient::SessionEnd HeartbeatClient::RunSession(const std::string& targe
       }
       writable = stream->Write(beat);
       next_beat += interval;
-      if (next_beat < absl::Now()) next_beat = absl::Now() + interval;
+      const absl::Time now = clock_.Now();
+      if (next_beat < now) next_beat = now + interval;
     }
   }
 

@@ -12,6 +12,7 @@
 #include "absl/random/random.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
 #include "sdk/internal/executor_metrics.h"
@@ -21,6 +22,8 @@ namespace jobwheel::sdk {
 struct HeartbeatOptions {
   std::vector<std::string> targets;  // Tried in turn; see SplitRegistryTargets.
   std::string executor_token;
+  // Sent as `register`. An empty instance_id is filled in with a random one (128 bits, hex)
+  // when the client is made: the executor process's identity, the same on every reconnect.
   jobwheel::v1::ExecutorRegistration registration;
   absl::Duration initial_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(2);
@@ -41,14 +44,17 @@ using RegistryStubFactory =
 // with jittered exponential backoff (initial_backoff doubling up to max_backoff), moving to
 // the next target after each failure. Obeys instructions: REREGISTER sends `register` again
 // on the same stream; DRAIN closes the stream and reconnects to the next target at once.
-// Shutdown() sends `goodbye` and waits for the registry to close the stream.
-// Thread-safe. Owns one session thread plus a reader thread per open stream.
+// Shutdown() sends `goodbye` and waits for the registry to close the stream. Every
+// registration carries the same instance_id, so the registry accepts a reconnect of this
+// process (through any replica) while refusing another process the address while it is online.
+// Time (beats, backoff, deadlines) is `clock`'s. Thread-safe. Owns one session thread plus a
+// reader thread per open stream.
 class HeartbeatClient {
  public:
   // `fill_beat` sets running_job_ids, running and queued (seq is set here).
   HeartbeatClient(HeartbeatOptions options, RegistryStubFactory stub_factory,
                   std::function<void(jobwheel::v1::ExecutorBeat*)> fill_beat,
-                  ExecutorMetrics& metrics);
+                  ExecutorMetrics& metrics, Clock& clock = RealClock::Get());
   ~HeartbeatClient();
   HeartbeatClient(const HeartbeatClient&) = delete;
   HeartbeatClient& operator=(const HeartbeatClient&) = delete;
@@ -62,6 +68,8 @@ class HeartbeatClient {
   int64_t registrations() const;
   // The target of the current stream ("" when none).
   std::string current_target() const;
+  // What every registration of this client carries as instance_id.
+  const std::string& instance_id() const { return options_.registration.instance_id(); }
 
  private:
   enum class SessionEnd { kFailed, kWasRegistered, kDrained, kStopped };
@@ -73,9 +81,10 @@ class HeartbeatClient {
   const RegistryStubFactory stub_factory_;
   const std::function<void(jobwheel::v1::ExecutorBeat*)> fill_beat_;
   ExecutorMetrics& metrics_;
+  Clock& clock_;
 
+  // Waits go through clock_ (AwaitWithDeadline on conditions over these fields).
   mutable absl::Mutex mu_;
-  absl::CondVar cv_;
   std::deque<jobwheel::v1::HeartbeatResponse> inbox_ ABSL_GUARDED_BY(mu_);
   bool stream_done_ ABSL_GUARDED_BY(mu_) = false;
   bool goodbye_ ABSL_GUARDED_BY(mu_) = false;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc/grpc_server.h"
 #include "common/testing/process.h"
+#include "common/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
@@ -19,6 +20,7 @@ namespace {
 using ::jobwheel::sdk::testing::FakeRegistry;
 using ::jobwheel::testing::Eventually;
 using ::testing::ElementsAre;
+using ::testing::MatchesRegex;
 
 constexpr absl::Duration kWait = absl::Seconds(15);
 constexpr char kToken[] = "exec-token";
@@ -28,7 +30,9 @@ class HeartbeatClientTest : public ::testing::Test {
   HeartbeatClientTest() : metrics_(registry_) {}
 
   std::unique_ptr<HeartbeatClient> Make(std::vector<std::string> targets,
-                                        const std::string& token = kToken) {
+                                        const std::string& token = kToken,
+                                        Clock& clock = RealClock::Get(),
+                                        const std::string& instance_id = "") {
     HeartbeatOptions options;
     options.targets = std::move(targets);
     options.executor_token = token;
@@ -40,6 +44,7 @@ class HeartbeatClientTest : public ::testing::Test {
     options.registration.add_handlers("echo");
     options.registration.set_sdk_version("0.1.0");
     options.registration.set_allow_scripts(true);
+    options.registration.set_instance_id(instance_id);
     return std::make_unique<HeartbeatClient>(
         options,
         [](const std::string& target)
@@ -53,7 +58,7 @@ class HeartbeatClientTest : public ::testing::Test {
           beat->set_running(1);
           beat->set_queued(2);
         },
-        metrics_);
+        metrics_, clock);
   }
 
   prometheus::Registry registry_;
@@ -160,9 +165,60 @@ TEST_F(HeartbeatClientTest, WrongTokenNeverRegistersAndShutdownIsPrompt) {
   client->Start();
   ASSERT_TRUE(Eventually([&] { return fake.unauthenticated() >= 2; }, kWait));
   EXPECT_TRUE(fake.registrations().empty());
-  const absl::Time start = absl::Now();
+  const absl::Time start = RealClock::Get().Now();
   client->Shutdown("done");
-  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  EXPECT_LT(RealClock::Get().Now() - start, absl::Seconds(3));
+}
+
+TEST_F(HeartbeatClientTest, EveryRegistrationOfTheProcessCarriesTheSameInstanceId) {
+  FakeRegistry a(kToken, absl::Milliseconds(30));
+  FakeRegistry b(kToken, absl::Milliseconds(30));
+  auto address_a = a.Start();
+  auto address_b = b.Start();
+  ASSERT_TRUE(address_a.ok() && address_b.ok());
+  auto client = Make({*address_a, *address_b});
+  EXPECT_THAT(client->instance_id(), MatchesRegex("[0-9a-f]{32}"));
+  client->Start();
+  ASSERT_TRUE(Eventually([&] { return a.registrations().size() == 1; }, kWait));
+  a.SendInstruction(jobwheel::v1::INSTRUCTION_KIND_REREGISTER, "lost state");
+  ASSERT_TRUE(Eventually([&] { return a.registrations().size() == 2; }, kWait));
+  a.SendInstruction(jobwheel::v1::INSTRUCTION_KIND_DRAIN, "replica stopping");
+  ASSERT_TRUE(Eventually([&] { return b.registrations().size() == 1; }, kWait));
+  client->Shutdown("done");
+  // The same id on the same stream, and on a new stream to another replica.
+  EXPECT_EQ(a.registrations()[0].instance_id(), client->instance_id());
+  EXPECT_EQ(a.registrations()[1].instance_id(), client->instance_id());
+  EXPECT_EQ(b.registrations()[0].instance_id(), client->instance_id());
+
+  // Another process (client) picks another id; one given in the options is kept.
+  EXPECT_NE(Make({*address_a})->instance_id(), client->instance_id());
+  EXPECT_EQ(
+      Make({*address_a}, kToken, RealClock::Get(), "given-instance-0123456789")->instance_id(),
+      "given-instance-0123456789");
+}
+
+TEST_F(HeartbeatClientTest, BeatsFollowTheInjectedClock) {
+  SimulatedClock clock;
+  FakeRegistry fake(kToken, absl::Seconds(10));
+  auto address = fake.Start();
+  ASSERT_TRUE(address.ok());
+  auto client = Make({*address}, kToken, clock);
+  client->Start();
+  ASSERT_TRUE(Eventually([&] { return client->registered(); }, kWait));
+  clock.AwaitWaiters(1);  // Waiting for its first beat, 10 s away on the clock.
+  EXPECT_TRUE(fake.beats().empty());
+  clock.Advance(absl::Seconds(9));
+  clock.AwaitWaiters(1);
+  EXPECT_TRUE(fake.beats().empty());
+  clock.Advance(absl::Seconds(1));
+  ASSERT_TRUE(Eventually([&] { return fake.beats().size() == 1; }, kWait));
+  clock.AwaitWaiters(1);
+  clock.Advance(absl::Seconds(10));
+  ASSERT_TRUE(Eventually([&] { return fake.beats().size() == 2; }, kWait));
+  // Goodbye needs no time to pass: the registry closes the stream.
+  client->Shutdown("bye");
+  EXPECT_THAT(fake.goodbyes(), ElementsAre("bye"));
+  EXPECT_EQ(fake.beats().size(), 2u);
 }
 
 }  // namespace
