@@ -1,5 +1,7 @@
 #include "common/time/timer_queue.h"
 
+#include <algorithm>
+
 namespace jobwheel {
 
 bool TimerQueue::Add(int64_t id, absl::Time due) {
@@ -44,6 +46,25 @@ void TimerQueue::WakeUp() {
 size_t TimerQueue::size() const {
   absl::MutexLock lock(&mu_);
   return heap_.size();
+}
+
+std::vector<int64_t> TimerQueue::WaitDue(Clock& clock, size_t max, absl::Time give_up) {
+  absl::MutexLock lock(&mu_);
+  const uint64_t gen = generation_;
+  while (generation_ == gen) {
+    const absl::Time now = clock.Now();
+    if (!heap_.empty() && heap_.top().due <= now) return PopDueLocked(now, max);
+    if (now >= give_up) break;
+    // Until the earliest due time or give-up, or until an Add of an earlier entry, a Clear or
+    // a WakeUp. Only an earlier entry matters: waking on every Add would wake this thread
+    // thousands of times during one claim that adds fires due seconds from now.
+    const absl::Time top = heap_.empty() ? absl::InfiniteFuture() : heap_.top().due;
+    auto changed = [this, top, gen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return generation_ != gen || (!heap_.empty() && heap_.top().due < top);
+    };
+    clock.AwaitWithDeadline(&mu_, absl::Condition(&changed), std::min(top, give_up));
+  }
+  return {};
 }
 
 }  // namespace jobwheel

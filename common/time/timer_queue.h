@@ -3,11 +3,13 @@
 
 #include <cstdint>
 #include <queue>
+#include <type_traits>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/time/clock.h"
 
 namespace jobwheel {
 
@@ -23,8 +25,13 @@ class TimerQueue {
   // Blocks until at least one entry is due at `now_fn()` (or `wake_up` is called / the queue is
   // cleared / the real time reaches `give_up`), then returns all due ids (at most `max`),
   // earliest first. Empty on wake-up and give-up.
-  template <typename NowFn>
+  template <typename NowFn,
+            typename = std::enable_if_t<!std::is_base_of_v<Clock, std::decay_t<NowFn>>>>
   std::vector<int64_t> WaitDue(NowFn now_fn, size_t max,
+                               absl::Time give_up = absl::InfiniteFuture());
+  // The same on `clock`'s time: the wait itself goes through the clock, so a simulated clock
+  // moving past the earliest due time (or `give_up`, on the clock) wakes the waiter.
+  std::vector<int64_t> WaitDue(Clock& clock, size_t max,
                                absl::Time give_up = absl::InfiniteFuture());
   // Returns all ids due at `now` without blocking (for tests and draining).
   std::vector<int64_t> PopDue(absl::Time now, size_t max);
@@ -48,7 +55,7 @@ class TimerQueue {
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-template <typename NowFn>
+template <typename NowFn, typename>
 std::vector<int64_t> TimerQueue::WaitDue(NowFn now_fn, size_t max, absl::Time give_up) {
   absl::MutexLock lock(&mu_);
   const uint64_t gen = generation_;

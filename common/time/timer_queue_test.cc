@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "absl/time/clock.h"
+#include "common/time/clock.h"
 #include "gtest/gtest.h"
 
 namespace jobwheel {
@@ -73,6 +74,56 @@ TEST(TimerQueueTest, WaitDueGivesUpAtItsDeadline) {
   q.Add(1, kT0 + absl::Seconds(1));  // Never due: the clock stands at kT0.
   EXPECT_TRUE(q.WaitDue([] { return kT0; }, 10, absl::Now() + absl::Milliseconds(20)).empty());
   EXPECT_TRUE(q.Contains(1));
+}
+
+TEST(TimerQueueTest, WaitDueOnAClockWakesWhenTheClockReachesTheEarliestEntry) {
+  SimulatedClock clock(kT0);
+  TimerQueue q;
+  q.Add(1, kT0 + absl::Seconds(2));
+  q.Add(2, kT0 + absl::Seconds(1));
+  std::vector<int64_t> got;
+  std::thread waiter([&] { got = q.WaitDue(clock, 10); });
+  clock.AwaitWaiters(1);
+  clock.Advance(absl::Seconds(1));
+  waiter.join();
+  EXPECT_EQ(got, std::vector<int64_t>({2}));
+  EXPECT_TRUE(q.Contains(1));
+}
+
+TEST(TimerQueueTest, WaitDueOnAClockWakesForAnEarlierEntry) {
+  SimulatedClock clock(kT0);
+  TimerQueue q;
+  q.Add(1, kT0 + absl::Hours(1));
+  std::vector<int64_t> got;
+  std::thread waiter([&] { got = q.WaitDue(clock, 10); });
+  clock.AwaitWaiters(1);
+  q.Add(2, kT0);  // Due now: the waiter must not sleep until the hour is up.
+  waiter.join();
+  EXPECT_EQ(got, std::vector<int64_t>({2}));
+}
+
+TEST(TimerQueueTest, WaitDueOnAClockGivesUpOnTheClock) {
+  SimulatedClock clock(kT0);
+  TimerQueue q;
+  q.Add(1, kT0 + absl::Hours(1));
+  std::vector<int64_t> got = {-1};
+  std::thread waiter([&] { got = q.WaitDue(clock, 10, kT0 + absl::Seconds(3)); });
+  clock.AwaitWaiters(1);
+  clock.Advance(absl::Seconds(3));
+  waiter.join();
+  EXPECT_TRUE(got.empty());
+  EXPECT_TRUE(q.Contains(1));
+}
+
+TEST(TimerQueueTest, WakeUpReleasesAClockWaiter) {
+  SimulatedClock clock(kT0);
+  TimerQueue q;
+  std::vector<int64_t> got = {-1};
+  std::thread waiter([&] { got = q.WaitDue(clock, 10); });
+  clock.AwaitWaiters(1);
+  q.WakeUp();
+  waiter.join();
+  EXPECT_TRUE(got.empty());
 }
 
 }  // namespace
