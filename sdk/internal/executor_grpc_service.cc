@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/auth/bearer.h"
 #include "common/grpc/grpc_status.h"
 
 namespace jobwheel::sdk {
@@ -17,13 +19,71 @@ grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* ctx, const absl::S
 
 }  // namespace
 
-ExecutorGrpcService::ExecutorGrpcService(RunManager* runs, RunLogStore* logs, TokenPolicy policy)
-    : runs_(runs), logs_(logs), policy_(std::move(policy)) {}
+absl::string_view ExecutorRpcIssuer(ExecutorRpc rpc) {
+  switch (rpc) {
+    case ExecutorRpc::kRun:
+    case ExecutorRpc::kRunBatch:
+    case ExecutorRpc::kBeat:
+    case ExecutorRpc::kIdleBeat:
+      return kIssuerDispatcher;
+    case ExecutorRpc::kKill:
+    case ExecutorRpc::kLog:
+      return kIssuerScheduler;
+  }
+  return {};
+}
+
+absl::string_view ExecutorRpcName(ExecutorRpc rpc) {
+  switch (rpc) {
+    case ExecutorRpc::kRun:
+      return "Run";
+    case ExecutorRpc::kRunBatch:
+      return "RunBatch";
+    case ExecutorRpc::kKill:
+      return "Kill";
+    case ExecutorRpc::kBeat:
+      return "Beat";
+    case ExecutorRpc::kIdleBeat:
+      return "IdleBeat";
+    case ExecutorRpc::kLog:
+      return "Log";
+  }
+  return "?";
+}
+
+absl::Status AuthorizeExecutorCall(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+    const ExecutorCallers& callers, ExecutorRpc rpc) {
+  if (callers.insecure_dev) return absl::OkStatus();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) {
+    return absl::UnauthenticatedError("missing authorization metadata (Bearer token)");
+  }
+  absl::StatusOr<absl::string_view> token =
+      BearerToken(absl::string_view(it->second.data(), it->second.size()));
+  if (!token.ok()) return token.status();
+  if (callers.verifier == nullptr || !absl::StartsWith(*token, kCallerTokenPrefix)) {
+    return absl::UnauthenticatedError("invalid token");
+  }
+  absl::StatusOr<CallerIdentity> caller = callers.verifier->Verify(*token);
+  if (!caller.ok()) return caller.status();
+  const absl::string_view allowed = ExecutorRpcIssuer(rpc);
+  if (caller->issuer != allowed) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("ExecutorService.", ExecutorRpcName(rpc), ": tokens of issuer \"",
+                     caller->issuer, "\" are not accepted (only \"", allowed, "\")"));
+  }
+  return absl::OkStatus();
+}
+
+ExecutorGrpcService::ExecutorGrpcService(RunManager* runs, RunLogStore* logs,
+                                         ExecutorCallers callers)
+    : runs_(runs), logs_(logs), callers_(std::move(callers)) {}
 
 grpc::ServerUnaryReactor* ExecutorGrpcService::Run(grpc::CallbackServerContext* ctx,
                                                    const jobwheel::v1::RunRequest* request,
                                                    jobwheel::v1::RunResponse* response) {
-  absl::Status auth = CheckBearer(ctx->client_metadata(), policy_);
+  absl::Status auth = AuthorizeExecutorCall(ctx->client_metadata(), callers_, ExecutorRpc::kRun);
   if (!auth.ok()) return Finish(ctx, auth);
   auto outcome = runs_->Submit(*request);
   if (!outcome.ok()) return Finish(ctx, outcome.status());
@@ -35,7 +95,8 @@ grpc::ServerUnaryReactor* ExecutorGrpcService::Run(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* ExecutorGrpcService::RunBatch(
     grpc::CallbackServerContext* ctx, const jobwheel::v1::RunBatchRequest* request,
     jobwheel::v1::RunBatchResponse* response) {
-  absl::Status auth = CheckBearer(ctx->client_metadata(), policy_);
+  absl::Status auth =
+      AuthorizeExecutorCall(ctx->client_metadata(), callers_, ExecutorRpc::kRunBatch);
   if (!auth.ok()) return Finish(ctx, auth);
   if (request->runs_size() == 0) {
     return Finish(ctx, absl::InvalidArgumentError("runs: must not be empty"));
@@ -73,7 +134,7 @@ grpc::ServerUnaryReactor* ExecutorGrpcService::RunBatch(
 grpc::ServerUnaryReactor* ExecutorGrpcService::Kill(grpc::CallbackServerContext* ctx,
                                                     const jobwheel::v1::KillRequest* request,
                                                     jobwheel::v1::KillResponse* response) {
-  absl::Status auth = CheckBearer(ctx->client_metadata(), policy_);
+  absl::Status auth = AuthorizeExecutorCall(ctx->client_metadata(), callers_, ExecutorRpc::kKill);
   if (!auth.ok()) return Finish(ctx, auth);
   if (request->run_id() <= 0) {
     return Finish(ctx, absl::InvalidArgumentError("run_id: must be positive"));
@@ -87,13 +148,14 @@ grpc::ServerUnaryReactor* ExecutorGrpcService::Kill(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* ExecutorGrpcService::Beat(grpc::CallbackServerContext* ctx,
                                                     const jobwheel::v1::BeatRequest*,
                                                     jobwheel::v1::BeatResponse*) {
-  return Finish(ctx, CheckBearer(ctx->client_metadata(), policy_));
+  return Finish(ctx, AuthorizeExecutorCall(ctx->client_metadata(), callers_, ExecutorRpc::kBeat));
 }
 
 grpc::ServerUnaryReactor* ExecutorGrpcService::IdleBeat(
     grpc::CallbackServerContext* ctx, const jobwheel::v1::IdleBeatRequest* request,
     jobwheel::v1::IdleBeatResponse* response) {
-  absl::Status auth = CheckBearer(ctx->client_metadata(), policy_);
+  absl::Status auth =
+      AuthorizeExecutorCall(ctx->client_metadata(), callers_, ExecutorRpc::kIdleBeat);
   if (!auth.ok()) return Finish(ctx, auth);
   if (request->job_id() <= 0) {
     return Finish(ctx, absl::InvalidArgumentError("job_id: must be positive"));
@@ -108,7 +170,7 @@ grpc::ServerUnaryReactor* ExecutorGrpcService::IdleBeat(
 grpc::ServerUnaryReactor* ExecutorGrpcService::Log(grpc::CallbackServerContext* ctx,
                                                    const jobwheel::v1::LogRequest* request,
                                                    jobwheel::v1::LogResponse* response) {
-  absl::Status auth = CheckBearer(ctx->client_metadata(), policy_);
+  absl::Status auth = AuthorizeExecutorCall(ctx->client_metadata(), callers_, ExecutorRpc::kLog);
   if (!auth.ok()) return Finish(ctx, auth);
   if (request->run_id() <= 0) {
     return Finish(ctx, absl::InvalidArgumentError("run_id: must be positive"));

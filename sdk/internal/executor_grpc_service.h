@@ -1,16 +1,46 @@
 #ifndef JOBWHEEL_SDK_INTERNAL_EXECUTOR_GRPC_SERVICE_H_
 #define JOBWHEEL_SDK_INTERNAL_EXECUTOR_GRPC_SERVICE_H_
 
-#include "common/auth/bearer.h"
+#include <map>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "common/auth/caller_token.h"
+#include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/executor.grpc.pb.h"
 #include "sdk/internal/run_log.h"
 #include "sdk/internal/run_manager.h"
 
 namespace jobwheel::sdk {
 
-// The gRPC surface of an executor (jobwheel.v1.ExecutorService, callback API): checks the
-// cluster token, maps requests to the RunManager and RunLogStore and their statuses to gRPC.
-// Every call finishes inline (no call blocks for long). Thread-safe.
+// Who may call ExecutorService: caller tokens (common/auth/caller_token.h) for this executor's
+// address, each issuer only on the RPCs it makes:
+//  - the dispatcher (kIssuerDispatcher): Run, RunBatch, Beat, IdleBeat;
+//  - the scheduler (kIssuerScheduler): Kill, Log (its admin API's kill and log viewer).
+// A missing, malformed, forged or expired token is UNAUTHENTICATED; a valid token of an issuer
+// on an RPC it may not call is PERMISSION_DENIED. `insecure_dev` accepts any call.
+struct ExecutorCallers {
+  bool insecure_dev = false;
+  std::shared_ptr<const CallerTokenVerifier> verifier;
+};
+
+enum class ExecutorRpc { kRun, kRunBatch, kKill, kBeat, kIdleBeat, kLog };
+
+// The issuer whose tokens `rpc` accepts.
+absl::string_view ExecutorRpcIssuer(ExecutorRpc rpc);
+absl::string_view ExecutorRpcName(ExecutorRpc rpc);
+
+// OK when the call's `authorization: Bearer <caller token>` may make `rpc` (see
+// ExecutorCallers).
+absl::Status AuthorizeExecutorCall(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+    const ExecutorCallers& callers, ExecutorRpc rpc);
+
+// The gRPC surface of an executor (jobwheel.v1.ExecutorService, callback API): checks each
+// caller's token against the RPC (AuthorizeExecutorCall), maps requests to the RunManager and
+// RunLogStore and their statuses to gRPC. Every call finishes inline (no call blocks for
+// long). Thread-safe.
 class ExecutorGrpcService final : public jobwheel::v1::ExecutorService::CallbackService {
  public:
   static constexpr int kDefaultLogLines = 1000;
@@ -18,7 +48,7 @@ class ExecutorGrpcService final : public jobwheel::v1::ExecutorService::Callback
   // RunBatch: more runs than this in one call is INVALID_ARGUMENT.
   static constexpr int kMaxBatchRuns = 1000;
 
-  ExecutorGrpcService(RunManager* runs, RunLogStore* logs, TokenPolicy policy);
+  ExecutorGrpcService(RunManager* runs, RunLogStore* logs, ExecutorCallers callers);
 
   grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* ctx,
                                 const jobwheel::v1::RunRequest* request,
@@ -44,7 +74,7 @@ class ExecutorGrpcService final : public jobwheel::v1::ExecutorService::Callback
  private:
   RunManager* const runs_;
   RunLogStore* const logs_;
-  const TokenPolicy policy_;
+  const ExecutorCallers callers_;
 };
 
 }  // namespace jobwheel::sdk

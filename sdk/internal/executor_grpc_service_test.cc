@@ -8,6 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "common/auth/bearer.h"
+#include "common/auth/caller_token.h"
 #include "common/grpc/grpc_server.h"
 #include "common/testing/process.h"
 #include "common/time/clock.h"
@@ -26,7 +27,7 @@ namespace {
 using ::jobwheel::testing::Eventually;
 using ::testing::HasSubstr;
 
-constexpr char kToken[] = "cluster-secret";
+constexpr char kAddress[] = "10.0.0.7:7200";  // The executor's audience.
 
 class CountingSink : public ResultSink {
  public:
@@ -43,6 +44,14 @@ class CountingSink : public ResultSink {
   mutable absl::Mutex mu_;
   std::vector<int64_t> ids_;
 };
+
+jobwheel::v1::RunRequest MakeRun(int64_t run_id, int64_t job_id, const std::string& handler) {
+  jobwheel::v1::RunRequest req;
+  req.set_run_id(run_id);
+  req.set_job_id(job_id);
+  req.set_handler(handler);
+  return req;
+}
 
 class ExecutorGrpcServiceTest : public ::testing::Test {
  protected:
@@ -69,9 +78,19 @@ class ExecutorGrpcServiceTest : public ::testing::Test {
     runs_ = std::make_unique<RunManager>(RunManagerOptions{}, std::move(handlers), &logs_, nullptr,
                                          &sink_, RealClock::Get(), metrics_);
     runs_->Start();
-    TokenPolicy policy;
-    policy.tokens = {kToken};
-    service_ = std::make_unique<ExecutorGrpcService>(runs_.get(), &logs_, policy);
+    CallerTokenVerifier::Options vo;
+    vo.public_keys_pem[std::string(kIssuerDispatcher)] = dispatcher_keys_.public_pem;
+    vo.public_keys_pem[std::string(kIssuerScheduler)] = scheduler_keys_.public_pem;
+    vo.audience = kAddress;
+    auto verifier = CallerTokenVerifier::Create(vo, RealClock::Get());
+    ASSERT_TRUE(verifier.ok()) << verifier.status();
+    ExecutorCallers callers;
+    callers.verifier = std::move(*verifier);
+    service_ = std::make_unique<ExecutorGrpcService>(runs_.get(), &logs_, callers);
+    dispatcher_token_ = Sign(dispatcher_keys_, kIssuerDispatcher, kAddress);
+    scheduler_token_ = Sign(scheduler_keys_, kIssuerScheduler, kAddress);
+    ASSERT_FALSE(dispatcher_token_.empty());
+    ASSERT_FALSE(scheduler_token_.empty());
     int port = 0;
     auto server = StartGrpcServer("127.0.0.1:0", {service_.get()}, {}, &port);
     ASSERT_TRUE(server.ok());
@@ -86,7 +105,21 @@ class ExecutorGrpcServiceTest : public ::testing::Test {
     runs_->Shutdown(absl::Seconds(5), absl::Seconds(5));
   }
 
-  std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token = kToken) {
+  static std::string Sign(const CallerKeyPair& keys, absl::string_view issuer,
+                          absl::string_view audience) {
+    CallerTokenSigner::Options o;
+    o.issuer = std::string(issuer);
+    auto signer = CallerTokenSigner::Create(keys.private_pem, o, RealClock::Get());
+    if (!signer.ok()) return "";
+    auto token = (*signer)->TokenFor(audience);
+    return token.ok() ? *token : "";
+  }
+
+  // A dispatcher's token by default (Run, RunBatch, Beat, IdleBeat).
+  std::unique_ptr<grpc::ClientContext> Ctx() { return Ctx(dispatcher_token_); }
+  // The scheduler's (Kill, Log).
+  std::unique_ptr<grpc::ClientContext> SchedulerCtx() { return Ctx(scheduler_token_); }
+  std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token) {
     auto ctx = std::make_unique<grpc::ClientContext>();
     AddBearer(*ctx, token);
     ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
@@ -94,7 +127,11 @@ class ExecutorGrpcServiceTest : public ::testing::Test {
   }
 
   grpc::Status Run(int64_t run_id, int64_t job_id, const std::string& handler,
-                   jobwheel::v1::RunResponse* resp, const std::string& token = kToken) {
+                   jobwheel::v1::RunResponse* resp) {
+    return Run(run_id, job_id, handler, resp, dispatcher_token_);
+  }
+  grpc::Status Run(int64_t run_id, int64_t job_id, const std::string& handler,
+                   jobwheel::v1::RunResponse* resp, const std::string& token) {
     jobwheel::v1::RunRequest req;
     req.set_run_id(run_id);
     req.set_job_id(job_id);
@@ -107,9 +144,13 @@ class ExecutorGrpcServiceTest : public ::testing::Test {
     req.set_run_id(run_id);
     req.set_from_line(from);
     req.set_max_lines(max);
-    return stub_->Log(Ctx().get(), req, resp);
+    return stub_->Log(SchedulerCtx().get(), req, resp);
   }
 
+  const CallerKeyPair dispatcher_keys_ = *GenerateCallerKeyPair();
+  const CallerKeyPair scheduler_keys_ = *GenerateCallerKeyPair();
+  std::string dispatcher_token_;
+  std::string scheduler_token_;
   std::string dir_;
   prometheus::Registry registry_;
   ExecutorMetrics metrics_;
@@ -122,7 +163,7 @@ class ExecutorGrpcServiceTest : public ::testing::Test {
   std::unique_ptr<jobwheel::v1::ExecutorService::Stub> stub_;
 };
 
-TEST_F(ExecutorGrpcServiceTest, EveryCallNeedsTheClusterToken) {
+TEST_F(ExecutorGrpcServiceTest, EveryCallNeedsACallerToken) {
   jobwheel::v1::RunResponse run;
   EXPECT_EQ(Run(1, 1, "lines", &run, "").error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(Run(1, 1, "lines", &run, "wrong").error_code(), grpc::StatusCode::UNAUTHENTICATED);
@@ -175,23 +216,82 @@ TEST_F(ExecutorGrpcServiceTest, RunKillIdleBeat) {
   jobwheel::v1::KillRequest kill;
   kill.set_run_id(2);
   jobwheel::v1::KillResponse kill_resp;
-  ASSERT_TRUE(stub_->Kill(Ctx().get(), kill, &kill_resp).ok());
+  ASSERT_TRUE(stub_->Kill(SchedulerCtx().get(), kill, &kill_resp).ok());
   EXPECT_TRUE(kill_resp.killed());
   kill.set_run_id(424242);
-  ASSERT_TRUE(stub_->Kill(Ctx().get(), kill, &kill_resp).ok());
+  ASSERT_TRUE(stub_->Kill(SchedulerCtx().get(), kill, &kill_resp).ok());
   EXPECT_FALSE(kill_resp.killed());
   EXPECT_THAT(kill_resp.message(), HasSubstr("424242"));
   kill.set_run_id(-1);
-  EXPECT_EQ(stub_->Kill(Ctx().get(), kill, &kill_resp).error_code(),
+  EXPECT_EQ(stub_->Kill(SchedulerCtx().get(), kill, &kill_resp).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
 }
 
-jobwheel::v1::RunRequest MakeRun(int64_t run_id, int64_t job_id, const std::string& handler) {
-  jobwheel::v1::RunRequest req;
-  req.set_run_id(run_id);
-  req.set_job_id(job_id);
-  req.set_handler(handler);
-  return req;
+TEST_F(ExecutorGrpcServiceTest, EachIssuerMayCallOnlyItsOwnRpcs) {
+  // The scheduler's token: Kill and Log only.
+  jobwheel::v1::RunResponse run;
+  grpc::Status s = Run(60, 60, "lines", &run, scheduler_token_);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(s.error_message(), HasSubstr("ExecutorService.Run"));
+  EXPECT_THAT(s.error_message(), HasSubstr("scheduler"));
+  jobwheel::v1::RunBatchRequest batch;
+  *batch.add_runs() = MakeRun(61, 61, "lines");
+  jobwheel::v1::RunBatchResponse batch_resp;
+  EXPECT_EQ(stub_->RunBatch(SchedulerCtx().get(), batch, &batch_resp).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  jobwheel::v1::BeatResponse beat;
+  EXPECT_EQ(stub_->Beat(SchedulerCtx().get(), {}, &beat).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  jobwheel::v1::IdleBeatRequest idle;
+  idle.set_job_id(1);
+  jobwheel::v1::IdleBeatResponse idle_resp;
+  EXPECT_EQ(stub_->IdleBeat(SchedulerCtx().get(), idle, &idle_resp).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // Nothing was submitted ("lines" would have run and been reported).
+  EXPECT_FALSE(runs_->IsActive(60));
+  EXPECT_FALSE(runs_->IsActive(61));
+  EXPECT_FALSE(sink_.Has(60));
+  EXPECT_FALSE(sink_.Has(61));
+
+  // The dispatcher's token: Run, RunBatch, Beat, IdleBeat; never Kill or Log.
+  ASSERT_TRUE(Run(62, 62, "wait", &run).ok());
+  EXPECT_EQ(run.disposition(), jobwheel::v1::RUN_DISPOSITION_STARTED);
+  jobwheel::v1::KillRequest kill;
+  kill.set_run_id(62);
+  jobwheel::v1::KillResponse kill_resp;
+  s = stub_->Kill(Ctx().get(), kill, &kill_resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(s.error_message(), HasSubstr("ExecutorService.Kill"));
+  EXPECT_TRUE(runs_->IsActive(62));  // Not killed.
+  jobwheel::v1::LogRequest log;
+  log.set_run_id(62);
+  jobwheel::v1::LogResponse log_resp;
+  EXPECT_EQ(stub_->Log(Ctx().get(), log, &log_resp).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(log_resp.lines_size(), 0);
+  EXPECT_TRUE(stub_->Beat(Ctx().get(), {}, &beat).ok());
+  EXPECT_TRUE(stub_->IdleBeat(Ctx().get(), idle, &idle_resp).ok());
+  // And the scheduler may kill it and read its log.
+  ASSERT_TRUE(stub_->Kill(SchedulerCtx().get(), kill, &kill_resp).ok());
+  EXPECT_TRUE(kill_resp.killed());
+  EXPECT_TRUE(stub_->Log(SchedulerCtx().get(), log, &log_resp).ok());
+
+  // A token of either issuer for another executor's address is no token at all.
+  const std::string elsewhere = Sign(dispatcher_keys_, kIssuerDispatcher, "10.0.0.8:7200");
+  EXPECT_EQ(Run(63, 63, "lines", &run, elsewhere).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  // A key pair of one issuer cannot pass as the other.
+  const std::string forged = Sign(dispatcher_keys_, kIssuerScheduler, kAddress);
+  EXPECT_EQ(stub_->Kill(Ctx(forged).get(), kill, &kill_resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST(ExecutorRpcIssuerTest, DispatcherRunsAndProbesSchedulerKillsAndReadsLogs) {
+  EXPECT_EQ(ExecutorRpcIssuer(ExecutorRpc::kRun), kIssuerDispatcher);
+  EXPECT_EQ(ExecutorRpcIssuer(ExecutorRpc::kRunBatch), kIssuerDispatcher);
+  EXPECT_EQ(ExecutorRpcIssuer(ExecutorRpc::kBeat), kIssuerDispatcher);
+  EXPECT_EQ(ExecutorRpcIssuer(ExecutorRpc::kIdleBeat), kIssuerDispatcher);
+  EXPECT_EQ(ExecutorRpcIssuer(ExecutorRpc::kKill), kIssuerScheduler);
+  EXPECT_EQ(ExecutorRpcIssuer(ExecutorRpc::kLog), kIssuerScheduler);
 }
 
 TEST_F(ExecutorGrpcServiceTest, RunBatchAnswersEveryRunInOrder) {

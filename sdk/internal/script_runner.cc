@@ -1,14 +1,18 @@
 #include "sdk/internal/script_runner.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,7 +20,6 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "sdk/internal/private_dir.h"
 #include "sdk/internal/script_environment.h"
 #include "sdk/internal/write_all.h"
@@ -50,6 +53,61 @@ void EmitLines(std::string* buffer, bool flush_partial,
   }
 }
 
+// `name` itself when it has a '/', else the first executable `name` in this process's PATH
+// (a name not found is returned as is: exec then fails with ENOENT).
+std::string FindProgram(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* env_path = std::getenv("PATH");
+  const std::string search = env_path != nullptr ? env_path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= search.size()) {
+    size_t colon = search.find(':', start);
+    if (colon == std::string::npos) colon = search.size();
+    const std::string dir = colon > start ? search.substr(start, colon - start) : ".";
+    const std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = colon + 1;
+  }
+  return name;
+}
+
+// Marks every descriptor above 2 close-on-exec (the error pipe is needed until exec).
+// System calls only: runs between fork and exec.
+bool CloseFromThree() {
+  if (::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) == 0) return true;
+  // Older kernels: walk /proc/self/fd.
+  const int dir = ::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return false;
+  char buf[4096];
+  while (true) {
+    const long n = ::syscall(SYS_getdents64, dir, buf, sizeof(buf));
+    if (n < 0) {
+      ::close(dir);
+      return false;
+    }
+    if (n == 0) break;
+    for (long off = 0; off < n;) {
+      const auto* d = reinterpret_cast<const struct dirent64*>(buf + off);
+      int fd = 0;
+      bool number = d->d_name[0] != '\0';
+      for (const char* c = d->d_name; *c != '\0'; ++c) {
+        if (*c < '0' || *c > '9') {
+          number = false;
+          break;
+        }
+        fd = fd * 10 + (*c - '0');
+      }
+      if (number && fd > 2 && fd != dir && ::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+        ::close(dir);
+        return false;
+      }
+      off += d->d_reclen;
+    }
+  }
+  ::close(dir);
+  return true;
+}
+
 ScriptRunnerOptions WithDefaultWorkDir(ScriptRunnerOptions options) {
   if (options.work_dir.empty()) {
     options.work_dir = (fs::path(options.scripts_dir).parent_path() / "work").string();
@@ -59,8 +117,14 @@ ScriptRunnerOptions WithDefaultWorkDir(ScriptRunnerOptions options) {
 
 }  // namespace
 
-ScriptRunner::ScriptRunner(ScriptRunnerOptions options)
-    : options_(WithDefaultWorkDir(std::move(options))) {}
+ScriptRunner::ScriptRunner(ScriptRunnerOptions options, Clock& clock)
+    : options_(WithDefaultWorkDir(std::move(options))), clock_(clock) {
+  if (options_.isolation == ScriptIsolation::kUserNamespace) {
+    // Scripts keep this process's uid: without this they could read its /proc files
+    // (environ, memory, its view of the file system through root/ and cwd/, open files).
+    ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  }
+}
 
 absl::StatusOr<std::string> ScriptRunner::Materialize(int64_t job_id, int version,
                                                       Language language, absl::string_view source) {
@@ -95,23 +159,82 @@ absl::StatusOr<std::string> ScriptRunner::Materialize(int64_t job_id, int versio
   return path;
 }
 
+absl::StatusOr<std::string> ScriptRunner::PrepareWorkDir(const std::string& work_dir,
+                                                         const std::string& source_path) {
+  if (absl::Status s = MakePrivateDir(options_.work_dir, "script work dir"); !s.ok()) return s;
+  // Left by a crash (never follows a link the script left there).
+  if (absl::Status s = RemoveTree(work_dir); !s.ok()) return s;
+  if (::mkdir(work_dir.c_str(), 0700) != 0) return Errno(absl::StrCat("create ", work_dir));
+  const int dir_fd = ::open(work_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir_fd < 0) return Errno(absl::StrCat("open ", work_dir));
+  absl::Cleanup close_dir = [dir_fd] { ::close(dir_fd); };
+  const bool switch_user = options_.isolation == ScriptIsolation::kSwitchUser;
+  if (switch_user && ::fchown(dir_fd, options_.script_uid, options_.script_gid) != 0) {
+    return Errno(absl::StrCat("chown ", work_dir));
+  }
+  // The script reads its own copy: the sources directory is the executor's alone.
+  std::string source;
+  {
+    std::ifstream in(source_path, std::ios::binary);
+    if (!in) return absl::FailedPreconditionError(absl::StrCat("cannot read ", source_path));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    source = ss.str();
+  }
+  const std::string name = fs::path(source_path).filename().string();
+  const int fd =
+      ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return Errno(absl::StrCat("create ", work_dir, "/", name));
+  absl::Status written = WriteAll(fd, source, name);
+  if (written.ok() && switch_user && ::fchown(fd, options_.script_uid, options_.script_gid) != 0) {
+    written = Errno(absl::StrCat("chown ", work_dir, "/", name));
+  }
+  ::close(fd);
+  if (!written.ok()) return written;
+  return name;
+}
+
 absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
     Language language, const std::string& path, const std::vector<std::string>& args,
     const CancellationToken& cancel, const std::function<void(absl::string_view)>& output,
     const std::function<void(pid_t)>& on_start, const ScriptContext& context) {
+  const bool isolated = options_.isolation != ScriptIsolation::kNone;
+  // Fails closed: whatever goes wrong below, the script does not run unisolated.
+  auto refuse = [&output](const absl::Status& why) {
+    const std::string message =
+        absl::StrCat("script not run: cannot isolate it from the executor: ", why.message());
+    output(message);
+    return absl::FailedPreconditionError(message);
+  };
+  if (isolated && context.run_id <= 0) {
+    return refuse(absl::InvalidArgumentError("no run id for its work directory"));
+  }
   // The run's private work directory: its cwd, HOME and TMPDIR, gone when it ends.
   std::string work_dir;
-  if (context.run_id > 0) {
-    if (absl::Status s = MakePrivateDir(options_.work_dir, "script work dir"); !s.ok()) return s;
-    work_dir = absl::StrCat(options_.work_dir, "/run-", context.run_id);
-    std::error_code ec;
-    fs::remove_all(work_dir, ec);  // Left by a crash (never follows symlinks).
-    if (::mkdir(work_dir.c_str(), 0700) != 0) return Errno(absl::StrCat("create ", work_dir));
-  }
-  absl::Cleanup remove_work_dir = [&work_dir] {
-    std::error_code ec;
-    if (!work_dir.empty()) fs::remove_all(work_dir, ec);
+  std::string script = path;
+  absl::Cleanup remove_work_dir = [&work_dir, &output] {
+    if (work_dir.empty()) return;
+    absl::Status removed = RemoveTree(work_dir);
+    if (!removed.ok()) output(absl::StrCat("work directory not removed: ", removed.message()));
   };
+  if (context.run_id > 0) {
+    work_dir = absl::StrCat(options_.work_dir, "/run-", context.run_id);
+    auto copy = PrepareWorkDir(work_dir, path);
+    if (!copy.ok()) {
+      if (isolated) return refuse(copy.status());
+      return copy.status();
+    }
+    script = "./" + *copy;  // Relative to the work directory, its cwd.
+  }
+  IsolationPlan plan;
+  if (isolated) {
+    auto planned = PlanIsolation(options_.isolation, options_.hidden_paths, work_dir,
+                                 options_.script_uid, options_.script_gid);
+    if (!planned.ok()) return refuse(planned.status());
+    plan = std::move(*planned);
+  } else {
+    plan.work_dir = work_dir;
+  }
   std::vector<std::string> env_store = ScriptEnvironment(environ, work_dir, context.job_vars);
   std::vector<char*> envp;
   for (auto& e : env_store) envp.push_back(e.data());
@@ -119,7 +242,9 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
 
   const std::string interpreter =
       language == Language::kPython ? options_.python_binary : options_.shell_binary;
-  std::vector<std::string> argv_store = {interpreter, path};
+  // PATH lookup of the interpreter uses the executor's PATH; the script gets envp only.
+  const std::string program = FindProgram(interpreter);
+  std::vector<std::string> argv_store = {interpreter, script};
   argv_store.insert(argv_store.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_store) argv.push_back(a.data());
@@ -129,40 +254,71 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
   if (::pipe2(fds, O_CLOEXEC) != 0) return Errno("pipe2");
   const int read_fd = fds[0];
   absl::Cleanup close_read = [read_fd] { ::close(read_fd); };
+  int errs[2];
+  if (::pipe2(errs, O_CLOEXEC) != 0) {
+    ::close(fds[1]);
+    return Errno("pipe2");
+  }
 
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-  // Nothing else of the executor's: no sockets, no token or database files left open.
-  posix_spawn_file_actions_addclosefrom_np(&actions, 3);
-  if (!work_dir.empty()) posix_spawn_file_actions_addchdir_np(&actions, work_dir.c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Own process group (so killpg reaches the whole script), default signal dispositions and
-  // an empty mask (the embedding service may block SIGTERM in its threads).
-  sigset_t empty, defaults;
-  sigemptyset(&empty);
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGTERM);
-  sigaddset(&defaults, SIGINT);
-  sigaddset(&defaults, SIGPIPE);
-  sigaddset(&defaults, SIGHUP);
-  posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = -1;
-  // PATH lookup of the interpreter uses the executor's PATH; the script gets envp only.
-  int rc = ::posix_spawnp(&pid, interpreter.c_str(), &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    // The child: system calls only until exec.
+    ChildFailure failure;
+    auto fail = [&](int step) {
+      failure.step = step;
+      failure.error = errno;
+      (void)!::write(errs[1], &failure, sizeof(failure));
+      ::_exit(127);
+    };
+    // Own process group (so killpg reaches the whole script), default dispositions and an
+    // empty mask (the embedding service may block or ignore signals in its threads).
+    ::setpgid(0, 0);
+    struct sigaction dfl;
+    std::memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    for (int sig : {SIGTERM, SIGINT, SIGPIPE, SIGHUP, SIGQUIT, SIGCHLD}) {
+      if (::sigaction(sig, &dfl, nullptr) != 0) fail(kStepSignals);
+    }
+    sigset_t empty;
+    sigemptyset(&empty);
+    if (::sigprocmask(SIG_SETMASK, &empty, nullptr) != 0) fail(kStepSignals);
+    if (!ApplyIsolation(plan, &failure)) {
+      (void)!::write(errs[1], &failure, sizeof(failure));
+      ::_exit(127);
+    }
+    const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull < 0 || ::dup2(devnull, 0) < 0 || ::dup2(fds[1], 1) < 0 || ::dup2(fds[1], 2) < 0) {
+      fail(kStepStdio);
+    }
+    // Nothing else of the executor's: no sockets, no token, log or database files left open.
+    if (!CloseFromThree()) fail(kStepCloseFds);
+    ::execve(program.c_str(), argv.data(), envp.data());
+    fail(kStepExec);
+  }
+  const int fork_errno = errno;
   ::close(fds[1]);
-  if (rc != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot start ", interpreter, ": ", std::strerror(rc)));
+  ::close(errs[1]);
+  if (pid < 0) {
+    ::close(errs[0]);
+    return absl::InternalError(absl::StrCat("fork: ", std::strerror(fork_errno)));
+  }
+  ::setpgid(pid, pid);  // Also here, so killpg works before the child got to it.
+  ChildFailure failure;
+  ssize_t got = 0;
+  do {
+    got = ::read(errs[0], &failure, sizeof(failure));
+  } while (got < 0 && errno == EINTR);
+  ::close(errs[0]);
+  if (got > 0) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (failure.step == kStepExec || (!isolated && failure.step == kStepChdir)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("cannot start ", interpreter, ": ", std::strerror(failure.error)));
+    }
+    return refuse(absl::InternalError(
+        absl::StrCat(ChildStepName(failure.step), ": ", std::strerror(failure.error))));
   }
   if (on_start) on_start(pid);
 
@@ -188,7 +344,7 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
         }
       }
     } else {
-      ::usleep(static_cast<useconds_t>(poll_ms) * 1000);
+      clock_.SleepFor(options_.poll_interval);
     }
     // Peek without reaping: the zombie keeps the process group id reserved for killpg.
     siginfo_t info;
@@ -201,8 +357,8 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
     if (cancel.cancelled()) {
       if (term_sent == absl::InfiniteFuture()) {
         ::killpg(pid, SIGTERM);
-        term_sent = absl::Now();
-      } else if (!kill_sent && absl::Now() - term_sent >= options_.kill_grace) {
+        term_sent = clock_.Now();
+      } else if (!kill_sent && clock_.Now() - term_sent >= options_.kill_grace) {
         ::killpg(pid, SIGKILL);
         kill_sent = true;
       }
@@ -213,8 +369,8 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   // Drain what is left in the pipe (bounded: a process that left the group may hold it).
-  const absl::Time drain_deadline = absl::Now() + absl::Seconds(1);
-  while (pipe_open && absl::Now() < drain_deadline) {
+  const absl::Time drain_deadline = clock_.Now() + absl::Seconds(1);
+  while (pipe_open && clock_.Now() < drain_deadline) {
     struct pollfd p = {read_fd, POLLIN, 0};
     if (::poll(&p, 1, 50) <= 0) continue;
     char chunk[4096];

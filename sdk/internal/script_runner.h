@@ -13,7 +13,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/time/clock.h"
 #include "jobwheel/cancellation.h"
+#include "sdk/internal/script_isolation.h"
 
 namespace jobwheel::sdk {
 
@@ -26,6 +28,17 @@ struct ScriptRunnerOptions {
   std::string python_binary = "python3";         // Looked up in PATH.
   absl::Duration kill_grace = absl::Seconds(2);  // SIGTERM → SIGKILL.
   absl::Duration poll_interval = absl::Milliseconds(20);
+  // How scripts are kept from the executor's credentials (script_isolation.h). An Executor
+  // uses DefaultScriptIsolation(); kNone is for tests of the runner only.
+  ScriptIsolation isolation = ScriptIsolation::kNone;
+  // kSwitchUser: the script user (never uid 0 or gid 0).
+  uid_t script_uid = 0;
+  gid_t script_gid = 0;
+  // Files and directories scripts must not see (besides the whole of scripts_dir and
+  // work_dir but their own work directory): under isolation, an empty read-only tmpfs is
+  // mounted over each directory and /dev/null over each file in the script's mount namespace.
+  // The executor's log_dir and spool_dir and the directories of its token and key files.
+  std::vector<std::string> hidden_paths;
 };
 
 // Who a script runs for: its run id (names its work directory) and its JOBWHEEL_* variables.
@@ -46,14 +59,21 @@ struct ScriptOutcome {
 // everything the script started. Output (stdout and stderr) is passed line by line to a
 // callback. A script gets a scrubbed environment (ScriptEnvironment: PATH, LANG, LC_ALL,
 // TZ, HOME/TMPDIR/PWD = its work directory, its JOBWHEEL_* variables; nothing else of the
-// executor's), starts in its own 0700 work directory and inherits no file descriptor but
-// stdin (/dev/null), stdout and stderr. Sources are written 0600 in a private directory.
-// Thread-safe: several scripts may run at once.
+// executor's), starts in its own 0700 work directory (owned by the script user) with a copy
+// of its source, and inherits no file descriptor but stdin (/dev/null), stdout and stderr.
+// Sources are written 0600 in a private directory. Under isolation (options.isolation) the
+// child enters its own mount namespace with hidden_paths masked and its work directory bound
+// back, and runs as the script user (or in a user namespace); when any of that fails the
+// script is not run: Run fails with FAILED_PRECONDITION naming the step, and the message is
+// also written to `output`. The work directory is removed afterwards without following any
+// link the script left. Thread-safe: several scripts may run at once.
 class ScriptRunner {
  public:
   enum class Language { kShell, kPython };
 
-  explicit ScriptRunner(ScriptRunnerOptions options);
+  // Under kUserNamespace this process is made non-dumpable (prctl PR_SET_DUMPABLE 0), so a
+  // script keeping its uid cannot read /proc/<executor pid>/{environ,mem,root,fd}.
+  explicit ScriptRunner(ScriptRunnerOptions options, Clock& clock = RealClock::Get());
 
   // Writes the source to <scripts_dir>/<job_id>_v<version>.(sh|py) unless that file already
   // holds it; returns the path.
@@ -63,7 +83,8 @@ class ScriptRunner {
   // Runs the script at `path` with `args` under the language's interpreter until it exits.
   // When `cancel` is cancelled, the process group gets SIGTERM, then SIGKILL after
   // kill_grace. When the script itself exits, whatever is left in its process group is
-  // SIGKILLed. `on_start` (optional) receives the process group id.
+  // SIGKILLed. `on_start` (optional) receives the process group id. Under isolation a
+  // context with a run id (its work directory) is required.
   absl::StatusOr<ScriptOutcome> Run(Language language, const std::string& path,
                                     const std::vector<std::string>& args,
                                     const CancellationToken& cancel,
@@ -72,7 +93,13 @@ class ScriptRunner {
                                     const ScriptContext& context = {});
 
  private:
+  // Makes <work_dir>/run-<run_id> (0700, owned by the script user) holding a copy of the
+  // source; returns the copy's name.
+  absl::StatusOr<std::string> PrepareWorkDir(const std::string& work_dir,
+                                             const std::string& source_path);
+
   const ScriptRunnerOptions options_;
+  Clock& clock_;
   absl::Mutex write_mu_;  // Serializes Materialize.
 };
 

@@ -1,8 +1,11 @@
 #include "sdk/internal/script_runner.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -11,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
@@ -234,6 +238,190 @@ TEST_F(ScriptRunnerTest, ScriptsGetAScrubbedEnvironmentAPrivateWorkDirAndNoOpenF
   EXPECT_EQ(std::find(fds.begin(), fds.end(), std::to_string(held)), fds.end());
   // The work directory is gone with the run.
   EXPECT_NE(::stat(work.c_str(), &st), 0);
+}
+
+// Whether this process may create a user namespace (a child tries, so this one is unchanged).
+bool UserNamespacesWork() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(::unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0 ? 0 : 1);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+// The executor's secrets as a script would look for them: a token file in its own directory,
+// a file in the executor's private log directory, and the executor's environment.
+class IsolatedScriptTest : public ScriptRunnerTest {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(::mkdir((dir_ + "/secrets").c_str(), 0700), 0);
+    token_file_ = dir_ + "/secrets/executor.token";
+    std::ofstream(token_file_) << "jw_token_secret\n";
+    ASSERT_EQ(::mkdir((dir_ + "/logs").c_str(), 0700), 0);
+    private_file_ = dir_ + "/logs/private.log";
+    std::ofstream(private_file_) << "jw_private_secret\n";
+    ::setenv("ISOLATION_TEST_ENV_SECRET", "jw_env_secret", 1);
+    options_.scripts_dir = dir_ + "/logs/scripts";
+    options_.hidden_paths = {dir_ + "/secrets", dir_ + "/logs", dir_ + "/missing"};
+  }
+  void TearDown() override { ::unsetenv("ISOLATION_TEST_ENV_SECRET"); }
+
+  // A script trying every secret; its work directory must still be its own.
+  std::string ProbeSource() const {
+    return absl::StrCat(
+        "echo \"uid=$(id -u) gid=$(id -g)\"\n", "cat ", token_file_, " || echo token-refused\n",
+        "cat ", private_file_, " || echo private-refused\n", "cat /proc/", ::getpid(),
+        "/environ || echo environ-refused\n", "ls /proc/", ::getpid(),
+        "/root/ >/dev/null 2>&1 || echo root-refused\n",
+        "echo hello > made-here && cat made-here\n", "touch ", dir_,
+        "/logs/planted 2>/dev/null || echo plant-refused\n", "echo \"cwd=$(pwd)\"\n",
+        "for f in /proc/self/fd/*; do echo \"fd=${f##*/}\"; done\n");
+  }
+
+  void ExpectIsolated(const absl::StatusOr<ScriptOutcome>& outcome, const std::string& uid) {
+    ASSERT_TRUE(outcome.ok()) << outcome.status();
+    const std::vector<std::string> lines = Lines();
+    const std::string all = absl::StrJoin(lines, "\n");
+    EXPECT_EQ(outcome->exit_code, 0) << all;
+    EXPECT_FALSE(absl::StrContains(all, "jw_")) << all;  // No secret of any kind.
+    EXPECT_TRUE(absl::StrContains(all, "token-refused")) << all;
+    EXPECT_TRUE(absl::StrContains(all, "private-refused")) << all;
+    EXPECT_TRUE(absl::StrContains(all, "environ-refused")) << all;
+    EXPECT_TRUE(absl::StrContains(all, "root-refused")) << all;
+    EXPECT_TRUE(absl::StrContains(all, "plant-refused")) << all;
+    EXPECT_TRUE(absl::StrContains(all, "uid=" + uid + " ")) << all;
+    EXPECT_NE(std::find(lines.begin(), lines.end(), "hello"), lines.end()) << all;
+    EXPECT_NE(std::find(lines.begin(), lines.end(), "cwd=" + dir_ + "/logs/work/run-31"),
+              lines.end())
+        << all;
+    int fds = 0;
+    for (const std::string& l : lines) fds += l.rfind("fd=", 0) == 0 ? 1 : 0;
+    EXPECT_LE(fds, 5) << all;
+    struct stat st;
+    EXPECT_NE(::stat((dir_ + "/logs/planted").c_str(), &st), 0);
+    EXPECT_NE(::stat((dir_ + "/logs/work/run-31").c_str(), &st), 0) << "work dir left behind";
+    EXPECT_EQ(Slurp(token_file_), "jw_token_secret\n");
+  }
+
+  std::string token_file_;
+  std::string private_file_;
+};
+
+TEST_F(IsolatedScriptTest, SwitchUserHidesTheExecutorsSecretsAndRunsAsTheScriptUser) {
+  if (::geteuid() != 0) GTEST_SKIP() << "switching users needs root";
+  auto nobody = ResolveScriptUser("nobody");
+  ASSERT_TRUE(nobody.ok()) << nobody.status();
+  options_.isolation = ScriptIsolation::kSwitchUser;
+  options_.script_uid = nobody->uid;
+  options_.script_gid = nobody->gid;
+  ScriptRunner runner(options_);
+  auto path = runner.Materialize(31, 1, ScriptRunner::Language::kShell, ProbeSource());
+  ASSERT_TRUE(path.ok());
+  CancellationToken token;
+  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, {"", "0", "1"}, token, Output(),
+                            nullptr, ScriptContext{31, {}});
+  ExpectIsolated(outcome, std::to_string(nobody->uid));
+}
+
+TEST_F(IsolatedScriptTest, UserNamespaceHidesTheExecutorsSecrets) {
+  if (!UserNamespacesWork()) GTEST_SKIP() << "user namespaces are not available here";
+  options_.isolation = ScriptIsolation::kUserNamespace;
+  ScriptRunner runner(options_);
+  auto path = runner.Materialize(31, 1, ScriptRunner::Language::kShell, ProbeSource());
+  ASSERT_TRUE(path.ok());
+  CancellationToken token;
+  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, {"", "0", "1"}, token, Output(),
+                            nullptr, ScriptContext{31, {}});
+  ExpectIsolated(outcome, std::to_string(::getuid()));
+}
+
+TEST_F(IsolatedScriptTest, FailsClosedWhenIsolationCannotBeSetUp) {
+  options_.isolation = DefaultScriptIsolation();
+  options_.script_uid = 65534;
+  options_.script_gid = 65534;
+  const std::string marker = dir_ + "/ran";
+  for (const std::vector<std::string>& hidden :
+       {std::vector<std::string>{"/"}, std::vector<std::string>{dir_ + "/logs", "/."}}) {
+    options_.hidden_paths = hidden;
+    ScriptRunner runner(options_);
+    auto path = runner.Materialize(32, 1, ScriptRunner::Language::kShell,
+                                   absl::StrCat("touch ", marker, "\n"));
+    ASSERT_TRUE(path.ok());
+    CancellationToken token;
+    auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, {}, token, Output(), nullptr,
+                              ScriptContext{32, {}});
+    ASSERT_FALSE(outcome.ok());
+    EXPECT_EQ(outcome.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(std::string(outcome.status().message()), ::testing::HasSubstr("script not run"));
+    struct stat st;
+    EXPECT_NE(::stat(marker.c_str(), &st), 0) << "the script ran";
+  }
+  // And without a run (no work directory) nothing runs isolated either.
+  ScriptRunner runner(options_);
+  auto path = runner.Materialize(33, 1, ScriptRunner::Language::kShell, "exit 0\n");
+  ASSERT_TRUE(path.ok());
+  CancellationToken token;
+  EXPECT_FALSE(runner.Run(ScriptRunner::Language::kShell, *path, {}, token, Output()).ok());
+  const std::vector<std::string> lines = Lines();
+  ASSERT_FALSE(lines.empty());
+  EXPECT_THAT(lines.back(), ::testing::HasSubstr("script not run: cannot isolate it"));
+}
+
+TEST(ResolveScriptUserTest, RefusesRootUnknownAndEmpty) {
+  EXPECT_EQ(ResolveScriptUser("").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveScriptUser("root").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolveScriptUser("0").status().code(), absl::StatusCode::kInvalidArgument);
+  auto unknown = ResolveScriptUser("no-such-user-here");
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(unknown.status().message()), ::testing::HasSubstr("script_user"));
+  auto nobody = ResolveScriptUser("nobody");
+  ASSERT_TRUE(nobody.ok()) << nobody.status();
+  EXPECT_NE(nobody->uid, 0u);
+  auto numeric = ResolveScriptUser("4242");
+  ASSERT_TRUE(numeric.ok());
+  EXPECT_EQ(numeric->uid, 4242u);
+}
+
+TEST_F(ScriptRunnerTest, CleanupNeverFollowsWhatTheScriptLeft) {
+  const std::string outside = dir_ + "/outside";
+  ASSERT_EQ(::mkdir(outside.c_str(), 0755), 0);
+  std::ofstream(outside + "/keep") << "keep\n";
+  ScriptRunner runner(options_);
+  auto path = runner.Materialize(
+      34, 1, ScriptRunner::Language::kShell,
+      absl::StrCat("ln -s ", outside, " dirlink\nln -s ", outside, "/keep filelink\n",
+                   "mkdir -p deep/er && ln -s ", outside, " deep/er/link\n",
+                   "mkdir locked && touch locked/f && chmod 000 locked\n"));
+  ASSERT_TRUE(path.ok());
+  CancellationToken token;
+  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, {}, token, Output(), nullptr,
+                            ScriptContext{34, {}});
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->exit_code, 0) << absl::StrJoin(Lines(), "\n");
+  struct stat st;
+  EXPECT_NE(::lstat((dir_ + "/work/run-34").c_str(), &st), 0);
+  EXPECT_EQ(Slurp(outside + "/keep"), "keep\n");
+}
+
+TEST(RemoveTreeTest, RemovesFilesDirectoriesAndLinksButNotTheirTargets) {
+  const std::string dir = jobwheel::testing::TestTempDir("remove_tree");
+  const std::string target = dir + "/target";
+  ASSERT_EQ(::mkdir(target.c_str(), 0755), 0);
+  std::ofstream(target + "/f") << "x";
+  const std::string tree = dir + "/tree";
+  ASSERT_EQ(::mkdir(tree.c_str(), 0700), 0);
+  ASSERT_EQ(::symlink(target.c_str(), (tree + "/l").c_str()), 0);
+  ASSERT_EQ(::mkdir((tree + "/sub").c_str(), 0), 0);
+  EXPECT_TRUE(RemoveTree(tree).ok());
+  struct stat st;
+  EXPECT_NE(::lstat(tree.c_str(), &st), 0);
+  EXPECT_EQ(::stat((target + "/f").c_str(), &st), 0);
+  EXPECT_TRUE(RemoveTree(tree).ok());  // Already gone: fine.
 }
 
 }  // namespace

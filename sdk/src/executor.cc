@@ -77,7 +77,8 @@ std::string ComputeAdvertiseAddress(const std::string& advertise, const std::str
 // Everything behind jobwheel::Executor: the composition root of the SDK.
 class ExecutorCore {
  public:
-  explicit ExecutorCore(ExecutorOptions options) : options_(std::move(options)) {}
+  explicit ExecutorCore(ExecutorOptions options, Clock& clock)
+      : options_(std::move(options)), clock_(clock), process_start_(clock.Now()) {}
   ~ExecutorCore() { Shutdown(); }
 
   absl::Status Register(const std::string& name, Handler handler) {
@@ -112,7 +113,7 @@ class ExecutorCore {
     if (options_.insecure_dev) {
       spdlog::warn("executor: insecure_dev is set: ExecutorService accepts unauthenticated calls");
     }
-    const Clock& clock = RealClock::Get();
+    const Clock& clock = clock_;
     // Who may call ExecutorService: tokens the dispatchers and the scheduler sign for this
     // executor's advertised address, known once the port is bound (SetAudience below).
     std::shared_ptr<CallerTokenVerifier> callers;
@@ -179,10 +180,12 @@ class ExecutorCore {
     runs_ = std::make_unique<RunManager>(ro, std::move(handlers), logs_.get(), scripts_.get(),
                                          reporter_.get(), clock, *metrics_);
 
-    TokenPolicy policy;
-    policy.insecure_dev = options_.insecure_dev;
-    policy.callers = callers;
-    service_ = std::make_unique<ExecutorGrpcService>(runs_.get(), logs_.get(), policy);
+    // Each issuer only on its own RPCs: the dispatchers run and probe, the scheduler kills and
+    // reads logs.
+    ExecutorCallers auth;
+    auth.insecure_dev = options_.insecure_dev;
+    auth.verifier = callers;
+    service_ = std::make_unique<ExecutorGrpcService>(runs_.get(), logs_.get(), auth);
     ServerTls server_tls{options_.tls_cert_file, options_.tls_key_file,
                          options_.tls_client_ca_file};
     auto server = StartGrpcServer(options_.listen_address, {service_.get()}, server_tls, &port_);
@@ -275,7 +278,9 @@ class ExecutorCore {
     {
       absl::MutexLock lock(&mu_);
       while (!shutting_down_) {
-        cv_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
+        // Polls the flag the signal handler sets.
+        clock_.AwaitWithDeadline(&mu_, absl::Condition(&shutting_down_),
+                                 clock_.Now() + absl::Milliseconds(100));
         if (signals && g_signal.load() != 0) {
           shutdown_by_signal = true;
           break;
@@ -320,7 +325,7 @@ class ExecutorCore {
     }
     reporter_->Shutdown();
     keep_warm_->Shutdown();
-    server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+    server_->Shutdown(absl::ToChronoTime(clock_.Now() + absl::Seconds(2)));
     {
       absl::MutexLock lock(&mu_);
       cleanup_stop_ = true;
@@ -350,14 +355,13 @@ class ExecutorCore {
       const int removed = logs_->Cleanup(options_.log_retention_days);
       if (removed > 0) spdlog::info("run logs: removed {} day folder(s)", removed);
       mu_.Lock();
-      const absl::Time until = absl::Now() + absl::Hours(1);
-      while (!cleanup_stop_) {
-        if (cv_.WaitWithDeadline(&mu_, until)) break;
-      }
+      const absl::Time until = clock_.Now() + absl::Hours(1);
+      clock_.AwaitWithDeadline(&mu_, absl::Condition(&cleanup_stop_), until);
     }
   }
 
   const ExecutorOptions options_;
+  Clock& clock_;
   mutable absl::Mutex mu_;
   absl::CondVar cv_;
   absl::flat_hash_map<std::string, Handler> handlers_ ABSL_GUARDED_BY(mu_);
@@ -369,7 +373,7 @@ class ExecutorCore {
   int port_ = 0;
   std::string advertise_;
 
-  const absl::Time process_start_ = absl::Now();
+  const absl::Time process_start_;
   absl::Mutex channels_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> registry_channels_
       ABSL_GUARDED_BY(channels_mu_);
@@ -393,7 +397,7 @@ class ExecutorCore {
 }  // namespace sdk
 
 Executor::Executor(ExecutorOptions options)
-    : core_(std::make_unique<sdk::ExecutorCore>(std::move(options))) {}
+    : core_(std::make_unique<sdk::ExecutorCore>(std::move(options), RealClock::Get())) {}
 
 Executor::~Executor() = default;
 
