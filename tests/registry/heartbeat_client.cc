@@ -1,8 +1,9 @@
 // A minimal real executor for registry tests: speaks the Heartbeat protocol
 // (register, beat at the interval the registry asks for, goodbye on SIGTERM),
 // reconnecting over a list of registry addresses with jittered exponential
-// backoff. Prints one line per event with a wall-clock timestamp (at_us) so
-// tests can order what happened:
+// backoff. Every registration carries one instance id (--instance_id, or a
+// random one picked at start). Prints one line per event with a wall-clock
+// timestamp (at_us) so tests can order what happened:
 //   registered replica=<id> at_us=<t>
 //   stream_ended status=<code> message=<text> at_us=<t>
 //   instruction kind=<REREGISTER|DRAIN> at_us=<t>
@@ -21,12 +22,14 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/random/random.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/auth/bearer.h"
 #include "common/base/flags.h"
 #include "common/grpc/grpc_server.h"
+#include "common/time/clock.h"
 #include "common/time/proto_time.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
 
@@ -37,6 +40,8 @@ ABSL_FLAG(std::string, handlers, "echo", "Comma-separated handler names");
 ABSL_FLAG(std::string, token_file, "", "Executor token file");
 ABSL_FLAG(absl::Duration, exit_delay, absl::ZeroDuration(),
           "How long to linger after the goodbye is acknowledged");
+ABSL_FLAG(std::string, instance_id, "",
+          "This process's instance id (the same on every reconnect); random when empty");
 
 namespace jobwheel::testing {
 namespace {
@@ -45,7 +50,23 @@ std::mutex mu;
 std::condition_variable cv;
 bool stop_requested = false;
 
-int64_t NowUs() { return absl::ToUnixMicros(absl::Now()); }
+absl::Time Now() { return RealClock::Get().Now(); }
+
+int64_t NowUs() { return absl::ToUnixMicros(Now()); }
+
+// Picked once per process.
+const std::string& InstanceId() {
+  static const std::string* id = [] {
+    std::string flag = absl::GetFlag(FLAGS_instance_id);
+    if (flag.empty()) {
+      absl::BitGen gen;
+      flag =
+          absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(gen), absl::Uniform<uint64_t>(gen));
+    }
+    return new std::string(flag);
+  }();
+  return *id;
+}
 
 void Print(const std::string& line) {
   std::printf("%s at_us=%lld\n", line.c_str(), static_cast<long long>(NowUs()));
@@ -73,17 +94,18 @@ class Session {
     }
     r->set_sdk_version("heartbeat_client");
     r->set_capacity(1);
+    r->set_instance_id(InstanceId());
     stream_->Write(reg);
     std::thread reader([this] { Read(); });
 
     absl::Duration interval = absl::Seconds(1);
     int64_t seq = 0;
-    absl::Time next_beat = absl::Now() + interval;
+    absl::Time next_beat = Now() + interval;
     Outcome outcome = Outcome::kFailed;
     std::unique_lock<std::mutex> lock(mu);
     while (true) {
-      cv.wait_for(
-          lock, absl::ToChronoNanoseconds(std::max(absl::ZeroDuration(), next_beat - absl::Now())));
+      cv.wait_for(lock,
+                  absl::ToChronoNanoseconds(std::max(absl::ZeroDuration(), next_beat - Now())));
       if (registered_ && interval_ != absl::ZeroDuration()) interval = interval_;
       *registered_out = registered_;
       if (ended_) break;
@@ -115,15 +137,15 @@ class Session {
         stream_->Write(reg);
         lock.lock();
       }
-      if (registered_ && absl::Now() >= next_beat) {
+      if (registered_ && Now() >= next_beat) {
         v1::HeartbeatRequest beat;
         beat.mutable_beat()->set_seq(++seq);
         lock.unlock();
         stream_->Write(beat);
         lock.lock();
-        next_beat = absl::Now() + interval;
-      } else if (absl::Now() >= next_beat) {
-        next_beat = absl::Now() + interval;
+        next_beat = Now() + interval;
+      } else if (Now() >= next_beat) {
+        next_beat = Now() + interval;
       }
     }
     lock.unlock();
@@ -214,7 +236,7 @@ int Main() {
     const Outcome outcome = session.Run(&registered);
     if (outcome == Outcome::kGoodbyeDone) {
       Print("goodbye_acked");
-      absl::SleepFor(absl::GetFlag(FLAGS_exit_delay));
+      RealClock::Get().SleepFor(absl::GetFlag(FLAGS_exit_delay));
       Print("exiting");
       return 0;
     }

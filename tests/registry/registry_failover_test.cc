@@ -358,6 +358,7 @@ TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
     v1::HeartbeatRequest req;
     req.mutable_register_()->set_app(kApp);
     req.mutable_register_()->set_address("127.0.0.1:29999");
+    req.mutable_register_()->set_instance_id("wrong-token-instance-0001");
     stream->Write(req);
     v1::HeartbeatResponse resp;
     EXPECT_FALSE(stream->Read(&resp));
