@@ -39,6 +39,11 @@
 namespace jobwheel::security_testing {
 namespace {
 
+int NextInstance() {
+  static std::atomic<int> next{0};
+  return next.fetch_add(1);
+}
+
 using testing::Eventually;
 using testing::PickFreePort;
 using testing::Process;
@@ -572,6 +577,9 @@ TEST_F(AdvisoryTest, ExecutorTokensAreScopedToTheirApps) {
     v1::HeartbeatRequest req;
     req.mutable_register_()->set_app(app);
     req.mutable_register_()->set_address("127.0.0.1:1");
+    // A process of its own: a fresh instance id (a reconnect would keep its id).
+    req.mutable_register_()->set_instance_id(
+        absl::StrCat("security-test-", getpid(), "-", NextInstance()));
     req.mutable_register_()->add_handlers("echo");
     stream->Write(req);
     v1::HeartbeatResponse resp;

@@ -5,6 +5,8 @@
 // Dispatch, WatchExecutors, or another executor's Run/Kill/Log; Dispatch answers only the
 // scheduler; and no file an executor is started with holds a private key.
 
+#include <unistd.h>
+
 #include <atomic>
 #include <fstream>
 #include <sstream>
@@ -32,6 +34,11 @@
 
 namespace jobwheel::security_testing {
 namespace {
+
+int NextInstance() {
+  static std::atomic<int> next{0};
+  return next.fetch_add(1);
+}
 
 using testing::Eventually;
 
@@ -186,6 +193,9 @@ TEST_F(LeastPrivilegeTest, WhatAFakeExecutorCapturesOpensNothingElse) {
   v1::HeartbeatRequest reg;
   reg.mutable_register_()->set_app("demo");
   reg.mutable_register_()->set_address(fake_address);
+  // A process of its own: a fresh instance id (a reconnect would keep its id).
+  reg.mutable_register_()->set_instance_id(
+      absl::StrCat("security-test-", getpid(), "-", NextInstance()));
   reg.mutable_register_()->add_handlers("echo");
   ASSERT_TRUE(stream->Write(reg));
   v1::HeartbeatResponse registered;

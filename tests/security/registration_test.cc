@@ -5,6 +5,9 @@
 // the registry's deadline, and a revoked token's open stream is closed within seconds, its
 // executor offline.
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,6 +29,11 @@
 namespace jobwheel::security_testing {
 namespace {
 
+int NextInstance() {
+  static std::atomic<int> next{0};
+  return next.fetch_add(1);
+}
+
 using testing::Eventually;
 
 class RegistrationTest : public DemoStackSuite {
@@ -43,6 +51,9 @@ class RegistrationTest : public DemoStackSuite {
     v1::HeartbeatRequest req;
     req.mutable_register_()->set_app(app);
     req.mutable_register_()->set_address(address);
+    // A process of its own: a fresh instance id (a reconnect would keep its id).
+    req.mutable_register_()->set_instance_id(
+        absl::StrCat("security-test-", getpid(), "-", NextInstance()));
     req.mutable_register_()->add_handlers("echo");
     req.mutable_register_()->set_allow_scripts(true);
     stream->Write(req);

@@ -1,6 +1,9 @@
 // With mutual TLS, an executor may register the names and IPs its verified client certificate
 // carries as subjectAltNames — and nothing else that is not its peer address (real binaries).
 
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdlib>
 #include <string>
 
@@ -13,6 +16,11 @@
 
 namespace jobwheel::security_testing {
 namespace {
+
+int NextInstance() {
+  static std::atomic<int> next{0};
+  return next.fetch_add(1);
+}
 
 bool Sh(const std::string& command) { return std::system(command.c_str()) == 0; }
 
@@ -57,6 +65,9 @@ TEST(RegistrationTlsTest, CertificateNamesAreTheCallersOwnAddresses) {
     v1::HeartbeatRequest req;
     req.mutable_register_()->set_app("demo");
     req.mutable_register_()->set_address(address);
+    // A process of its own: a fresh instance id (a reconnect would keep its id).
+    req.mutable_register_()->set_instance_id(
+        absl::StrCat("security-test-", getpid(), "-", NextInstance()));
     stream->Write(req);
     v1::HeartbeatResponse resp;
     if (stream->Read(&resp) && resp.has_registered()) {
