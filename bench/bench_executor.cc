@@ -20,6 +20,7 @@
 #include "common/base/flags.h"
 #include "common/base/logging.h"
 #include "common/base/mutex_mode.h"
+#include "common/time/clock.h"
 #include "jobwheel/executor.h"
 #include "spdlog/spdlog.h"
 
@@ -124,7 +125,7 @@ int main(int argc, char** argv) {
   }
   jobwheel::Executor executor(options);
   absl::Status st = executor.Register("noop", [&recorder](jobwheel::JobContext& ctx) {
-    recorder.Add(ctx, absl::Now());
+    recorder.Add(ctx, jobwheel::RealClock::Get().Now());
     return jobwheel::Result::Ok();
   });
   if (st.ok()) st = executor.Run();

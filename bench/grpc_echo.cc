@@ -28,6 +28,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/grpc/grpc_keep_warm.h"
+#include "common/time/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -123,7 +124,8 @@ int Server() {
 int Client() {
   auto channel =
       grpc::CreateChannel(absl::GetFlag(FLAGS_target), grpc::InsecureChannelCredentials());
-  if (!channel->WaitForConnected(absl::ToChronoTime(absl::Now() + absl::Seconds(10)))) {
+  if (!channel->WaitForConnected(
+          absl::ToChronoTime(jobwheel::RealClock::Get().Now() + absl::Seconds(10)))) {
     std::fprintf(stderr, "grpc_echo: cannot connect to %s\n", absl::GetFlag(FLAGS_target).c_str());
     return 1;
   }
@@ -143,7 +145,7 @@ int Client() {
   std::vector<int64_t> latencies_us;  // Guarded by mu.
   int64_t errors = 0;                 // Guarded by mu.
   std::atomic<bool> stop{false};
-  const absl::Time start = absl::Now();
+  const absl::Time start = jobwheel::RealClock::Get().Now();
 
   struct Call {
     grpc::ClientContext ctx;
@@ -158,15 +160,15 @@ int Client() {
   issue = [&] {
     auto* call = new Call;
     call->request = grpc::ByteBuffer(&slice, 1);
-    call->ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
-    call->sent = absl::Now();
+    call->ctx.set_deadline(absl::ToChronoTime(jobwheel::RealClock::Get().Now() + absl::Seconds(5)));
+    call->sent = jobwheel::RealClock::Get().Now();
     {
       absl::MutexLock lock(&done_mu);
       ++in_flight;
     }
     stub.UnaryCall(&call->ctx, kMethod, grpc::StubOptions(), &call->request, &call->response,
                    [&, call](grpc::Status s) {
-                     const absl::Time now = absl::Now();
+                     const absl::Time now = jobwheel::RealClock::Get().Now();
                      {
                        absl::MutexLock lock(&mu);
                        if (s.ok()) {
@@ -185,13 +187,14 @@ int Client() {
     for (int i = 0; i < absl::GetFlag(FLAGS_concurrency); ++i) issue();
     absl::SleepFor(duration);
   } else {
-    for (absl::Time next = start; absl::Now() < start + duration; next += interval) {
-      absl::SleepFor(next - absl::Now());
+    for (absl::Time next = start; jobwheel::RealClock::Get().Now() < start + duration;
+         next += interval) {
+      absl::SleepFor(next - jobwheel::RealClock::Get().Now());
       issue();
     }
   }
   stop.store(true);
-  const absl::Duration elapsed = absl::Now() - start;
+  const absl::Duration elapsed = jobwheel::RealClock::Get().Now() - start;
   {
     absl::MutexLock lock(&done_mu);
     auto drained = [&in_flight]() { return in_flight == 0; };

@@ -3,12 +3,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/base/status_macros.h"
+#include "common/time/clock.h"
 
 namespace jobwheel::bench {
 namespace {
 
 void SleepUntil(absl::Time t) {
-  const absl::Duration d = t - absl::Now();
+  const absl::Duration d = t - RealClock::Get().Now();
   if (d > absl::ZeroDuration()) absl::SleepFor(d);
 }
 
@@ -29,7 +30,7 @@ absl::StatusOr<LoadOutcome> RunLoad(Context& ctx, const LoadSpec& spec, Report& 
   ResetPeaks(ctx.stack.Processes());
 
   // First due time: a whole second, far enough ahead for the claim to pre-read it.
-  const absl::Time t0 = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()) + 4);
+  const absl::Time t0 = absl::FromUnixSeconds(absl::ToUnixSeconds(RealClock::Get().Now()) + 4);
   std::vector<JobSchedule> jobs;
   if (spec.cron_burst) {
     ASSIGN_OR_RETURN(jobs, ctx.db.CreateBurstJobs(spec.tag, spec.jobs, t0));
@@ -42,7 +43,7 @@ absl::StatusOr<LoadOutcome> RunLoad(Context& ctx, const LoadSpec& spec, Report& 
   }
   const absl::Time ws = t0 + spec.warmup;
   const absl::Time we = ws + spec.window;
-  if (absl::Now() > ws) {
+  if (RealClock::Get().Now() > ws) {
     return absl::DeadlineExceededError(
         absl::StrCat(spec.tag, ": defining the jobs took past the window's start"));
   }

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "bench/sampling.h"
 #include "common/base/status_macros.h"
+#include "common/time/clock.h"
 
 namespace jobwheel::bench {
 namespace {
@@ -58,7 +59,8 @@ Report MachineReport(const BenchOptions& options) {
         1);
   m.AddText("load_avg", LoadAvg());
   m.Add("executors", static_cast<int64_t>(options.executors));
-  m.AddText("started", absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone()));
+  m.AddText("started",
+            absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", RealClock::Get().Now(), absl::UTCTimeZone()));
   return m;
 }
 

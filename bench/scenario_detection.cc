@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "bench/scenario.h"
 #include "common/base/status_macros.h"
+#include "common/time/clock.h"
 
 namespace jobwheel::bench {
 
@@ -33,13 +34,13 @@ absl::Status RunDetection(Context& ctx) {
                                                    absl::Seconds(15),
                                                    "the detection executor to come online"));
       absl::SleepFor(absl::Milliseconds(1500));  // A few beats in.
-      const absl::Time sent = absl::Now();
+      const absl::Time sent = RealClock::Get().Now();
       e.proc->Signal(sig);
       absl::Time seen = absl::InfiniteFuture();
-      while (absl::Now() - sent < absl::Seconds(15)) {
+      while (RealClock::Get().Now() - sent < absl::Seconds(15)) {
         absl::optional<int> v = ctx.stack.ExecutorsKnown();
         if (v.has_value() && *v <= *base) {
-          seen = absl::Now();
+          seen = RealClock::Get().Now();
           break;
         }
         absl::SleepFor(absl::Milliseconds(2));

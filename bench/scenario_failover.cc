@@ -15,6 +15,7 @@
 #include "bench/run_records.h"
 #include "bench/scenario.h"
 #include "common/base/status_macros.h"
+#include "common/time/clock.h"
 #include "common/time/proto_time.h"
 
 namespace jobwheel::bench {
@@ -24,15 +25,15 @@ absl::Status RunFailover(Context& ctx) {
   const BenchOptions& opt = ctx.options;
   RETURN_IF_ERROR(ctx.db.RemoveOwnLoad(opt.drain_timeout));
   ctx.stack.NewRecords();
-  const absl::Time t0 = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()) + 4);
+  const absl::Time t0 = absl::FromUnixSeconds(absl::ToUnixSeconds(RealClock::Get().Now()) + 4);
   ASSIGN_OR_RETURN(const std::vector<JobSchedule> jobs,
                    ctx.db.CreateSpreadJobs("failover", opt.failover_jobs, 1, t0));
 
   ASSIGN_OR_RETURN(pqxx::result lr, ctx.db.Query("SELECT holder_id FROM leadership"));
   const std::string leader = lr.empty() ? "" : lr[0][0].as<std::string>();
   const int victim = leader == Stack::ReplicaName(1) ? 1 : 0;
-  absl::SleepFor(t0 + absl::Seconds(6) - absl::Now());
-  const absl::Time killed = absl::Now();
+  absl::SleepFor(t0 + absl::Seconds(6) - RealClock::Get().Now());
+  const absl::Time killed = RealClock::Get().Now();
   ctx.stack.scheduler(victim).proc->Signal(SIGKILL);
   if (!ctx.stack.scheduler(victim).proc->Wait(absl::Seconds(5)).ok()) {
     return absl::DeadlineExceededError("failover: the killed scheduler did not exit within 5s");
@@ -53,7 +54,7 @@ absl::Status RunFailover(Context& ctx) {
   // Fires due from 5 s before the kill to 8 s after it are checked.
   const absl::Time from = killed - absl::Seconds(5);
   const absl::Time to = killed + absl::Seconds(8);
-  absl::SleepFor(to + absl::Seconds(1) - absl::Now());
+  absl::SleepFor(to + absl::Seconds(1) - RealClock::Get().Now());
   RETURN_IF_ERROR(ctx.db.StopLoad(to + absl::Seconds(1)));
   RETURN_IF_ERROR(ctx.db.WaitDrained(to, opt.drain_timeout));
   absl::SleepFor(absl::Milliseconds(500));  // The executors flush records every 200 ms.

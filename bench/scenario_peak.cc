@@ -13,6 +13,7 @@
 #include "bench/peak_search.h"
 #include "bench/scenario.h"
 #include "common/base/status_macros.h"
+#include "common/time/clock.h"
 
 namespace jobwheel::bench {
 namespace {
@@ -32,11 +33,11 @@ std::string Unsustained(const LoadOutcome& o, const BenchOptions& opt) {
 
 absl::Status RunPeak(Context& ctx) {
   const BenchOptions& opt = ctx.options;
-  const absl::Time began = absl::Now();
+  const absl::Time began = RealClock::Get().Now();
   // A probe's cost: its load plus setting up, the grace, draining and clean-up.
   const absl::Duration probe_cost =
       opt.warmup + opt.peak_duration + opt.completion_grace + absl::Seconds(15);
-  auto can_probe = [&] { return absl::Now() - began + probe_cost <= opt.peak_budget; };
+  auto can_probe = [&] { return RealClock::Get().Now() - began + probe_cost <= opt.peak_budget; };
 
   bool have_best = false;
   int best_rate = 0;
@@ -74,7 +75,7 @@ absl::Status RunPeak(Context& ctx) {
   r.Add("probes", static_cast<int64_t>(found.probes));
   r.Add("converged", static_cast<int64_t>(found.converged ? 1 : 0));
   r.Add("ceiling_reached", static_cast<int64_t>(found.ceiling ? 1 : 0));
-  r.Add("search_s", absl::ToDoubleSeconds(absl::Now() - began), 0);
+  r.Add("search_s", absl::ToDoubleSeconds(RealClock::Get().Now() - began), 0);
   r.Add("tolerance", opt.peak_tolerance, 3);
   r.Add("p99_limit_ms", absl::ToDoubleMilliseconds(opt.peak_p99_limit), 0);
   r.Add("window_s", absl::ToDoubleSeconds(opt.peak_duration), 0);

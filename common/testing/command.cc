@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/testing/process.h"
+#include "common/time/clock.h"
 
 namespace jobwheel::testing {
 namespace {
@@ -52,7 +53,7 @@ absl::StatusOr<CommandResult> RunCommand(const std::string& binary,
     execv(binary.c_str(), argv.data());
     _exit(127);
   }
-  const absl::Time deadline = absl::Now() + timeout;
+  const absl::Time deadline = RealClock::Get().Now() + timeout;
   int status = 0;
   while (true) {
     const pid_t r = waitpid(pid, &status, WNOHANG);
@@ -60,7 +61,7 @@ absl::StatusOr<CommandResult> RunCommand(const std::string& binary,
     if (r < 0 && errno != EINTR) {
       return absl::InternalError(absl::StrCat("waitpid: ", strerror(errno)));
     }
-    if (absl::Now() > deadline) {
+    if (RealClock::Get().Now() > deadline) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       return absl::DeadlineExceededError(absl::StrCat(binary, " still running after ",

@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "common/pg/migrations.h"
 #include "common/pg/pg_errors.h"
+#include "common/time/clock.h"
 #include "pqxx/pqxx"
 
 namespace jobwheel::testing {
@@ -21,8 +22,9 @@ absl::StatusOr<std::string> CreateTestDatabase() {
         "database with `scripts/test-pg start` and export what it prints");
   }
   static std::atomic<int> counter{0};
-  const std::string name = absl::StrCat(
-      "t_", getpid(), "_", absl::ToUnixMicros(absl::Now()) % 1000000000, "_", counter.fetch_add(1));
+  const std::string name =
+      absl::StrCat("t_", getpid(), "_", absl::ToUnixMicros(RealClock::Get().Now()) % 1000000000,
+                   "_", counter.fetch_add(1));
   try {
     pqxx::connection conn(admin);
     pqxx::nontransaction tx(conn);

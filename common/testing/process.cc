@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/time/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
@@ -67,7 +68,7 @@ void Process::Signal(int sig) {
 }
 
 absl::Status Process::Wait(absl::Duration timeout, int* exit_code) {
-  const absl::Time deadline = absl::Now() + timeout;
+  const absl::Time deadline = RealClock::Get().Now() + timeout;
   while (!reaped_) {
     int status = 0;
     pid_t r = waitpid(pid_, &status, WNOHANG);
@@ -78,7 +79,7 @@ absl::Status Process::Wait(absl::Duration timeout, int* exit_code) {
       }
       return absl::OkStatus();
     }
-    if (absl::Now() > deadline) {
+    if (RealClock::Get().Now() > deadline) {
       return absl::DeadlineExceededError(absl::StrCat("pid ", pid_, " still running"));
     }
     absl::SleepFor(absl::Milliseconds(5));
@@ -116,10 +117,10 @@ int PickFreePort() {
 }
 
 bool Eventually(const std::function<bool()>& condition, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
+  const absl::Time deadline = RealClock::Get().Now() + timeout;
   while (true) {
     if (condition()) return true;
-    if (absl::Now() > deadline) return false;
+    if (RealClock::Get().Now() > deadline) return false;
     absl::SleepFor(absl::Milliseconds(10));
   }
 }
@@ -131,9 +132,9 @@ absl::Status WaitForServing(const std::string& target, absl::Duration timeout) {
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 100);
   auto channel = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
   auto stub = grpc::health::v1::Health::NewStub(channel);
-  const absl::Time deadline = absl::Now() + timeout;
+  const absl::Time deadline = RealClock::Get().Now() + timeout;
   std::string last;
-  while (absl::Now() < deadline) {
+  while (RealClock::Get().Now() < deadline) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
     grpc::health::v1::HealthCheckRequest req;

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/auth/bearer.h"
 #include "common/testing/pg_test_db.h"
+#include "common/time/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "jobwheel/v1/app_admin.grpc.pb.h"
 #include "jobwheel/v1/token_admin.grpc.pb.h"
@@ -63,11 +64,11 @@ absl::Status WaitForServingTls(const std::string& target, const ClientTls& tls,
                                absl::Duration timeout) {
   // Wait for the listening socket first: a health check sent before the server listens puts
   // the gRPC channel into reconnect backoff, which cost ~5 s per process started.
-  const absl::Time start = absl::Now();
+  const absl::Time start = RealClock::Get().Now();
   if (!testing::Eventually([&] { return Listening(target); }, timeout)) {
     return absl::DeadlineExceededError(absl::StrCat(target, " never listened"));
   }
-  timeout -= absl::Now() - start;
+  timeout -= RealClock::Get().Now() - start;
   if (tls.ca_file.empty()) return testing::WaitForServing(target, timeout);
   grpc::SslCredentialsOptions opts;
   opts.pem_root_certs = ReadFile(tls.ca_file);
@@ -75,9 +76,9 @@ absl::Status WaitForServingTls(const std::string& target, const ClientTls& tls,
     opts.pem_cert_chain = ReadFile(tls.cert_file);
     opts.pem_private_key = ReadFile(tls.key_file);
   }
-  const absl::Time deadline = absl::Now() + timeout;
+  const absl::Time deadline = RealClock::Get().Now() + timeout;
   std::string last;
-  while (absl::Now() < deadline) {
+  while (RealClock::Get().Now() < deadline) {
     // A fresh channel (and connection) per try: a connection attempt made while the server
     // was still starting can hang far longer than the try.
     grpc::ChannelArguments args;
@@ -148,7 +149,8 @@ absl::Status Stack::StartServices() {
   const int n = stacks++;
   dir_ = testing::TestTempDir(n == 0 ? "security" : absl::StrCat("security", n));
   // Random per run: the tests never rely on a well-known secret.
-  admin_token_ = absl::StrCat("admin-", PickFreePort(), "-", absl::ToUnixNanos(absl::Now()));
+  admin_token_ =
+      absl::StrCat("admin-", PickFreePort(), "-", absl::ToUnixNanos(RealClock::Get().Now()));
   const std::string admin_file = WriteFile(dir_ + "/admin", admin_token_ + "\n");
   auto keys = testing::WriteCallerKeys(dir_);
   if (!keys.ok()) return keys.status();

@@ -15,6 +15,7 @@
 #include "common/auth/bearer.h"
 #include "common/base/flags.h"
 #include "common/grpc/grpc_server.h"
+#include "common/time/clock.h"
 #include "common/time/proto_time.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
@@ -337,7 +338,8 @@ int main(int argc, char** argv) {
       req.set_job_id(absl::GetFlag(FLAGS_job));
       *req.mutable_bucket() = jobwheel::ToProtoDuration(absl::GetFlag(FLAGS_bucket));
       if (absl::GetFlag(FLAGS_since) > absl::ZeroDuration()) {
-        *req.mutable_start_time() = jobwheel::ToProto(absl::Now() - absl::GetFlag(FLAGS_since));
+        *req.mutable_start_time() =
+            jobwheel::ToProto(jobwheel::RealClock::Get().Now() - absl::GetFlag(FLAGS_since));
       }
       jobwheel::v1::GetRunStatsResponse r;
       grpc::Status s = jobs->GetRunStats(Ctx(admin).get(), req, &r);
@@ -424,7 +426,7 @@ int main(int argc, char** argv) {
       }
       if (absl::GetFlag(FLAGS_expire_in) > absl::ZeroDuration()) {
         *req.mutable_expire_time() =
-            jobwheel::ToProto(absl::Now() + absl::GetFlag(FLAGS_expire_in));
+            jobwheel::ToProto(jobwheel::RealClock::Get().Now() + absl::GetFlag(FLAGS_expire_in));
       }
       jobwheel::v1::CreateTokenResponse resp;
       grpc::Status s = stub->CreateToken(Ctx(admin).get(), req, &resp);
