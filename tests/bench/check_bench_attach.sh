@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `scripts/bench --attach` never deletes or changes data it did not create. Starts a small
 # stack (private PostgreSQL, registry, dispatcher, scheduler, demo executor) on free loopback
-# ports in a temporary directory, lets a user's every-second job produce fires and runs,
+# ports in a temporary directory (scripts/lib/stack.sh), lets a user's every-second job produce fires and runs,
 # records every fire and run row, runs `scripts/bench --attach` with a tiny throughput
 # scenario against that stack, and checks that every earlier row is still there (finished
 # ones byte for byte), the pending fires were not deleted (the user's job has a fire for every
@@ -13,102 +13,39 @@ set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT" || exit 77
-BIN="$ROOT/bazel-bin"
 START=$SECONDS
 
 skip() { echo "check_bench_attach: skipped: $*"; exit 77; }
 fail() { echo "check_bench_attach: FAIL: $*"; exit 1; }
 
-for b in services/registry/registry services/dispatcher/dispatcher services/scheduler/scheduler \
-         sdk/examples/demo_executor tools/jobwheelctl/jobwheelctl bench/bench \
-         bench/bench_executor; do
-  [ -x "$BIN/$b" ] || skip "bazel-bin/$b is missing (build it first)"
-done
-for tool in python3 psql; do
+# shellcheck source=../../scripts/lib/stack.sh
+. "$ROOT/scripts/lib/stack.sh"
+stack_need_bins services/registry/registry services/dispatcher/dispatcher \
+  services/scheduler/scheduler sdk/examples/demo_executor tools/jobwheelctl/jobwheelctl \
+  bench/bench bench/bench_executor || skip "$STACK_ERROR (build it first)"
+for tool in python3 psql curl; do
   command -v "$tool" >/dev/null 2>&1 || skip "$tool is not installed"
 done
-# shellcheck source=../../scripts/lib/pg.sh
-. "$ROOT/scripts/lib/pg.sh"
-# shellcheck source=../../scripts/lib/credentials.sh
-. "$ROOT/scripts/lib/credentials.sh"
 [ -x "$PG_BIN/initdb" ] || skip "PostgreSQL server binaries not found (PG_BIN=$PG_BIN)"
 
-TMP="$(mktemp -d "${TMPDIR:-/tmp}/jobwheel-bench-attach.XXXXXX")" || skip "mktemp failed"
-chmod 755 "$TMP"  # As root the PostgreSQL server runs as `postgres` and must reach it.
-mkdir -p "$TMP/logs" "$TMP/tokens" "$TMP/executor" "$TMP/results"
-chmod 700 "$TMP/tokens"
-PIDS=()
-cleanup() {
-  trap - EXIT INT TERM
-  local i p
-  # The executor first, so it deregisters while the registry is still there.
-  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill -TERM "${PIDS[$i]}" 2>/dev/null; done
-  for p in "${PIDS[@]}"; do
-    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null
-    wait "$p" 2>/dev/null
-  done
-  pg_stop "$TMP/pg"
-  if [ -n "${JOBWHEEL_CHECK_KEEP_TMP:-}" ]; then echo "kept $TMP"; return; fi
-  if [ -L "$TMP/pg" ]; then rm -rf "$(readlink "$TMP/pg")"; fi
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+[ -n "${JOBWHEEL_CHECK_KEEP_TMP:-}" ] && STACK_KEEP_DIR=1
+stack_init check_bench_attach || skip "$STACK_ERROR"
+TMP=$STACK_DIR
+mkdir -p "$TMP/results"
+stack_pick_ports PG_PORT REG_PORT DISP_PORT DISP_MPORT SCHED_PORT EXEC_PORT || skip "$STACK_ERROR"
+stack_pg_private "$PG_PORT" || skip "$STACK_ERROR"
+DSN=$STACK_DSN
+sql() { stack_sql "$1"; }
+stack_make_secrets admin executor || fail "$STACK_ERROR"
+TOK=$STACK_TOK
 
-read -r PG_PORT REG_PORT DISP_PORT DISP_MPORT SCHED_PORT SCHED_MPORT EXEC_PORT EXEC_MPORT \
-  < <(python3 - <<'PY'
-import socket
-socks = []
-for _ in range(8):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-PY
-)
-[ -n "${EXEC_MPORT:-}" ] || skip "could not pick free ports"
-
-pg_start "$TMP/pg" "$PG_PORT" >"$TMP/logs/pg_start.log" 2>&1 &&
-  pg_ensure_db "$PG_PORT" jobwheel >>"$TMP/logs/pg_start.log" 2>&1 ||
-  { cat "$TMP/logs/pg_start.log"; skip "a private PostgreSQL did not start"; }
-DSN="host=127.0.0.1 port=$PG_PORT user=postgres dbname=jobwheel"
-sql() { psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d jobwheel -qtAX -v ON_ERROR_STOP=1 -c "$1"; }
-
-make_credentials "$TMP/tokens" admin executor || fail "cannot make the tokens and keys"
-TOK="$TMP/tokens"
-
-start() {  # start NAME PORT COMMAND...: runs COMMAND, waits until PORT accepts (20 s)
-  local name=$1 port=$2; shift 2
-  "$@" >"$TMP/logs/$name.log" 2>&1 &
-  PIDS+=($!)
-  local deadline=$((SECONDS + 20))
-  while [ "$SECONDS" -lt "$deadline" ]; do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-    kill -0 "${PIDS[-1]}" 2>/dev/null || break
-    sleep 0.1
-  done
-  tail -n 20 "$TMP/logs/$name.log"
-  fail "$name did not start"
-}
-
-start registry "$REG_PORT" "$BIN/services/registry/registry" --listen="127.0.0.1:$REG_PORT" \
-  --db_dsn="$DSN" --metrics_address=127.0.0.1:0 --executor_token_file="$TOK/executor" \
-  --dispatcher_public_key_file="$TOK/dispatcher.pub" --admin_token_file="$TOK/admin"
-start dispatcher "$DISP_PORT" "$BIN/services/dispatcher/dispatcher" \
-  --listen="127.0.0.1:$DISP_PORT" --db_dsn="$DSN" --metrics_address="127.0.0.1:$DISP_MPORT" \
-  --registry_target="127.0.0.1:$REG_PORT" --executor_token_file="$TOK/executor" \
-  --signing_key_file="$TOK/dispatcher.key" --scheduler_public_key_file="$TOK/scheduler.pub"
-start scheduler "$SCHED_PORT" "$BIN/services/scheduler/scheduler" \
-  --listen="127.0.0.1:$SCHED_PORT" --db_dsn="$DSN" --metrics_address="127.0.0.1:$SCHED_MPORT" \
-  --dispatcher_target="127.0.0.1:$DISP_PORT" --admin_token_file="$TOK/admin" \
-  --signing_key_file="$TOK/scheduler.key"
-start demo_executor "$EXEC_PORT" "$BIN/sdk/examples/demo_executor" \
-  --listen="127.0.0.1:$EXEC_PORT" --app=demo --registry_target="127.0.0.1:$REG_PORT" \
-  --dispatcher_target="127.0.0.1:$DISP_PORT" --metrics_address="127.0.0.1:$EXEC_MPORT" \
-  --log_dir="$TMP/executor/logs" --spool_dir="$TMP/executor/spool" \
-  --executor_token_file="$TOK/executor" --dispatcher_public_key_file="$TOK/dispatcher.pub" \
-  --scheduler_public_key_file="$TOK/scheduler.pub"
+stack_start_ready registry registry "127.0.0.1:$REG_PORT" || fail "$STACK_ERROR"
+stack_start_ready dispatcher dispatcher "127.0.0.1:$DISP_PORT" "127.0.0.1:$REG_PORT" \
+  --metrics_address="127.0.0.1:$DISP_MPORT" || fail "$STACK_ERROR"
+stack_start_ready scheduler scheduler "127.0.0.1:$SCHED_PORT" "127.0.0.1:$DISP_PORT" ||
+  fail "$STACK_ERROR"
+stack_start_ready executor demo_executor "127.0.0.1:$EXEC_PORT" demo "127.0.0.1:$REG_PORT" \
+  "127.0.0.1:$DISP_PORT" || fail "$STACK_ERROR"
 
 # The user's history: an every-second job on the demo executor.
 cat >"$TMP/job.json" <<'JSON'
@@ -116,10 +53,8 @@ cat >"$TMP/job.json" <<'JSON'
  "schedule": {"cron": {"expression": "* * * * * ?", "timeZone": "UTC"}},
  "routingStrategy": "ROUTING_STRATEGY_FIRST", "enabled": true}
 JSON
-"$BIN/tools/jobwheelctl/jobwheelctl" --scheduler="127.0.0.1:$SCHED_PORT" \
-  --registry="127.0.0.1:$REG_PORT" --token_file="$TOK/admin" \
-  jobs create --file="$TMP/job.json" \
-  >"$TMP/logs/jobwheelctl.log" 2>&1 || { cat "$TMP/logs/jobwheelctl.log"; fail "could not create the user's job"; }
+stack_ctl jobs create --file="$TMP/job.json" >>"$TMP/logs/jobwheelctl.log" 2>&1 ||
+  { cat "$TMP/logs/jobwheelctl.log"; fail "could not create the user's job"; }
 USER_JOB=$(sql "SELECT id FROM jobs WHERE name = 'users-job'")
 [ -n "$USER_JOB" ] || fail "the user's job is not in the database"
 

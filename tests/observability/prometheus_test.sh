@@ -9,14 +9,15 @@
 #
 # Needs the binaries built (`bazel build //...`, as scripts/test does), PostgreSQL's server
 # binaries, prometheus, promtool, curl and python3. Starts everything itself on free loopback
-# ports in a temporary directory and removes it all on exit.
+# ports in a temporary directory (scripts/lib/stack.sh) and removes it all on exit
+# (JOBWHEEL_OBS_KEEP_TMP=1 keeps it); on a failure the services' last log lines are printed.
 #
 #   tests/observability/prometheus_test.sh     # one line per check, then "N passed, N failed"
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT" || exit 1
-BIN="$ROOT/bazel-bin"
+BIN="$ROOT/bazel-bin"  # the stack's binaries (scripts/lib/stack.sh sets STACK_BIN the same)
 PROMETHEUS=${PROMETHEUS:-/usr/bin/prometheus}
 PROMTOOL=${PROMTOOL:-/usr/bin/promtool}
 # How long the whole test may take before every wait gives up (seconds).
@@ -39,135 +40,63 @@ remaining() { echo $((BUDGET - (SECONDS - START))); }
 for tool in "$PROMETHEUS" "$PROMTOOL" curl python3; do
   command -v "$tool" >/dev/null 2>&1 || abort "$tool is not installed (scripts/setup installs it)"
 done
-for b in services/registry/registry services/dispatcher/dispatcher \
-         services/scheduler/scheduler sdk/examples/demo_executor tools/jobwheelctl/jobwheelctl \
-         services/console/console; do
-  [ -x "$BIN/$b" ] || abort "bazel-bin/$b is missing: run bazel build //... first"
-done
-
-# shellcheck source=../../scripts/lib/pg.sh
-. "$ROOT/scripts/lib/pg.sh"
-# shellcheck source=../../scripts/lib/credentials.sh
-. "$ROOT/scripts/lib/credentials.sh"
+# shellcheck source=../../scripts/lib/stack.sh
+. "$ROOT/scripts/lib/stack.sh"
+stack_need_bins services/registry/registry services/dispatcher/dispatcher \
+  services/scheduler/scheduler sdk/examples/demo_executor tools/jobwheelctl/jobwheelctl \
+  services/console/console || abort "$STACK_ERROR: run bazel build //... first"
 [ -x "$PG_BIN/initdb" ] || abort "PostgreSQL server binaries not found (PG_BIN=$PG_BIN)"
 
-TMP="$(mktemp -d "${TMPDIR:-/tmp}/jobwheel-prom.XXXXXX")" || abort "mktemp failed"
-# As root the PostgreSQL server runs as `postgres` and must reach its directory.
-chmod 755 "$TMP"
-mkdir -p "$TMP/logs" "$TMP/tokens" "$TMP/executor" "$TMP/prometheus" "$TMP/metrics"
-chmod 700 "$TMP/tokens"
-
-PIDS=()
-PROM_PID=""
-cleanup() {
-  trap - EXIT INT TERM
-  [ -n "$PROM_PID" ] && kill -TERM "$PROM_PID" 2>/dev/null
-  # The executor first, so it deregisters while the registry is still there.
-  local i p
-  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill -TERM "${PIDS[$i]}" 2>/dev/null; done
-  for p in "${PIDS[@]}" $PROM_PID; do
-    # Bounded: a process that ignores SIGTERM for 10 s is killed.
-    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null
-    wait "$p" 2>/dev/null
-  done
-  pg_stop "$TMP/pg"
-  if [ -n "${JOBWHEEL_OBS_KEEP_TMP:-}" ]; then echo "kept $TMP"; return; fi
-  # pg_start keeps the data in /var/tmp when the server user cannot reach $TMP.
-  if [ -L "$TMP/pg" ]; then rm -rf "$(readlink "$TMP/pg")"; fi
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# Free loopback ports, all held at once while picking so they are distinct.
-read -r PG_PORT REG_PORT REG_MPORT DISP_PORT DISP_MPORT SCHED_PORT SCHED_MPORT EXEC_PORT \
-  EXEC_MPORT PROM_PORT CONSOLE_PORT CONSOLE_MPORT < <(python3 - <<'PY'
-import socket
-socks = []
-for _ in range(12):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-PY
-)
-[ -n "$CONSOLE_MPORT" ] || abort "could not pick free ports"
+[ -n "${JOBWHEEL_OBS_KEEP_TMP:-}" ] && STACK_KEEP_DIR=1
+stack_init prometheus_test || abort "$STACK_ERROR"
+TMP=$STACK_DIR
+mkdir -p "$TMP/prometheus" "$TMP/metrics"
+stack_pick_ports PG_PORT REG_PORT REG_MPORT DISP_PORT DISP_MPORT SCHED_PORT SCHED_MPORT \
+  EXEC_PORT EXEC_MPORT PROM_PORT CONSOLE_PORT CONSOLE_MPORT || abort "$STACK_ERROR"
 
 ############################################################################ the stack
-if pg_start "$TMP/pg" "$PG_PORT" >"$TMP/logs/pg_start.log" 2>&1 &&
-   pg_ensure_db "$PG_PORT" jobwheel >>"$TMP/logs/pg_start.log" 2>&1; then
+if stack_pg_private "$PG_PORT"; then
   ok "private PostgreSQL on 127.0.0.1:$PG_PORT"
 else
-  cat "$TMP/logs/pg_start.log"
-  abort "private PostgreSQL did not start"
+  abort "$STACK_ERROR"
 fi
-DSN="host=127.0.0.1 port=$PG_PORT user=postgres dbname=jobwheel"
-
-make_credentials "$TMP/tokens" admin executor || abort "cannot make the tokens and keys"
-TOK="$TMP/tokens"
-
-start() {  # start NAME COMMAND...: runs COMMAND in the background, output to logs/NAME.log
-  local name=$1; shift
-  "$@" >"$TMP/logs/$name.log" 2>&1 &
-  PIDS+=($!)
-}
-
-# wait_port NAME PORT: polls until something accepts on 127.0.0.1:PORT (bounded).
-wait_port() {
-  local deadline=$((SECONDS + 20))
-  while [ "$SECONDS" -lt "$deadline" ]; do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$2") 2>/dev/null; then return 0; fi
-    if ! kill -0 "${PIDS[-1]}" 2>/dev/null; then break; fi
-    sleep 0.1
-  done
-  echo "--- last lines of $1.log"; tail -n 20 "$TMP/logs/$1.log"
-  return 1
-}
+stack_make_secrets admin executor || abort "$STACK_ERROR"
+TOK=$STACK_TOK
 
 # The registry takes two flags from the environment (JOBWHEEL_<FLAG>) to prove that path works:
 # if Prometheus scrapes it on $REG_MPORT, JOBWHEEL_METRICS_ADDRESS was honoured.
-start registry env JOBWHEEL_METRICS_ADDRESS="127.0.0.1:$REG_MPORT" JOBWHEEL_LOG_JSON=true \
-  "$BIN/services/registry/registry" --listen="127.0.0.1:$REG_PORT" --db_dsn="$DSN" \
-  --executor_token_file="$TOK/executor" --dispatcher_public_key_file="$TOK/dispatcher.pub" \
-  --admin_token_file="$TOK/admin"
-if wait_port registry "$REG_PORT"; then ok "registry serves on 127.0.0.1:$REG_PORT"
-else abort "registry did not start"; fi
-if wait_port registry "$REG_MPORT"; then
+JOBWHEEL_METRICS_ADDRESS="127.0.0.1:$REG_MPORT" JOBWHEEL_LOG_JSON=true \
+  stack_start_registry registry "127.0.0.1:$REG_PORT"
+if stack_wait_ready registry; then ok "registry serves on 127.0.0.1:$REG_PORT (health SERVING)"
+else abort "$STACK_ERROR"; fi
+deadline=$((SECONDS + 10))
+until stack_port_open "127.0.0.1:$REG_MPORT" || [ "$SECONDS" -ge "$deadline" ]; do sleep 0.1; done
+if stack_port_open "127.0.0.1:$REG_MPORT"; then
   ok "registry took --metrics_address and --log_json from JOBWHEEL_METRICS_ADDRESS/JOBWHEEL_LOG_JSON"
 else
   fail "registry ignored JOBWHEEL_METRICS_ADDRESS (no metrics on 127.0.0.1:$REG_MPORT)"
 fi
 
-start dispatcher "$BIN/services/dispatcher/dispatcher" --listen="127.0.0.1:$DISP_PORT" \
-  --db_dsn="$DSN" --metrics_address="127.0.0.1:$DISP_MPORT" \
-  --registry_target="127.0.0.1:$REG_PORT" --executor_token_file="$TOK/executor" \
-  --signing_key_file="$TOK/dispatcher.key" --scheduler_public_key_file="$TOK/scheduler.pub" \
-  --log_json
-if wait_port dispatcher "$DISP_PORT"; then ok "dispatcher serves on 127.0.0.1:$DISP_PORT"
-else abort "dispatcher did not start"; fi
+stack_start_dispatcher dispatcher "127.0.0.1:$DISP_PORT" "127.0.0.1:$REG_PORT" \
+  --metrics_address="127.0.0.1:$DISP_MPORT" --log_json
+if stack_wait_ready dispatcher; then ok "dispatcher serves on 127.0.0.1:$DISP_PORT (health SERVING)"
+else abort "$STACK_ERROR"; fi
 
-start scheduler "$BIN/services/scheduler/scheduler" --listen="127.0.0.1:$SCHED_PORT" \
-  --db_dsn="$DSN" --metrics_address="127.0.0.1:$SCHED_MPORT" \
-  --dispatcher_target="127.0.0.1:$DISP_PORT" --admin_token_file="$TOK/admin" \
-  --signing_key_file="$TOK/scheduler.key" --log_json
-if wait_port scheduler "$SCHED_PORT"; then ok "scheduler serves on 127.0.0.1:$SCHED_PORT"
-else abort "scheduler did not start"; fi
+stack_start_scheduler scheduler "127.0.0.1:$SCHED_PORT" "127.0.0.1:$DISP_PORT" \
+  --metrics_address="127.0.0.1:$SCHED_MPORT" --log_json
+if stack_wait_ready scheduler; then ok "scheduler serves on 127.0.0.1:$SCHED_PORT (health SERVING)"
+else abort "$STACK_ERROR"; fi
 
-start demo_executor "$BIN/sdk/examples/demo_executor" --listen="127.0.0.1:$EXEC_PORT" \
-  --app=demo --registry_target="127.0.0.1:$REG_PORT" \
-  --dispatcher_target="127.0.0.1:$DISP_PORT" --metrics_address="127.0.0.1:$EXEC_MPORT" \
-  --log_dir="$TMP/executor/logs" --spool_dir="$TMP/executor/spool" \
-  --executor_token_file="$TOK/executor" --dispatcher_public_key_file="$TOK/dispatcher.pub" \
-  --scheduler_public_key_file="$TOK/scheduler.pub" --log_json
-if wait_port demo_executor "$EXEC_PORT"; then ok "demo executor serves on 127.0.0.1:$EXEC_PORT"
-else abort "demo executor did not start"; fi
+stack_start_executor demo_executor "127.0.0.1:$EXEC_PORT" demo "127.0.0.1:$REG_PORT" \
+  "127.0.0.1:$DISP_PORT" --metrics_address="127.0.0.1:$EXEC_MPORT" --log_json
+if stack_wait_ready demo_executor; then
+  ok "demo executor serves on 127.0.0.1:$EXEC_PORT (health SERVING)"
+else abort "$STACK_ERROR"; fi
 
-start console "$BIN/services/console/console" --listen="127.0.0.1:$CONSOLE_PORT" \
-  --scheduler_target="127.0.0.1:$SCHED_PORT" --registry_target="127.0.0.1:$REG_PORT" \
-  --metrics_address="127.0.0.1:$CONSOLE_MPORT" --log_json
-if wait_port console "$CONSOLE_PORT"; then ok "console serves on 127.0.0.1:$CONSOLE_PORT"
-else abort "console did not start"; fi
+stack_start_console console "127.0.0.1:$CONSOLE_PORT" "127.0.0.1:$SCHED_PORT" \
+  "127.0.0.1:$REG_PORT" --metrics_address="127.0.0.1:$CONSOLE_MPORT" --log_json
+if stack_wait_ready console; then ok "console serves on 127.0.0.1:$CONSOLE_PORT (/readyz)"
+else abort "$STACK_ERROR"; fi
 
 # A job firing every second that succeeds, and one that always fails with a retry, so the
 # success, failure and retry series all move.
@@ -182,10 +111,8 @@ cat >"$TMP/fail.json" <<'EOF'
  "schedule": {"cron": {"expression": "* * * * * ?", "timeZone": "UTC"}},
  "routingStrategy": "ROUTING_STRATEGY_FIRST", "enabled": true}
 EOF
-CTL=("$BIN/tools/jobwheelctl/jobwheelctl" --scheduler="127.0.0.1:$SCHED_PORT"
-     --registry="127.0.0.1:$REG_PORT" --token_file="$TOK/admin")
 for j in echo fail; do
-  if out="$("${CTL[@]}" jobs create --file="$TMP/$j.json" 2>&1)"; then
+  if out="$(stack_ctl jobs create --file="$TMP/$j.json" 2>&1)"; then
     ok "jobwheelctl created job obs-$j"
   else
     echo "$out"; fail "jobwheelctl could not create job obs-$j"
@@ -218,7 +145,7 @@ fi
 "$PROMETHEUS" --config.file="$TMP/prometheus/prometheus.yml" \
   --storage.tsdb.path="$TMP/prometheus/data" --web.listen-address="127.0.0.1:$PROM_PORT" \
   --log.level=warn >"$TMP/logs/prometheus.log" 2>&1 &
-PROM_PID=$!
+stack_track prometheus $!
 PROM_URL="http://127.0.0.1:$PROM_PORT"
 
 # The assertions against the HTTP API, one helper with sub-commands; prints "ok   - ..." and
@@ -476,7 +403,7 @@ console_traffic() {
   done
 }
 console_traffic &
-PIDS+=($!)
+stack_track console_traffic $!
 
 before=$FAILED
 run_checks targets
@@ -566,10 +493,8 @@ for s in registry dispatcher scheduler; do
 done
 
 ############################################################################ still running
-for i in "${!PIDS[@]}"; do
-  if kill -0 "${PIDS[$i]}" 2>/dev/null; then :; else
-    fail "a service (pid ${PIDS[$i]}) exited during the test; logs: $TMP/logs"
-  fi
+for name in $(stack_dead); do
+  fail "$name (pid ${STACK_PID[$name]}) exited during the test; see its log above"
 done
 
 finish
