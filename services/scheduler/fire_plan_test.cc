@@ -1,0 +1,197 @@
+// The claim arithmetic: which fires a due job gets, misfires, next fire times, hand-off times.
+#include "services/scheduler/fire_plan.h"
+
+#include "absl/strings/match.h"
+#include "common/time/proto_time.h"
+#include "gtest/gtest.h"
+
+namespace jobwheel::scheduler {
+namespace {
+
+using jobwheel::v1::Job;
+
+const absl::Time kNow = absl::FromUnixSeconds(1700000000);
+
+Job CronJob(int64_t id, absl::Time next, const std::string& expression = "* * * * * ?",
+            jobwheel::v1::MisfireStrategy misfire = jobwheel::v1::MISFIRE_STRATEGY_DO_NOTHING) {
+  Job job;
+  job.set_id(id);
+  job.mutable_schedule()->mutable_cron()->set_expression(expression);
+  job.mutable_schedule()->mutable_cron()->set_time_zone("UTC");
+  job.set_misfire_strategy(misfire);
+  *job.mutable_next_fire_time() = ToProto(next);
+  *job.mutable_create_time() = ToProto(kNow - absl::Hours(1));
+  return job;
+}
+
+std::vector<absl::Time> Times(const ClaimPlan& plan, int64_t job) {
+  std::vector<absl::Time> out;
+  for (const auto& f : plan.fires) {
+    if (f.job_id == job) out.push_back(f.scheduled);
+  }
+  return out;
+}
+
+TEST(FirePlanTest, HorizonIsThePrereadWindow) {
+  EXPECT_EQ(ClaimHorizon(kNow, ClaimWindow{}), kNow + absl::Seconds(5));
+  ClaimWindow w;
+  w.preread_window = absl::Seconds(2);
+  EXPECT_EQ(ClaimHorizon(kNow, w), kNow + absl::Seconds(2));
+}
+
+TEST(FirePlanTest, DueJobGetsEveryTimeUpToWindowPlusClaimAhead) {
+  const ClaimPlan plan = PlanClaim({CronJob(7, kNow + absl::Seconds(1))}, kNow, ClaimWindow{});
+  std::vector<absl::Time> want;
+  for (int i = 1; i <= 10; ++i) want.push_back(kNow + absl::Seconds(i));
+  EXPECT_EQ(Times(plan, 7), want);
+  for (const auto& f : plan.fires) {
+    EXPECT_EQ(f.trigger_type, jobwheel::v1::TRIGGER_TYPE_CRON);
+    EXPECT_FALSE(f.skipped);
+    EXPECT_EQ(f.reason, "");
+  }
+  ASSERT_EQ(plan.next.size(), 1u);
+  EXPECT_EQ(plan.next[0].job_id, 7);
+  EXPECT_EQ(plan.next[0].next, kNow + absl::Seconds(11));
+  EXPECT_TRUE(plan.misfires.empty());
+}
+
+TEST(FirePlanTest, TheFillLimitIsInclusive) {
+  ClaimWindow w;
+  w.preread_window = absl::Seconds(1);
+  w.claim_ahead = absl::ZeroDuration();
+  const ClaimPlan plan = PlanClaim({CronJob(1, kNow + absl::Seconds(1))}, kNow, w);
+  EXPECT_EQ(Times(plan, 1), std::vector<absl::Time>{kNow + absl::Seconds(1)});
+  EXPECT_EQ(plan.next[0].next, kNow + absl::Seconds(2));
+}
+
+TEST(FirePlanTest, SparseScheduleGetsOneFireAndMovesFarAhead) {
+  // Every minute at second 0; due now.
+  const absl::Time minute = absl::FromUnixSeconds(1700000000 / 60 * 60 + 60);
+  const ClaimPlan plan = PlanClaim({CronJob(1, minute, "0 * * * * ?")}, minute, ClaimWindow{});
+  EXPECT_EQ(Times(plan, 1), std::vector<absl::Time>{minute});
+  EXPECT_EQ(plan.next[0].next, minute + absl::Minutes(1));
+}
+
+TEST(FirePlanTest, LateWithinTheThresholdIsNotAMisfire) {
+  const ClaimPlan plan = PlanClaim({CronJob(1, kNow - absl::Seconds(5))}, kNow, ClaimWindow{});
+  EXPECT_TRUE(plan.misfires.empty());
+  EXPECT_EQ(Times(plan, 1).front(), kNow - absl::Seconds(5));
+  EXPECT_EQ(Times(plan, 1).size(), 16u);  // now-5 .. now+10
+}
+
+TEST(FirePlanTest, MisfireDoNothingRecordsOneSkippedRow) {
+  const ClaimPlan plan = PlanClaim({CronJob(1, kNow - absl::Seconds(60))}, kNow, ClaimWindow{});
+  ASSERT_EQ(plan.misfires.size(), 1u);
+  EXPECT_EQ(plan.misfires[0].missed, 55);  // now-60 .. now-6
+  EXPECT_EQ(plan.misfires[0].strategy, jobwheel::v1::MISFIRE_STRATEGY_DO_NOTHING);
+  const PlannedFire& row = plan.fires.front();
+  EXPECT_TRUE(row.skipped);
+  EXPECT_EQ(row.scheduled, kNow - absl::Seconds(60));
+  EXPECT_EQ(row.trigger_type, jobwheel::v1::TRIGGER_TYPE_CRON);
+  EXPECT_TRUE(absl::StartsWith(row.reason, "misfire: 55 fire(s) from ")) << row.reason;
+  EXPECT_TRUE(absl::EndsWith(row.reason, " skipped (DO_NOTHING)")) << row.reason;
+  // Then the times within the threshold still fire.
+  EXPECT_EQ(plan.fires.size(), 1u + 16u);
+  EXPECT_EQ(plan.fires[1].scheduled, kNow - absl::Seconds(5));
+  EXPECT_FALSE(plan.fires[1].skipped);
+}
+
+TEST(FirePlanTest, MisfireFireOnceNowFiresOnceAsMisfire) {
+  const ClaimPlan plan = PlanClaim({CronJob(1, kNow - absl::Seconds(60), "* * * * * ?",
+                                            jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW)},
+                                   kNow, ClaimWindow{});
+  ASSERT_EQ(plan.misfires.size(), 1u);
+  EXPECT_EQ(plan.misfires[0].strategy, jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW);
+  const PlannedFire& row = plan.fires.front();
+  EXPECT_FALSE(row.skipped);
+  EXPECT_EQ(row.trigger_type, jobwheel::v1::TRIGGER_TYPE_MISFIRE);
+  EXPECT_EQ(row.scheduled, kNow - absl::Seconds(60));
+  EXPECT_TRUE(absl::EndsWith(row.reason, " missed; fired once now (FIRE_ONCE_NOW)"));
+}
+
+TEST(FirePlanTest, HugeMisfireStopsCountingAndJumpsPastTheThreshold) {
+  // Every second for ~3 years: more than kMaxMissedCounted missed times.
+  const absl::Time next = kNow - absl::Hours(24 * 365 * 3);
+  const ClaimPlan plan = PlanClaim({CronJob(1, next)}, kNow, ClaimWindow{});
+  ASSERT_EQ(plan.misfires.size(), 1u);
+  EXPECT_EQ(plan.misfires[0].missed, kMaxMissedCounted);
+  // The first time not a misfire follows: now-5.
+  ASSERT_GE(plan.fires.size(), 2u);
+  EXPECT_EQ(plan.fires[1].scheduled, kNow - absl::Seconds(5));
+  EXPECT_EQ(plan.next[0].next, kNow + absl::Seconds(11));
+}
+
+TEST(FirePlanTest, InvalidScheduleIsReportedAndCleared) {
+  Job bad = CronJob(3, kNow, "not a cron");
+  const ClaimPlan plan = PlanClaim({bad, CronJob(4, kNow + absl::Seconds(1))}, kNow, ClaimWindow{});
+  ASSERT_EQ(plan.invalid.size(), 1u);
+  EXPECT_EQ(plan.invalid[0].first, 3);
+  EXPECT_FALSE(plan.invalid[0].second.ok());
+  ASSERT_EQ(plan.next.size(), 2u);
+  EXPECT_EQ(plan.next[0].job_id, 3);
+  EXPECT_FALSE(plan.next[0].next.has_value());
+  EXPECT_TRUE(Times(plan, 3).empty());
+  EXPECT_EQ(Times(plan, 4).size(), 10u);
+}
+
+TEST(FirePlanTest, FixRateAndOneShotSchedules) {
+  Job rate;
+  rate.set_id(1);
+  rate.mutable_schedule()->mutable_fix_rate()->set_interval_seconds(3);
+  *rate.mutable_schedule()->mutable_fix_rate()->mutable_start_time() = ToProto(kNow);
+  *rate.mutable_next_fire_time() = ToProto(kNow + absl::Seconds(3));
+  Job none;
+  none.set_id(2);
+  none.mutable_schedule()->mutable_none();
+  *none.mutable_next_fire_time() = ToProto(kNow + absl::Seconds(1));
+  const ClaimPlan plan = PlanClaim({rate, none}, kNow, ClaimWindow{});
+  EXPECT_EQ(Times(plan, 1),
+            (std::vector<absl::Time>{kNow + absl::Seconds(3), kNow + absl::Seconds(6),
+                                     kNow + absl::Seconds(9)}));
+  EXPECT_EQ(plan.fires[0].trigger_type, jobwheel::v1::TRIGGER_TYPE_FIX_RATE);
+  EXPECT_EQ(plan.next[0].next, kNow + absl::Seconds(12));
+  // A job without a schedule (next_fire_time set by hand) fires that once, then never.
+  EXPECT_EQ(Times(plan, 2).size(), 1u);
+  EXPECT_FALSE(plan.next[1].next.has_value());
+}
+
+TEST(FirePlanTest, HandOffTimeIsTheLeadAheadOnTheGrid) {
+  const absl::Duration lead = absl::Milliseconds(300);
+  const absl::Duration grid = absl::Milliseconds(100);
+  EXPECT_EQ(HandOffTime(kNow, lead, grid), kNow - absl::Milliseconds(300));
+  EXPECT_EQ(HandOffTime(kNow + absl::Milliseconds(350), lead, grid), kNow);
+  EXPECT_EQ(HandOffTime(kNow + absl::Milliseconds(399), lead, grid), kNow);
+  EXPECT_EQ(HandOffTime(kNow + absl::Milliseconds(400), lead, grid),
+            kNow + absl::Milliseconds(100));
+  // No lead, or no grid: exact.
+  EXPECT_EQ(HandOffTime(kNow + absl::Milliseconds(7), absl::ZeroDuration(), grid),
+            kNow + absl::Milliseconds(7));
+  EXPECT_EQ(HandOffTime(kNow + absl::Milliseconds(7), lead, absl::ZeroDuration()),
+            kNow - absl::Milliseconds(293));
+}
+
+TEST(FirePlanTest, LatenessCountsFromHandOffForScheduledFiresOnly) {
+  const absl::Duration lead = absl::Milliseconds(300);
+  const absl::Duration grid = absl::Milliseconds(100);
+  const absl::Time sent = kNow - absl::Milliseconds(290);
+  EXPECT_EQ(HandOffLateness(jobwheel::v1::TRIGGER_TYPE_CRON, kNow, sent, lead, grid),
+            absl::Milliseconds(10));
+  EXPECT_EQ(HandOffLateness(jobwheel::v1::TRIGGER_TYPE_FIX_RATE, kNow, sent, lead, grid),
+            absl::Milliseconds(10));
+  EXPECT_EQ(HandOffLateness(jobwheel::v1::TRIGGER_TYPE_MANUAL, kNow, sent, lead, grid),
+            -absl::Milliseconds(290));
+  EXPECT_EQ(HandOffLateness(jobwheel::v1::TRIGGER_TYPE_MISFIRE, kNow, kNow, lead, grid),
+            absl::ZeroDuration());
+}
+
+TEST(FirePlanTest, HandOffBackoffDoublesUpToACap) {
+  EXPECT_EQ(HandOffBackoff(1), absl::Milliseconds(100));
+  EXPECT_EQ(HandOffBackoff(2), absl::Milliseconds(200));
+  EXPECT_EQ(HandOffBackoff(3), absl::Milliseconds(400));
+  EXPECT_EQ(HandOffBackoff(4), absl::Milliseconds(800));
+  EXPECT_EQ(HandOffBackoff(5), absl::Milliseconds(1600));
+  EXPECT_EQ(HandOffBackoff(kMaxHandOffFailures + 3), absl::Milliseconds(1600));
+}
+
+}  // namespace
+}  // namespace jobwheel::scheduler
