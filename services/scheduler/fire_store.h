@@ -1,0 +1,110 @@
+#ifndef JOBWHEEL_SERVICES_SCHEDULER_FIRE_STORE_H_
+#define JOBWHEEL_SERVICES_SCHEDULER_FIRE_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "jobwheel/v1/dispatcher.pb.h"
+#include "jobwheel/v1/types.pb.h"
+#include "services/scheduler/fire_plan.h"
+#include "services/scheduler/followup_plan.h"
+
+namespace jobwheel::scheduler {
+
+// The leader's reads and writes of jobs, fires and runs: what FireEngine and Monitors need.
+// Every operation is one transaction fenced by the schedule lock: it runs only while this
+// replica leads (FAILED_PRECONDITION otherwise), and a write commits only in a transaction
+// that proves leadership (see LeaderElector::RunFenced). Implementations are thread-safe.
+class FireStore {
+ public:
+  virtual ~FireStore() = default;
+
+  // Whether this replica leads (from memory; no query).
+  virtual bool IsLeader() const = 0;
+
+  // --- Claiming ---
+
+  // Decides, inside the claim transaction, what to write for the jobs it locked. Returns a
+  // plan that the caller owns and keeps alive until ClaimDueJobs returns.
+  using ClaimPlanner = std::function<const ClaimPlan&(const std::vector<jobwheel::v1::Job>&)>;
+  struct ClaimResult {
+    // How many jobs were locked.
+    int jobs = 0;
+    // The PENDING fires the claim inserted (a fire already recorded, or a SKIPPED row, is not
+    // here), each with its job and the fire's id, scheduled time and trigger type.
+    std::vector<jobwheel::v1::Fire> fires;
+  };
+  // In one transaction: locks up to `limit` enabled jobs whose next fire time is at or before
+  // `horizon`, earliest first, skipping jobs another transaction holds; asks `plan` for their
+  // fires and next fire times; records the fires (a job's schedule-driven fire at a time
+  // already recorded is not recorded again), with this term's epoch; and moves each job's
+  // next fire time as planned.
+  virtual absl::StatusOr<ClaimResult> ClaimDueJobs(absl::Time horizon, int limit,
+                                                   const ClaimPlanner& plan) = 0;
+
+  // --- Pending fires ---
+
+  // Where a page of pending fires starts: after (scheduled, id).
+  struct PendingCursor {
+    absl::Time scheduled = absl::InfinitePast();
+    int64_t id = 0;
+  };
+  struct PendingPage {
+    // The page's fires whose job still exists, each with its job.
+    std::vector<jobwheel::v1::Fire> fires;
+    // How many rows the page read (fires of deleted jobs included).
+    size_t rows = 0;
+    // After the page's last row (unchanged when it read none).
+    PendingCursor next;
+  };
+  // In one transaction: reads up to `limit` PENDING fires after `after`, ordered by
+  // (scheduled time, id); `all_types`: every type, else only MANUAL, RETRY and PARENT fires due
+  // within a second from the database's now. A fire whose job was deleted becomes FAILED
+  // ("job was deleted before dispatch") in the same transaction.
+  virtual absl::StatusOr<PendingPage> LoadPendingFires(const PendingCursor& after, bool all_types,
+                                                       int limit) = 0;
+
+  // --- Monitors ---
+
+  using FollowupPlanner = std::function<const FollowupPlan&(const std::vector<FinishedRun>&)>;
+  struct MonitorLimits {
+    // Finished runs followed up per pass.
+    int batch = 500;
+    // A RUNNING run started before this on an executor that is not online becomes LOST.
+    absl::Time lost_started_before;
+    // A RUNNING run on an online executor whose process (label jobwheel.process_start_us)
+    // started more than a second after the run did, and before this, becomes LOST.
+    absl::Time restarted_before;
+    // A PENDING run triggered before this becomes FAILED (its trigger never completed).
+    absl::Time pending_before;
+  };
+  struct MonitorResult {
+    int64_t enabled_jobs = 0;
+    // Rows written: retry fires, child fires, runs made LOST (offline or restarted executor),
+    // PENDING runs made FAILED.
+    int retries = 0;
+    int children = 0;
+    int lost = 0;
+    int stale_pending = 0;
+  };
+  // In one transaction: counts enabled jobs; locks up to `batch` finished runs not yet followed
+  // up (oldest first, skipping locked ones) and asks `plan` what follows them; writes the retry
+  // fires and the child fires (at most one per parent run and job; a child only in its
+  // parent's app or child_scope) due now, marks the runs followed up (and, for FAILED,
+  // TIMED_OUT and LOST, their alarm sent); then ends lost and stale runs per `limits`.
+  virtual absl::StatusOr<MonitorResult> RunMonitorPass(const MonitorLimits& limits,
+                                                       const FollowupPlanner& plan) = 0;
+
+  // In one transaction: deletes up to `limit` finished, followed-up runs triggered before
+  // `cutoff`, and up to `limit` non-PENDING fires created before it that no run references.
+  // Returns how many rows it deleted.
+  virtual absl::StatusOr<int> DeleteHistory(absl::Time cutoff, int limit) = 0;
+};
+
+}  // namespace jobwheel::scheduler
+
+#endif  // JOBWHEEL_SERVICES_SCHEDULER_FIRE_STORE_H_

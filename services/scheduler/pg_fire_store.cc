@@ -1,0 +1,322 @@
+#include "services/scheduler/pg_fire_store.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "common/pg/pg_arrays.h"
+#include "common/pg/pg_prepared.h"
+#include "common/time/proto_time.h"
+#include "services/scheduler/job_row.h"
+
+namespace jobwheel::scheduler {
+namespace {
+
+using jobwheel::v1::Fire;
+using jobwheel::v1::Job;
+
+constexpr int kFirePending = 1;
+constexpr int kFireSkipped = 3;
+
+constexpr char kPendingFiresSql[] =
+    "SELECT f.id, f.job_id, (EXTRACT(EPOCH FROM f.scheduled_at) * 1000000)::BIGINT, "
+    "f.trigger_type, f.param, f.shard_index, f.shard_total, f.executor_address, f.attempt, "
+    "j.id IS NULL, ";
+
+// Calls `add` with each non-NULL element of a one-dimensional array column.
+template <typename Add>
+void ForEachArrayValue(const pqxx::field& f, Add add) {
+  pqxx::array_parser p = f.as_array();
+  for (auto it = p.get_next(); it.first != pqxx::array_parser::done; it = p.get_next()) {
+    if (it.first == pqxx::array_parser::string_value) add(it.second);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<FireStore::ClaimResult> PgFireStore::ClaimDueJobs(absl::Time horizon, int limit,
+                                                                 const ClaimPlanner& plan) {
+  ClaimResult result;
+  const int64_t epoch = elector_.epoch();  // Not inside RunFenced: it holds the elector's lock.
+  absl::Status s = elector_.RunFenced("claim due jobs", [&](pqxx::work& tx) {
+    result = ClaimResult();
+    pqxx::result rows = ExecPrepared(
+        tx, "claim_jobs",
+        absl::StrCat("SELECT ", kJobColumns,
+                     " FROM jobs j WHERE j.enabled AND j.next_fire_at IS NOT NULL AND "
+                     "j.next_fire_at <= $1::timestamptz ORDER BY j.next_fire_at LIMIT $2 "
+                     "FOR UPDATE SKIP LOCKED"),
+        ToPgTimestamp(horizon), limit);
+    result.jobs = static_cast<int>(rows.size());
+    if (rows.empty()) return;
+    std::vector<Job> jobs;
+    jobs.reserve(rows.size());
+    for (const pqxx::row& row : rows) jobs.push_back(JobFromRow(row));
+    const ClaimPlan& planned = plan(jobs);
+    if (!planned.fires.empty()) {
+      std::vector<int64_t> f_job;
+      std::vector<std::optional<absl::Time>> f_time;
+      std::vector<int> f_type, f_status;
+      std::vector<std::string> f_reason;
+      f_job.reserve(planned.fires.size());
+      f_time.reserve(planned.fires.size());
+      f_type.reserve(planned.fires.size());
+      f_status.reserve(planned.fires.size());
+      f_reason.reserve(planned.fires.size());
+      for (const PlannedFire& f : planned.fires) {
+        f_job.push_back(f.job_id);
+        f_time.push_back(f.scheduled);
+        f_type.push_back(f.trigger_type);
+        f_status.push_back(f.skipped ? kFireSkipped : kFirePending);
+        f_reason.push_back(f.reason);
+      }
+      absl::flat_hash_map<int64_t, const Job*> by_id;
+      for (const Job& job : jobs) by_id.emplace(job.id(), &job);
+      pqxx::result inserted = ExecPrepared(
+          tx, "insert_fires",
+          "INSERT INTO fires (job_id, scheduled_at, trigger_type, status, reason, leader_epoch) "
+          "SELECT u.job_id, u.scheduled_at, u.trigger_type, u.status, u.reason, $6 "
+          "FROM unnest($1::bigint[], $2::timestamptz[], $3::int[], $4::int[], $5::text[]) "
+          "AS u(job_id, scheduled_at, trigger_type, status, reason) "
+          "ON CONFLICT DO NOTHING "
+          "RETURNING id, job_id, (EXTRACT(EPOCH FROM scheduled_at) * 1000000)::BIGINT, "
+          "trigger_type, status",
+          ToPgIntArray(f_job), ToPgTimeArray(f_time), ToPgIntArray(f_type), ToPgIntArray(f_status),
+          ToPgArray(f_reason), epoch);
+      result.fires.reserve(inserted.size());
+      for (const pqxx::row& r : inserted) {
+        if (r[4].as<int>() != kFirePending) continue;
+        Fire fire;
+        fire.set_fire_id(r[0].as<int64_t>());
+        auto job = by_id.find(r[1].as<int64_t>());
+        if (job != by_id.end()) *fire.mutable_job() = *job->second;
+        *fire.mutable_scheduled_time() = ToProto(FromMicros(r[2].as<int64_t>()));
+        fire.set_trigger_type(static_cast<jobwheel::v1::TriggerType>(r[3].as<int>()));
+        result.fires.push_back(std::move(fire));
+      }
+    }
+    std::vector<int64_t> n_job;
+    std::vector<std::optional<absl::Time>> n_time;
+    n_job.reserve(planned.next.size());
+    n_time.reserve(planned.next.size());
+    for (const NextFire& n : planned.next) {
+      n_job.push_back(n.job_id);
+      n_time.push_back(n.next);
+    }
+    ExecPrepared(
+        tx, "advance_jobs",
+        "UPDATE jobs SET next_fire_at = u.next FROM unnest($1::bigint[], $2::timestamptz[]) "
+        "AS u(id, next) WHERE jobs.id = u.id AND jobs.id = ANY($1::bigint[])",
+        ToPgIntArray(n_job), ToPgTimeArray(n_time));
+  });
+  if (!s.ok()) return s;
+  return result;
+}
+
+absl::StatusOr<FireStore::PendingPage> PgFireStore::LoadPendingFires(const PendingCursor& after,
+                                                                     bool all_types, int limit) {
+  PendingPage page;
+  const std::string after_time =
+      after.scheduled == absl::InfinitePast() ? "-infinity" : ToPgTimestamp(after.scheduled);
+  absl::Status s = elector_.RunFenced("load pending fires", [&](pqxx::work& tx) {
+    page = PendingPage();
+    page.next = after;
+    std::vector<int64_t> orphans;
+    pqxx::result rows = tx.exec_params(
+        absl::StrCat(kPendingFiresSql, kJobColumns,
+                     " FROM fires f LEFT JOIN jobs j ON j.id = f.job_id WHERE f.status = 1",
+                     // Manual, retry and child fires are written due now(): the periodic
+                     // pick-up need not walk the whole pre-read window of pending fires.
+                     all_types ? ""
+                               : " AND f.trigger_type IN (3, 5, 6) AND "
+                                 "f.scheduled_at <= now() + interval '1 second'",
+                     " AND (f.scheduled_at, f.id) > ($1::timestamptz, $2) "
+                     "ORDER BY f.scheduled_at, f.id LIMIT $3"),
+        after_time, after.id, limit);
+    page.rows = rows.size();
+    if (!rows.empty()) {
+      const pqxx::row last = rows[rows.size() - 1];
+      page.next.scheduled = FromMicros(last[2].as<int64_t>());
+      page.next.id = last[0].as<int64_t>();
+    }
+    page.fires.reserve(rows.size());
+    for (const pqxx::row& r : rows) {
+      const int64_t id = r[0].as<int64_t>();
+      if (r[9].as<bool>()) {
+        orphans.push_back(id);
+        continue;
+      }
+      Fire fire;
+      fire.set_fire_id(id);
+      *fire.mutable_scheduled_time() = ToProto(FromMicros(r[2].as<int64_t>()));
+      fire.set_trigger_type(static_cast<jobwheel::v1::TriggerType>(r[3].as<int>()));
+      if (!r[4].is_null()) fire.set_param(r[4].as<std::string>());
+      fire.set_shard_index(r[5].as<int>());
+      fire.set_shard_total(r[6].as<int>());
+      fire.set_executor_address(r[7].as<std::string>());
+      fire.set_attempt(r[8].as<int>());
+      *fire.mutable_job() = JobFromRow(r, 10);
+      page.fires.push_back(std::move(fire));
+    }
+    if (!orphans.empty()) {
+      tx.exec_params(
+          "UPDATE fires SET status = 4, reason = 'job was deleted before dispatch', "
+          "dispatch_time = now() WHERE id = ANY($1::bigint[]) AND status = 1",
+          ToPgIntArray(orphans));
+    }
+  });
+  if (!s.ok()) return s;
+  return page;
+}
+
+absl::StatusOr<FireStore::MonitorResult> PgFireStore::RunMonitorPass(const MonitorLimits& limits,
+                                                                     const FollowupPlanner& plan) {
+  MonitorResult result;
+  const int64_t epoch = elector_.epoch();  // Not inside RunFenced: it holds the elector's lock.
+  absl::Status s = elector_.RunFenced("monitors", [&](pqxx::work& tx) {
+    result = MonitorResult();
+    result.enabled_jobs = tx.exec1("SELECT count(*) FROM jobs WHERE enabled")[0].as<int64_t>();
+    pqxx::result rows = tx.exec_params(
+        "SELECT r.id, r.job_id, r.status, r.attempt, r.shard_index, r.shard_total, "
+        "r.result_message, r.trigger_message, f.param, f.trigger_type, j.id IS NULL, "
+        "COALESCE(j.fail_retry_count, 0), COALESCE(j.child_job_ids, '{}'), "
+        "COALESCE(j.name, ''), COALESCE(j.alarm_contacts, '{}'), r.app, "
+        "j.routing_strategy "
+        "FROM runs r JOIN fires f ON f.id = r.fire_id LEFT JOIN jobs j ON j.id = r.job_id "
+        "WHERE NOT r.followup_done AND r.status >= 3 ORDER BY r.id LIMIT $1 "
+        "FOR UPDATE OF r SKIP LOCKED",
+        limits.batch);
+    std::vector<FinishedRun> runs;
+    runs.reserve(rows.size());
+    for (const pqxx::row& r : rows) {
+      FinishedRun run;
+      run.run_id = r[0].as<int64_t>();
+      run.job_id = r[1].as<int64_t>();
+      run.status = static_cast<jobwheel::v1::RunStatus>(r[2].as<int>());
+      run.attempt = r[3].as<int>();
+      run.shard_index = r[4].as<int>();
+      run.shard_total = r[5].as<int>();
+      run.result_message = r[6].as<std::string>();
+      run.trigger_message = r[7].as<std::string>();
+      if (!r[8].is_null()) run.fire_param = r[8].as<std::string>();
+      run.job_deleted = r[10].as<bool>();
+      run.fail_retry_count = r[11].as<int>();
+      ForEachArrayValue(r[12],
+                        [&](const std::string& v) { run.child_job_ids.push_back(std::stoll(v)); });
+      run.job_name = r[13].as<std::string>();
+      ForEachArrayValue(r[14], [&](const std::string& v) { run.alarm_contacts.push_back(v); });
+      run.app = r[15].as<std::string>();
+      if (!r[16].is_null()) {
+        run.routing_strategy = static_cast<jobwheel::v1::RoutingStrategy>(r[16].as<int>());
+      }
+      runs.push_back(std::move(run));
+    }
+    const FollowupPlan& planned = plan(runs);
+    if (!planned.retries.empty()) {
+      std::vector<int64_t> job, parent, attempt, shard_i, shard_n;
+      // "\x01" stands for "no override" so NULL survives the text array.
+      std::vector<std::string> params;
+      for (const RetryFire& f : planned.retries) {
+        job.push_back(f.job_id);
+        parent.push_back(f.parent_run_id);
+        attempt.push_back(f.attempt);
+        shard_i.push_back(f.shard_index);
+        shard_n.push_back(f.shard_total);
+        params.push_back(f.param.value_or(std::string("\x01")));
+      }
+      pqxx::result ins = tx.exec_params(
+          "INSERT INTO fires (job_id, scheduled_at, trigger_type, status, param, attempt, "
+          "parent_run_id, shard_index, shard_total, leader_epoch) "
+          "SELECT u.job_id, now(), 5, 1, NULLIF(u.param, E'\\x01'), u.attempt, u.parent, "
+          "u.si, u.sn, $7 FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[], "
+          "$5::int[], $6::int[]) AS u(job_id, parent, attempt, param, si, sn) "
+          "ON CONFLICT DO NOTHING RETURNING id",
+          ToPgIntArray(job), ToPgIntArray(parent), ToPgIntArray(attempt), ToPgArray(params),
+          ToPgIntArray(shard_i), ToPgIntArray(shard_n), epoch);
+      result.retries = static_cast<int>(ins.size());
+    }
+    if (!planned.children.empty()) {
+      std::vector<int64_t> job, parent, parent_job;
+      for (const ChildFire& f : planned.children) {
+        job.push_back(f.job_id);
+        parent.push_back(f.parent_run_id);
+        parent_job.push_back(f.parent_job_id);
+      }
+      // A child fires in its parent's app, or in an app within the parent's child_scope (the
+      // apps whoever last set its child_job_ids may operate; NULL: every app). So a child
+      // moved to another app since, or named by an operator of fewer apps, does not fire there.
+      pqxx::result ins = tx.exec_params(
+          "INSERT INTO fires (job_id, scheduled_at, trigger_type, status, parent_run_id, "
+          "leader_epoch) SELECT u.job_id, now(), 6, 1, u.parent, $3 "
+          "FROM unnest($1::bigint[], $2::bigint[], $4::bigint[]) AS u(job_id, parent, pjob) "
+          "WHERE EXISTS (SELECT 1 FROM jobs c JOIN jobs p ON p.id = u.pjob WHERE c.id = u.job_id "
+          "AND (c.app = p.app OR p.child_scope IS NULL OR c.app = ANY(p.child_scope))) "
+          "ON CONFLICT DO NOTHING RETURNING id",
+          ToPgIntArray(job), ToPgIntArray(parent), epoch, ToPgIntArray(parent_job));
+      result.children = static_cast<int>(ins.size());
+    }
+    if (!planned.done.empty()) {
+      tx.exec_params(
+          "UPDATE runs SET followup_done = true, alarm_sent = (alarm_sent OR "
+          "status IN (4, 5, 7)) WHERE id = ANY($1::bigint[])",
+          ToPgIntArray(planned.done));
+    }
+
+    // Runs whose executor went offline while they ran.
+    pqxx::result lost = tx.exec_params(
+        "UPDATE runs r SET status = 7, end_time = now(), result_message = "
+        "'executor ' || r.executor_address || ' went offline while the run was RUNNING' "
+        "WHERE r.status = 2 AND r.start_time < $1::timestamptz AND NOT EXISTS ("
+        "SELECT 1 FROM executors e WHERE e.app = r.app AND e.address = r.executor_address "
+        "AND e.online) RETURNING r.id",
+        ToPgTimestamp(limits.lost_started_before));
+    result.lost = static_cast<int>(lost.size());
+    // Runs whose executor restarted while they ran: the address is online again, but its
+    // process (label jobwheel.process_start_us, set by the SDK) started after the run did, so
+    // nobody will report them. The new process has had its grace to replay the results its
+    // predecessor spooled, which win over this.
+    pqxx::result restarted = tx.exec_params(
+        "UPDATE runs r SET status = 7, end_time = now(), result_message = "
+        "'executor ' || r.executor_address || ' restarted while the run was RUNNING' "
+        "FROM executors e WHERE r.status = 2 AND e.app = r.app AND "
+        "e.address = r.executor_address AND e.online AND "
+        "(e.labels->>'jobwheel.process_start_us') ~ '^[0-9]{1,18}$' AND "
+        "(e.labels->>'jobwheel.process_start_us')::BIGINT > "
+        "(EXTRACT(EPOCH FROM r.start_time) * 1000000)::BIGINT + 1000000 AND "
+        "(e.labels->>'jobwheel.process_start_us')::BIGINT < $1 RETURNING r.id",
+        absl::ToUnixMicros(limits.restarted_before));
+    result.lost += static_cast<int>(restarted.size());
+    // Runs whose trigger never completed (their dispatcher died between commit and call).
+    pqxx::result stale = tx.exec_params(
+        "UPDATE runs SET status = 4, end_time = now(), result_message = "
+        "'trigger never completed: the dispatcher was lost before calling the executor' "
+        "WHERE status = 1 AND trigger_time < $1::timestamptz RETURNING id",
+        ToPgTimestamp(limits.pending_before));
+    result.stale_pending = static_cast<int>(stale.size());
+  });
+  if (!s.ok()) return s;
+  return result;
+}
+
+absl::StatusOr<int> PgFireStore::DeleteHistory(absl::Time cutoff, int limit) {
+  int n = 0;
+  const std::string before = ToPgTimestamp(cutoff);
+  absl::Status s = elector_.RunFenced("retention", [&](pqxx::work& tx) {
+    pqxx::result r1 = tx.exec_params(
+        "DELETE FROM runs WHERE id IN (SELECT id FROM runs WHERE trigger_time < "
+        "$1::timestamptz AND status >= 3 AND followup_done LIMIT $2) RETURNING id",
+        before, limit);
+    pqxx::result r2 = tx.exec_params(
+        "DELETE FROM fires WHERE id IN (SELECT f.id FROM fires f WHERE f.create_time < "
+        "$1::timestamptz AND f.status <> 1 AND NOT EXISTS (SELECT 1 FROM runs r WHERE "
+        "r.fire_id = f.id) LIMIT $2) RETURNING id",
+        before, limit);
+    n = static_cast<int>(r1.size() + r2.size());
+  });
+  if (!s.ok()) return s;
+  return n;
+}
+
+}  // namespace jobwheel::scheduler
