@@ -6,15 +6,17 @@
 namespace jobwheel::scheduler {
 
 GrpcDispatchClient::GrpcDispatchClient(std::shared_ptr<grpc::Channel> channel,
-                                       CallerTokenSigner* signer, absl::Duration deadline)
+                                       CallerTokenSigner* signer, Clock& clock,
+                                       absl::Duration deadline)
     : stub_(jobwheel::v1::DispatcherService::NewStub(std::move(channel))),
+      clock_(clock),
       deadline_(deadline),
       signer_(signer) {}
 
 absl::StatusOr<jobwheel::v1::DispatchResponse> GrpcDispatchClient::Dispatch(
     const jobwheel::v1::DispatchRequest& request) {
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + deadline_));
+  ctx.set_deadline(absl::ToChronoTime(clock_.Now() + deadline_));
   if (absl::Status auth = AddCallerToken(ctx, signer_, kAudienceDispatcher); !auth.ok()) {
     return auth;
   }

@@ -8,13 +8,13 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/time/clock.h"
-#include "common/time/timer_queue.h"
 #include "jobwheel/v1/dispatcher.pb.h"
 #include "services/scheduler/dispatch_client.h"
-#include "services/scheduler/leader_elector.h"
+#include "services/scheduler/fire_plan.h"
+#include "services/scheduler/fire_store.h"
+#include "services/scheduler/hand_off_timer.h"
 #include "services/scheduler/scheduler_metrics.h"
 
 namespace jobwheel::scheduler {
@@ -33,8 +33,10 @@ namespace jobwheel::scheduler {
 //     once;
 //  3. picks up PENDING fires it does not hold: all of them on takeover, and manual, retry and
 //     child fires written by the admin API or the monitors.
-// Misfires (more than `misfire_threshold` late) follow the job's strategy. Leadership comes
-// from LeaderElector: OnElected/OnDeposed must be wired to its callbacks.
+// Misfires (more than `misfire_threshold` late) follow the job's strategy (fire_plan.h has
+// the arithmetic). Reads and writes go through a FireStore, each fenced by the schedule lock;
+// leadership comes from LeaderElector: OnElected/OnDeposed must be wired to its callbacks.
+// Time comes from `clock`: the loops wait on it, so a simulated clock drives them in tests.
 class FireEngine {
  public:
   struct Options {
@@ -59,8 +61,8 @@ class FireEngine {
     int dispatch_threads = 4;
   };
 
-  FireEngine(Options options, LeaderElector& elector, DispatchClient& dispatcher,
-             const Clock& clock, SchedulerMetrics& metrics);
+  FireEngine(Options options, FireStore& store, DispatchClient& dispatcher, Clock& clock,
+             SchedulerMetrics& metrics);
   ~FireEngine();
 
   void Start();
@@ -85,18 +87,20 @@ class FireEngine {
   void DispatchBatch(std::vector<int64_t> ids);
   void Hold(jobwheel::v1::Fire fire);
   // When a fire scheduled at `scheduled` goes to the dispatcher.
-  absl::Time HandOffTime(absl::Time scheduled) const;
+  absl::Time HandOffAt(absl::Time scheduled) const;
   // Puts held fires back on the timer with a per-fire backoff (they stay PENDING).
   void Requeue(const std::vector<int64_t>& ids);
+  bool stopping() const;
 
   const Options options_;
-  LeaderElector& elector_;
+  FireStore& store_;
   DispatchClient& dispatcher_;
-  const Clock& clock_;
+  Clock& clock_;
   SchedulerMetrics& metrics_;
 
-  TimerQueue timer_;
+  HandOffTimer timer_;
   mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool active_ ABSL_GUARDED_BY(mu_) = false;
   // The epoch whose takeover load of all pending fires failed (0: none); the claim loop
   // retries it.
@@ -105,7 +109,6 @@ class FireEngine {
   absl::flat_hash_map<int64_t, int> retries_ ABSL_GUARDED_BY(mu_);
   std::deque<std::vector<int64_t>> ready_ ABSL_GUARDED_BY(mu_);
 
-  absl::Notification stop_;
   std::vector<std::thread> threads_;
 };
 

@@ -1,320 +1,365 @@
-// The fire engine against a real PostgreSQL: claims, misfires, stale entries, fencing and
-// takeover. Time is a FakeClock; the dispatcher is a recording fake.
+// FireEngine on a FakeFireStore, driven by a SimulatedClock: what it claims and holds, when it
+// hands fires off, retries, takeover and fencing. No database, no real sleeps: the test waits
+// for the engine's loops to wait on the clock (AwaitWaiters) or for the dispatcher to be called.
 #include "services/scheduler/fire_engine.h"
 
 #include <memory>
 
-#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "common/testing/pg_test_db.h"
+#include "common/time/clock.h"
 #include "common/time/proto_time.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
-#include "services/scheduler/leader_elector.h"
+#include "services/scheduler/fake_fire_store.h"
 
 namespace jobwheel::scheduler {
 namespace {
 
-bool Eventually(const std::function<bool()>& cond, absl::Duration timeout = absl::Seconds(10)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!cond()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return true;
-}
+using jobwheel::v1::DispatchRequest;
+using jobwheel::v1::DispatchResponse;
 
-// Records batches and marks fires DISPATCHED as a real dispatcher would.
-class RecordingDispatcher : public DispatchClient {
+// Answers as a dispatcher does: a PENDING fire row is dispatched, a missing one is not_found.
+// Fails the first `fail_first` calls with UNAVAILABLE. Keeps every request.
+class StoreDispatcher : public DispatchClient {
  public:
-  explicit RecordingDispatcher(std::string dsn) : conn_(dsn) {}
-  absl::StatusOr<jobwheel::v1::DispatchResponse> Dispatch(
-      const jobwheel::v1::DispatchRequest& request) override {
+  StoreDispatcher(FakeFireStore& store, const Clock& clock) : store_(store), clock_(clock) {}
+  void set_fail_first(int n) {
     absl::MutexLock lock(&mu_);
-    jobwheel::v1::DispatchResponse response;
-    pqxx::work tx(conn_);
-    // As a dispatcher does: only a PENDING fire row is dispatched; a missing one is
-    // reported not_found.
+    fail_first_ = n;
+  }
+  absl::StatusOr<DispatchResponse> Dispatch(const DispatchRequest& request) override {
+    absl::MutexLock lock(&mu_);
+    requests_.push_back(request);
+    request_times_.push_back(clock_.Now());
+    if (static_cast<int>(requests_.size()) <= fail_first_) {
+      return absl::UnavailableError("connection refused");
+    }
+    DispatchResponse response;
     for (const auto& f : request.fires()) {
       auto* o = response.add_outcomes();
       o->set_fire_id(f.fire_id());
-      const pqxx::result r = tx.exec_params(
-          "UPDATE fires SET status = 2 WHERE id = $1 AND status = 1 RETURNING id", f.fire_id());
-      if (!r.empty()) {
-        ids_.push_back(f.fire_id());
+      if (store_.DispatchFire(f.fire_id())) {
+        dispatched_.push_back(f.fire_id());
         o->set_status(jobwheel::v1::FIRE_STATUS_DISPATCHED);
         continue;
       }
       o->set_status(jobwheel::v1::FIRE_STATUS_FAILED);
-      if (tx.exec_params("SELECT 1 FROM fires WHERE id = $1", f.fire_id()).empty()) {
-        o->set_not_found(true);
-        ++not_found_;
-      }
+      bool exists = false;
+      for (const auto& row : store_.fires()) exists = exists || row.id == f.fire_id();
+      o->set_not_found(!exists);
     }
-    tx.commit();
     return response;
   }
-  std::vector<int64_t> ids() {
+  // Blocks until `n` requests arrived (false after 10 s of real time: a hang guard).
+  bool AwaitRequests(size_t n) {
     absl::MutexLock lock(&mu_);
-    return ids_;
+    auto enough = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return requests_.size() >= n; };
+    return mu_.AwaitWithTimeout(absl::Condition(&enough), absl::Seconds(10));
   }
-  int not_found() {
-    absl::MutexLock lock(&mu_);
-    return not_found_;
-  }
-
- private:
-  absl::Mutex mu_;
-  pqxx::connection conn_ ABSL_GUARDED_BY(mu_);
-  std::vector<int64_t> ids_ ABSL_GUARDED_BY(mu_);
-  int not_found_ ABSL_GUARDED_BY(mu_) = 0;
-};
-
-// Fails the first call (UNAVAILABLE), then passes calls on; keeps every request it got.
-class FlakyDispatcher : public DispatchClient {
- public:
-  explicit FlakyDispatcher(DispatchClient& next) : next_(next) {}
-  absl::StatusOr<jobwheel::v1::DispatchResponse> Dispatch(
-      const jobwheel::v1::DispatchRequest& request) override {
-    {
-      absl::MutexLock lock(&mu_);
-      requests_.push_back(request);
-      if (requests_.size() == 1) return absl::UnavailableError("connection refused");
-    }
-    return next_.Dispatch(request);
-  }
-  std::vector<jobwheel::v1::DispatchRequest> requests() {
+  std::vector<DispatchRequest> requests() {
     absl::MutexLock lock(&mu_);
     return requests_;
   }
+  std::vector<absl::Time> request_times() {
+    absl::MutexLock lock(&mu_);
+    return request_times_;
+  }
+  std::vector<int64_t> dispatched() {
+    absl::MutexLock lock(&mu_);
+    return dispatched_;
+  }
 
  private:
-  DispatchClient& next_;
+  FakeFireStore& store_;
+  const Clock& clock_;
   absl::Mutex mu_;
-  std::vector<jobwheel::v1::DispatchRequest> requests_ ABSL_GUARDED_BY(mu_);
-};
-
-// One scheduler replica: elector + engine wired as main.cc wires them.
-struct Replica {
-  Replica(const std::string& dsn, const std::string& id, FakeClock& clock,
-          DispatchClient& dispatcher, prometheus::Registry& registry,
-          absl::Duration retry = absl::Milliseconds(50))
-      : metrics(registry),
-        elector({dsn, id, retry, absl::Milliseconds(50)},
-                {[this](int64_t e) { engine->OnElected(e); }, [this] { engine->OnDeposed(); }}) {
-    engine =
-        std::make_unique<FireEngine>(FireEngine::Options(), elector, dispatcher, clock, metrics);
-  }
-  // The elector calls into the engine until it is shut down.
-  ~Replica() {
-    elector.Shutdown();
-    engine->Shutdown();
-  }
-  SchedulerMetrics metrics;
-  LeaderElector elector;
-  std::unique_ptr<FireEngine> engine;
+  int fail_first_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<DispatchRequest> requests_ ABSL_GUARDED_BY(mu_);
+  std::vector<absl::Time> request_times_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> dispatched_ ABSL_GUARDED_BY(mu_);
 };
 
 class FireEngineTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    auto dsn = testing::CreateMigratedTestDatabase();
-    ASSERT_TRUE(dsn.ok()) << dsn.status();
-    dsn_ = *dsn;
-    conn_ = std::make_unique<pqxx::connection>(dsn_);
-    // Whole seconds, like cron times.
-    clock_.Set(absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now())));
-    dispatcher_ = std::make_unique<RecordingDispatcher>(dsn_);
+  FireEngineTest() : store_(clock_), metrics_(registry_) {
+    // On the hand-off grid (whole seconds), like cron times.
+    clock_.Set(absl::FromUnixSeconds(1700000000));
+    store_.SetLeader(true);
+  }
+  ~FireEngineTest() override {
+    if (engine_) engine_->Shutdown();
   }
 
-  int64_t InsertJob(absl::Time next_fire, int misfire = 1) {
-    pqxx::work tx(*conn_);
-    auto r = tx.exec_params(
-        "INSERT INTO jobs (app, name, schedule_kind, cron_expression, handler, misfire_strategy, "
-        "next_fire_at) VALUES ('demo', 'every-second', 'CRON', '* * * * * ?', 'echo', $1, "
-        "$2::timestamptz) RETURNING id",
-        misfire, ToPgTimestamp(next_fire));
-    tx.commit();
-    return r[0][0].as<int64_t>();
+  // An every-second cron job next due at `next_fire`.
+  int64_t AddJob(absl::Time next_fire, jobwheel::v1::MisfireStrategy misfire =
+                                           jobwheel::v1::MISFIRE_STRATEGY_DO_NOTHING) {
+    jobwheel::v1::Job job;
+    job.set_app("demo");
+    job.set_name("every-second");
+    job.set_handler("echo");
+    job.set_description("not sent to dispatchers");
+    job.mutable_schedule()->mutable_cron()->set_expression("* * * * * ?");
+    job.mutable_schedule()->mutable_cron()->set_time_zone("UTC");
+    job.set_misfire_strategy(misfire);
+    job.set_enabled(true);
+    *job.mutable_next_fire_time() = ToProto(next_fire);
+    return store_.AddJob(job);
   }
 
-  int64_t Count(const std::string& sql) {
-    pqxx::nontransaction tx(*conn_);
-    return tx.exec(sql)[0][0].as<int64_t>();
+  FireEngine& Engine(FireEngine::Options options = {}) {
+    engine_ = std::make_unique<FireEngine>(options, store_, dispatcher_, clock_, metrics_);
+    return *engine_;
   }
 
-  std::unique_ptr<Replica> Elect(const std::string& id,
-                                 absl::Duration retry = absl::Milliseconds(50)) {
-    auto r = std::make_unique<Replica>(dsn_, id, clock_, *dispatcher_, registry_, retry);
-    r->elector.Start();
-    EXPECT_TRUE(Eventually([&] { return r->elector.is_leader() && r->engine->active(); }));
-    return r;
+  int CountFires(jobwheel::v1::FireStatus status) {
+    int n = 0;
+    for (const auto& f : store_.fires()) n += f.status == status;
+    return n;
   }
 
-  std::string dsn_;
-  std::unique_ptr<pqxx::connection> conn_;
-  FakeClock clock_;
+  SimulatedClock clock_;
+  FakeFireStore store_;
   prometheus::Registry registry_;
-  std::unique_ptr<RecordingDispatcher> dispatcher_;
+  SchedulerMetrics metrics_;
+  StoreDispatcher dispatcher_{store_, clock_};
+  std::unique_ptr<FireEngine> engine_;
 };
 
 TEST_F(FireEngineTest, ClaimRecordsEachDueSecondOnceAndAdvances) {
   const absl::Time now = clock_.Now();
-  const int64_t job = InsertJob(now + absl::Seconds(1));
-  auto leader = Elect("a");
-  auto claimed = leader->engine->ClaimOnce();
+  const int64_t job = AddJob(now + absl::Seconds(1));
+  FireEngine& engine = Engine();
+  engine.OnElected(1);
+  auto claimed = engine.ClaimOnce();
   ASSERT_TRUE(claimed.ok()) << claimed.status();
   EXPECT_EQ(*claimed, 1);
-  // Due within the 5 s pre-read window, so claimed; recorded up to 5 s beyond it
-  // (claim_ahead): now+1 .. now+10 inclusive.
-  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 1 AND trigger_type = 1"), 10);
-  EXPECT_EQ(leader->engine->held(), 10u);
-  EXPECT_EQ(Count(absl::StrCat("SELECT (EXTRACT(EPOCH FROM next_fire_at) * 1000000)::BIGINT "
-                               "FROM jobs WHERE id = ",
-                               job)),
-            absl::ToUnixMicros(now + absl::Seconds(11)));
-  // A second pass claims nothing new.
-  auto again = leader->engine->ClaimOnce();
-  ASSERT_TRUE(again.ok());
-  EXPECT_EQ(*again, 0);
-  EXPECT_EQ(Count("SELECT count(*) FROM fires"), 10);
-  // The job is not claimed again until its next fire (now+11) is within the window: one row
-  // rewrite per 5 fires, not one per fire.
+  // now+1 .. now+10: the 5 s pre-read window and 5 s claim_ahead.
+  EXPECT_EQ(CountFires(jobwheel::v1::FIRE_STATUS_PENDING), 10);
+  EXPECT_EQ(engine.held(), 10u);
+  EXPECT_EQ(FromProto(store_.job(job)->next_fire_time()), now + absl::Seconds(11));
+  EXPECT_EQ(*engine.ClaimOnce(), 0);
   clock_.Advance(absl::Seconds(5));
-  again = leader->engine->ClaimOnce();
-  ASSERT_TRUE(again.ok());
-  EXPECT_EQ(*again, 0);
+  EXPECT_EQ(*engine.ClaimOnce(), 0);  // now+11 is not yet within the window.
   clock_.Advance(absl::Seconds(1));
-  again = leader->engine->ClaimOnce();
-  ASSERT_TRUE(again.ok());
-  EXPECT_EQ(*again, 1);
-  EXPECT_EQ(Count("SELECT count(*) FROM fires"), 16);  // now+11 .. now+16 added.
-  EXPECT_EQ(Count("SELECT count(DISTINCT scheduled_at) FROM fires"), 16);
+  EXPECT_EQ(*engine.ClaimOnce(), 1);
+  EXPECT_EQ(store_.fires().size(), 16u);
+  EXPECT_EQ(engine.held(), 16u);
 }
 
-TEST_F(FireEngineTest, MisfireDoNothingSkipsAndRecordsIt) {
-  const absl::Time now = clock_.Now();
-  InsertJob(now - absl::Seconds(60), /*misfire=DO_NOTHING*/ 1);
-  auto leader = Elect("a");
-  ASSERT_TRUE(leader->engine->ClaimOnce().ok());
-  // 55 missed times (older than 5 s) become one SKIPPED row; the last 5 s still fire.
-  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 3 AND reason LIKE 'misfire: 55 %'"),
-            1);
-  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 1"), 16);  // now-5 .. now+10
+TEST_F(FireEngineTest, HeldFiresCarryOnlyWhatADispatcherNeeds) {
+  AddJob(clock_.Now() + absl::Seconds(1));
+  FireEngine::Options options;
+  options.dispatch_threads = 1;
+  FireEngine& engine = Engine(options);
+  engine.OnElected(1);
+  ASSERT_TRUE(engine.ClaimOnce().ok());
+  engine.Start();
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(dispatcher_.AwaitRequests(1));
+  const jobwheel::v1::Job job = dispatcher_.requests()[0].fires(0).job();
+  EXPECT_EQ(job.handler(), "echo");
+  EXPECT_EQ(job.app(), "demo");
+  EXPECT_EQ(job.description(), "");
+  EXPECT_FALSE(job.has_schedule());
 }
 
-TEST_F(FireEngineTest, MisfireFireOnceNowFiresOnce) {
+TEST_F(FireEngineTest, MisfiresFollowTheStrategyAndAreCounted) {
   const absl::Time now = clock_.Now();
-  InsertJob(now - absl::Seconds(60), /*misfire=FIRE_ONCE_NOW*/ 2);
-  auto leader = Elect("a");
-  ASSERT_TRUE(leader->engine->ClaimOnce().ok());
-  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 1 AND trigger_type = 4"), 1);
-  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 3"), 0);
-}
-
-TEST_F(FireEngineTest, DueFiresAreHandedOffAndStaleOnesAreNot) {
-  const absl::Time now = clock_.Now();
-  const int64_t job = InsertJob(now + absl::Seconds(1));
-  auto leader = Elect("a");
-  leader->engine->Start();
-  ASSERT_TRUE(leader->engine->ClaimOnce().ok());
-  // As UpdateJob/PauseJob do: the future pending fires go away.
-  {
-    pqxx::work tx(*conn_);
-    tx.exec_params(
-        "DELETE FROM fires WHERE job_id = $1 AND status = 1 AND scheduled_at > $2::timestamptz",
-        job, ToPgTimestamp(now + absl::Seconds(2)));
-    tx.exec_params("UPDATE jobs SET enabled = false WHERE id = $1", job);
-    tx.commit();
+  AddJob(now - absl::Seconds(60), jobwheel::v1::MISFIRE_STRATEGY_DO_NOTHING);
+  AddJob(now - absl::Seconds(60), jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW);
+  FireEngine& engine = Engine();
+  engine.OnElected(1);
+  ASSERT_TRUE(engine.ClaimOnce().ok());
+  EXPECT_EQ(CountFires(jobwheel::v1::FIRE_STATUS_SKIPPED), 1);
+  // DO_NOTHING: now-5 .. now+10; FIRE_ONCE_NOW: one MISFIRE fire and the same 16.
+  EXPECT_EQ(CountFires(jobwheel::v1::FIRE_STATUS_PENDING), 16 + 17);
+  EXPECT_EQ(engine.held(), 33u);  // SKIPPED rows are not held.
+  bool counted = false;
+  for (const auto& family : registry_.Collect()) {
+    if (family.name != "jobwheel_scheduler_misfires_total") continue;
+    double total = 0;
+    for (const auto& m : family.metric) total += m.counter.value;
+    EXPECT_EQ(total, 2 * 55);
+    counted = true;
   }
-  clock_.Advance(absl::Seconds(10));
-  ASSERT_TRUE(Eventually([&] { return leader->engine->held() == 0; }));
-  // Only now+1 and now+2 survived the edit; the other held fires (now+3 .. now+10) reach the
-  // dispatcher, which finds their rows gone and runs nothing.
-  EXPECT_EQ(dispatcher_->ids().size(), 2u);
-  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 2"), 2);
-  EXPECT_EQ(dispatcher_->not_found(), 8);
-  leader->engine->Shutdown();
+  EXPECT_TRUE(counted);
 }
 
-// A fire goes to the dispatcher dispatch_lead before its scheduled time (the dispatcher holds
-// its runs until then), and no earlier.
+// A fire goes to the dispatcher dispatch_lead before its time, on the hand-off grid, and not a
+// millisecond earlier.
 TEST_F(FireEngineTest, FiresAreHandedOffTheLeadAheadOfTheirTime) {
   const absl::Time now = clock_.Now();
-  InsertJob(now + absl::Seconds(1));
-  auto leader = Elect("a");
-  leader->engine->Start();
-  ASSERT_TRUE(leader->engine->ClaimOnce().ok());
+  AddJob(now + absl::Seconds(1));
+  FireEngine& engine = Engine();
+  engine.OnElected(1);
+  ASSERT_TRUE(engine.ClaimOnce().ok());
+  engine.Start();
   const absl::Duration lead = FireEngine::Options().dispatch_lead;
   ASSERT_GT(lead, absl::ZeroDuration());
-  clock_.Advance(absl::Seconds(1) - lead);
-  ASSERT_TRUE(Eventually([&] { return dispatcher_->ids().size() == 1; }));
-  EXPECT_EQ(Count(absl::StrCat("SELECT count(*) FROM fires WHERE status = 2 AND scheduled_at = ",
-                               "'", ToPgTimestamp(now + absl::Seconds(1)), "'::timestamptz")),
-            1);
-  EXPECT_EQ(leader->engine->held(), 9u);  // now+2 .. now+10: not yet.
-  leader->engine->Shutdown();
+  clock_.AwaitWaiters(2);  // The claim loop and the hand-off loop wait on the clock.
+  clock_.Advance(absl::Seconds(1) - lead - absl::Milliseconds(1));
+  clock_.AwaitWaiters(2);
+  EXPECT_TRUE(dispatcher_.requests().empty());
+  clock_.Advance(absl::Milliseconds(1));
+  ASSERT_TRUE(dispatcher_.AwaitRequests(1));
+  const auto request = dispatcher_.requests()[0];
+  ASSERT_EQ(request.fires_size(), 1);
+  EXPECT_EQ(FromProto(request.fires(0).scheduled_time()), now + absl::Seconds(1));
 }
 
-// A failed Dispatch is retried with the same fire, complete (its job fields included).
-TEST_F(FireEngineTest, FailedHandOffIsRetriedWithTheWholeFire) {
+// Everything due for hand-off at one grid point goes in one request.
+TEST_F(FireEngineTest, FiresDueTogetherGoInOneBatch) {
   const absl::Time now = clock_.Now();
-  InsertJob(now + absl::Seconds(1));
-  FlakyDispatcher flaky(*dispatcher_);
-  Replica leader(dsn_, "a", clock_, flaky, registry_);
-  leader.elector.Start();
-  ASSERT_TRUE(Eventually([&] { return leader.elector.is_leader() && leader.engine->active(); }));
-  leader.engine->Start();
-  ASSERT_TRUE(leader.engine->ClaimOnce().ok());
-  clock_.Advance(absl::Seconds(1));  // now+1 is due for hand-off; the retry backoff is 100 ms.
-  ASSERT_TRUE(Eventually([&] { return flaky.requests().size() == 1; }));
-  clock_.Advance(absl::Milliseconds(100));
-  ASSERT_TRUE(Eventually([&] { return dispatcher_->ids().size() == 1; }));
-  const auto requests = flaky.requests();
-  ASSERT_GE(requests.size(), 2u);
+  for (int i = 0; i < 5; ++i) AddJob(now + absl::Seconds(1));
+  FireEngine& engine = Engine();
+  engine.OnElected(1);
+  ASSERT_TRUE(engine.ClaimOnce().ok());
+  engine.Start();
+  clock_.AwaitWaiters(2);
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(dispatcher_.AwaitRequests(1));
+  EXPECT_EQ(dispatcher_.requests()[0].fires_size(), 5);
+}
+
+TEST_F(FireEngineTest, FailedHandOffIsRetriedAfterItsBackoffWithTheWholeFire) {
+  const absl::Time now = clock_.Now();
+  AddJob(now + absl::Seconds(1));
+  dispatcher_.set_fail_first(1);
+  FireEngine& engine = Engine();
+  engine.OnElected(1);
+  ASSERT_TRUE(engine.ClaimOnce().ok());
+  engine.Start();
+  clock_.AwaitWaiters(2);
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(dispatcher_.AwaitRequests(1));
+  const absl::Time failed_at = clock_.Now();
+  // Millisecond by millisecond until the retry: it comes no sooner than its backoff.
+  for (int i = 0; i < 2000 && dispatcher_.requests().size() < 2; ++i) {
+    clock_.AwaitWaiters(2);
+    if (dispatcher_.requests().size() >= 2) break;
+    clock_.Advance(absl::Milliseconds(1));
+  }
+  ASSERT_TRUE(dispatcher_.AwaitRequests(2));
+  EXPECT_GE(dispatcher_.request_times()[1] - failed_at, absl::Milliseconds(100));
+  const auto requests = dispatcher_.requests();
   for (const auto& r : {requests[0], requests[1]}) {
     ASSERT_EQ(r.fires_size(), 1);
-    EXPECT_EQ(r.fires(0).fire_id(), dispatcher_->ids()[0]);
     EXPECT_EQ(r.fires(0).job().app(), "demo");
     EXPECT_EQ(r.fires(0).job().handler(), "echo");
     EXPECT_EQ(FromProto(r.fires(0).scheduled_time()), now + absl::Seconds(1));
   }
-  leader.engine->Shutdown();
+  EXPECT_EQ(requests[0].fires(0).fire_id(), requests[1].fires(0).fire_id());
+  EXPECT_EQ(dispatcher_.dispatched().size(), 1u);
 }
 
-TEST_F(FireEngineTest, LosingTheLockSessionFencesTheLeader) {
-  InsertJob(clock_.Now() + absl::Seconds(1));
-  // A long retry interval so it cannot simply take the lock again during the test.
-  auto leader = Elect("a", absl::Seconds(60));
-  ASSERT_TRUE(leader->engine->ClaimOnce().ok());
-  const int64_t before = Count("SELECT count(*) FROM fires");
-  // Kill the session holding the advisory lock, as a network partition or server restart would.
-  Count(
-      "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND "
-      "granted AND pid <> pg_backend_pid()");
-  {
-    pqxx::work tx(*conn_);
-    tx.exec("UPDATE jobs SET next_fire_at = now()");
-    tx.commit();
+TEST_F(FireEngineTest, FiresRemovedMeanwhileAreDropped) {
+  const absl::Time now = clock_.Now();
+  const int64_t job = AddJob(now + absl::Seconds(1));
+  FireEngine& engine = Engine();
+  engine.OnElected(1);
+  ASSERT_TRUE(engine.ClaimOnce().ok());
+  // As UpdateJob/PauseJob do: the future pending fires go away.
+  for (const auto& f : store_.fires()) {
+    if (f.scheduled > now + absl::Seconds(2)) store_.DeleteFire(f.id);
   }
-  auto claimed = leader->engine->ClaimOnce();
-  EXPECT_FALSE(claimed.ok());
-  EXPECT_EQ(leader->engine->held(), 0u);
-  EXPECT_EQ(Count("SELECT count(*) FROM fires"), before);  // Nothing committed when deposed.
-  leader->elector.Shutdown();
+  store_.UpdateJob(job, [](jobwheel::v1::Job& j) { j.set_enabled(false); });
+  engine.Start();
+  clock_.AwaitWaiters(2);
+  clock_.Advance(absl::Seconds(10));
+  // All ten are due at once: one request. Two run; eight are not found and dropped.
+  ASSERT_TRUE(dispatcher_.AwaitRequests(1));
+  engine.Shutdown();  // Waits for the hand-off in flight.
+  ASSERT_EQ(dispatcher_.requests().size(), 1u);
+  EXPECT_EQ(dispatcher_.requests()[0].fires_size(), 10);
+  EXPECT_EQ(dispatcher_.dispatched().size(), 2u);
+  EXPECT_EQ(CountFires(jobwheel::v1::FIRE_STATUS_DISPATCHED), 2);
+  EXPECT_EQ(engine.held(), 0u);
 }
 
-TEST_F(FireEngineTest, NewLeaderTakesOverCommittedPendingFires) {
-  InsertJob(clock_.Now() + absl::Seconds(1));
-  auto a = Elect("a");
-  ASSERT_TRUE(a->engine->ClaimOnce().ok());
-  const int64_t epoch_a = a->elector.epoch();
-  a->elector.Shutdown();  // Releases the lock; its fires were never handed off.
-  auto b = Elect("b");
-  EXPECT_GT(b->elector.epoch(), epoch_a);
-  // on_elected runs right after the lock is taken.
-  EXPECT_TRUE(Eventually([&] { return b->engine->held() == 10u; }));
-  b->elector.Shutdown();
+TEST_F(FireEngineTest, TakeoverLoadsPendingFiresPageByPage) {
+  const absl::Time now = clock_.Now();
+  const int64_t job = AddJob(now + absl::Seconds(100));
+  for (int i = 1; i <= 7; ++i) {
+    FakeFireStore::FireRow f;
+    f.job_id = job;
+    f.scheduled = now + absl::Seconds(i);
+    f.trigger_type = jobwheel::v1::TRIGGER_TYPE_CRON;
+    store_.AddFire(f);
+  }
+  FireEngine::Options options;
+  options.load_batch = 3;
+  FireEngine& engine = Engine(options);
+  const int before = store_.operations();
+  engine.OnElected(2);
+  EXPECT_EQ(engine.held(), 7u);
+  EXPECT_EQ(store_.operations() - before, 3);  // Pages of 3, 3 and 1.
+}
+
+TEST_F(FireEngineTest, FailedTakeoverLoadIsRetriedByTheClaimLoop) {
+  const absl::Time now = clock_.Now();
+  const int64_t job = AddJob(now + absl::Seconds(100));
+  FakeFireStore::FireRow f;
+  f.job_id = job;
+  f.scheduled = now + absl::Seconds(2);
+  f.trigger_type = jobwheel::v1::TRIGGER_TYPE_CRON;
+  store_.AddFire(f);
+  FireEngine& engine = Engine();
+  store_.FailNext(absl::UnavailableError("connection lost"));
+  engine.OnElected(2);
+  EXPECT_EQ(engine.held(), 0u);
+  engine.Start();
+  clock_.AwaitWaiters(2);  // The claim loop's first pass is done.
+  EXPECT_EQ(engine.held(), 1u);
+}
+
+TEST_F(FireEngineTest, ManualFiresArePickedUpByTheClaimLoop) {
+  const int64_t job = AddJob(clock_.Now() + absl::Hours(1));
+  FireEngine& engine = Engine();
+  engine.OnElected(1);
+  engine.Start();
+  clock_.AwaitWaiters(2);
+  FakeFireStore::FireRow manual;
+  manual.job_id = job;
+  manual.scheduled = clock_.Now();
+  manual.trigger_type = jobwheel::v1::TRIGGER_TYPE_MANUAL;
+  manual.param = "override";
+  const int64_t id = store_.AddFire(manual);
+  clock_.Advance(FireEngine::Options().claim_interval);
+  ASSERT_TRUE(dispatcher_.AwaitRequests(1));
+  const auto fire = dispatcher_.requests()[0].fires(0);
+  EXPECT_EQ(fire.fire_id(), id);
+  EXPECT_EQ(fire.param(), "override");
+  EXPECT_EQ(fire.trigger_type(), jobwheel::v1::TRIGGER_TYPE_MANUAL);
+}
+
+TEST_F(FireEngineTest, AFullClaimBatchIsFollowedByAnotherAtOnce) {
+  const absl::Time now = clock_.Now();
+  for (int i = 0; i < 5; ++i) AddJob(now + absl::Seconds(1));
+  FireEngine::Options options;
+  options.claim_batch = 2;
+  FireEngine& engine = Engine(options);
+  engine.OnElected(1);
+  engine.Start();
+  clock_.AwaitWaiters(2);  // Without the clock moving: claims of 2, 2 and 1.
+  EXPECT_EQ(engine.held(), 50u);
+}
+
+TEST_F(FireEngineTest, ADeposedEngineClaimsAndHoldsNothing) {
+  AddJob(clock_.Now() + absl::Seconds(1));
+  FireEngine& engine = Engine();
+  engine.OnElected(1);
+  ASSERT_TRUE(engine.ClaimOnce().ok());
+  EXPECT_EQ(engine.held(), 10u);
+  store_.SetLeader(false);
+  engine.OnDeposed();
+  EXPECT_FALSE(engine.active());
+  EXPECT_EQ(engine.held(), 0u);
+  store_.UpdateJob(
+      1, [&](jobwheel::v1::Job& j) { *j.mutable_next_fire_time() = ToProto(clock_.Now()); });
+  auto claimed = engine.ClaimOnce();
+  EXPECT_EQ(claimed.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_.fires().size(), 10u);
+  EXPECT_EQ(engine.held(), 0u);
 }
 
 }  // namespace

@@ -10,21 +10,31 @@
 
 namespace jobwheel::scheduler {
 
-LeaderElector::LeaderElector(Options options, Callbacks callbacks)
-    : options_(std::move(options)), callbacks_(std::move(callbacks)) {}
+LeaderElector::LeaderElector(Options options, Callbacks callbacks, Clock& clock)
+    : options_(std::move(options)), callbacks_(std::move(callbacks)), clock_(clock) {}
 
 LeaderElector::~LeaderElector() { Shutdown(); }
 
 void LeaderElector::Start() {
   started_ = true;
   thread_ = std::thread([this] { Loop(); });
-  first_look_.WaitForNotificationWithTimeout(options_.first_look_timeout);
+  absl::MutexLock lock(&state_mu_);
+  clock_.AwaitWithDeadline(&state_mu_, absl::Condition(&first_look_),
+                           clock_.Now() + options_.first_look_timeout);
+}
+
+bool LeaderElector::stopping() const {
+  absl::MutexLock lock(&state_mu_);
+  return stopping_;
 }
 
 void LeaderElector::Shutdown() {
   if (!started_) return;
   started_ = false;
-  if (!stop_.HasBeenNotified()) stop_.Notify();
+  {
+    absl::MutexLock lock(&state_mu_);
+    stopping_ = true;
+  }
   if (thread_.joinable()) thread_.join();
   bool was_leader = false;
   {
@@ -198,7 +208,7 @@ void LeaderElector::EndSilentHolder() {
 }
 
 void LeaderElector::Loop() {
-  while (!stop_.HasBeenNotified()) {
+  while (!stopping()) {
     bool elected = false;
     bool deposed = false;
     int64_t epoch = 0;
@@ -218,15 +228,20 @@ void LeaderElector::Loop() {
         }
       }
     }
-    if (!first_look_.HasBeenNotified()) first_look_.Notify();
+    {
+      absl::MutexLock lock(&state_mu_);
+      first_look_ = true;
+    }
     if (elected) {
       spdlog::info("replica {} is leader, epoch {}", options_.replica_id, epoch);
       if (callbacks_.on_elected) callbacks_.on_elected(epoch);
     }
     if (deposed && callbacks_.on_deposed) callbacks_.on_deposed();
     const bool leader = is_leader();
-    stop_.WaitForNotificationWithTimeout(leader ? options_.check_interval
-                                                : options_.retry_interval);
+    absl::MutexLock lock(&state_mu_);
+    clock_.AwaitWithDeadline(
+        &state_mu_, absl::Condition(&stopping_),
+        clock_.Now() + (leader ? options_.check_interval : options_.retry_interval));
   }
 }
 

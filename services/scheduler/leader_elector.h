@@ -10,9 +10,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "common/pg/pg_pool.h"
+#include "common/time/clock.h"
 #include "pqxx/pqxx"
 
 namespace jobwheel::scheduler {
@@ -30,7 +30,7 @@ struct LeaderInfo {
 // gone (connection lost, server restarted, session killed) they fail and leadership ends at
 // once. Standbys retry every `retry_interval`, and each try also reads who holds the lock, so
 // every replica knows the leader from memory (`Leader()`), never from a query per caller.
-// Thread-safe.
+// Its loop waits on `clock`. Thread-safe.
 class LeaderElector {
  public:
   struct Options {
@@ -56,7 +56,7 @@ class LeaderElector {
     std::function<void()> on_deposed;
   };
 
-  LeaderElector(Options options, Callbacks callbacks);
+  LeaderElector(Options options, Callbacks callbacks, Clock& clock);
   ~LeaderElector();
 
   // Starts the election thread and waits (up to first_look_timeout) for its first try.
@@ -88,9 +88,11 @@ class LeaderElector {
   // On a standby after a failed try: reads the holder into the snapshot.
   void ReadHolder() ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
   void SetLeader(absl::StatusOr<LeaderInfo> leader) ABSL_LOCKS_EXCLUDED(leader_mu_);
+  bool stopping() const;
 
   const Options options_;
   const Callbacks callbacks_;
+  Clock& clock_;
 
   // Guards the dedicated connection: libpqxx connections are not thread-safe.
   mutable absl::Mutex conn_mu_;
@@ -103,8 +105,10 @@ class LeaderElector {
   absl::StatusOr<LeaderInfo> leader_info_ ABSL_GUARDED_BY(leader_mu_) =
       absl::UnavailableError("the schedule lock has not been tried yet");
 
-  absl::Notification stop_;
-  absl::Notification first_look_;  // The first try of the lock is done (leader known or not).
+  mutable absl::Mutex state_mu_;
+  bool stopping_ ABSL_GUARDED_BY(state_mu_) = false;
+  // The first try of the lock is done (leader known or not).
+  bool first_look_ ABSL_GUARDED_BY(state_mu_) = false;
   std::thread thread_;
   bool started_ = false;
 };

@@ -31,7 +31,7 @@ class Replica {
     o.replica_id = id;
     o.retry_interval = absl::Milliseconds(100);
     o.check_interval = absl::Milliseconds(50);
-    elector_ = std::make_unique<LeaderElector>(o, LeaderElector::Callbacks{});
+    elector_ = std::make_unique<LeaderElector>(o, LeaderElector::Callbacks{}, RealClock::Get());
     service_ = std::make_unique<LeadershipService>(*elector_);
     int port = 0;
     auto server = StartGrpcServer("127.0.0.1:0", {service_.get()}, {}, &port);

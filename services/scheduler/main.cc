@@ -34,6 +34,7 @@
 #include "services/scheduler/leader_elector.h"
 #include "services/scheduler/leadership_service.h"
 #include "services/scheduler/monitors.h"
+#include "services/scheduler/pg_fire_store.h"
 #include "services/scheduler/webhook_alarm.h"
 #include "spdlog/spdlog.h"
 
@@ -185,11 +186,12 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_tls_key));
   auto dispatcher_channel = MakeChannel(absl::GetFlag(FLAGS_dispatcher_target), client_tls);
   if (!dispatcher_channel.ok()) return Fail(dispatcher_channel.status().ToString());
-  GrpcDispatchClient dispatch_client(*dispatcher_channel, signer.get());
+  Clock& clock = RealClock::Get();
+  GrpcDispatchClient dispatch_client(*dispatcher_channel, signer.get(), clock);
 
   std::unique_ptr<Alarm> alarm = std::make_unique<NoAlarm>();
   if (!absl::GetFlag(FLAGS_alarm_webhook_url).empty()) {
-    auto webhook = WebhookAlarm::Create(absl::GetFlag(FLAGS_alarm_webhook_url));
+    auto webhook = WebhookAlarm::Create(absl::GetFlag(FLAGS_alarm_webhook_url), clock);
     if (!webhook.ok()) return Fail(webhook.status().ToString());
     alarm = std::move(webhook).value();
   }
@@ -221,21 +223,23 @@ int main(int argc, char** argv) {
   elector_options.takeover_after = absl::GetFlag(FLAGS_leader_silence_takeover);
   LeaderElector elector(elector_options,
                         {[&engine_ptr](int64_t epoch) { engine_ptr->OnElected(epoch); },
-                         [&engine_ptr]() { engine_ptr->OnDeposed(); }});
-  FireEngine engine(engine_options, elector, dispatch_client, RealClock::Get(), metrics);
+                         [&engine_ptr]() { engine_ptr->OnDeposed(); }},
+                        clock);
+  PgFireStore fire_store(elector);
+  FireEngine engine(engine_options, fire_store, dispatch_client, clock, metrics);
   engine_ptr = &engine;
-  Monitors monitors(monitor_options, elector, *alarm, RealClock::Get(), metrics);
+  Monitors monitors(monitor_options, fire_store, *alarm, clock, metrics);
 
   admin::PgJobStore job_store(pool);
-  admin::GrpcExecutorClient executor_client(client_tls, signer.get());
-  admin::JobAdmin job_admin(job_store, executor_client, RealClock::Get());
+  admin::GrpcExecutorClient executor_client(client_tls, signer.get(), {}, clock);
+  admin::JobAdmin job_admin(job_store, executor_client, clock);
   PgTokenStore token_store(pool);
   TokenAuthenticator::Options auth_options;
   auth_options.insecure_dev = insecure;
   auth_options.admin_token = *admin_token;
-  TokenAuthenticator authenticator(auth_options, &token_store, RealClock::Get());
+  TokenAuthenticator authenticator(auth_options, &token_store, clock);
   admin::JobAdminService admin_service(job_admin, authenticator);
-  admin::TokenAdmin token_admin(token_store, RealClock::Get());
+  admin::TokenAdmin token_admin(token_store, clock);
   admin::TokenAdminService token_service(token_admin, authenticator);
   // Open on purpose: read-only, no secrets, used by probes and operators to find the leader.
   LeadershipService leadership_service(elector);

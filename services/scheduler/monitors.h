@@ -4,16 +4,17 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/notification.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/time/clock.h"
 #include "services/scheduler/alarm.h"
-#include "services/scheduler/leader_elector.h"
+#include "services/scheduler/fire_store.h"
 #include "services/scheduler/scheduler_metrics.h"
 
 namespace jobwheel::scheduler {
 
-// The leader's monitors, each a fenced transaction:
+// The leader's monitors, each a fenced transaction (FireStore; what follows a run is decided by
+// followup_plan.h):
 //  - follow-ups: a finished run that failed (FAILED, TIMED_OUT, LOST) with retries left gets a
 //    RETRY fire; one with retries spent raises one alarm; a SUCCEEDED run triggers each child
 //    job (PARENT fire) that is in the parent's app or in its child_scope (the apps the writer
@@ -23,7 +24,8 @@ namespace jobwheel::scheduler {
 //    before the executor's current process (it restarted) → LOST; PENDING
 //    (trigger never answered, e.g. its dispatcher died) longer than `pending_timeout` → FAILED.
 //  - retention: fires and runs older than `retention` are deleted in small batches.
-// The retry and child fires are picked up and dispatched by the FireEngine.
+// The retry and child fires are picked up and dispatched by the FireEngine. Time comes from
+// `clock`; the loop waits on it.
 class Monitors {
  public:
   struct Options {
@@ -46,7 +48,7 @@ class Monitors {
     int deleted = 0;
   };
 
-  Monitors(Options options, LeaderElector& elector, Alarm& alarm, const Clock& clock,
+  Monitors(Options options, FireStore& store, Alarm& alarm, Clock& clock,
            SchedulerMetrics& metrics);
   ~Monitors();
 
@@ -62,11 +64,12 @@ class Monitors {
   void Loop();
 
   const Options options_;
-  LeaderElector& elector_;
+  FireStore& store_;
   Alarm& alarm_;
-  const Clock& clock_;
+  Clock& clock_;
   SchedulerMetrics& metrics_;
-  absl::Notification stop_;
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

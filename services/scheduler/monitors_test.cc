@@ -1,91 +1,109 @@
-// The leader's monitors against a real PostgreSQL, with an injected clock for the time limits.
+// Monitors on a FakeFireStore, driven by a SimulatedClock: follow-ups (retries, alarms,
+// children), lost and stale runs, retention and the loop. The SQL is tested against
+// PostgreSQL in pg_fire_store_test.
 #include "services/scheduler/monitors.h"
 
 #include <memory>
 
-#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "common/testing/pg_test_db.h"
-#include "common/time/proto_time.h"
+#include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
+#include "services/scheduler/fake_fire_store.h"
 
 namespace jobwheel::scheduler {
 namespace {
+
+using jobwheel::v1::RunStatus;
 
 class RecordingAlarm : public Alarm {
  public:
   absl::Status Send(const AlarmEvent& e) override {
     absl::MutexLock lock(&mu_);
     events_.push_back(e);
-    return absl::OkStatus();
+    return status_;
   }
   std::vector<AlarmEvent> events() {
     absl::MutexLock lock(&mu_);
     return events_;
   }
+  void set_status(absl::Status s) {
+    absl::MutexLock lock(&mu_);
+    status_ = std::move(s);
+  }
 
  private:
   absl::Mutex mu_;
   std::vector<AlarmEvent> events_ ABSL_GUARDED_BY(mu_);
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
 class MonitorsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    auto dsn = testing::CreateMigratedTestDatabase();
-    ASSERT_TRUE(dsn.ok()) << dsn.status();
-    conn_ = std::make_unique<pqxx::connection>(*dsn);
-    clock_.Set(absl::Now());
-    elector_ = std::make_unique<LeaderElector>(
-        LeaderElector::Options{*dsn, "m", absl::Milliseconds(20), absl::Milliseconds(50)},
-        LeaderElector::Callbacks{});
-    elector_->Start();
-    const absl::Time deadline = absl::Now() + absl::Seconds(10);
-    while (!elector_->is_leader() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
-    ASSERT_TRUE(elector_->is_leader());
-    metrics_ = std::make_unique<SchedulerMetrics>(registry_);
-    Monitors::Options options;
-    options.lost_after = absl::Minutes(10);
-    options.pending_timeout = absl::Seconds(60);
-    options.retention = absl::Hours(24);
-    monitors_ = std::make_unique<Monitors>(options, *elector_, alarm_, clock_, *metrics_);
-  }
-  void TearDown() override { elector_->Shutdown(); }
-
-  int64_t Exec(const std::string& sql) {
-    pqxx::work tx(*conn_);
-    pqxx::result r = tx.exec(sql);
-    tx.commit();
-    return r.empty() || r[0].empty() || r[0][0].is_null() ? 0 : r[0][0].as<int64_t>();
+  MonitorsTest() : store_(clock_), metrics_(registry_) {
+    store_.SetLeader(true);
+    options_.lost_after = absl::Minutes(10);
+    options_.pending_timeout = absl::Seconds(60);
+    options_.retention = absl::Hours(24);
+    monitors_ = std::make_unique<Monitors>(options_, store_, alarm_, clock_, metrics_);
   }
 
-  int64_t Job(int retries, const std::string& children = "{}") {
-    return Exec(absl::StrCat(
-        "INSERT INTO jobs (app, name, schedule_kind, handler, fail_retry_count, child_job_ids, "
-        "alarm_contacts) VALUES ('demo', 'j', 'NONE', 'echo', ",
-        retries, ", '", children, "', '{ops@example.com}') RETURNING id"));
+  int64_t Job(int retries, std::vector<int64_t> children = {}) {
+    jobwheel::v1::Job job;
+    job.set_app("demo");
+    job.set_name("j");
+    job.set_enabled(true);
+    job.set_fail_retry_count(retries);
+    for (int64_t c : children) job.add_child_job_ids(c);
+    job.add_alarm_contacts("ops@example.com");
+    return store_.AddJob(job);
   }
 
   // A fire and one run of `job` in `status`, at `attempt`.
-  int64_t Run(int64_t job, int status, int attempt = 0, const std::string& extra = "") {
-    const int64_t fire =
-        Exec(absl::StrCat("INSERT INTO fires (job_id, scheduled_at, trigger_type, status) VALUES (",
-                          job, ", now(), 3, 2) RETURNING id"));
-    return Exec(absl::StrCat(
-        "INSERT INTO runs (fire_id, job_id, app, trigger_type, attempt, status, scheduled_time, "
-        "executor_address",
-        extra.empty() ? "" : ", start_time, trigger_time", ") VALUES (", fire, ", ", job,
-        ", 'demo', 3, ", attempt, ", ", status, ", now(), '127.0.0.1:7200'", extra,
-        ") RETURNING id"));
+  int64_t Run(int64_t job, RunStatus status, int attempt = 0) {
+    FakeFireStore::FireRow fire;
+    fire.job_id = job;
+    fire.scheduled = clock_.Now();
+    fire.status = jobwheel::v1::FIRE_STATUS_DISPATCHED;
+    FakeFireStore::RunRow run;
+    run.fire_id = store_.AddFire(fire);
+    run.job_id = job;
+    run.status = status;
+    run.attempt = attempt;
+    run.trigger_time = clock_.Now();
+    run.start_time = clock_.Now();
+    return store_.AddRun(run);
   }
 
-  std::unique_ptr<pqxx::connection> conn_;
-  FakeClock clock_;
+  std::vector<FakeFireStore::FireRow> FiresOf(jobwheel::v1::TriggerType type) {
+    std::vector<FakeFireStore::FireRow> out;
+    for (const auto& f : store_.fires()) {
+      if (f.trigger_type == type) out.push_back(f);
+    }
+    return out;
+  }
+
+  // The sum of a counter's or gauge's series, those with label `label`=`value` when given.
+  double Counter(const std::string& name, const std::string& label = "",
+                 const std::string& value = "") {
+    double total = 0;
+    for (const auto& family : registry_.Collect()) {
+      if (family.name != name) continue;
+      for (const auto& m : family.metric) {
+        bool match = label.empty();
+        for (const auto& l : m.label) match = match || (l.name == label && l.value == value);
+        if (match) total += m.counter.value + m.gauge.value;
+      }
+    }
+    return total;
+  }
+
+  SimulatedClock clock_;
+  FakeFireStore store_;
   prometheus::Registry registry_;
-  std::unique_ptr<SchedulerMetrics> metrics_;
-  std::unique_ptr<LeaderElector> elector_;
+  SchedulerMetrics metrics_;
   RecordingAlarm alarm_;
+  Monitors::Options options_;
   std::unique_ptr<Monitors> monitors_;
 };
 
@@ -95,16 +113,19 @@ TEST_F(MonitorsTest, FailedRunWithRetriesLeftGetsOneRetryFire) {
   auto counts = monitors_->RunOnce();
   ASSERT_TRUE(counts.ok()) << counts.status();
   EXPECT_EQ(counts->retries, 1);
-  EXPECT_EQ(Exec(absl::StrCat("SELECT count(*) FROM fires WHERE trigger_type = 5 AND status = 1 "
-                              "AND attempt = 1 AND parent_run_id = ",
-                              run)),
-            1);
+  auto retries = FiresOf(jobwheel::v1::TRIGGER_TYPE_RETRY);
+  ASSERT_EQ(retries.size(), 1u);
+  EXPECT_EQ(retries[0].status, jobwheel::v1::FIRE_STATUS_PENDING);
+  EXPECT_EQ(retries[0].attempt, 1);
+  EXPECT_EQ(retries[0].parent_run_id, run);
+  EXPECT_EQ(retries[0].scheduled, clock_.Now());
   // Followed up once: a second pass adds nothing.
   counts = monitors_->RunOnce();
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(counts->retries, 0);
-  EXPECT_EQ(Exec("SELECT count(*) FROM fires WHERE trigger_type = 5"), 1);
+  EXPECT_EQ(FiresOf(jobwheel::v1::TRIGGER_TYPE_RETRY).size(), 1u);
   EXPECT_TRUE(alarm_.events().empty());
+  EXPECT_EQ(Counter("jobwheel_scheduler_retries_total"), 1);
 }
 
 TEST_F(MonitorsTest, RetriesSpentRaisesOneAlarm) {
@@ -112,158 +133,165 @@ TEST_F(MonitorsTest, RetriesSpentRaisesOneAlarm) {
   const int64_t run = Run(job, jobwheel::v1::RUN_STATUS_TIMED_OUT, /*attempt=*/1);
   ASSERT_TRUE(monitors_->RunOnce().ok());
   ASSERT_TRUE(monitors_->RunOnce().ok());
-  EXPECT_EQ(Exec("SELECT count(*) FROM fires WHERE trigger_type = 5"), 0);
+  EXPECT_TRUE(FiresOf(jobwheel::v1::TRIGGER_TYPE_RETRY).empty());
   auto events = alarm_.events();
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].run_id, run);
   EXPECT_EQ(events[0].status, "RUN_STATUS_TIMED_OUT");
   EXPECT_EQ(events[0].contacts, std::vector<std::string>({"ops@example.com"}));
+  EXPECT_TRUE(store_.run(run)->alarm_sent);
+}
+
+TEST_F(MonitorsTest, AFailedAlarmIsCountedAndNotSentAgain) {
+  alarm_.set_status(absl::UnavailableError("webhook down"));
+  Run(Job(0), jobwheel::v1::RUN_STATUS_FAILED);
+  auto counts = monitors_->RunOnce();
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->alarms, 1);
+  ASSERT_TRUE(monitors_->RunOnce().ok());
+  EXPECT_EQ(alarm_.events().size(), 1u);
+  EXPECT_EQ(Counter("jobwheel_scheduler_alarms_total", "outcome", "failed"), 1);
+  EXPECT_EQ(Counter("jobwheel_scheduler_alarms_total", "outcome", "sent"), 0);
 }
 
 TEST_F(MonitorsTest, SucceededRunTriggersEachChildOnce) {
   const int64_t a = Job(0);
   const int64_t b = Job(0);
-  const int64_t parent = Job(0, absl::StrCat("{", a, ",", b, "}"));
+  const int64_t parent = Job(0, {a, b});
   const int64_t run = Run(parent, jobwheel::v1::RUN_STATUS_SUCCEEDED);
   auto counts = monitors_->RunOnce();
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(counts->children, 2);
-  EXPECT_EQ(Exec(absl::StrCat("SELECT count(*) FROM fires WHERE trigger_type = 6 AND "
-                              "parent_run_id = ",
-                              run, " AND job_id IN (", a, ",", b, ")")),
-            2);
+  auto children = FiresOf(jobwheel::v1::TRIGGER_TYPE_PARENT);
+  ASSERT_EQ(children.size(), 2u);
+  EXPECT_EQ(children[0].job_id, a);
+  EXPECT_EQ(children[1].job_id, b);
+  EXPECT_EQ(children[0].parent_run_id, run);
   ASSERT_TRUE(monitors_->RunOnce().ok());
-  EXPECT_EQ(Exec("SELECT count(*) FROM fires WHERE trigger_type = 6"), 2);
-}
-
-TEST_F(MonitorsTest, ChildrenInAnotherAppFireOnlyWithinTheParentsChildScope) {
-  const int64_t same = Job(0);
-  const int64_t billing = Job(0);
-  Exec(absl::StrCat("UPDATE jobs SET app = 'billing' WHERE id = ", billing));
-  const std::string children = absl::StrCat("{", same, ",", billing, "}");
-  // Written by an operator of demo: only the demo child fires.
-  const int64_t by_operator = Job(0, children);
-  Exec(absl::StrCat("UPDATE jobs SET child_scope = '{demo}' WHERE id = ", by_operator));
-  // A job stored before child_scope existed gets the column default '{}': same app only.
-  const int64_t legacy = Job(0, children);
-  // Written by an operator of demo and billing, and by an ADMIN (NULL: every app).
-  const int64_t by_both = Job(0, children);
-  Exec(absl::StrCat("UPDATE jobs SET child_scope = '{demo,billing}' WHERE id = ", by_both));
-  const int64_t by_admin = Job(0, children);
-  Exec(absl::StrCat("UPDATE jobs SET child_scope = NULL WHERE id = ", by_admin));
-  const int64_t r1 = Run(by_operator, jobwheel::v1::RUN_STATUS_SUCCEEDED);
-  const int64_t r2 = Run(legacy, jobwheel::v1::RUN_STATUS_SUCCEEDED);
-  const int64_t r3 = Run(by_both, jobwheel::v1::RUN_STATUS_SUCCEEDED);
-  const int64_t r4 = Run(by_admin, jobwheel::v1::RUN_STATUS_SUCCEEDED);
-  auto counts = monitors_->RunOnce();
-  ASSERT_TRUE(counts.ok()) << counts.status();
-  EXPECT_EQ(counts->children, 1 + 1 + 2 + 2);
-  auto fired = [&](int64_t run, int64_t job) {
-    return Exec(
-        absl::StrCat("SELECT count(*) FROM fires WHERE trigger_type = 6 AND "
-                     "parent_run_id = ",
-                     run, " AND job_id = ", job));
-  };
-  EXPECT_EQ(fired(r1, same), 1);
-  EXPECT_EQ(fired(r1, billing), 0);
-  EXPECT_EQ(fired(r2, same), 1);
-  EXPECT_EQ(fired(r2, billing), 0);
-  EXPECT_EQ(fired(r3, billing), 1);
-  EXPECT_EQ(fired(r4, billing), 1);
+  EXPECT_EQ(FiresOf(jobwheel::v1::TRIGGER_TYPE_PARENT).size(), 2u);
 }
 
 TEST_F(MonitorsTest, KilledAndDiscardedRunsAreNotRetried) {
   const int64_t job = Job(3);
-  Run(job, jobwheel::v1::RUN_STATUS_KILLED);
+  const int64_t killed = Run(job, jobwheel::v1::RUN_STATUS_KILLED);
   Run(job, jobwheel::v1::RUN_STATUS_DISCARDED);
   ASSERT_TRUE(monitors_->RunOnce().ok());
-  EXPECT_EQ(Exec("SELECT count(*) FROM fires WHERE trigger_type = 5"), 0);
+  EXPECT_TRUE(FiresOf(jobwheel::v1::TRIGGER_TYPE_RETRY).empty());
   EXPECT_TRUE(alarm_.events().empty());
+  EXPECT_TRUE(store_.run(killed)->followup_done);
+}
+
+TEST_F(MonitorsTest, RunsOfADeletedJobAreOnlyMarkedDone) {
+  const int64_t job = Job(3);
+  const int64_t run = Run(job, jobwheel::v1::RUN_STATUS_FAILED);
+  store_.DeleteJob(job);
+  ASSERT_TRUE(monitors_->RunOnce().ok());
+  EXPECT_TRUE(FiresOf(jobwheel::v1::TRIGGER_TYPE_RETRY).empty());
+  EXPECT_TRUE(alarm_.events().empty());
+  EXPECT_TRUE(store_.run(run)->followup_done);
 }
 
 TEST_F(MonitorsTest, RunningOnAnOfflineExecutorBecomesLostAfterTheLimit) {
   const int64_t job = Job(0);
-  const std::string started = absl::StrCat(", '", ToPgTimestamp(clock_.Now()), "', now()");
-  const int64_t lost = Run(job, jobwheel::v1::RUN_STATUS_RUNNING, 0, started);
+  const int64_t lost = Run(job, jobwheel::v1::RUN_STATUS_RUNNING);
   ASSERT_TRUE(monitors_->RunOnce().ok());
-  EXPECT_EQ(Exec(absl::StrCat("SELECT status FROM runs WHERE id = ", lost)), 2);  // Too early.
-  clock_.Advance(absl::Minutes(11));
-  // A run on an executor that is online stays RUNNING.
-  Exec(
-      "INSERT INTO executors (app, address, replica_id, session_id, lease_until) VALUES "
-      "('demo', '127.0.0.9:1', 'r', 's', now() + interval '1 hour')");
-  const int64_t alive = Exec(absl::StrCat(
-      "WITH f AS (INSERT INTO fires (job_id, scheduled_at, trigger_type, status) VALUES (", job,
-      ", now(), 3, 2) RETURNING id) INSERT INTO runs (fire_id, job_id, app, trigger_type, status, "
-      "scheduled_time, executor_address, start_time) SELECT id, ",
-      job, ", 'demo', 3, 2, now(), '127.0.0.9:1', now() - interval '1 hour' FROM f RETURNING id"));
+  EXPECT_EQ(store_.run(lost)->status, jobwheel::v1::RUN_STATUS_RUNNING);  // Too early.
+  clock_.Advance(absl::Minutes(10));
+  ASSERT_TRUE(monitors_->RunOnce().ok());
+  EXPECT_EQ(store_.run(lost)->status, jobwheel::v1::RUN_STATUS_RUNNING);  // Not past it.
+  clock_.Advance(absl::Seconds(1));
+  FakeFireStore::ExecutorRow alive_executor;
+  alive_executor.address = "127.0.0.9:1";
+  store_.SetExecutors({alive_executor});
+  FakeFireStore::RunRow alive;
+  alive.job_id = job;
+  alive.fire_id = store_.fires()[0].id;
+  alive.status = jobwheel::v1::RUN_STATUS_RUNNING;
+  alive.executor_address = "127.0.0.9:1";
+  alive.start_time = clock_.Now() - absl::Hours(1);
+  const int64_t alive_id = store_.AddRun(alive);
   auto counts = monitors_->RunOnce();
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(counts->lost, 1);
-  EXPECT_EQ(Exec(absl::StrCat("SELECT status FROM runs WHERE id = ", lost)),
-            jobwheel::v1::RUN_STATUS_LOST);
-  EXPECT_EQ(Exec(absl::StrCat("SELECT status FROM runs WHERE id = ", alive)),
-            jobwheel::v1::RUN_STATUS_RUNNING);
+  EXPECT_EQ(store_.run(lost)->status, jobwheel::v1::RUN_STATUS_LOST);
+  EXPECT_EQ(store_.run(alive_id)->status, jobwheel::v1::RUN_STATUS_RUNNING);
+  EXPECT_EQ(Counter("jobwheel_scheduler_lost_runs_total"), 1);
 }
 
 TEST_F(MonitorsTest, RunsOfAnExecutorThatRestartedBecomeLostAfterTheGrace) {
   const int64_t job = Job(0);
-  auto started_at = [&](absl::Duration ago) {
-    return absl::StrCat(", '", ToPgTimestamp(clock_.Now() - ago), "', now()");
-  };
-  // Started 60 s ago on the old process; the new process started 30 s ago.
-  const int64_t orphan =
-      Run(job, jobwheel::v1::RUN_STATUS_RUNNING, 0, started_at(absl::Seconds(60)));
-  // Started 5 s ago, on the new process.
-  const int64_t current =
-      Run(job, jobwheel::v1::RUN_STATUS_RUNNING, 0, started_at(absl::Seconds(5)));
+  clock_.Advance(-absl::Seconds(60));
+  const int64_t orphan = Run(job, jobwheel::v1::RUN_STATUS_RUNNING);  // Old process.
+  clock_.Advance(absl::Seconds(55));
+  const int64_t current = Run(job, jobwheel::v1::RUN_STATUS_RUNNING);  // New process.
+  clock_.Advance(absl::Seconds(5));
   auto register_executor = [&](absl::Duration process_age) {
-    Exec("DELETE FROM executors");
-    Exec(absl::StrCat(
-        "INSERT INTO executors (app, address, replica_id, session_id, lease_until, labels) VALUES "
-        "('demo', '127.0.0.1:7200', 'r', 's', now() + interval '1 hour', "
-        "jsonb_build_object('jobwheel.process_start_us', '",
-        absl::ToUnixMicros(clock_.Now() - process_age), "'))"));
+    FakeFireStore::ExecutorRow e;
+    e.address = "127.0.0.1:7200";
+    e.process_start_us = std::to_string(absl::ToUnixMicros(clock_.Now() - process_age));
+    store_.SetExecutors({e});
   };
-  // Within the grace the new process may still replay its predecessor's spooled results.
+  // Within the grace (10 s) the new process may still replay its predecessor's results.
   register_executor(absl::Seconds(5));
   ASSERT_TRUE(monitors_->RunOnce().ok());
-  EXPECT_EQ(Exec(absl::StrCat("SELECT status FROM runs WHERE id = ", orphan)), 2);
+  EXPECT_EQ(store_.run(orphan)->status, jobwheel::v1::RUN_STATUS_RUNNING);
   register_executor(absl::Seconds(30));
   auto counts = monitors_->RunOnce();
-  ASSERT_TRUE(counts.ok()) << counts.status();
+  ASSERT_TRUE(counts.ok());
   EXPECT_EQ(counts->lost, 1);
-  EXPECT_EQ(Exec(absl::StrCat("SELECT status FROM runs WHERE id = ", orphan)),
-            jobwheel::v1::RUN_STATUS_LOST);
-  EXPECT_EQ(Exec(absl::StrCat("SELECT status FROM runs WHERE id = ", current)),
-            jobwheel::v1::RUN_STATUS_RUNNING);
+  EXPECT_EQ(store_.run(orphan)->status, jobwheel::v1::RUN_STATUS_LOST);
+  EXPECT_EQ(store_.run(current)->status, jobwheel::v1::RUN_STATUS_RUNNING);
 }
 
 TEST_F(MonitorsTest, PendingRunWhoseTriggerNeverCompletedFails) {
-  const int64_t job = Job(0);
-  const int64_t run = Run(job, jobwheel::v1::RUN_STATUS_PENDING);
+  const int64_t run = Run(Job(0), jobwheel::v1::RUN_STATUS_PENDING);
+  clock_.Advance(absl::Seconds(60));
   ASSERT_TRUE(monitors_->RunOnce().ok());
-  EXPECT_EQ(Exec(absl::StrCat("SELECT status FROM runs WHERE id = ", run)), 1);
-  clock_.Advance(absl::Seconds(61));
-  ASSERT_TRUE(monitors_->RunOnce().ok());
-  EXPECT_EQ(Exec(absl::StrCat("SELECT status FROM runs WHERE id = ", run)),
-            jobwheel::v1::RUN_STATUS_FAILED);
+  EXPECT_EQ(store_.run(run)->status, jobwheel::v1::RUN_STATUS_PENDING);
+  clock_.Advance(absl::Seconds(1));
+  auto counts = monitors_->RunOnce();
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->stale_pending, 1);
+  EXPECT_EQ(store_.run(run)->status, jobwheel::v1::RUN_STATUS_FAILED);
 }
 
-TEST_F(MonitorsTest, RetentionDeletesOnlyOldFinishedHistory) {
+TEST_F(MonitorsTest, RetentionDeletesOnlyOldFinishedHistoryInBatches) {
   const int64_t job = Job(0);
-  const int64_t old_run = Run(job, jobwheel::v1::RUN_STATUS_SUCCEEDED);
+  std::vector<int64_t> old_runs;
+  for (int i = 0; i < 1500; ++i) old_runs.push_back(Run(job, jobwheel::v1::RUN_STATUS_SUCCEEDED));
+  clock_.Advance(absl::Hours(48));
   const int64_t new_run = Run(job, jobwheel::v1::RUN_STATUS_SUCCEEDED);
-  ASSERT_TRUE(monitors_->RunOnce().ok());  // Follow-ups done first.
-  Exec(absl::StrCat("UPDATE runs SET trigger_time = now() - interval '3 days' WHERE id = ",
-                    old_run));
-  Exec("UPDATE fires SET create_time = now() - interval '3 days'");
+  // Follow-ups done first (500 per pass).
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(monitors_->RunOnce().ok());
+  const int before = store_.operations();
   auto deleted = monitors_->Retain();
   ASSERT_TRUE(deleted.ok()) << deleted.status();
-  EXPECT_EQ(Exec(absl::StrCat("SELECT count(*) FROM runs WHERE id = ", old_run)), 0);
-  EXPECT_EQ(Exec(absl::StrCat("SELECT count(*) FROM runs WHERE id = ", new_run)), 1);
-  // The fire of the deleted run goes too; the one still referenced by a run stays.
-  EXPECT_EQ(Exec("SELECT count(*) FROM fires"), 1);
+  EXPECT_EQ(*deleted, 3000);  // 1,500 runs, then their 1,500 fires.
+  // 1,000 runs and their 1,000 fires; 500 and 500; none.
+  EXPECT_EQ(store_.operations() - before, 3);
+  EXPECT_FALSE(store_.run(old_runs[0]).has_value());
+  EXPECT_TRUE(store_.run(new_run).has_value());
+  EXPECT_EQ(store_.fires().size(), 1u);  // The fire still referenced by a run stays.
+}
+
+TEST_F(MonitorsTest, TheLoopRunsEveryIntervalWhileLeading) {
+  const int64_t job = Job(/*retries=*/5);
+  monitors_->Start();
+  clock_.AwaitWaiters(1);
+  Run(job, jobwheel::v1::RUN_STATUS_FAILED);
+  store_.SetLeader(false);
+  clock_.Advance(options_.interval);
+  clock_.AwaitWaiters(1);
+  EXPECT_TRUE(FiresOf(jobwheel::v1::TRIGGER_TYPE_RETRY).empty());  // Not leading.
+  store_.SetLeader(true);
+  clock_.Advance(options_.interval - absl::Milliseconds(1));
+  clock_.AwaitWaiters(1);
+  EXPECT_TRUE(FiresOf(jobwheel::v1::TRIGGER_TYPE_RETRY).empty());  // Not yet.
+  clock_.Advance(absl::Milliseconds(1));
+  clock_.AwaitWaiters(1);
+  EXPECT_EQ(FiresOf(jobwheel::v1::TRIGGER_TYPE_RETRY).size(), 1u);
+  EXPECT_EQ(Counter("jobwheel_scheduler_jobs"), 1);
+  monitors_->Shutdown();
 }
 
 }  // namespace

@@ -10,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "absl/time/clock.h"
 #include "common/base/json_escape.h"
 
 namespace jobwheel::scheduler {
@@ -18,10 +17,13 @@ namespace {
 
 std::string JsonString(absl::string_view s) { return absl::StrCat("\"", JsonEscape(s), "\""); }
 
-}  // namespace
+struct Target {
+  std::string host;
+  int port = 80;
+  std::string path;
+};
 
-absl::StatusOr<std::unique_ptr<WebhookAlarm>> WebhookAlarm::Create(const std::string& url,
-                                                                   int attempts) {
+absl::StatusOr<Target> ParseUrl(const std::string& url) {
   constexpr absl::string_view kScheme = "http://";
   if (url.rfind(std::string(kScheme), 0) != 0) {
     return absl::InvalidArgumentError("alarm_webhook_url: must start with http://");
@@ -44,14 +46,24 @@ absl::StatusOr<std::unique_ptr<WebhookAlarm>> WebhookAlarm::Create(const std::st
   if (host.find('@') != std::string::npos) {
     return absl::InvalidArgumentError("alarm_webhook_url: user info (user@host) is not supported");
   }
-  return std::unique_ptr<WebhookAlarm>(new WebhookAlarm(host, port, path, attempts));
+  return Target{host, port, path};
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<WebhookAlarm>> WebhookAlarm::Create(const std::string& url,
+                                                                   Clock& clock, int attempts) {
+  absl::StatusOr<Target> target = ParseUrl(url);
+  if (!target.ok()) return target.status();
+  return std::unique_ptr<WebhookAlarm>(
+      new WebhookAlarm(target->host, target->port, target->path, clock, attempts));
 }
 
 absl::Status WebhookAlarm::CheckAllowlist(const std::string& url, absl::string_view allowlist) {
-  absl::StatusOr<std::unique_ptr<WebhookAlarm>> parsed = Create(url, 1);
+  absl::StatusOr<Target> parsed = ParseUrl(url);
   if (!parsed.ok()) return parsed.status();
-  const std::string host = absl::AsciiStrToLower((*parsed)->host_);
-  const int port = (*parsed)->port_;
+  const std::string host = absl::AsciiStrToLower(parsed->host);
+  const int port = parsed->port;
   for (absl::string_view entry : absl::StrSplit(allowlist, ',', absl::SkipWhitespace())) {
     entry = absl::StripAsciiWhitespace(entry);
     std::string entry_host = absl::AsciiStrToLower(entry);
@@ -136,7 +148,7 @@ absl::Status WebhookAlarm::Send(const AlarmEvent& event) {
   for (int i = 0; i < attempts_; ++i) {
     last = PostOnce(body);
     if (last.ok()) return last;
-    absl::SleepFor(absl::Milliseconds(200) * (1 << i));
+    clock_.SleepFor(absl::Milliseconds(200) * (1 << i));
   }
   return last;
 }

@@ -6,16 +6,17 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/time/clock.h"
 #include "services/scheduler/alarm.h"
 
 namespace jobwheel::scheduler {
 
-// POSTs each alarm as JSON to an http:// URL, retrying a few times. The URL is operator
-// configuration (a flag), never user input.
+// POSTs each alarm as JSON to an http:// URL, retrying a few times (waiting on `clock` between
+// tries). The URL is operator configuration (a flag), never user input.
 class WebhookAlarm : public Alarm {
  public:
   // INVALID_ARGUMENT unless url is http://host[:port][/path].
-  static absl::StatusOr<std::unique_ptr<WebhookAlarm>> Create(const std::string& url,
+  static absl::StatusOr<std::unique_ptr<WebhookAlarm>> Create(const std::string& url, Clock& clock,
                                                               int attempts = 3);
   // OK when the URL's host is on `allowlist`, a comma-separated list of "host" (any port) or
   // "host:port" entries (--alarm_webhook_allowlist; hosts compared case-insensitively).
@@ -28,13 +29,18 @@ class WebhookAlarm : public Alarm {
   static std::string ToJson(const AlarmEvent& event);
 
  private:
-  WebhookAlarm(std::string host, int port, std::string path, int attempts)
-      : host_(std::move(host)), port_(port), path_(std::move(path)), attempts_(attempts) {}
+  WebhookAlarm(std::string host, int port, std::string path, Clock& clock, int attempts)
+      : host_(std::move(host)),
+        port_(port),
+        path_(std::move(path)),
+        clock_(clock),
+        attempts_(attempts) {}
   absl::Status PostOnce(const std::string& body);
 
   const std::string host_;
   const int port_;
   const std::string path_;
+  Clock& clock_;
   const int attempts_;
 };
 

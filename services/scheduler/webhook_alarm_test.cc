@@ -12,9 +12,12 @@ namespace jobwheel::scheduler {
 namespace {
 
 TEST(WebhookAlarmTest, RejectsNonHttpUrls) {
-  EXPECT_EQ(WebhookAlarm::Create("ftp://x").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(WebhookAlarm::Create("http://").status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(WebhookAlarm::Create("http://h:99999/").status().code(),
+  SimulatedClock clock;
+  EXPECT_EQ(WebhookAlarm::Create("ftp://x", clock).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(WebhookAlarm::Create("http://", clock).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(WebhookAlarm::Create("http://h:99999/", clock).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -73,8 +76,9 @@ TEST(WebhookAlarmTest, PostsToARealListener) {
     send(c, resp, sizeof(resp) - 1, 0);
     close(c);
   });
-  auto alarm =
-      WebhookAlarm::Create("http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/hook", 1);
+  SimulatedClock clock;
+  auto alarm = WebhookAlarm::Create(
+      "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/hook", clock, 1);
   ASSERT_TRUE(alarm.ok());
   AlarmEvent e;
   e.job_id = 5;
@@ -83,6 +87,38 @@ TEST(WebhookAlarmTest, PostsToARealListener) {
   close(fd);
   EXPECT_NE(received.find("POST /hook HTTP/1.1"), std::string::npos);
   EXPECT_NE(received.find("\"job_id\":5"), std::string::npos);
+}
+
+// Each failed POST is followed by a wait on the clock, 200 ms doubling; after the last
+// attempt Send gives up with the last error.
+TEST(WebhookAlarmTest, RetriesWaitOnTheClock) {
+  // A port nothing listens on: bound, then closed.
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  SimulatedClock clock;
+  const absl::Time start = clock.Now();
+  auto alarm = WebhookAlarm::Create(
+      "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/hook", clock, 3);
+  ASSERT_TRUE(alarm.ok());
+  absl::Status sent;
+  std::thread sender([&] { sent = (*alarm)->Send(AlarmEvent()); });
+  for (absl::Duration wait :
+       {absl::Milliseconds(200), absl::Milliseconds(400), absl::Milliseconds(800)}) {
+    clock.AwaitWaiters(1);
+    // Not a moment less than the backoff.
+    clock.Advance(wait - absl::Milliseconds(1));
+    EXPECT_EQ(clock.Waiters(), 1);
+    clock.Advance(absl::Milliseconds(1));
+  }
+  sender.join();
+  EXPECT_EQ(sent.code(), absl::StatusCode::kUnavailable) << sent;
+  EXPECT_EQ(clock.Now() - start, absl::Milliseconds(1400));
 }
 
 }  // namespace

@@ -9,8 +9,8 @@
 namespace jobwheel::scheduler::admin {
 
 GrpcExecutorClient::GrpcExecutorClient(ClientTls tls, CallerTokenSigner* signer,
-                                       GrpcExecutorClientOptions options)
-    : tls_(std::move(tls)), options_(options), signer_(signer) {}
+                                       GrpcExecutorClientOptions options, Clock& clock)
+    : tls_(std::move(tls)), options_(options), signer_(signer), clock_(clock) {}
 
 absl::StatusOr<std::shared_ptr<jobwheel::v1::ExecutorService::StubInterface>>
 GrpcExecutorClient::Stub(absl::string_view address) {
@@ -31,7 +31,7 @@ absl::StatusOr<jobwheel::v1::KillResponse> GrpcExecutorClient::Kill(
   auto stub = Stub(address);
   if (!stub.ok()) return stub.status();
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.kill_deadline));
+  ctx.set_deadline(absl::ToChronoTime(clock_.Now() + options_.kill_deadline));
   if (absl::Status auth = AddCallerToken(ctx, signer_, address); !auth.ok()) return auth;
   jobwheel::v1::KillResponse resp;
   grpc::Status s = (*stub)->Kill(&ctx, req, &resp);
@@ -44,7 +44,7 @@ absl::StatusOr<jobwheel::v1::LogResponse> GrpcExecutorClient::Log(
   auto stub = Stub(address);
   if (!stub.ok()) return stub.status();
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.log_deadline));
+  ctx.set_deadline(absl::ToChronoTime(clock_.Now() + options_.log_deadline));
   if (absl::Status auth = AddCallerToken(ctx, signer_, address); !auth.ok()) return auth;
   jobwheel::v1::LogResponse resp;
   grpc::Status s = (*stub)->Log(&ctx, req, &resp);

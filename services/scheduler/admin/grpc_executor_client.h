@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "common/auth/caller_token.h"
 #include "common/grpc/grpc_server.h"
+#include "common/time/clock.h"
 #include "jobwheel/v1/executor.grpc.pb.h"
 #include "services/scheduler/admin/executor_client.h"
 
@@ -27,9 +28,9 @@ class GrpcExecutorClient : public ExecutorClient {
  public:
   // Each call carries a token `signer` (the scheduler's key; not owned) made for the
   // executor's address, so it is worth nothing at any other executor; none without a signer
-  // (--insecure_dev).
+  // (--insecure_dev). A call's deadline counts from `clock`'s now.
   GrpcExecutorClient(ClientTls tls, CallerTokenSigner* signer,
-                     GrpcExecutorClientOptions options = {});
+                     GrpcExecutorClientOptions options = {}, Clock& clock = RealClock::Get());
 
   absl::StatusOr<jobwheel::v1::KillResponse> Kill(absl::string_view address,
                                                   const jobwheel::v1::KillRequest& req) override;
@@ -43,6 +44,7 @@ class GrpcExecutorClient : public ExecutorClient {
   const ClientTls tls_;
   const GrpcExecutorClientOptions options_;
   CallerTokenSigner* const signer_;
+  Clock& clock_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<jobwheel::v1::ExecutorService::StubInterface>>
       stubs_ ABSL_GUARDED_BY(mu_);
