@@ -4,8 +4,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
@@ -43,6 +45,11 @@ ABSL_FLAG(std::string, scheduler_public_key_file, "",
           "PEM file with the scheduler's Ed25519 public key(s): verifies its Kill/Log calls");
 ABSL_FLAG(bool, insecure_dev, false, "Accept unauthenticated calls (development only)");
 ABSL_FLAG(bool, allow_scripts, false, "Run shell/python script jobs");
+ABSL_FLAG(std::string, script_user, "nobody",
+          "When running as root: the user script jobs run as (never root); see docs/security.md");
+ABSL_FLAG(std::vector<std::string>, script_hidden_paths, {},
+          "Comma list of files and directories script jobs must not see, besides --log_dir, "
+          "--spool_dir and the directories of the token and key files (always hidden)");
 ABSL_FLAG(int, log_retention_days, 30, "Delete run-log day folders older than this");
 ABSL_FLAG(absl::Duration, grace_period, absl::Seconds(10),
           "On SIGTERM, how long in-flight runs may finish");
@@ -155,6 +162,15 @@ void RegisterDemoHandlers(jobwheel::Executor& exec, ExecutionRecorder* recorder)
       }));
 }
 
+// What to hide from script jobs for a credential file: its directory, or the file alone when
+// that directory is a system one scripts need (/, /etc, /usr, ...: a top-level directory).
+std::string CredentialMask(const std::string& file) {
+  const std::string absolute = std::filesystem::absolute(file).lexically_normal().string();
+  const std::string dir = std::filesystem::path(absolute).parent_path().string();
+  const bool top_level = dir.empty() || dir == "/" || dir.find('/', 1) == std::string::npos;
+  return top_level ? absolute : dir;
+}
+
 std::string PortOf(const std::string& address) {
   const size_t colon = address.rfind(':');
   return colon == std::string::npos ? address : address.substr(colon + 1);
@@ -180,6 +196,14 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_spool_dir).empty() ? base + "/spool" : absl::GetFlag(FLAGS_spool_dir);
   options.insecure_dev = absl::GetFlag(FLAGS_insecure_dev);
   options.allow_scripts = absl::GetFlag(FLAGS_allow_scripts);
+  options.script_user = absl::GetFlag(FLAGS_script_user);
+  options.script_hidden_paths = absl::GetFlag(FLAGS_script_hidden_paths);
+  for (const std::string& file :
+       {absl::GetFlag(FLAGS_executor_token_file), absl::GetFlag(FLAGS_dispatcher_public_key_file),
+        absl::GetFlag(FLAGS_scheduler_public_key_file), absl::GetFlag(FLAGS_tls_key),
+        absl::GetFlag(FLAGS_tls_client_key)}) {
+    if (!file.empty()) options.script_hidden_paths.push_back(CredentialMask(file));
+  }
   options.log_retention_days = absl::GetFlag(FLAGS_log_retention_days);
   options.grace_period = absl::GetFlag(FLAGS_grace_period);
   options.capacity = absl::GetFlag(FLAGS_capacity);

@@ -163,7 +163,25 @@ class ExecutorCore {
       so.shell_binary = options_.shell_binary;
       so.python_binary = options_.python_binary;
       so.kill_grace = options_.script_kill_grace;
-      scripts_ = std::make_unique<ScriptRunner>(so);
+      // Never kNone: scripts must not see what this process holds.
+      so.isolation = DefaultScriptIsolation();
+      if (so.isolation == ScriptIsolation::kSwitchUser) {
+        auto user = ResolveScriptUser(options_.script_user);
+        if (!user.ok()) return user.status();
+        so.script_uid = user->uid;
+        so.script_gid = user->gid;
+      }
+      so.hidden_paths = options_.script_hidden_paths;
+      so.hidden_paths.push_back(logs_->dir());
+      so.hidden_paths.push_back(options_.log_dir);
+      so.hidden_paths.push_back(options_.spool_dir);
+      spdlog::info("executor: script jobs isolated ({}{}), hiding {}",
+                   std::string(ScriptIsolationName(so.isolation)),
+                   so.isolation == ScriptIsolation::kSwitchUser
+                       ? absl::StrCat(", as ", options_.script_user, " uid ", so.script_uid)
+                       : std::string(),
+                   absl::StrJoin(so.hidden_paths, ", "));
+      scripts_ = std::make_unique<ScriptRunner>(so, clock_);
     }
 
     RunManagerOptions ro;

@@ -1,5 +1,7 @@
 #include "jobwheel/executor.h"
 
+#include <unistd.h>
+
 #include <memory>
 #include <set>
 #include <string>
@@ -98,6 +100,31 @@ TEST_F(ExecutorTest, BadRegistrationsAndOptionsFailStart) {
     absl::Status st = exec.Start();
     EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(st.message()), HasSubstr("scheduler_public_keys"));
+  }
+  for (const std::string& user : {"", "root", "0"}) {
+    ExecutorOptions o = options_;
+    o.allow_scripts = true;
+    o.script_user = user;
+    Executor exec(o);
+    absl::Status st = exec.Start();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << user;
+    EXPECT_THAT(std::string(st.message()), HasSubstr("script_user")) << user;
+  }
+  if (::geteuid() == 0) {
+    ExecutorOptions o = options_;
+    o.allow_scripts = true;
+    o.script_user = "no-such-user-here";
+    Executor exec(o);
+    absl::Status st = exec.Start();
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(st.message()), HasSubstr("script_user"));
+  }
+  {
+    ExecutorOptions o = options_;
+    o.allow_scripts = true;
+    o.script_hidden_paths = {"/"};
+    Executor exec(o);
+    EXPECT_EQ(exec.Start().code(), absl::StatusCode::kInvalidArgument);
   }
   {
     ExecutorOptions o = options_;

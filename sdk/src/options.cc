@@ -56,6 +56,19 @@ absl::Status ExecutorOptions::Validate() const {
   if (result_flush_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("result_flush_timeout: must not be negative");
   }
+  if (allow_scripts && script_user.empty()) {
+    return absl::InvalidArgumentError(
+        "script_user: must not be empty when scripts are allowed (\"nobody\" is a good choice)");
+  }
+  if (allow_scripts && (script_user == "root" || script_user == "0")) {
+    return absl::InvalidArgumentError("script_user: scripts never run as root");
+  }
+  for (const std::string& path : script_hidden_paths) {
+    if (path.empty() || path.find_first_not_of('/') == std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("script_hidden_paths: \"", path, "\" cannot be hidden"));
+    }
+  }
   if (allow_scripts && shell_binary.empty()) {
     return absl::InvalidArgumentError("shell_binary: must not be empty when scripts are allowed");
   }

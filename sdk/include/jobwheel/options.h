@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -66,6 +67,19 @@ struct ExecutorOptions {
   // Run GLUE_TYPE_SCRIPT_* jobs (shell via /bin/sh, python via python3). Off by default:
   // a script job is arbitrary code from whoever can edit jobs.
   bool allow_scripts = false;
+  // Script jobs never see the executor's credentials or private data. Each runs in its own
+  // mount namespace where log_dir, spool_dir and every path of script_hidden_paths are
+  // covered (an empty read-only tmpfs over a directory, /dev/null over a file), its own work
+  // directory excepted, and inherits no file descriptor but stdin/stdout/stderr. An executor
+  // running as root then switches the script to `script_user` (a name or a numeric uid; never
+  // uid 0 or gid 0; no supplementary groups; no_new_privs); one not running as root keeps its
+  // uid in a new user namespace and makes itself non-dumpable (see docs/security.md). When
+  // isolation cannot be set up the run fails ("script not run: cannot isolate it ..."): a
+  // script never runs without it. Start fails when script_user is unknown or root.
+  std::string script_user = "nobody";
+  // Name the directories holding the executor's token, key and TLS key files (the demo
+  // executor adds those of its *_file flags itself). Missing paths are skipped; "/" is refused.
+  std::vector<std::string> script_hidden_paths;
 
   // --- Files ---
   // Both directories are private to the executor's user: created 0700 (files in them 0600);
