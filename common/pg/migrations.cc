@@ -12,6 +12,49 @@ namespace {
 // Key of the transaction-level advisory lock that serializes migrations across replicas.
 constexpr int64_t kMigrationLockKey = 0x6a6f62776865656c;  // "jobwheel"
 
+// The schema is a contract between the services. Each table has ONE owning service, which
+// creates its rows and decides their lifecycle; every other access is listed with the table below
+// and is deliberate (a new one is added to the list, not just written). The services:
+// scheduler (the leader's fire engine, services/scheduler/pg_fire_store and leader_elector; the
+// admin API of every replica, services/scheduler/admin/pg_job_store), dispatcher
+// (services/dispatcher/pg_dispatch_store), registry (services/registry/pg_executor_store and
+// pg_app_store), and common/auth/pg_token_store, which every service authenticates through.
+//
+// Enum values: integer columns hold the proto enum's number, text columns the value's name without
+// its type prefix; statements name them through common/pg/sql_enums.h, never as bare numbers, and
+// common/pg/migrations_test checks this schema (defaults, partial-index predicates, CHECK
+// constraints) against it. Stored rows keep the numbers: a proto value is never renumbered. The
+// integer enum columns have no CHECK constraint on purpose: values are checked where they enter
+// (job validation, the dispatcher's request validation), and a CHECK would fail a whole batched
+// statement, losing the good rows with the bad one.
+//
+// Exactly once, across services, rests on these row locks and conditional writes:
+//  - A fire is dispatched once. The scheduler creates it PENDING, at most once per job and
+//    scheduled time (fires_schedule_once) or per parent run and job (fires_followup_once). The
+//    dispatcher replica it is handed to locks the fire rows (FOR UPDATE, in id order, so two
+//    dispatchers cannot deadlock) and, in the same transaction that inserts the fire's runs,
+//    moves it from PENDING to DISPATCHED or FAILED; a fire found not PENDING is a duplicate and
+//    reports the runs it has. Every other write to a fire is conditional on PENDING too and
+//    waits for that lock: the admin API deleting a job's pending fires, the leader failing a
+//    fire whose job was deleted.
+//  - A run is created once per fire and shard (runs_fire_shard) and ends once. The dispatcher
+//    locks runs in id order before writing trigger answers, reroutes and results, and decides
+//    from the locked status. The scheduler writes runs it did not create, each write conditional
+//    on the status it expects so the row lock orders it against the dispatcher's: the admin API
+//    marks an open run KILLED; the leader's monitors mark RUNNING runs LOST and stale PENDING
+//    runs FAILED, and take finished runs FOR UPDATE SKIP LOCKED to set followup_done, so each
+//    retry, child fire and alarm is made once (the dispatcher sets followup_done itself for a
+//    success that needs none).
+//  - A job's schedule advances once. The leader claims due jobs FOR UPDATE SKIP LOCKED and
+//    advances next_fire_at with the fires it inserts; the admin API updates a job under FOR UPDATE
+//    and, in the same transaction, deletes its not-yet-dispatched schedule fires so the leader
+//    writes them anew.
+// Advisory locks: kMigrationLockKey below (transaction level, every service at start); the
+// scheduler's schedule lock ("jwsched1", session level, LeaderElector: the leader writes only
+// through the connection that holds it); the child-job graph lock ("jwchild", transaction level,
+// admin API). Notifications: the registry announces apps and executors rows it changes on channel
+// jobwheel_executors (registry replicas follow it); no other service notifies.
+
 struct Migration {
   int version;
   const char* sql;
@@ -20,7 +63,17 @@ struct Migration {
 // Append only: a released migration never changes.
 const std::vector<Migration>& Migrations() {
   static const auto* migrations = new std::vector<Migration>{
-      {1, R"sql(
+      {1,
+       // apps. Owner: registry (AppAdminService through PgAppStore: create, update, delete;
+       // PgExecutorStore::Register inserts the row of an app an executor registers for). Others:
+       // - scheduler admin API (PgJobStore) inserts the row of a job's app when missing (ON
+       //   CONFLICT DO NOTHING, so every app with jobs is listed; the row holds the defaults, so
+       //   it is not announced) and reads the names for the dashboard's counts (CountJobs).
+       // - The registry's delete locks the row (FOR UPDATE) and refuses while the app has jobs:
+       //   an owned read of jobs. The admin API's insert does not wait for that lock (DO NOTHING
+       //   on an existing row), so a job saved while its app is deleted can outlive the app's row
+       //   until the job's next save inserts it again.
+       R"sql(
 CREATE TABLE apps (
   name TEXT PRIMARY KEY,
   title TEXT NOT NULL DEFAULT '',
@@ -29,7 +82,16 @@ CREATE TABLE apps (
   create_time TIMESTAMPTZ NOT NULL DEFAULT now(),
   update_time TIMESTAMPTZ NOT NULL DEFAULT now()
 );
-
+)sql"
+       // executors. Owner: registry (PgExecutorStore: registration, lease renewal and expiry,
+       // going offline; PgAppStore deletes an app's offline rows with the app). Read only by:
+       // - scheduler admin API (PgJobStore): a manual trigger's executor_address must be online;
+       //   killing a run and reading its log ask whether the run's executor is registered and
+       //   online.
+       // - scheduler leader (PgFireStore monitors): RUNNING runs whose executor is offline, or
+       //   restarted since (label jobwheel.process_start_us), are LOST.
+       // Dispatchers do not read it: they follow the registry's WatchExecutors stream.
+       R"sql(
 -- One row per executor instance the registry has seen; online ones hold a lease.
 CREATE TABLE executors (
   app TEXT NOT NULL,
@@ -50,7 +112,15 @@ CREATE TABLE executors (
   PRIMARY KEY (app, address)
 );
 CREATE INDEX executors_lease ON executors (lease_until) WHERE online;
-
+)sql"
+       // jobs. Owner: scheduler. The admin API (PgJobStore) creates, updates and deletes rows under
+       // FOR UPDATE and the child-graph lock, and a manual trigger holds FOR KEY SHARE; the leader
+       // (PgFireStore) claims due jobs FOR UPDATE SKIP LOCKED and advances next_fire_at, and reads
+       // jobs for pending fires and finished runs. Read only by:
+       // - registry (PgAppStore::Delete): counts an app's jobs; an app with jobs is not deleted.
+       // - dispatcher (recording results): child_job_ids, to mark a success of a job without
+       //   child jobs followed up at once.
+       R"sql(
 CREATE TABLE jobs (
   id BIGSERIAL PRIMARY KEY,
   app TEXT NOT NULL,
@@ -81,7 +151,10 @@ CREATE TABLE jobs (
 );
 CREATE INDEX jobs_due ON jobs (next_fire_at) WHERE enabled AND next_fire_at IS NOT NULL;
 CREATE INDEX jobs_app ON jobs (app);
-
+)sql"
+       // scripts. Owner: scheduler admin API (PgJobStore: one row per script version, deleted
+       // with the job). No other service reads or writes it.
+       R"sql(
 -- Every version of a job's script, so a run can name the source it executed.
 CREATE TABLE scripts (
   job_id BIGINT NOT NULL,
@@ -91,7 +164,16 @@ CREATE TABLE scripts (
   create_time TIMESTAMPTZ NOT NULL DEFAULT now(),
   PRIMARY KEY (job_id, version)
 );
-
+)sql"
+       // fires. Owner: scheduler. The leader (PgFireStore) inserts schedule fires (CRON, FIX_RATE,
+       // MISFIRE; SKIPPED misfires), retry and child fires; fails PENDING fires whose job is gone;
+       // deletes old settled fires (retention). The admin API (PgJobStore) inserts MANUAL fires
+       // and deletes a job's PENDING fires when it changes or goes. Others:
+       // - dispatcher (DispatchFires): locks the rows FOR UPDATE in id order and moves PENDING to
+       //   DISPATCHED or FAILED (status, reason appended, dispatch_time) with the runs it inserts:
+       //   the exactly-once hand-over (see the top of this file).
+       // - scheduler leader reads fires joined to runs (param, trigger type) for follow-ups.
+       R"sql(
 -- One row per due time of a job (or manual/retry/child trigger).
 CREATE TABLE fires (
   id BIGSERIAL PRIMARY KEY,
@@ -118,7 +200,16 @@ CREATE INDEX fires_create_time ON fires (create_time);
 -- At most one retry fire per failed run, at most one child fire per (parent run, child job).
 CREATE UNIQUE INDEX fires_followup_once ON fires (parent_run_id, job_id)
   WHERE parent_run_id IS NOT NULL;
-
+)sql"
+       // runs. Owner: dispatcher (DispatchFires inserts them, at most one per fire and shard;
+       // trigger answers, reroutes and results update them, rows locked in id order). Others:
+       // - scheduler leader (PgFireStore monitors): FOR UPDATE OF r SKIP LOCKED on finished runs
+       //   to set followup_done and alarm_sent; RUNNING runs to LOST, stale PENDING runs to
+       //   FAILED (each conditional on the status); retention deletes old followed-up runs.
+       // - scheduler admin API (PgJobStore): KillRun sets an open run KILLED (conditional on
+       //   the status); lists, gets and counts runs (runs_job_time, runs_open,
+       //   runs_trigger_time).
+       R"sql(
 CREATE TABLE runs (
   id BIGSERIAL PRIMARY KEY,
   fire_id BIGINT NOT NULL,
@@ -149,7 +240,11 @@ CREATE UNIQUE INDEX runs_fire_shard ON runs (fire_id, shard_index);
 CREATE INDEX runs_job_time ON runs (job_id, trigger_time DESC);
 CREATE INDEX runs_open ON runs (status) WHERE status IN (1, 2);
 CREATE INDEX runs_followup ON runs (id) WHERE NOT followup_done AND status >= 3;
-
+)sql"
+       // leadership. Owner: scheduler (LeaderElector: each new leader records itself and bumps
+       // the epoch, which the fires it writes carry; every replica reads who holds the lock).
+       // No other service reads or writes it.
+       R"sql(
 -- The schedule lock's fencing epoch and holder, written by each new leader.
 CREATE TABLE leadership (
   id INT PRIMARY KEY CHECK (id = 1),
@@ -158,7 +253,12 @@ CREATE TABLE leadership (
   epoch BIGINT NOT NULL
 );
 )sql"},
-      {2, R"sql(
+      {2,
+       // tokens. Owner: scheduler (TokenAdminService through PgTokenStore: create, revoke, list).
+       // Others: every service (scheduler, registry, dispatcher) authenticates API tokens through
+       // PgTokenStore::FindActive, which sets last_used_time of the token it finds: the only write
+       // by another service, to that column only.
+       R"sql(
 -- API tokens (TokenAdminService). Only the SHA-256 of a secret is stored, never the secret.
 CREATE TABLE tokens (
   id BIGSERIAL PRIMARY KEY,
@@ -173,7 +273,9 @@ CREATE TABLE tokens (
 );
 CREATE UNIQUE INDEX tokens_name_active ON tokens (name) WHERE revoke_time IS NULL;
 )sql"},
-      {3, R"sql(
+      {3,
+       // runs (owner: dispatcher): an index for the scheduler's retention.
+       R"sql(
 -- Retention finds old runs by trigger_time, which had no index: every pass scanned the whole
 -- table. Runs are appended in time order, so a BRIN index (a few pages, touched only when a
 -- page range's bounds widen; nearly free per insert) narrows it to the old page ranges. Once
@@ -181,14 +283,19 @@ CREATE UNIQUE INDEX tokens_name_active ON tokens (name) WHERE revoke_time IS NUL
 -- towards the whole table, never worse than before. (fires.create_time keeps its B-tree.)
 CREATE INDEX runs_trigger_time ON runs USING brin (trigger_time);
 )sql"},
-      {4, R"sql(
+      {4,
+       // jobs (owner: scheduler): written by the admin API with child_job_ids, read by the
+       // leader when it inserts child fires.
+       R"sql(
 -- Child jobs in another app fire only within the scope of whoever last set child_job_ids: the
 -- apps that writer may operate (NULL: every app, an ADMIN or an OPERATOR of "*"). Jobs written
 -- before this column existed get '{}': their children fire only in the parent's own app until
 -- an ADMIN saves them again.
 ALTER TABLE jobs ADD COLUMN child_scope TEXT[] DEFAULT '{}';
 )sql"},
-      {5, R"sql(
+      {5,
+       // executors (owner: registry): written and read by the registry only.
+       R"sql(
 -- The executor process that holds each row (ExecutorRegistration.instance_id). While a row is
 -- online (and its lease has not run out) only a registration with the same instance_id may
 -- replace it, through any replica. NULL for rows written before: matches no registration.
@@ -205,6 +312,7 @@ absl::Status ApplyMigrations(pqxx::connection& conn) {
     pqxx::work tx(conn);
     // Serializes replicas starting at once; released at commit.
     tx.exec("SELECT pg_advisory_xact_lock(" + std::to_string(kMigrationLockKey) + ")");
+    // schema_version. Owner: this function, which every service runs at start.
     tx.exec(
         "CREATE TABLE IF NOT EXISTS schema_version ("
         "version INT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())");
