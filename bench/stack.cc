@@ -2,7 +2,6 @@
 
 #include <signal.h>
 
-#include <fstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,118 +11,66 @@
 namespace jobwheel::bench {
 namespace {
 
-std::string Addr(int port) { return absl::StrCat("127.0.0.1:", port); }
+// The bench's processes: the binaries under --bin_dir, the credentials of --token_dir (as
+// scripts/up and scripts/bench make them), metrics listeners, pids in <work_dir>/pids, and
+// two scheduler replicas that Start() starts one after the other.
+testing::Stack::Options StackOptions(const BenchOptions& options) {
+  testing::Stack::Options o;
+  o.bin_dir = options.bin_dir;
+  o.dir = options.work_dir;
+  o.dsn = options.dsn;
+  o.credentials_dir = options.token_dir;
+  o.metrics = true;
+  o.pids_file = options.work_dir + "/pids";
+  o.serving_timeout = absl::Seconds(20);
+  o.scheduler.replicas = 2;
+  o.scheduler.replica_ids = {Stack::ReplicaName(0), Stack::ReplicaName(1)};
+  o.scheduler.start_later = true;
+  return o;
+}
 
 }  // namespace
 
 Stack::Stack(const BenchOptions& options, BenchDb& db, std::string app)
-    : options_(options), db_(db), app_(std::move(app)) {}
+    : options_(options), db_(db), app_(std::move(app)), stack_(StackOptions(options)) {}
 
-std::string Stack::RegistryTarget() const {
-  return attached() ? options_.attach_registry : Addr(registry_.port);
+std::string Stack::RegistryTarget() {
+  return attached() ? options_.attach_registry : stack_.registry();
 }
 
-std::string Stack::DispatcherTarget() const {
-  return attached() ? options_.attach_dispatcher : Addr(dispatcher_.port);
+std::string Stack::DispatcherTarget() {
+  return attached() ? options_.attach_dispatcher : stack_.dispatcher();
 }
 
-int Stack::DispatcherMetricsPort() const {
-  return attached() ? options_.attach_dispatcher_metrics_port : dispatcher_.metrics_port;
-}
-
-std::vector<std::string> Stack::Credentials(absl::string_view component) const {
-  const std::string& dir = options_.token_dir;
-  if (component == "scheduler") return {"--signing_key_file=" + dir + "/scheduler.key"};
-  std::vector<std::string> flags = {"--executor_token_file=" + dir + "/executor"};
-  if (component == "registry") {
-    flags.push_back("--dispatcher_public_key_file=" + dir + "/dispatcher.pub");
-  } else if (component == "dispatcher") {
-    flags.push_back("--signing_key_file=" + dir + "/dispatcher.key");
-    flags.push_back("--scheduler_public_key_file=" + dir + "/scheduler.pub");
-  } else {  // An executor.
-    flags.push_back("--dispatcher_public_key_file=" + dir + "/dispatcher.pub");
-    flags.push_back("--scheduler_public_key_file=" + dir + "/scheduler.pub");
-  }
-  return flags;
-}
-
-absl::Status Stack::Launch(Service& s, const std::string& binary, std::vector<std::string> args,
-                           const std::string& log) {
-  s.proc = std::make_unique<testing::Process>();
-  RETURN_IF_ERROR(s.proc->Start(options_.bin_dir + "/" + binary, args, log));
-  std::ofstream(options_.work_dir + "/pids", std::ios::app) << s.proc->pid() << "\n";
-  absl::Status serving = testing::WaitForServing(Addr(s.port), absl::Seconds(20));
-  if (!serving.ok()) {
-    return absl::DeadlineExceededError(absl::StrCat(s.name, " did not serve on ", Addr(s.port),
-                                                    " within 20s (see ", log,
-                                                    "): ", serving.message()));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Stack::StartRegistry() {
-  registry_.name = "registry";
-  registry_.port = testing::PickFreePort();
-  registry_.metrics_port = testing::PickFreePort();
-  std::vector<std::string> args = {"--listen=" + Addr(registry_.port), "--db_dsn=" + options_.dsn,
-                                   "--metrics_address=" + Addr(registry_.metrics_port),
-                                   "--admin_token_file=" + options_.token_dir + "/admin"};
-  for (auto& t : Credentials("registry")) args.push_back(t);
-  return Launch(registry_, "services/registry/registry", args, options_.work_dir + "/registry.log");
-}
-
-absl::Status Stack::StartDispatcher() {
-  dispatcher_.name = "dispatcher";
-  dispatcher_.port = testing::PickFreePort();
-  dispatcher_.metrics_port = testing::PickFreePort();
-  std::vector<std::string> args = {"--listen=" + Addr(dispatcher_.port), "--db_dsn=" + options_.dsn,
-                                   "--metrics_address=" + Addr(dispatcher_.metrics_port),
-                                   "--registry_target=" + Addr(registry_.port)};
-  for (auto& t : Credentials("dispatcher")) args.push_back(t);
-  return Launch(dispatcher_, "services/dispatcher/dispatcher", args,
-                options_.work_dir + "/dispatcher.log");
-}
-
-absl::Status Stack::StartScheduler(int index) {
-  Service& s = schedulers_[index];
-  s.name = ReplicaName(index);
-  if (s.port == 0) {
-    s.port = testing::PickFreePort();
-    s.metrics_port = testing::PickFreePort();
-  }
-  std::vector<std::string> args = {"--listen=" + Addr(s.port),
-                                   "--db_dsn=" + options_.dsn,
-                                   "--metrics_address=" + Addr(s.metrics_port),
-                                   "--replica_id=" + s.name,
-                                   "--dispatcher_target=" + Addr(dispatcher_.port),
-                                   "--admin_token_file=" + options_.token_dir + "/admin"};
-  for (auto& t : Credentials("scheduler")) args.push_back(t);
-  return Launch(s, "services/scheduler/scheduler", args,
-                absl::StrCat(options_.work_dir, "/", s.name, ".log"));
+int Stack::DispatcherMetricsPort() {
+  return attached() ? options_.attach_dispatcher_metrics_port
+                    : stack_.dispatcher_process(0).metrics_port;
 }
 
 absl::Status Stack::StartExecutor(Service& s, const std::string& app, bool record) {
+  RETURN_IF_ERROR(stack_.Prepare());
   s.port = testing::PickFreePort();
+  s.binary = "bench/bench_executor";
   const std::string dir = absl::StrCat(options_.work_dir, "/", s.name);
-  std::vector<std::string> args = {"--listen=" + Addr(s.port),
-                                   "--app=" + app,
-                                   "--registry_target=" + RegistryTarget(),
-                                   "--dispatcher_target=" + DispatcherTarget(),
-                                   "--log_dir=" + dir + "/logs",
-                                   "--spool_dir=" + dir + "/spool"};
-  if (record) {
-    s.record_file = dir + ".records";
-    args.push_back("--record_file=" + s.record_file);
-  }
-  for (auto& t : Credentials("executor")) args.push_back(t);
-  return Launch(s, "bench/bench_executor", args, dir + ".log");
+  s.log = dir + ".log";
+  s.args = {"--listen=" + s.address(),
+            "--app=" + app,
+            "--registry_target=" + RegistryTarget(),
+            "--dispatcher_target=" + DispatcherTarget(),
+            "--log_dir=" + dir + "/logs",
+            "--spool_dir=" + dir + "/spool"};
+  if (record) s.args.push_back("--record_file=" + dir + ".records");
+  s.args.push_back("--executor_token_file=" + stack_.executor_token_file());
+  for (const std::string& f : stack_.ExecutorFlags()) s.args.push_back(f);
+  return stack_.Start(s);
 }
 
 absl::Status Stack::Start() {
+  RETURN_IF_ERROR(stack_.Prepare());
   if (!attached()) {
-    RETURN_IF_ERROR(StartRegistry());
-    RETURN_IF_ERROR(StartDispatcher());
-    // Two replicas: sched-a leads (started first), sched-b stands by for the failover.
+    // Registry and dispatcher; then two replicas: sched-a leads (started first), sched-b
+    // stands by for the failover.
+    RETURN_IF_ERROR(stack_.StartServices());
     RETURN_IF_ERROR(StartScheduler(0));
     const bool leads = testing::Eventually(
         [&] {
@@ -140,10 +87,12 @@ absl::Status Stack::Start() {
     return absl::UnavailableError(
         absl::StrCat("cannot read the dispatcher's metrics on port ", DispatcherMetricsPort()));
   }
-  executors_.resize(options_.executors);
-  for (size_t i = 0; i < executors_.size(); ++i) {
-    executors_[i].name = absl::StrCat("executor-", i);
-    RETURN_IF_ERROR(StartExecutor(executors_[i], app_, /*record=*/true));
+  for (int i = 0; i < options_.executors; ++i) {
+    auto e = std::make_unique<Recording>();
+    e->service.name = absl::StrCat("executor-", i);
+    e->file = absl::StrCat(options_.work_dir, "/", e->service.name, ".records");
+    executors_.push_back(std::move(e));
+    RETURN_IF_ERROR(StartExecutor(executors_.back()->service, app_, /*record=*/true));
   }
   const int want = *before + static_cast<int>(executors_.size());
   return WaitExecutorsKnown([want](int n) { return n >= want; }, absl::Seconds(15),
@@ -151,24 +100,22 @@ absl::Status Stack::Start() {
 }
 
 void Stack::Stop() {
-  std::vector<Service*> all;
-  for (auto& e : executors_) all.push_back(&e);
-  all.push_back(&schedulers_[1]);
-  all.push_back(&schedulers_[0]);
-  all.push_back(&dispatcher_);
-  all.push_back(&registry_);
-  for (Service* s : all) {
-    if (s->proc->pid() > 0 && s->proc->running()) s->proc->Signal(SIGTERM);
+  // The bench executors first, then the services.
+  for (auto& e : executors_) {
+    if (e->service.proc->pid() > 0 && e->service.proc->running()) e->service.proc->Signal(SIGTERM);
   }
-  for (Service* s : all) {
-    if (s->proc->pid() > 0 && !s->proc->Wait(absl::Seconds(10)).ok()) s->proc->Kill();
+  for (auto& e : executors_) {
+    if (e->service.proc->pid() > 0 && !e->service.proc->Wait(absl::Seconds(10)).ok()) {
+      e->service.proc->Kill();
+    }
   }
+  stack_.Stop();
 }
 
 std::vector<RunRecord> Stack::NewRecords() {
   std::vector<RunRecord> out;
-  for (Service& e : executors_) {
-    std::vector<RunRecord> r = ReadNewRecords(e.record_file, &e.record_offset);
+  for (auto& e : executors_) {
+    std::vector<RunRecord> r = ReadNewRecords(e->file, &e->offset);
     out.insert(out.end(), r.begin(), r.end());
   }
   return out;
@@ -180,12 +127,12 @@ ProcSet Stack::Processes() {
     if (s.proc->pid() > 0 && s.proc->running()) set[name].push_back(s.proc->pid());
   };
   if (!attached()) {
-    add("registry", registry_);
-    add("dispatcher", dispatcher_);
-    add("scheduler_a", schedulers_[0]);
-    add("scheduler_b", schedulers_[1]);
+    add("registry", stack_.registry_process(0));
+    add("dispatcher", stack_.dispatcher_process(0));
+    add("scheduler_a", stack_.scheduler_process(0));
+    add("scheduler_b", stack_.scheduler_process(1));
   }
-  for (auto& e : executors_) add("executors", e);
+  for (auto& e : executors_) add("executors", e->service);
   std::vector<pid_t> pg = PostgresPids(options_.pg_data);
   if (!pg.empty()) set["postgres"] = pg;
   return set;

@@ -15,20 +15,15 @@
 #include "bench/run_records.h"
 #include "bench/sampling.h"
 #include "common/testing/process.h"
+#include "common/testing/stack.h"
 
 namespace jobwheel::bench {
 
 // One process the bench started, and its ports.
-struct Service {
-  std::string name;
-  std::unique_ptr<testing::Process> proc = std::make_unique<testing::Process>();
-  int port = 0;
-  int metrics_port = 0;
-  std::string record_file;  // Bench executors that record runs.
-  size_t record_offset = 0;
-};
+using Service = testing::StackProcess;
 
-// The processes under test, started from --bin_dir on free loopback ports with token auth:
+// The processes under test, started from --bin_dir on free loopback ports with token auth
+// through testing::Stack (credentials from --token_dir, logs and pids in --work_dir):
 // registry, dispatcher, two schedulers (sched-a leads, sched-b stands by) and the bench
 // executors of app `app` — or, attached to a running stack, only the bench executors. Every
 // child's pid is appended to <work_dir>/pids so scripts/bench can end exactly those if the
@@ -46,8 +41,8 @@ class Stack {
   bool attached() const { return options_.attached(); }
 
   // Schedulers: 0 is sched-a, 1 is sched-b. (Re)starts one on its old ports.
-  absl::Status StartScheduler(int index);
-  Service& scheduler(int index) { return schedulers_[index]; }
+  absl::Status StartScheduler(int index) { return stack_.StartScheduler(index); }
+  Service& scheduler(int index) { return stack_.scheduler_process(index); }
   static std::string ReplicaName(int index) { return index == 0 ? "sched-a" : "sched-b"; }
 
   // Starts a bench executor for `app` (recording runs when `record`) and waits until it
@@ -66,24 +61,22 @@ class Stack {
                                   absl::string_view what);
 
  private:
-  std::string RegistryTarget() const;
-  std::string DispatcherTarget() const;
-  int DispatcherMetricsPort() const;
-  // Credential flags from --token_dir: the executor token and the Ed25519 key files
-  // (scheduler.key/.pub, dispatcher.key/.pub, as scripts/up and scripts/bench make them) that
-  // each component takes.
-  std::vector<std::string> Credentials(absl::string_view component) const;
-  absl::Status Launch(Service& s, const std::string& binary, std::vector<std::string> args,
-                      const std::string& log);
-  absl::Status StartRegistry();
-  absl::Status StartDispatcher();
+  // A bench executor that records its runs, and how far they were read.
+  struct Recording {
+    Service service;
+    std::string file;
+    size_t offset = 0;
+  };
+
+  std::string RegistryTarget();
+  std::string DispatcherTarget();
+  int DispatcherMetricsPort();
 
   const BenchOptions& options_;
   BenchDb& db_;
   const std::string app_;
-  Service registry_, dispatcher_;
-  Service schedulers_[2];
-  std::vector<Service> executors_;
+  testing::Stack stack_;
+  std::vector<std::unique_ptr<Recording>> executors_;
 };
 
 }  // namespace jobwheel::bench

@@ -15,41 +15,33 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/testing/process.h"
+#include "common/testing/stack.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
-#include "tests/security/stack.h"
 
 namespace jobwheel::console_testing {
 namespace {
 
-using security_testing::Ctx;
-using security_testing::ReadFile;
-using security_testing::Stack;
-using security_testing::WriteFile;
-using testing::Eventually;
+using testing::Ctx;
 using testing::PickFreePort;
-using testing::Process;
-using testing::RunfilePath;
+using testing::ReadFile;
+using testing::Stack;
+using testing::StackProcess;
+using testing::WriteFile;
 
 constexpr char kListJobs[] = "/jobwheel.v1.JobAdminService/ListJobs";
 constexpr char kCreateJob[] = "/jobwheel.v1.JobAdminService/CreateJob";
 constexpr char kIndex[] = "<!doctype html><title>console test page</title>";
 
-// A console process against the stack; its JSON log in <stack dir>/<name>.log.
-struct Console {
-  Process process;
-  int port = 0;
-  std::string log;
-
-  std::unique_ptr<httplib::Client> Client() const {
-    auto client = std::make_unique<httplib::Client>("127.0.0.1", port);
-    client->set_read_timeout(15, 0);
-    return client;
-  }
-};
+// An HTTP client of a console process the stack started.
+std::unique_ptr<httplib::Client> ClientOf(const StackProcess& console) {
+  auto client = std::make_unique<httplib::Client>("127.0.0.1", console.port);
+  client->set_read_timeout(15, 0);
+  return client;
+}
 
 // The "message" of a Connect error body (empty if the body is not one).
 std::string ErrorMessage(const std::string& body) {
@@ -100,21 +92,21 @@ class ConsoleTest : public ::testing::Test {
         return;
       }
     }
-    console_ = new Console();
-    setup_ = StartConsole(*console_, "console", stack_->scheduler(), {});
+    auto console = StartConsole("console", stack_->scheduler());
+    setup_ = console.status();
+    if (console.ok()) console_ = *console;
   }
 
   static void TearDownTestSuite() {
-    delete console_;
+    console_ = nullptr;
     delete stack_;
     delete web_root_;
-    console_ = nullptr;
     stack_ = nullptr;
   }
 
   void SetUp() override {
     ASSERT_TRUE(setup_.ok()) << setup_ << "\n" << (stack_ ? stack_->Logs() : "");
-    client_ = console_->Client();
+    client_ = ClientOf(*console_);
   }
 
   void TearDown() override {
@@ -123,37 +115,15 @@ class ConsoleTest : public ::testing::Test {
     }
   }
 
-  // Starts the console binary and waits until it answers /healthz.
-  static absl::Status StartConsole(Console& console, const std::string& name,
-                                   const std::string& scheduler,
-                                   const std::vector<std::string>& extra) {
-    console.port = PickFreePort();
-    console.log = stack_->dir() + "/" + name + ".log";
-    std::vector<std::string> args = {
-        absl::StrCat("--listen=127.0.0.1:", console.port),
-        "--scheduler_target=" + scheduler,
-        "--registry_target=" + stack_->registry(),
-        "--metrics_address=",
-        "--web_root=" + *web_root_,
-        "--max_body_bytes=65536",
-        "--log_json",
-    };
-    for (const std::string& e : extra) args.push_back(e);
-    absl::Status s =
-        console.process.Start(RunfilePath("services/console/console"), args, console.log);
-    if (!s.ok()) return s;
-    auto client = console.Client();
-    client->set_connection_timeout(0, 200000);
-    if (!Eventually(
-            [&] {
-              auto res = client->Get("/healthz");
-              return res && res->status == 200;
-            },
-            absl::Seconds(30))) {
-      return absl::DeadlineExceededError(
-          absl::StrCat(name, " never answered /healthz:\n", ReadFile(console.log)));
-    }
-    return absl::OkStatus();
+  // Starts a console (its JSON log in <stack dir>/<name>.log) against `scheduler` and waits
+  // until it answers /healthz.
+  static absl::StatusOr<StackProcess*> StartConsole(const std::string& name,
+                                                    const std::string& scheduler) {
+    Stack::ConsoleSpec spec;
+    spec.name = name;
+    spec.scheduler_target = scheduler;
+    spec.extra_flags = {"--web_root=" + *web_root_, "--max_body_bytes=65536", "--log_json"};
+    return stack_->StartConsole(spec);
   }
 
   httplib::Result Post(const std::string& path, const std::string& body, const std::string& token) {
@@ -165,14 +135,14 @@ class ConsoleTest : public ::testing::Test {
   static Stack* stack_;
   static absl::Status setup_;
   static std::string* web_root_;
-  static Console* console_;
+  static StackProcess* console_;  // Owned by stack_.
   std::unique_ptr<httplib::Client> client_;
 };
 
 Stack* ConsoleTest::stack_ = nullptr;
 absl::Status ConsoleTest::setup_;
 std::string* ConsoleTest::web_root_ = nullptr;
-Console* ConsoleTest::console_ = nullptr;
+StackProcess* ConsoleTest::console_ = nullptr;
 
 TEST_F(ConsoleTest, ListJobsWithTheAdminToken) {
   auto res = Post(kListJobs, R"({"app":"demo","pageSize":50})", stack_->admin_token());
@@ -339,10 +309,9 @@ TEST_F(ConsoleTest, ReadyWhenTheBackendsServe) {
 }
 
 TEST_F(ConsoleTest, NotReadyWithoutItsSchedulerButAlive) {
-  Console orphan;
-  ASSERT_TRUE(
-      StartConsole(orphan, "console-orphan", absl::StrCat("127.0.0.1:", PickFreePort()), {}).ok());
-  auto client = orphan.Client();
+  auto orphan = StartConsole("console-orphan", absl::StrCat("127.0.0.1:", PickFreePort()));
+  ASSERT_TRUE(orphan.ok()) << orphan.status();
+  auto client = ClientOf(**orphan);
   auto res = client->Get("/readyz");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 503) << res->body;
@@ -359,13 +328,13 @@ TEST_F(ConsoleTest, NotReadyWithoutItsSchedulerButAlive) {
 }
 
 TEST_F(ConsoleTest, StopsCleanlyOnSigterm) {
-  Console other;
-  ASSERT_TRUE(StartConsole(other, "console-sigterm", stack_->scheduler(), {}).ok());
-  other.process.Signal(SIGTERM);
+  auto other = StartConsole("console-sigterm", stack_->scheduler());
+  ASSERT_TRUE(other.ok()) << other.status();
+  (*other)->proc->Signal(SIGTERM);
   int exit_code = -1;
-  ASSERT_TRUE(other.process.Wait(absl::Seconds(10), &exit_code).ok());
-  EXPECT_EQ(exit_code, 0) << ReadFile(other.log);
-  EXPECT_TRUE(absl::StrContains(ReadFile(other.log), "console stopped"));
+  ASSERT_TRUE((*other)->proc->Wait(absl::Seconds(10), &exit_code).ok());
+  EXPECT_EQ(exit_code, 0) << ReadFile((*other)->log);
+  EXPECT_TRUE(absl::StrContains(ReadFile((*other)->log), "console stopped"));
 }
 
 TEST_F(ConsoleTest, TokensNeverReachTheLog) {

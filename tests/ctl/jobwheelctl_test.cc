@@ -30,7 +30,7 @@ namespace {
 
 using ::jobwheel::testing::CommandResult;
 using ::jobwheel::testing::Eventually;
-using security_testing::WriteFile;
+using testing::WriteFile;
 
 std::string Show(const CommandResult& r) {
   return absl::StrCat("exit ", r.exit_code, "\n--- stdout\n", r.out, "--- stderr\n", r.err);

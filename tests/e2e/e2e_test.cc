@@ -17,9 +17,7 @@ using testing::Eventually;
 
 class EndToEndTest : public StackTest {
  protected:
-  std::unique_ptr<grpc::ClientContext> Ctx() {
-    return security_testing::Ctx(stack_->admin_token());
-  }
+  std::unique_ptr<grpc::ClientContext> Ctx() { return testing::Ctx(stack_->admin_token()); }
 };
 
 TEST_F(EndToEndTest, CronJobRunsSucceedOnTheDemoExecutor) {

@@ -17,7 +17,7 @@ namespace {
 using ::jobwheel::testing::Eventually;
 using ::jobwheel::testing::Execution;
 using ::jobwheel::testing::Starts;
-using security_testing::Ctx;
+using testing::Ctx;
 
 class FixRateTest : public StackTest {};
 

@@ -18,7 +18,7 @@ using ::jobwheel::testing::Ends;
 using ::jobwheel::testing::Eventually;
 using ::jobwheel::testing::Execution;
 using ::jobwheel::testing::Starts;
-using security_testing::Ctx;
+using testing::Ctx;
 
 class KillRunTest : public StackTest {};
 

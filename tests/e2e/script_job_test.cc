@@ -16,7 +16,7 @@
 namespace jobwheel::e2e {
 namespace {
 
-using security_testing::Ctx;
+using testing::Ctx;
 
 std::vector<std::string> Lines(const std::string& path) {
   std::ifstream in(path);

@@ -4,12 +4,11 @@
 #include <iostream>
 
 #include "common/testing/process.h"
-#include "jobwheel/v1/leadership.grpc.pb.h"
 #include "pqxx/pqxx"
 
 namespace jobwheel::e2e {
 
-using security_testing::Ctx;
+using testing::Ctx;
 
 namespace {
 
@@ -38,17 +37,9 @@ void StackTest::SetUp() {
   stack_ = std::make_unique<Stack>(Stack::Options{});
   absl::Status s = stack_->StartServices();
   ASSERT_TRUE(s.ok()) << s;
-  auto channel = stack_->Channel(stack_->scheduler());
-  admin_ = jobwheel::v1::JobAdminService::NewStub(channel);
-  auto leadership = jobwheel::v1::LeadershipService::NewStub(channel);
-  ASSERT_TRUE(testing::Eventually(
-      [&] {
-        jobwheel::v1::GetLeaderResponse r;
-        return leadership->GetLeader(Ctx(stack_->admin_token()).get(), {}, &r).ok() &&
-               r.is_leader();
-      },
-      absl::Seconds(15)))
-      << "the scheduler never became leader";
+  admin_ = jobwheel::v1::JobAdminService::NewStub(stack_->Channel(stack_->scheduler()));
+  s = stack_->WaitLeader(0, absl::Seconds(15));
+  ASSERT_TRUE(s.ok()) << s;
   for (const Stack::ExecutorSpec& spec : ExecutorSpecs()) {
     auto index = stack_->AddExecutor(spec);
     ASSERT_TRUE(index.ok()) << index.status();

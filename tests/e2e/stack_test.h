@@ -8,16 +8,16 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/testing/stack.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
-#include "tests/security/stack.h"
 
 // A gtest fixture for end-to-end tests: a fresh test database and the real registry,
-// dispatcher, scheduler (leading) and demo executors (tests/security/stack.h), plus small
+// dispatcher, scheduler (leading) and demo executors (common/testing/stack.h), plus small
 // JobAdminService helpers that return statuses instead of asserting.
 namespace jobwheel::e2e {
 
-using security_testing::Stack;
+using testing::Stack;
 
 // A job of app "demo" that fires only when triggered (NoSchedule), enabled.
 jobwheel::v1::Job NewJob(const std::string& name, const std::string& handler,

@@ -13,15 +13,10 @@
 //
 // The kill point within the second is random (printed); to replay one, pass
 // --test_env=JOBWHEEL_FAILOVER_KILL_PHASE_MS=<ms>.
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <random>
@@ -32,10 +27,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "common/testing/caller_keys.h"
 #include "common/testing/executions.h"
-#include "common/testing/pg_test_db.h"
 #include "common/testing/process.h"
+#include "common/testing/stack.h"
 #include "common/time/proto_time.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -50,7 +44,7 @@ namespace {
 using testing::Eventually;
 using testing::PickFreePort;
 using testing::Process;
-using testing::RunfilePath;
+using testing::Stack;
 
 constexpr int kJobs = 1000;
 constexpr char kCron[] = "* * * * * ?";
@@ -59,147 +53,65 @@ constexpr int kPending = 1;
 constexpr int kDispatched = 2;
 constexpr int kFailed = 4;
 
-std::string Addr(int port) { return absl::StrCat("127.0.0.1:", port); }
-
-// Waits until a server accepts TCP connections on 127.0.0.1:port, then until it reports
-// SERVING. The TCP probe first: a health check sent before the server listens fails with
-// "connection refused" and puts the gRPC channel into reconnect backoff, which made each
-// testing::WaitForServing take ~5 s here although the servers start in ~50 ms.
-bool WaitForServing(int port) {
-  const bool listening = Eventually(
-      [port] {
-        const int fd = socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in addr{};
-        addr.sin_family = AF_INET;
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        addr.sin_port = htons(static_cast<uint16_t>(port));
-        const bool ok = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-        close(fd);
-        return ok;
-      },
-      absl::Seconds(20));
-  return listening && testing::WaitForServing(Addr(port), absl::Seconds(20)).ok();
-}
-
 std::string Ms(absl::Duration d) { return absl::StrCat(absl::ToInt64Milliseconds(d), " ms"); }
 
-// One scheduler replica under test.
+// One scheduler replica under test: replica `index` of the stack.
 struct Scheduler {
+  int index = 0;
   std::string id;
-  int port = 0;
-  Process process;
   std::unique_ptr<jobwheel::v1::LeadershipService::Stub> leadership;
 };
 
 class SchedulerFailoverTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dsn = testing::CreateMigratedTestDatabase();
-    ASSERT_TRUE(dsn.ok()) << dsn.status();
-    dsn_ = *dsn;
-    db_ = std::make_unique<pqxx::connection>(dsn_);
-    dir_ = testing::TestTempDir("scheduler_failover");
-    for (const char* name : {"admin", "executor"}) {
-      std::ofstream(absl::StrCat(dir_, "/", name)) << "test-" << name << "-token\n";
-    }
-    auto keys = testing::WriteCallerKeys(dir_);
-    ASSERT_TRUE(keys.ok()) << keys.status();
-    keys_ = *keys;
-    registry_port_ = PickFreePort();
-    dispatcher_port_ = PickFreePort();
-    ASSERT_TRUE(registry_
-                    .Start(RunfilePath("services/registry/registry"),
-                           {"--listen=" + Addr(registry_port_), "--db_dsn=" + dsn_,
-                            "--metrics_address=", "--executor_token_file=" + dir_ + "/executor",
-                            "--dispatcher_public_key_file=" + keys_.dispatcher_pub,
-                            "--admin_token_file=" + dir_ + "/admin"},
-                           dir_ + "/registry.log")
-                    .ok());
-    ASSERT_TRUE(WaitForServing(registry_port_));
-    ASSERT_TRUE(dispatcher_
-                    .Start(RunfilePath("services/dispatcher/dispatcher"),
-                           {"--listen=" + Addr(dispatcher_port_), "--db_dsn=" + dsn_,
-                            "--metrics_address=", "--registry_target=" + Addr(registry_port_),
-                            "--executor_token_file=" + dir_ + "/executor",
-                            "--signing_key_file=" + keys_.dispatcher_key,
-                            "--scheduler_public_key_file=" + keys_.scheduler_pub},
-                           dir_ + "/dispatcher.log")
-                    .ok());
-    ASSERT_TRUE(WaitForServing(dispatcher_port_));
+    // Registry and dispatcher now; the replicas sched-a and sched-b when a test says so. The
+    // executors present one shared executor token.
+    Stack::Options options;
+    options.migrate_database = true;
+    options.executor_token = absl::StrCat("failover-executor-", PickFreePort());
+    options.scheduler.replicas = 2;
+    options.scheduler.replica_ids = {"sched-a", "sched-b"};
+    options.scheduler.start_later = true;
+    stack_ = std::make_unique<Stack>(options);
+    const absl::Status s = stack_->StartServices();
+    ASSERT_TRUE(s.ok()) << s << "\n" << stack_->Logs();
+    db_ = std::make_unique<pqxx::connection>(stack_->dsn());
+    a_.index = 0;
     a_.id = "sched-a";
+    b_.index = 1;
     b_.id = "sched-b";
   }
 
   void TearDown() override {
-    for (Process* p :
-         {&executors_[0], &executors_[1], &b_.process, &a_.process, &dispatcher_, &registry_}) {
-      if (!p->running()) continue;
-      p->Signal(SIGTERM);
-      if (!p->Wait(absl::Seconds(15)).ok()) p->Kill();
-    }
-    if (HasFailure()) {
-      for (const std::string name :
-           {"registry", "dispatcher", "sched-a", "sched-b", "executor-0", "executor-1"}) {
-        std::ifstream in(
-            absl::StrCat(absl::StartsWith(name, "executor") ? exec_dir_ : dir_, "/", name, ".log"));
-        std::string line;
-        std::vector<std::string> lines;
-        while (std::getline(in, line)) lines.push_back(line);
-        std::cerr << "---- " << name << ".log (tail)\n";
-        for (size_t i = lines.size() > 40 ? lines.size() - 40 : 0; i < lines.size(); ++i) {
-          std::cerr << lines[i] << "\n";
-        }
-      }
-    }
+    if (stack_ == nullptr) return;
+    stack_->Stop();
+    if (HasFailure()) std::cerr << stack_->Logs();
   }
 
   void StartScheduler(Scheduler& s) {
-    s.port = PickFreePort();
-    ASSERT_TRUE(s.process
-                    .Start(RunfilePath("services/scheduler/scheduler"),
-                           {"--listen=" + Addr(s.port), "--db_dsn=" + dsn_, "--metrics_address=",
-                            "--replica_id=" + s.id, "--dispatcher_target=" + Addr(dispatcher_port_),
-                            "--admin_token_file=" + dir_ + "/admin",
-                            "--signing_key_file=" + keys_.scheduler_key},
-                           absl::StrCat(dir_, "/", s.id, ".log"))
-                    .ok());
-    ASSERT_TRUE(WaitForServing(s.port));
+    const absl::Status started = stack_->StartScheduler(s.index);
+    ASSERT_TRUE(started.ok()) << started;
     s.leadership = jobwheel::v1::LeadershipService::NewStub(
-        grpc::CreateChannel(Addr(s.port), grpc::InsecureChannelCredentials()));
+        grpc::CreateChannel(stack_->scheduler(s.index), grpc::InsecureChannelCredentials()));
   }
+
+  Process& process(const Scheduler& s) { return *stack_->scheduler_process(s.index).proc; }
 
   // Starts two demo executors of app "demo" recording their handler executions, and waits
   // until the dispatcher routes to both: a probe job (ROUND) triggered through the leader
   // `via` until each executor has run it.
   void StartExecutors(Scheduler& via) {
-    // The test cases of this process share dir_: each gets its own executors' files.
-    exec_dir_ =
-        absl::StrCat(dir_, "/", ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    ASSERT_EQ(mkdir(exec_dir_.c_str(), 0755), 0) << exec_dir_;
     for (int i = 0; i < 2; ++i) {
-      const int port = PickFreePort();
-      const std::string name = absl::StrCat("executor-", i);
-      ASSERT_TRUE(executors_[i]
-                      .Start(RunfilePath("sdk/examples/demo_executor"),
-                             {"--listen=" + Addr(port), "--app=demo",
-                              "--registry_target=" + Addr(registry_port_),
-                              "--dispatcher_target=" + Addr(dispatcher_port_),
-                              "--metrics_address=", "--log_dir=" + exec_dir_ + "/" + name + "-logs",
-                              "--spool_dir=" + exec_dir_ + "/" + name + "-spool",
-                              "--executions_file=" + ExecutionsFile(i),
-                              "--executor_token_file=" + dir_ + "/executor",
-                              "--dispatcher_public_key_file=" + keys_.dispatcher_pub,
-                              "--scheduler_public_key_file=" + keys_.scheduler_pub},
-                             exec_dir_ + "/" + name + ".log")
-                      .ok());
-      ASSERT_TRUE(WaitForServing(port));
+      auto index = stack_->AddExecutor({});
+      ASSERT_TRUE(index.ok()) << index.status();
     }
     auto admin = jobwheel::v1::JobAdminService::NewStub(
-        grpc::CreateChannel(Addr(via.port), grpc::InsecureChannelCredentials()));
-    auto ctx = [] {
+        grpc::CreateChannel(stack_->scheduler(via.index), grpc::InsecureChannelCredentials()));
+    auto ctx = [this] {
       auto c = std::make_unique<grpc::ClientContext>();
       c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-      c->AddMetadata("authorization", "Bearer test-admin-token");
+      c->AddMetadata("authorization", "Bearer " + stack_->admin_token());
       return c;
     };
     jobwheel::v1::CreateJobRequest create;
@@ -215,8 +127,8 @@ class SchedulerFailoverTest : public ::testing::Test {
     probe_job_ = probe.job().id();
     ASSERT_TRUE(Eventually(
         [&] {
-          if (!testing::Starts(testing::ReadExecutions(ExecutionsFile(0)), probe_job_).empty() &&
-              !testing::Starts(testing::ReadExecutions(ExecutionsFile(1)), probe_job_).empty()) {
+          if (!testing::Starts(stack_->Executions(0), probe_job_).empty() &&
+              !testing::Starts(stack_->Executions(1), probe_job_).empty()) {
             return true;
           }
           jobwheel::v1::TriggerJobRequest trigger;
@@ -237,15 +149,11 @@ class SchedulerFailoverTest : public ::testing::Test {
         << "the dispatcher never routed the probe job to both executors";
   }
 
-  std::string ExecutionsFile(int i) const {
-    return absl::StrCat(exec_dir_, "/executor-", i, ".executions");
-  }
-
   // Handler starts per fire on both executors (the probe job left out).
   std::map<int64_t, int> ExecutionsPerFire() const {
     std::map<int64_t, int> executed;
     for (int i = 0; i < 2; ++i) {
-      for (const testing::Execution& e : testing::ReadExecutions(ExecutionsFile(i))) {
+      for (const testing::Execution& e : stack_->Executions(i)) {
         if (e.start && e.job_id != probe_job_) ++executed[e.fire_id];
       }
     }
@@ -256,7 +164,7 @@ class SchedulerFailoverTest : public ::testing::Test {
   bool GetLeader(Scheduler& s, jobwheel::v1::GetLeaderResponse* out) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-    ctx.AddMetadata("authorization", "Bearer test-admin-token");
+    ctx.AddMetadata("authorization", "Bearer " + stack_->admin_token());
     return s.leadership->GetLeader(&ctx, {}, out).ok();
   }
 
@@ -280,13 +188,8 @@ class SchedulerFailoverTest : public ::testing::Test {
     return r[0][0].is_null() ? absl::InfinitePast() : FromMicros(r[0][0].as<int64_t>());
   }
 
-  std::string dsn_, dir_;
-  testing::CallerKeyFiles keys_;
+  std::unique_ptr<Stack> stack_;
   std::unique_ptr<pqxx::connection> db_;
-  int registry_port_ = 0, dispatcher_port_ = 0;
-  Process registry_, dispatcher_;
-  Process executors_[2];
-  std::string exec_dir_;  // This test case's executor files.
   int64_t probe_job_ = 0;
   Scheduler a_, b_;
 };
@@ -335,9 +238,9 @@ TEST_F(SchedulerFailoverTest, StandbyTakesOverAndEverySecondFiresExactlyOnce) {
       absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()) + 1) + absl::Milliseconds(phase_ms);
   // Choosing the fault's instant, not synchronization.
   absl::SleepFor(kill_at - absl::Now());
-  a_.process.Signal(SIGKILL);
+  process(a_).Signal(SIGKILL);
   const absl::Time killed = absl::Now();
-  ASSERT_TRUE(a_.process.Wait(absl::Seconds(5)).ok());
+  ASSERT_TRUE(process(a_).Wait(absl::Seconds(5)).ok());
 
   // The standby takes over within 2 s.
   ASSERT_TRUE(Eventually([&] { return IsLeader(b_); }, absl::Seconds(10)))
@@ -406,7 +309,7 @@ TEST_F(SchedulerFailoverTest, StandbyTakesOverAndEverySecondFiresExactlyOnce) {
   int64_t executions = 0;
   std::map<int, int> executions_per_executor;
   for (int i = 0; i < 2; ++i) {
-    for (const testing::Execution& e : testing::ReadExecutions(ExecutionsFile(i))) {
+    for (const testing::Execution& e : stack_->Executions(i)) {
       if (!e.start || e.job_id == probe_job_) continue;
       ++executed[e.fire_id];
       ++executions;
@@ -643,7 +546,7 @@ TEST_F(SchedulerFailoverTest, FrozenLeaderIsReplacedAndCommitsNothingAfterWaking
       [&] { return Count("SELECT count(*) FROM fires WHERE status IN (2, 4)") >= 2 * kFrozenJobs; },
       absl::Seconds(30)));
 
-  a_.process.Signal(SIGSTOP);
+  process(a_).Signal(SIGSTOP);
   const absl::Time frozen = absl::Now();
   ASSERT_TRUE(Eventually([&] { return IsLeader(b_); }, absl::Seconds(15)))
       << "the standby never replaced the frozen leader";
@@ -653,7 +556,7 @@ TEST_F(SchedulerFailoverTest, FrozenLeaderIsReplacedAndCommitsNothingAfterWaking
 
   // Wake the old leader up: it must notice it lost the lock and fire nothing itself.
   const int64_t epoch_b = Count("SELECT epoch FROM leadership");
-  a_.process.Signal(SIGCONT);
+  process(a_).Signal(SIGCONT);
   ASSERT_TRUE(Eventually(
       [&] {
         return Count(absl::StrCat("SELECT count(*) FROM fires WHERE leader_epoch = ", epoch_b)) >=

@@ -26,6 +26,7 @@
 #include "common/grpc/grpc_server.h"
 #include "common/testing/pg_test_db.h"
 #include "common/testing/process.h"
+#include "common/testing/stack.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/app_admin.grpc.pb.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
@@ -34,9 +35,14 @@
 #include "jobwheel/v1/registry.grpc.pb.h"
 #include "jobwheel/v1/token_admin.grpc.pb.h"
 #include "pqxx/pqxx"
-#include "tests/security/stack.h"
 
 namespace jobwheel::security_testing {
+
+using testing::Addr;
+using testing::Ctx;
+using testing::ReadFile;
+using testing::Stack;
+using testing::WriteFile;
 namespace {
 
 int NextInstance() {
@@ -46,8 +52,6 @@ int NextInstance() {
 
 using testing::Eventually;
 using testing::PickFreePort;
-using testing::Process;
-using testing::RunfilePath;
 
 // An ExecutorService that only counts calls: whatever reaches it was proxied.
 class CountingExecutor final : public v1::ExecutorService::CallbackService {
@@ -254,28 +258,24 @@ TEST_F(AdvisoryTest, NoBinaryStartsWithoutCredentialsUnlessInsecureDevWhichItAnn
     const std::string listen = "--listen=" + Addr(port);
     return std::vector<Binary>{
         {"scheduler",
-         "services/scheduler/scheduler",
+         testing::kSchedulerBinary,
          {listen, "--db_dsn=" + *dsn, "--metrics_address=", "--dispatcher_target=127.0.0.1:1"}},
-        {"registry",
-         "services/registry/registry",
-         {listen, "--db_dsn=" + *dsn, "--metrics_address="}},
+        {"registry", testing::kRegistryBinary, {listen, "--db_dsn=" + *dsn, "--metrics_address="}},
         {"dispatcher",
-         "services/dispatcher/dispatcher",
+         testing::kDispatcherBinary,
          {listen, "--db_dsn=" + *dsn, "--metrics_address=", "--registry_target=127.0.0.1:1"}},
         {"demo_executor",
-         "sdk/examples/demo_executor",
+         testing::kDemoExecutorBinary,
          {listen, "--app=demo", "--registry_target=", "--dispatcher_target=", "--metrics_address=",
           "--log_dir=" + dir + "/logs", "--spool_dir=" + dir + "/spool"}},
     };
   };
   for (const Binary& b : binaries(PickFreePort())) {
     SCOPED_TRACE(b.name);
-    Process p;
     const std::string log = dir + "/" + b.name + ".refused.log";
-    ASSERT_TRUE(p.Start(RunfilePath(b.path), b.args, log).ok());
-    int code = 0;
-    ASSERT_TRUE(p.Wait(absl::Seconds(30), &code).ok()) << b.name << " kept running";
-    EXPECT_NE(code, 0);
+    absl::StatusOr<int> code = testing::RunToExit(b.path, b.args, log);
+    ASSERT_TRUE(code.ok()) << code.status();
+    EXPECT_NE(*code, 0);
     const std::string text = ReadFile(log);
     EXPECT_TRUE(Contains(text, "token")) << text;
     EXPECT_TRUE(Contains(text, "--insecure_dev") || Contains(text, "insecure_dev")) << text;
@@ -283,41 +283,41 @@ TEST_F(AdvisoryTest, NoBinaryStartsWithoutCredentialsUnlessInsecureDevWhichItAnn
   // The explicit escape hatch works, and says so loudly.
   for (Binary b : binaries(PickFreePort())) {
     SCOPED_TRACE(b.name);
-    const int port = PickFreePort();
-    b.args[0] = "--listen=" + Addr(port);
+    testing::StackProcess p;
+    p.name = b.name + "-insecure";
+    p.binary = b.path;
+    p.port = PickFreePort();
+    p.log = dir + "/" + b.name + ".insecure.log";
+    b.args[0] = "--listen=" + p.address();
     b.args.push_back("--insecure_dev");
-    Process p;
-    const std::string log = dir + "/" + b.name + ".insecure.log";
-    ASSERT_TRUE(p.Start(RunfilePath(b.path), b.args, log).ok());
-    EXPECT_TRUE(testing::WaitForServing(Addr(port), absl::Seconds(30)).ok()) << ReadFile(log);
+    p.args = b.args;
+    const absl::Status serving = stack_->Start(p);
+    EXPECT_TRUE(serving.ok()) << serving << "\n" << ReadFile(p.log);
     // A warning-level line ("<date> <time> W <component>: ...") that names insecure mode.
-    const std::string text = ReadFile(log);
+    const std::string text = ReadFile(p.log);
     bool warned = false;
     for (absl::string_view line : absl::StrSplit(text, '\n')) {
       warned = warned || (Contains(std::string(line), " W ") &&
                           Contains(absl::AsciiStrToLower(line), "insecure"));
     }
     EXPECT_TRUE(warned) << text;
-    p.Signal(SIGTERM);
-    if (!p.Wait(absl::Seconds(15)).ok()) p.Kill();
+    Stack::StopProcess(p);
   }
 }
 
 // Alarm webhooks cannot be pointed at arbitrary hosts (SSRF through alarms).
 TEST_F(AdvisoryTest, SchedulerRefusesAWebhookOutsideTheAllowlist) {
   const std::string log = stack_->dir() + "/webhook.log";
-  Process p;
-  ASSERT_TRUE(p.Start(RunfilePath("services/scheduler/scheduler"),
-                      {"--listen=" + Addr(PickFreePort()), "--db_dsn=" + stack_->dsn(),
-                       "--metrics_address=", "--admin_token_file=" + stack_->dir() + "/admin",
-                       "--signing_key_file=" + stack_->caller_keys().scheduler_key,
-                       "--alarm_webhook_url=http://169.254.169.254/latest/meta-data",
-                       "--alarm_webhook_allowlist=hooks.example.com"},
-                      log)
-                  .ok());
-  int code = 0;
-  ASSERT_TRUE(p.Wait(absl::Seconds(30), &code).ok()) << "the scheduler kept running";
-  EXPECT_NE(code, 0);
+  absl::StatusOr<int> code =
+      testing::RunToExit(testing::kSchedulerBinary,
+                         {"--listen=" + Addr(PickFreePort()), "--db_dsn=" + stack_->dsn(),
+                          "--metrics_address=", "--admin_token_file=" + stack_->admin_token_file(),
+                          "--signing_key_file=" + stack_->caller_keys().scheduler_key,
+                          "--alarm_webhook_url=http://169.254.169.254/latest/meta-data",
+                          "--alarm_webhook_allowlist=hooks.example.com"},
+                         log);
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_NE(*code, 0);
   EXPECT_TRUE(Contains(ReadFile(log), "--alarm_webhook_allowlist")) << ReadFile(log);
 }
 

@@ -6,8 +6,6 @@
 // offline, Y may register. Two processes racing for a free address through the two replicas
 // never both win.
 
-#include <signal.h>
-
 #include <iostream>
 #include <map>
 #include <memory>
@@ -22,14 +20,18 @@
 #include "absl/synchronization/mutex.h"
 #include "common/auth/bearer.h"
 #include "common/testing/process.h"
+#include "common/testing/stack.h"
 #include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
 #include "jobwheel/v1/token_admin.pb.h"
 #include "pqxx/pqxx"
-#include "tests/security/stack.h"
 
 namespace jobwheel::security_testing {
+
+using testing::Addr;
+using testing::Ctx;
+using testing::Stack;
 namespace {
 
 using testing::Eventually;
@@ -139,39 +141,25 @@ class HeartbeatStream {
 class CrossReplicaTakeoverTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    stack_ = std::make_unique<Stack>(Stack::Options{});
+    // Two registry replicas on the same database, keys and admin token; replica 2 has its own
+    // --replica_id.
+    Stack::Options options;
+    options.registry.replicas = 2;
+    options.registry.replica_ids = {"", "replica-2"};
+    stack_ = std::make_unique<Stack>(options);
     absl::Status s = stack_->StartServices();
     ASSERT_TRUE(s.ok()) << s << "\n" << stack_->Logs();
     auto token = stack_->CreateToken("exec-demo", v1::ROLE_EXECUTOR, {"demo"});
     ASSERT_TRUE(token.ok()) << token.status();
     token_ = *token;
-    // Replica 2: the same database, keys and admin token as the stack's registry (replica 1).
-    replica2_port_ = testing::PickFreePort();
-    std::vector<std::string> args = {"--listen=" + Addr(replica2_port_),
-                                     "--db_dsn=" + stack_->dsn(),
-                                     "--metrics_address=", "--replica_id=replica-2",
-                                     "--admin_token_file=" + stack_->dir() + "/admin"};
-    for (const std::string& f : stack_->caller_keys().RegistryFlags()) args.push_back(f);
-    s = replica2_.Start(testing::RunfilePath("services/registry/registry"), args,
-                        stack_->dir() + "/registry-2.log");
-    ASSERT_TRUE(s.ok()) << s;
-    s = WaitForServingTls(Addr(replica2_port_), stack_->client_tls(), absl::Seconds(30));
-    ASSERT_TRUE(s.ok()) << s << "\n" << ReadFile(stack_->dir() + "/registry-2.log");
   }
 
   void TearDown() override {
-    if (HasFailure()) {
-      std::cerr << stack_->Logs() << "---- registry-2.log\n"
-                << ReadFile(stack_->dir() + "/registry-2.log");
-    }
-    if (replica2_.running()) {
-      replica2_.Signal(SIGTERM);
-      if (!replica2_.Wait(absl::Seconds(10)).ok()) replica2_.Kill();
-    }
+    if (HasFailure()) std::cerr << stack_->Logs();
   }
 
-  std::string replica1() const { return stack_->registry(); }
-  std::string replica2() const { return Addr(replica2_port_); }
+  std::string replica1() const { return stack_->registry(0); }
+  std::string replica2() const { return stack_->registry(1); }
 
   v1::ExecutorRegistration Reg(const std::string& address, const std::string& instance_id) {
     v1::ExecutorRegistration reg;
@@ -239,8 +227,6 @@ class CrossReplicaTakeoverTest : public ::testing::Test {
 
   std::unique_ptr<Stack> stack_;
   std::string token_;
-  int replica2_port_ = 0;
-  testing::Process replica2_;
 };
 
 TEST_F(CrossReplicaTakeoverTest, AnotherInstanceIsRefusedThroughEitherReplicaUntilTheRowIsOffline) {

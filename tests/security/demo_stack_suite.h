@@ -5,10 +5,12 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "common/testing/stack.h"
 #include "gtest/gtest.h"
-#include "tests/security/stack.h"
 
 namespace jobwheel::security_testing {
+
+using testing::Stack;
 
 // A gtest fixture whose whole suite shares one stack (Stack::StartServices) and one demo
 // executor of app "demo", registered with a per-app EXECUTOR API token (executor_token_).

@@ -8,13 +8,16 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "common/testing/stack.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "jobwheel/v1/leadership.grpc.pb.h"
 #include "tests/security/dos_flood_clients.h"
-#include "tests/security/stack.h"
 
 namespace jobwheel::security_testing {
+
+using testing::Ctx;
+using testing::Stack;
 namespace {
 
 TEST(DosFloodTest, AnAdminKeepsBeingAnsweredWhileUnauthenticatedClientsFlood) {

@@ -16,11 +16,14 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "common/testing/process.h"
+#include "common/testing/stack.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
-#include "tests/security/stack.h"
 
 namespace jobwheel::security_testing {
+
+using testing::Ctx;
+using testing::Stack;
 namespace {
 
 namespace fs = std::filesystem;

@@ -4,15 +4,16 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/testing/process.h"
+#include "common/testing/stack.h"
 #include "gtest/gtest.h"
-#include "tests/security/stack.h"
 
 namespace jobwheel::security_testing {
+
+using testing::Addr;
+using testing::ReadFile;
 namespace {
 
 using testing::PickFreePort;
-using testing::Process;
-using testing::RunfilePath;
 
 struct Binary {
   std::string name;
@@ -25,14 +26,14 @@ std::vector<Binary> Binaries(const std::string& dir) {
   const std::string dsn = "--db_dsn=host=127.0.0.1 port=1 dbname=never connect_timeout=1";
   return {
       {"scheduler",
-       "services/scheduler/scheduler",
+       testing::kSchedulerBinary,
        {dsn, "--metrics_address=", "--dispatcher_target=127.0.0.1:1"}},
-      {"registry", "services/registry/registry", {dsn, "--metrics_address="}},
+      {"registry", testing::kRegistryBinary, {dsn, "--metrics_address="}},
       {"dispatcher",
-       "services/dispatcher/dispatcher",
+       testing::kDispatcherBinary,
        {dsn, "--metrics_address=", "--registry_target=127.0.0.1:1"}},
       {"demo_executor",
-       "sdk/examples/demo_executor",
+       testing::kDemoExecutorBinary,
        {"--app=demo", "--registry_target=", "--dispatcher_target=", "--metrics_address=",
         "--log_dir=" + dir + "/logs", "--spool_dir=" + dir + "/spool"}},
   };
@@ -41,21 +42,16 @@ std::vector<Binary> Binaries(const std::string& dir) {
 // Runs the binary to its exit (it must exit within 30 s) and returns its code and log.
 int RunToExit(const Binary& b, const std::vector<std::string>& args,
               const std::vector<std::string>& env, const std::string& log, std::string* text) {
-  Process p;
-  EXPECT_TRUE(p.Start(RunfilePath(b.path), args, log, env).ok());
-  int code = -1;
-  if (!p.Wait(absl::Seconds(30), &code).ok()) {
-    ADD_FAILURE() << b.name << " kept running";
-    p.Kill();
-  }
+  absl::StatusOr<int> code = testing::RunToExit(b.path, args, log, env, absl::Seconds(30));
+  EXPECT_TRUE(code.ok()) << b.name << ": " << code.status();
   *text = ReadFile(log);
-  return code;
+  return code.ok() ? *code : -1;
 }
 
 TEST(InsecureDevTest, RefusedOnAListenerOtherHostsCanReach) {
   const std::string dir = testing::TestTempDir("insecure_dev_listen");
   for (const Binary& b : Binaries(dir)) {
-    for (const std::string& host : {"0.0.0.0", "[::]"}) {
+    for (const char* host : {"0.0.0.0", "[::]"}) {
       SCOPED_TRACE(b.name + " on " + host);
       std::vector<std::string> args = b.args;
       args.push_back(absl::StrCat("--listen=", host, ":", PickFreePort()));

@@ -24,15 +24,19 @@
 #include "common/auth/bearer.h"
 #include "common/grpc/grpc_server.h"
 #include "common/testing/process.h"
+#include "common/testing/stack.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
 #include "jobwheel/v1/executor.grpc.pb.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
 #include "tests/security/demo_stack_suite.h"
-#include "tests/security/stack.h"
 
 namespace jobwheel::security_testing {
+
+using testing::Addr;
+using testing::Ctx;
+using testing::ReadFile;
 namespace {
 
 int NextInstance() {

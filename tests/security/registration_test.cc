@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/testing/process.h"
+#include "common/testing/stack.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/app_admin.grpc.pb.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
@@ -24,9 +25,11 @@
 #include "jobwheel/v1/token_admin.grpc.pb.h"
 #include "pqxx/pqxx"
 #include "tests/security/demo_stack_suite.h"
-#include "tests/security/stack.h"
 
 namespace jobwheel::security_testing {
+
+using testing::Ctx;
+using testing::Stack;
 namespace {
 
 int NextInstance() {

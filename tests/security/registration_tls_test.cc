@@ -10,11 +10,15 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/testing/process.h"
+#include "common/testing/stack.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
-#include "tests/security/stack.h"
 
 namespace jobwheel::security_testing {
+
+using testing::Ctx;
+using testing::Stack;
+using testing::WriteFile;
 namespace {
 
 int NextInstance() {

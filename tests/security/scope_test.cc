@@ -12,12 +12,15 @@
 #include "absl/time/clock.h"
 #include "common/auth/token_authenticator.h"
 #include "common/testing/process.h"
+#include "common/testing/stack.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "pqxx/pqxx"
-#include "tests/security/stack.h"
 
 namespace jobwheel::security_testing {
+
+using testing::Ctx;
+using testing::Stack;
 namespace {
 
 using testing::Eventually;

@@ -10,13 +10,18 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc/grpc_server.h"
 #include "common/testing/process.h"
+#include "common/testing/stack.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "jobwheel/v1/token_admin.grpc.pb.h"
-#include "tests/security/stack.h"
 
 namespace jobwheel::security_testing {
+
+using testing::Ctx;
+using testing::ReadFile;
+using testing::Stack;
+using testing::WriteFile;
 namespace {
 
 using testing::Eventually;
