@@ -2,14 +2,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/base/status_macros.h"
+#include "common/model/proto_enums.h"
 #include "services/scheduler/admin/job_store.h"
 
 namespace jobwheel::scheduler::admin {
 namespace {
-
-bool IsScript(jobwheel::v1::GlueType t) {
-  return t == jobwheel::v1::GLUE_TYPE_SCRIPT_SHELL || t == jobwheel::v1::GLUE_TYPE_SCRIPT_PYTHON;
-}
 
 std::string Writer(absl::string_view app) { return absl::StrCat("ADMIN or OPERATOR of app ", app); }
 

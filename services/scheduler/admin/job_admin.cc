@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "common/base/status_macros.h"
+#include "common/model/proto_enums.h"
 #include "common/time/proto_time.h"
 #include "services/scheduler/admin/job_validation.h"
 #include "services/scheduler/admin/run_stats.h"
@@ -23,14 +23,6 @@ using jobwheel::v1::Run;
 constexpr int kMaxNameFilterLength = 128;
 constexpr int kMaxAddressLength = 255;
 
-bool IsScript(jobwheel::v1::GlueType t) {
-  return t == jobwheel::v1::GLUE_TYPE_SCRIPT_SHELL || t == jobwheel::v1::GLUE_TYPE_SCRIPT_PYTHON;
-}
-
-bool IsOpen(jobwheel::v1::RunStatus s) {
-  return s == jobwheel::v1::RUN_STATUS_PENDING || s == jobwheel::v1::RUN_STATUS_RUNNING;
-}
-
 bool SameChildren(const google::protobuf::RepeatedField<int64_t>& a,
                   const google::protobuf::RepeatedField<int64_t>& b) {
   return std::vector<int64_t>(a.begin(), a.end()) == std::vector<int64_t>(b.begin(), b.end());
@@ -38,14 +30,6 @@ bool SameChildren(const google::protobuf::RepeatedField<int64_t>& a,
 
 bool Contains(const std::vector<std::string>& apps, const std::string& app) {
   return std::find(apps.begin(), apps.end(), app) != apps.end();
-}
-
-// "SUCCEEDED" for RUN_STATUS_SUCCEEDED.
-std::string StatusName(jobwheel::v1::RunStatus s) {
-  std::string name = jobwheel::v1::RunStatus_Name(s);
-  absl::string_view view = name;
-  absl::ConsumePrefix(&view, "RUN_STATUS_");
-  return std::string(view);
 }
 
 }  // namespace
@@ -250,7 +234,7 @@ absl::StatusOr<Run> JobAdmin::KillRun(int64_t id) {
   ASSIGN_OR_RETURN(Run run, store_.GetRun(id));
   if (!IsOpen(run.status())) {
     return absl::FailedPreconditionError(
-        absl::StrCat("run ", id, " is already ", StatusName(run.status())));
+        absl::StrCat("run ", id, " is already ", RunStatusShortName(run.status())));
   }
   std::string unreachable;
   if (run.executor_address().empty()) {

@@ -3,9 +3,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/auth/failed_auth_limiter.h"
 #include "common/base/status_macros.h"
-#include "common/grpc/grpc_status.h"
+#include "common/grpc/unary_on_pool.h"
 #include "services/scheduler/admin/job_access.h"
 
 namespace jobwheel::scheduler::admin {
@@ -34,23 +33,7 @@ JobAdminService::~JobAdminService() { pool_.Shutdown(); }
 
 grpc::ServerUnaryReactor* JobAdminService::Handle(
     grpc::CallbackServerContext* ctx, std::function<absl::Status(const Principal&)> work) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  // Copied here: authentication may query the database, so it runs on the pool.
-  absl::optional<std::string> authorization = AuthorizationHeader(ctx->client_metadata());
-  std::string peer = PeerHost(ctx->peer());  // Failed authentications are limited per peer.
-  const bool queued = pool_.Submit([this, reactor, authorization = std::move(authorization),
-                                    peer = std::move(peer), work = std::move(work)]() {
-    absl::StatusOr<Principal> p = auth_.Authorize(
-        authorization, {Role::kAdmin, Role::kOperator, Role::kViewer}, kService, peer);
-    absl::Status status = p.status();
-    if (status.ok()) status = work(*p);
-    reactor->Finish(ToGrpcStatus(status));
-  });
-  if (!queued) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                 "job admin: too many calls in progress; retry later"));
-  }
-  return reactor;
+  return AuthorizeOnPool(ctx, pool_, auth_, kService, std::move(work));
 }
 
 grpc::ServerUnaryReactor* JobAdminService::CreateJob(grpc::CallbackServerContext* ctx,

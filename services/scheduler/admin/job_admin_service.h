@@ -15,7 +15,8 @@ struct JobAdminServiceOptions {
   // Worker threads running JobAdmin calls (database and executor round trips), so reactor
   // threads never block. Keep at or below the PgPool size.
   int worker_threads = 4;
-  // Calls waiting for a worker; beyond this a call fails with RESOURCE_EXHAUSTED.
+  // Calls waiting for a worker; beyond this a call fails at once with RESOURCE_EXHAUSTED
+  // (AuthorizeOnPool).
   int max_queued = 256;
 };
 
@@ -76,8 +77,7 @@ class JobAdminService final : public jobwheel::v1::JobAdminService::CallbackServ
                                       jobwheel::v1::CountJobsResponse* resp) override;
 
  private:
-  // On the pool: authenticates, then runs `work` with the caller and finishes the call with
-  // its status.
+  // AuthorizeOnPool on this service's pool.
   grpc::ServerUnaryReactor* Handle(grpc::CallbackServerContext* ctx,
                                    std::function<absl::Status(const Principal&)> work);
 

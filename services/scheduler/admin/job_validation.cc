@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "common/model/proto_enums.h"
 #include "common/time/proto_time.h"
 #include "services/scheduler/cron.h"
 #include "services/scheduler/schedule.h"
@@ -62,10 +63,6 @@ absl::Status CheckToken(absl::string_view field, absl::string_view value, int ma
     }
   }
   return absl::OkStatus();
-}
-
-bool IsScript(jobwheel::v1::GlueType t) {
-  return t == jobwheel::v1::GLUE_TYPE_SCRIPT_SHELL || t == jobwheel::v1::GLUE_TYPE_SCRIPT_PYTHON;
 }
 
 constexpr absl::string_view kOutputOnly[] = {"id", "script_version", "next_fire_time",

@@ -3,7 +3,7 @@
 #include <string>
 #include <utility>
 
-#include "common/grpc/grpc_status.h"
+#include "common/grpc/unary_on_pool.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::scheduler::admin {
@@ -16,27 +16,14 @@ TokenAdminService::~TokenAdminService() { pool_.Shutdown(); }
 grpc::ServerUnaryReactor* TokenAdminService::Handle(
     grpc::CallbackServerContext* ctx, absl::string_view what, bool admin_only,
     std::function<absl::Status(const Principal&)> work) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  absl::optional<std::string> authorization = AuthorizationHeader(ctx->client_metadata());
-  std::string peer = PeerHost(ctx->peer());  // Failed authentications are limited per peer.
-  const bool queued = pool_.Submit([this, reactor, what = std::string(what), admin_only,
-                                    authorization = std::move(authorization),
-                                    peer = std::move(peer), work = std::move(work)]() {
-    absl::StatusOr<Principal> p = auth_.Authorize(
-        authorization, {Role::kAdmin, Role::kOperator, Role::kViewer}, "TokenAdminService", peer);
-    absl::Status status = p.status();
-    if (status.ok() && admin_only && !IsAdmin(*p)) status = PermissionDenied(*p, what, "ADMIN");
-    if (status.ok()) {
-      status = work(*p);
-      if (status.ok() && admin_only) spdlog::info("token admin: {} by {}", what, p->name);
-    }
-    reactor->Finish(ToGrpcStatus(status));
-  });
-  if (!queued) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                 "token admin: too many calls in progress; retry later"));
-  }
-  return reactor;
+  auto checked = [what = std::string(what), admin_only,
+                  work = std::move(work)](const Principal& p) -> absl::Status {
+    if (admin_only && !IsAdmin(p)) return PermissionDenied(p, what, "ADMIN");
+    absl::Status status = work(p);
+    if (status.ok() && admin_only) spdlog::info("token admin: {} by {}", what, p.name);
+    return status;
+  };
+  return AuthorizeOnPool(ctx, pool_, auth_, "TokenAdminService", std::move(checked));
 }
 
 grpc::ServerUnaryReactor* TokenAdminService::CreateToken(
