@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/grpc/grpc_status.h"
+#include "common/grpc/unary_on_pool.h"
 #include "services/registry/validation.h"
 
 namespace jobwheel::registry {
@@ -27,22 +27,11 @@ AppAdminService::AppAdminService(AppStore& store, ExecutorView& view, WorkPool& 
 
 grpc::ServerUnaryReactor* AppAdminService::Run(grpc::CallbackServerContext* context, bool write,
                                                std::function<absl::Status(const Principal&)> fn) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::optional<std::string> authorization = AuthorizationHeader(context->client_metadata());
-  std::string peer = PeerHost(context->peer());  // Failed authentications are limited per peer.
-  auto task = [this, reactor, write, authorization = std::move(authorization),
-               peer = std::move(peer), fn = std::move(fn)] {
-    absl::StatusOr<Principal> p = auth_.Authorize(
-        authorization, {Role::kAdmin, Role::kOperator, Role::kViewer}, "AppAdminService", peer);
-    absl::Status s = p.status();
-    if (s.ok() && write && !IsAdmin(*p)) s = PermissionDenied(*p, "AppAdminService", "ADMIN");
-    if (s.ok()) s = fn(*p);
-    reactor->Finish(ToGrpcStatus(s));
+  auto checked = [write, fn = std::move(fn)](const Principal& p) -> absl::Status {
+    if (write && !IsAdmin(p)) return PermissionDenied(p, "AppAdminService", "ADMIN");
+    return fn(p);
   };
-  if (!pool_.Submit(std::move(task))) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "registry overloaded"));
-  }
-  return reactor;
+  return AuthorizeOnPool(context, pool_, auth_, "AppAdminService", std::move(checked));
 }
 
 void AppAdminService::FillOnline(v1::App* app) const {

@@ -11,7 +11,6 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/auth/bearer.h"
 #include "common/auth/caller_token.h"
@@ -279,9 +278,9 @@ int Run() {
   // Executors move to another replica; what is left after the grace period goes
   // offline.
   registry.Drain(absl::StrCat("registry replica ", config.registry.replica_id, " shutting down"));
-  const absl::Time grace_end = absl::Now() + config.drain_grace;
-  while (registry.open_sessions() > 0 && absl::Now() < grace_end) {
-    absl::SleepFor(absl::Milliseconds(20));
+  const absl::Time grace_end = clock.Now() + config.drain_grace;
+  while (registry.open_sessions() > 0 && clock.Now() < grace_end) {
+    clock.SleepFor(absl::Milliseconds(20));
   }
   registry.Shutdown();
   registry.TakeAllOffline();

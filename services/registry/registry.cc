@@ -495,7 +495,8 @@ void Registry::Loop() {
     {
       absl::MutexLock lock(&mu_);
       auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
-      if (mu_.AwaitWithTimeout(absl::Condition(&stopping), options_.tick_interval)) return;
+      const absl::Time next_tick = clock_.Now() + options_.tick_interval;
+      if (clock_.AwaitWithDeadline(&mu_, absl::Condition(&stopping), next_tick)) return;
     }
     Tick();
   }

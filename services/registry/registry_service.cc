@@ -1,6 +1,5 @@
 #include "services/registry/registry_service.h"
 
-#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -10,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/auth/failed_auth_limiter.h"
 #include "common/grpc/grpc_status.h"
+#include "common/grpc/unary_on_pool.h"
+#include "services/registry/stream_write_queue.h"
 #include "services/registry/token_session_credential.h"
 #include "services/registry/validation.h"
 #include "spdlog/spdlog.h"
@@ -62,7 +63,7 @@ class RegistryService::HeartbeatReactor final
       case v1::HeartbeatRequest::kRegister: {
         v1::ExecutorRegistration reg = request_.register_();
         if (!service_->pool_.Submit([this, reg] { DoRegister(reg); })) {
-          BeginClose(grpc::Status(grpc::StatusCode::UNAVAILABLE, "registry overloaded"));
+          BeginClose(PoolFullStatus(kHeartbeat));
         }
         return;
       }
@@ -74,7 +75,7 @@ class RegistryService::HeartbeatReactor final
         }
         v1::HeartbeatResponse ack;
         ack.mutable_ack()->set_seq(*seq);
-        Enqueue(std::move(ack));
+        writes_.Enqueue(std::move(ack));
         ContinueReading();
         return;
       }
@@ -88,7 +89,7 @@ class RegistryService::HeartbeatReactor final
         service_->pool_.SubmitMustRun([this, reason] {
           absl::Status s = service_->registry_.Goodbye(session_, reason);
           service_->registry_.CloseSession(session_);
-          FinishAfterWrites(ToGrpcStatus(s));
+          writes_.FinishAfterWrites(ToGrpcStatus(s));
         });
         return;
       }
@@ -98,24 +99,8 @@ class RegistryService::HeartbeatReactor final
     }
   }
 
-  void OnWriteDone(bool ok) override {
-    const v1::HeartbeatResponse* next = nullptr;
-    bool finish = false;
-    {
-      absl::MutexLock lock(&mu_);
-      writes_.pop_front();
-      if (!ok) writes_.clear();  // The stream is broken; the pending read fails too.
-      if (!writes_.empty() && !finish_requested_) {
-        next = &writes_.front();
-      } else {
-        writing_ = false;
-        writes_.clear();
-        if (finish_requested_ && !finished_) finish = finished_ = true;
-      }
-    }
-    if (next != nullptr) StartWrite(next);
-    if (finish) Finish(finish_status_);
-  }
+  // A failed write (a broken stream) ends nothing here: the pending read fails too.
+  void OnWriteDone(bool ok) override { writes_.OnWriteDone(ok); }
 
   void OnDone() override { delete this; }
 
@@ -124,7 +109,7 @@ class RegistryService::HeartbeatReactor final
     v1::HeartbeatResponse r;
     r.mutable_instruction()->set_kind(kind);
     r.mutable_instruction()->set_reason(reason);
-    Enqueue(std::move(r));
+    writes_.Enqueue(std::move(r));
   }
   void Close(const absl::Status& status) override { BeginClose(ToGrpcStatus(status)); }
 
@@ -197,7 +182,7 @@ class RegistryService::HeartbeatReactor final
     }
     v1::HeartbeatResponse r;
     *r.mutable_registered() = *std::move(registered);
-    Enqueue(std::move(r));
+    writes_.Enqueue(std::move(r));
     ContinueReading();
   }
 
@@ -207,20 +192,6 @@ class RegistryService::HeartbeatReactor final
       if (closing_) return;
     }
     StartRead(&request_);
-  }
-
-  void Enqueue(v1::HeartbeatResponse response) {
-    const v1::HeartbeatResponse* start = nullptr;
-    {
-      absl::MutexLock lock(&mu_);
-      if (finish_requested_) return;
-      writes_.push_back(std::move(response));
-      if (!writing_) {
-        writing_ = true;
-        start = &writes_.front();
-      }
-    }
-    if (start != nullptr) StartWrite(start);
   }
 
   // Takes the session offline (blocking, so on the pool) and finishes the
@@ -233,20 +204,8 @@ class RegistryService::HeartbeatReactor final
     }
     service_->pool_.SubmitMustRun([this, status] {
       service_->registry_.CloseSession(session_);
-      FinishAfterWrites(status);
+      writes_.FinishAfterWrites(status);
     });
-  }
-
-  void FinishAfterWrites(const grpc::Status& status) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (finish_requested_) return;
-      finish_requested_ = true;
-      finish_status_ = status;
-      if (writing_ || finished_) return;  // OnWriteDone finishes.
-      finished_ = true;
-    }
-    Finish(status);
   }
 
   RegistryService* const service_;
@@ -259,12 +218,11 @@ class RegistryService::HeartbeatReactor final
   v1::HeartbeatRequest request_;
 
   absl::Mutex mu_;
-  std::deque<v1::HeartbeatResponse> writes_ ABSL_GUARDED_BY(mu_);
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
-  bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::Status finish_status_;  // Written once before finish_requested_ is set.
+  // Acks, the registration reply and the Registry's instructions may overlap.
+  StreamWriteQueue<grpc::ServerBidiReactor<v1::HeartbeatRequest, v1::HeartbeatResponse>,
+                   v1::HeartbeatResponse>
+      writes_{this};
 };
 
 // One WatchExecutors stream: the view's snapshot, then its events, in order.
@@ -277,8 +235,7 @@ class RegistryService::WatchReactor final
     absl::Status s = CheckBearer(context->client_metadata(), service_->options_.watch_policy);
     if (s.ok() && !request->app().empty()) s = ValidateAppName(request->app(), "app");
     if (!s.ok()) {
-      finish_requested_ = finished_ = true;
-      Finish(ToGrpcStatus(s));
+      writes_.FinishAfterWrites(ToGrpcStatus(s));
       return;
     }
     {
@@ -292,28 +249,7 @@ class RegistryService::WatchReactor final
   }
 
   void OnWriteDone(bool ok) override {
-    const v1::WatchExecutorsResponse* next = nullptr;
-    bool finish = false;
-    {
-      absl::MutexLock lock(&mu_);
-      writes_.pop_front();
-      if (!ok) {
-        writes_.clear();
-        if (!finish_requested_) {
-          finish_requested_ = true;
-          finish_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "watcher went away");
-        }
-      }
-      if (!writes_.empty() && !finish_requested_) {
-        next = &writes_.front();
-      } else {
-        writing_ = false;
-        writes_.clear();
-        if (finish_requested_ && !finished_) finish = finished_ = true;
-      }
-    }
-    if (next != nullptr) StartWrite(next);
-    if (finish) Finish(finish_status_);
+    writes_.OnWriteDone(ok, grpc::Status(grpc::StatusCode::CANCELLED, "watcher went away"));
   }
 
   void OnCancel() override { Close(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled")); }
@@ -330,53 +266,28 @@ class RegistryService::WatchReactor final
     delete this;
   }
 
-  void Close(const grpc::Status& status) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (finish_requested_) return;
-      finish_requested_ = true;
-      finish_status_ = status;
-      if (writing_ || finished_) return;
-      finished_ = true;
-    }
-    Finish(status);
-  }
+  void Close(const grpc::Status& status) { writes_.FinishAfterWrites(status); }
 
  private:
   // Called with the view's lock held.
   void Enqueue(const v1::WatchExecutorsResponse& event) {
-    const v1::WatchExecutorsResponse* start = nullptr;
-    {
-      absl::MutexLock lock(&mu_);
-      if (finish_requested_) return;
-      if (writes_.size() >= service_->options_.max_watch_backlog) {
-        // Too slow: cut it off rather than buffer without bound; it will
-        // resubscribe.
-        finish_requested_ = true;
-        finish_status_ = grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                      "watcher too slow; reconnect for a fresh snapshot");
-        spdlog::warn("cutting off a WatchExecutors stream {} events behind", writes_.size());
-        return;  // The write in flight completes, then OnWriteDone finishes.
-      }
-      writes_.push_back(event);
-      if (!writing_) {
-        writing_ = true;
-        start = &writes_.front();
-      }
+    if (writes_.Enqueue(event) == Queue::Queued::kOverflow) {
+      // Too slow: cut off rather than buffered without bound; it will resubscribe. The write in
+      // flight completes, then the stream finishes.
+      spdlog::warn("cutting off a WatchExecutors stream {} events behind",
+                   service_->options_.max_watch_backlog);
     }
-    if (start != nullptr) StartWrite(start);
   }
+
+  using Queue = StreamWriteQueue<grpc::ServerWriteReactor<v1::WatchExecutorsResponse>,
+                                 v1::WatchExecutorsResponse>;
 
   RegistryService* const service_;
   bool registered_ = false;
   int64_t subscription_ = 0;
-
-  absl::Mutex mu_;
-  std::deque<v1::WatchExecutorsResponse> writes_ ABSL_GUARDED_BY(mu_);
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  grpc::Status finish_status_;
+  Queue writes_{this, service_->options_.max_watch_backlog,
+                grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                             "watcher too slow; reconnect for a fresh snapshot")};
 };
 
 RegistryService::RegistryService(Registry& registry, ExecutorView& view, WorkPool& pool,
@@ -395,25 +306,13 @@ grpc::ServerBidiReactor<v1::HeartbeatRequest, v1::HeartbeatResponse>* RegistrySe
 grpc::ServerUnaryReactor* RegistryService::ListExecutors(grpc::CallbackServerContext* context,
                                                          const v1::ListExecutorsRequest* request,
                                                          v1::ListExecutorsResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // API tokens (the console, operators) may need a database lookup: on the pool.
-  absl::optional<std::string> authorization = AuthorizationHeader(context->client_metadata());
-  std::string peer = PeerHost(context->peer());  // Failed authentications are limited per peer.
-  const bool queued =
-      pool_.Submit([this, reactor, request, response, authorization = std::move(authorization),
-                    peer = std::move(peer)] {
-        absl::StatusOr<Principal> p = options_.authenticator->Authorize(
-            authorization, {Role::kAdmin, Role::kOperator, Role::kViewer},
-            "RegistryService/ListExecutors", peer);
-        absl::Status s = p.status();
-        if (s.ok()) s = ListReadableExecutors(*p, request->app(), response);
-        if (s.ok()) FillLoad(response);
-        reactor->Finish(ToGrpcStatus(s));
-      });
-  if (!queued) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "registry overloaded"));
-  }
-  return reactor;
+  return AuthorizeOnPool(context, pool_, *options_.authenticator, "RegistryService/ListExecutors",
+                         [this, request, response](const Principal& p) -> absl::Status {
+                           absl::Status s = ListReadableExecutors(p, request->app(), response);
+                           if (s.ok()) FillLoad(response);
+                           return s;
+                         });
 }
 
 absl::Status RegistryService::ListReadableExecutors(const Principal& p, const std::string& app,

@@ -542,5 +542,23 @@ TEST_F(RegistryTest, SessionsEndingWhileDrainingStayOnlineUntilTakeAllOffline) {
   EXPECT_FALSE(Online("demo", "h:2"));
 }
 
+TEST_F(RegistryTest, StartTicksEveryTickIntervalOnTheClock) {
+  FakeSink sink;
+  const int64_t s = registry_.OpenSession(&sink);
+  ASSERT_TRUE(registry_.Register(s, Reg("demo", "h:1")).ok());
+  registry_.Start();
+  clock_.AwaitWaiters(1);  // The loop waits for its first tick.
+  EXPECT_TRUE(Online("demo", "h:1"));
+  // Past the beat deadline: the loop wakes, ticks (taking h:1 offline) and waits again.
+  clock_.Advance(absl::Seconds(3) + absl::Milliseconds(50));
+  clock_.AwaitWaiters(1);
+  EXPECT_EQ(metrics_.offline_deadline.Value(), 1);
+  EXPECT_FALSE(Online("demo", "h:1"));
+  registry_.Shutdown();
+  ASSERT_EQ(sink.closes.size(), 1u);
+  EXPECT_EQ(sink.closes[0].code(), absl::StatusCode::kDeadlineExceeded);
+  registry_.CloseSession(s);
+}
+
 }  // namespace
 }  // namespace jobwheel::registry

@@ -15,7 +15,8 @@ ViewSyncer::ViewSyncer(ExecutorStore& store, std::unique_ptr<ChangeFeed> feed, E
       view_(view),
       metrics_(metrics),
       clock_(clock),
-      options_(options) {}
+      options_(options),
+      backoff_(options.initial_backoff, options.max_backoff) {}
 
 ViewSyncer::~ViewSyncer() { Shutdown(); }
 
@@ -108,15 +109,15 @@ void ViewSyncer::Loop() {
     }
     absl::Status s = Step();
     if (s.ok()) {
-      backoff_ = absl::Milliseconds(50);
+      backoff_.Reset();
       continue;
     }
+    const absl::Duration delay = backoff_.Next(bitgen_);
     spdlog::warn("registry view sync: {}; retrying in {}", s.ToString(),
-                 absl::FormatDuration(backoff_));
+                 absl::FormatDuration(delay));
     absl::MutexLock lock(&mu_);
     auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
-    if (mu_.AwaitWithTimeout(absl::Condition(&stopping), backoff_)) return;
-    backoff_ = std::min(backoff_ * 2, options_.max_backoff);
+    if (clock_.AwaitWithDeadline(&mu_, absl::Condition(&stopping), clock_.Now() + delay)) return;
   }
 }
 

@@ -4,9 +4,11 @@
 #include <memory>
 #include <thread>
 
+#include "absl/random/random.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/base/backoff.h"
 #include "common/time/clock.h"
 #include "services/registry/executor_store.h"
 #include "services/registry/executor_view.h"
@@ -16,14 +18,16 @@ namespace jobwheel::registry {
 
 // Keeps an ExecutorView in step with the store: subscribes to the change feed,
 // loads the full state, then re-reads each announced row and applies it. After
-// losing the feed it reconnects (with backoff) and reloads everything; it also
-// reloads every `resync_interval` as a safety net. Start() once, Shutdown()
+// losing the feed it reconnects (with backoff, waiting on `clock`) and reloads everything;
+// it also reloads every `resync_interval` as a safety net. Start() once, Shutdown()
 // (idempotent, joining) before destruction.
 class ViewSyncer {
  public:
   struct Options {
     absl::Duration wait_slice = absl::Milliseconds(200);
     absl::Duration resync_interval = absl::Seconds(60);
+    // Reconnect waits: jittered, doubling from initial_backoff up to max_backoff.
+    absl::Duration initial_backoff = absl::Milliseconds(50);
     absl::Duration max_backoff = absl::Seconds(2);
   };
 
@@ -54,7 +58,8 @@ class ViewSyncer {
   const Options options_;
   bool connected_ = false;
   absl::Time last_load_ = absl::InfinitePast();
-  absl::Duration backoff_ = absl::Milliseconds(50);
+  Backoff backoff_;      // Loop thread only.
+  absl::BitGen bitgen_;  // Loop thread only: the backoff's jitter.
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -77,5 +77,105 @@ TEST(ViewSyncerTest, LoadsThenFollowsChangesAndReloadsAfterLosingTheFeed) {
   EXPECT_EQ(view.List("demo")[0].address(), "m:1");
 }
 
+// A feed whose Connect fails while `down` and whose Wait blocks on the clock until `released`.
+class ScriptedFeed : public ChangeFeed {
+ public:
+  explicit ScriptedFeed(Clock& clock) : clock_(clock) {}
+  absl::Status Connect() override {
+    absl::MutexLock lock(&mu_);
+    ++connects_;
+    if (down_) return absl::UnavailableError("database down");
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<Change>> Wait(absl::Duration timeout) override {
+    absl::MutexLock lock(&mu_);
+    if (fail_next_) {
+      fail_next_ = false;
+      return absl::UnavailableError("connection lost");
+    }
+    clock_.AwaitWithDeadline(&mu_, absl::Condition(&released_), clock_.Now() + timeout);
+    return std::vector<Change>();
+  }
+
+  int connects() {
+    absl::MutexLock lock(&mu_);
+    return connects_;
+  }
+  void set_down(bool down) {
+    absl::MutexLock lock(&mu_);
+    down_ = down;
+  }
+  void FailNextWait() {
+    absl::MutexLock lock(&mu_);
+    fail_next_ = true;
+  }
+  // Every Wait from now on returns at once.
+  void Release() {
+    absl::MutexLock lock(&mu_);
+    released_ = true;
+  }
+
+ private:
+  Clock& clock_;
+  absl::Mutex mu_;
+  int connects_ ABSL_GUARDED_BY(mu_) = 0;
+  bool down_ ABSL_GUARDED_BY(mu_) = false;
+  bool fail_next_ ABSL_GUARDED_BY(mu_) = false;
+  bool released_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+TEST(ViewSyncerTest, ReconnectsAfterABackoffOnTheClockThatGrowsWhileFailing) {
+  FakeClock clock;
+  InMemoryExecutorStore store(clock);
+  prometheus::Registry prom;
+  RegistryMetrics metrics(prom);
+  ExecutorView view(&metrics, 1);
+  auto owned = std::make_unique<ScriptedFeed>(clock);
+  ScriptedFeed* feed = owned.get();
+  ViewSyncer::Options options;
+  options.initial_backoff = absl::Milliseconds(100);
+  options.max_backoff = absl::Milliseconds(400);
+  options.wait_slice = absl::Seconds(10);
+  options.resync_interval = absl::Hours(1);
+  ViewSyncer syncer(store, std::move(owned), view, &metrics, clock, options);
+  feed->FailNextWait();  // The loop's first Wait loses the feed.
+  ASSERT_TRUE(syncer.Start().ok());
+  EXPECT_EQ(feed->connects(), 1);
+  feed->set_down(true);
+
+  // First wait: 50 to 100 ms.
+  clock.AwaitWaiters(1);
+  clock.Advance(absl::Milliseconds(49));
+  EXPECT_EQ(clock.Waiters(), 1);
+  EXPECT_EQ(feed->connects(), 1);
+  clock.Advance(absl::Milliseconds(51));
+  clock.AwaitWaiters(1);  // Reconnected, failed, waits again: 100 to 200 ms.
+  EXPECT_EQ(feed->connects(), 2);
+  clock.Advance(absl::Milliseconds(99));
+  EXPECT_EQ(clock.Waiters(), 1);
+  EXPECT_EQ(feed->connects(), 2);
+  clock.Advance(absl::Milliseconds(101));
+  clock.AwaitWaiters(1);  // 200 to 400 ms.
+  EXPECT_EQ(feed->connects(), 3);
+
+  // The database is back: the next attempt connects and follows the feed again.
+  feed->set_down(false);
+  clock.Advance(absl::Milliseconds(400));
+  clock.AwaitWaiters(1);  // Now in the feed's Wait.
+  EXPECT_EQ(feed->connects(), 4);
+
+  // After a success the backoff starts again from initial_backoff.
+  feed->FailNextWait();
+  clock.Advance(options.wait_slice);  // The Wait in progress returns; the next one fails.
+  clock.AwaitWaiters(1);
+  EXPECT_EQ(feed->connects(), 4);
+  clock.Advance(absl::Milliseconds(100));
+  clock.AwaitWaiters(1);
+  EXPECT_EQ(feed->connects(), 5);
+
+  feed->Release();
+  syncer.Shutdown();
+}
+
 }  // namespace
 }  // namespace jobwheel::registry
