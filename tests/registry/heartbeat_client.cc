@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,6 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/auth/bearer.h"
+#include "common/base/backoff.h"
 #include "common/base/flags.h"
 #include "common/grpc/grpc_server.h"
 #include "common/time/clock.h"
@@ -223,8 +223,8 @@ int Main() {
   }
   if (stubs.empty()) return 2;
 
-  std::mt19937_64 rng(std::random_device{}());
-  absl::Duration backoff = absl::Milliseconds(100);
+  absl::BitGen gen;
+  Backoff backoff(absl::Milliseconds(100), absl::Seconds(2));
   size_t index = 0;
   while (true) {
     {
@@ -243,13 +243,10 @@ int Main() {
     if (outcome == Outcome::kStopped) break;
     index = (index + 1) % stubs.size();
     if (outcome == Outcome::kDrain) continue;
-    if (registered) backoff = absl::Milliseconds(100);
-    // Full jitter in [backoff/2, backoff].
-    std::uniform_int_distribution<int64_t> jitter(absl::ToInt64Milliseconds(backoff) / 2,
-                                                  absl::ToInt64Milliseconds(backoff));
+    if (registered) backoff.Reset();
+    const absl::Duration delay = backoff.Next(gen);
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait_for(lock, std::chrono::milliseconds(jitter(rng)), [] { return stop_requested; });
-    backoff = std::min(backoff * 2, absl::Seconds(2));
+    cv.wait_for(lock, absl::ToChronoMilliseconds(delay), [] { return stop_requested; });
   }
   Print("exiting");
   return 0;
