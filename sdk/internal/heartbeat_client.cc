@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/auth/bearer.h"
+#include "common/base/backoff.h"
 #include "common/time/proto_time.h"
 #include "spdlog/spdlog.h"
 
@@ -83,13 +84,9 @@ std::string HeartbeatClient::current_target() const {
   return current_target_;
 }
 
-absl::Duration HeartbeatClient::Jitter(absl::Duration d) {
-  return d / 2 + absl::Uniform(bitgen_, 0.0, 0.5) * d;
-}
-
 void HeartbeatClient::Loop() {
   size_t index = 0;
-  absl::Duration backoff = options_.initial_backoff;
+  Backoff backoff(options_.initial_backoff, options_.max_backoff);
   while (true) {
     {
       absl::MutexLock lock(&mu_);
@@ -103,13 +100,14 @@ void HeartbeatClient::Loop() {
     absl::Duration delay;
     if (end == SessionEnd::kDrained) {
       delay = absl::ZeroDuration();
-      backoff = options_.initial_backoff;
+      backoff.Reset();
     } else if (end == SessionEnd::kWasRegistered) {
-      backoff = options_.initial_backoff;
-      delay = Jitter(backoff);
+      // About initial_backoff, and a failure right after starts from there again.
+      backoff.Reset();
+      delay = backoff.Next(bitgen_);
+      backoff.Reset();
     } else {
-      delay = Jitter(backoff);
-      backoff = std::min(backoff * 2, options_.max_backoff);
+      delay = backoff.Next(bitgen_);
     }
     const absl::Time until = clock_.Now() + delay;
     clock_.AwaitWithDeadline(&mu_, absl::Condition(&goodbye_), until);

@@ -75,7 +75,6 @@ class HeartbeatClient {
   enum class SessionEnd { kFailed, kWasRegistered, kDrained, kStopped };
   SessionEnd RunSession(const std::string& target);
   void Loop();
-  absl::Duration Jitter(absl::Duration d);
 
   const HeartbeatOptions options_;
   const RegistryStubFactory stub_factory_;
@@ -96,8 +95,8 @@ class HeartbeatClient {
   int64_t registrations_ ABSL_GUARDED_BY(mu_) = 0;
   std::string current_target_ ABSL_GUARDED_BY(mu_);
   int64_t seq_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::BitGen bitgen_ ABSL_GUARDED_BY(mu_);
-  int failures_in_a_row_ = 0;  // Session thread only.
+  absl::BitGen bitgen_ ABSL_GUARDED_BY(mu_);  // Backoff jitter.
+  int failures_in_a_row_ = 0;                 // Session thread only.
   std::thread thread_;
 };
 
