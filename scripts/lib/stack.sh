@@ -29,12 +29,14 @@
 #   STACK_KEEP_DIR=1         keep the temporary directory at exit (its path is printed)
 #   STACK_KEEP_ON_FAILURE=1  keep it when the script exits with a failure (status not 0 or 77)
 #   STACK_LOGS_ON_FAILURE=0  do not print the tail of every log when the script fails
+#   STACK_STOP_GRACE=15      seconds between SIGTERM and SIGKILL in stack_stop
+#   STACK_SAY_STOP=1         stack_stop prints "TAG: stopping" and "TAG: stopped"
 
 STACK_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 STACK_BIN="$STACK_ROOT/bazel-bin"
-# shellcheck source=pg.sh
+# shellcheck source=scripts/lib/pg.sh
 . "$STACK_ROOT/scripts/lib/pg.sh"
-# shellcheck source=credentials.sh
+# shellcheck source=scripts/lib/credentials.sh
 . "$STACK_ROOT/scripts/lib/credentials.sh"
 
 STACK_TAG=stack
@@ -297,7 +299,7 @@ stack_grpc_serving() {
   local body
   body=$(printf '\0\0\0\0\0' | curl -sS --max-time 2 --http2-prior-knowledge -X POST \
     -H 'content-type: application/grpc' -H 'te: trailers' --data-binary @- \
-    "http://$1/grpc.health.v1.Health/Check" 2>/dev/null | od -An -tx1 | tr -d ' \n')
+    "http://$1/grpc.health.v1.Health/Check" 2>/dev/null | od -An -tx1 | tr -d ' \n') || true
   [ "$body" = 00000000020801 ]
 }
 
@@ -386,6 +388,7 @@ stack_dump_logs() {
 stack_stop() {
   [ "$STACK_STOPPED" = 1 ] && return 0
   STACK_STOPPED=1
+  [ -z "${STACK_SAY_STOP:-}" ] || stack_say "stopping"
   local i n p
   for ((i = ${#STACK_ORDER[@]} - 1; i >= 0; i--)); do
     p=${STACK_PID[${STACK_ORDER[$i]}]:-}
@@ -413,6 +416,7 @@ stack_stop() {
       psql "${STACK_DSN% dbname=*} dbname=postgres" -qAtX \
         -c "DROP DATABASE IF EXISTS $STACK_TEST_DB WITH (FORCE)" >/dev/null 2>&1 || true ;;
   esac
+  [ -z "${STACK_SAY_STOP:-}" ] || stack_say "stopped"
   return 0
 }
 
@@ -424,6 +428,20 @@ stack_remove_dir() {
   rm -rf "$STACK_DIR"
 }
 
+# stack_release_dir FAILED: after stack_stop, removes the temporary directory, or keeps it
+# (and says where) when STACK_KEEP_DIR is set or FAILED is 1 and STACK_KEEP_ON_FAILURE is
+# set. Runs once; the exit trap calls it with FAILED from the exit status.
+STACK_RELEASED=0
+stack_release_dir() {
+  [ "$STACK_RELEASED" = 0 ] && [ "$STACK_OWN_DIR" = 1 ] || return 0
+  STACK_RELEASED=1
+  if [ -n "${STACK_KEEP_DIR:-}" ] || { [ "$1" = 1 ] && [ -n "${STACK_KEEP_ON_FAILURE:-}" ]; }; then
+    stack_say "logs and data kept in $STACK_DIR"
+  else
+    stack_remove_dir
+  fi
+}
+
 _stack_on_exit() {
   local rc=$1 failed=0
   trap - EXIT INT TERM
@@ -433,13 +451,6 @@ _stack_on_exit() {
     stack_dump_logs 15
   fi
   stack_stop
-  if [ "$STACK_OWN_DIR" = 1 ]; then
-    if [ -n "${STACK_KEEP_DIR:-}" ] ||
-       { [ "$failed" = 1 ] && [ -n "${STACK_KEEP_ON_FAILURE:-}" ]; }; then
-      stack_say "logs and data kept in $STACK_DIR"
-    else
-      stack_remove_dir
-    fi
-  fi
+  stack_release_dir "$failed"
   exit "$rc"
 }

@@ -18,7 +18,7 @@ START=$SECONDS
 skip() { echo "check_bench_attach: skipped: $*"; exit 77; }
 fail() { echo "check_bench_attach: FAIL: $*"; exit 1; }
 
-# shellcheck source=../../scripts/lib/stack.sh
+# shellcheck source=scripts/lib/stack.sh
 . "$ROOT/scripts/lib/stack.sh"
 stack_need_bins services/registry/registry services/dispatcher/dispatcher \
   services/scheduler/scheduler sdk/examples/demo_executor tools/jobwheelctl/jobwheelctl \
@@ -28,7 +28,7 @@ for tool in python3 psql curl; do
 done
 [ -x "$PG_BIN/initdb" ] || skip "PostgreSQL server binaries not found (PG_BIN=$PG_BIN)"
 
-[ -n "${JOBWHEEL_CHECK_KEEP_TMP:-}" ] && STACK_KEEP_DIR=1
+[ -n "${JOBWHEEL_CHECK_KEEP_TMP:-}" ] && export STACK_KEEP_DIR=1
 stack_init check_bench_attach || skip "$STACK_ERROR"
 TMP=$STACK_DIR
 mkdir -p "$TMP/results"

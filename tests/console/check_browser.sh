@@ -16,7 +16,7 @@ export CHROMIUM=${JOBWHEEL_CHROMIUM:-/usr/bin/chromium}
 
 skip() { echo "check_browser: cannot run: $*"; exit 77; }
 fail() { echo "check_browser: FAILED: $*"; exit 1; }
-# shellcheck source=../../scripts/lib/stack.sh
+# shellcheck source=scripts/lib/stack.sh
 . "$ROOT/scripts/lib/stack.sh"
 command -v node >/dev/null || skip "node is not installed (scripts/setup installs it)"
 [ -x "$CHROMIUM" ] || skip "$CHROMIUM is missing (scripts/setup installs chromium)"

@@ -13,7 +13,7 @@ BUF=(npx --yes --cache "$ROOT/.data/npm" @bufbuild/buf@1.75.0)
 
 skip() { echo "check_buf_curl: cannot run: $*"; exit 77; }
 fail() { echo "check_buf_curl: FAILED: $*"; exit 1; }
-# shellcheck source=../../scripts/lib/stack.sh
+# shellcheck source=scripts/lib/stack.sh
 . "$ROOT/scripts/lib/stack.sh"
 command -v npx >/dev/null || skip "npx is not installed (scripts/setup installs node/npm)"
 command -v psql >/dev/null || skip "psql is not installed"

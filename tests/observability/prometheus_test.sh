@@ -40,14 +40,14 @@ remaining() { echo $((BUDGET - (SECONDS - START))); }
 for tool in "$PROMETHEUS" "$PROMTOOL" curl python3; do
   command -v "$tool" >/dev/null 2>&1 || abort "$tool is not installed (scripts/setup installs it)"
 done
-# shellcheck source=../../scripts/lib/stack.sh
+# shellcheck source=scripts/lib/stack.sh
 . "$ROOT/scripts/lib/stack.sh"
 stack_need_bins services/registry/registry services/dispatcher/dispatcher \
   services/scheduler/scheduler sdk/examples/demo_executor tools/jobwheelctl/jobwheelctl \
   services/console/console || abort "$STACK_ERROR: run bazel build //... first"
 [ -x "$PG_BIN/initdb" ] || abort "PostgreSQL server binaries not found (PG_BIN=$PG_BIN)"
 
-[ -n "${JOBWHEEL_OBS_KEEP_TMP:-}" ] && STACK_KEEP_DIR=1
+[ -n "${JOBWHEEL_OBS_KEEP_TMP:-}" ] && export STACK_KEEP_DIR=1
 stack_init prometheus_test || abort "$STACK_ERROR"
 TMP=$STACK_DIR
 mkdir -p "$TMP/prometheus" "$TMP/metrics"
