@@ -9,8 +9,8 @@ namespace jobwheel::sdk {
 
 GrpcDispatcherClient::GrpcDispatcherClient(
     std::unique_ptr<jobwheel::v1::DispatcherService::StubInterface> stub,
-    std::string executor_token, absl::Duration timeout)
-    : stub_(std::move(stub)), token_(std::move(executor_token)), timeout_(timeout) {}
+    std::string executor_token, absl::Duration timeout, const Clock& clock)
+    : stub_(std::move(stub)), token_(std::move(executor_token)), timeout_(timeout), clock_(clock) {}
 
 absl::StatusOr<std::vector<int64_t>> GrpcDispatcherClient::ReportResults(
     const std::vector<jobwheel::v1::RunResult>& results) {
@@ -18,7 +18,7 @@ absl::StatusOr<std::vector<int64_t>> GrpcDispatcherClient::ReportResults(
   for (const auto& r : results) *request.add_results() = r;
   jobwheel::v1::ReportResultsResponse response;
   grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout_));
+  ctx.set_deadline(absl::ToChronoTime(clock_.Now() + timeout_));
   AddBearer(ctx, token_);
   grpc::Status status = stub_->ReportResults(&ctx, request, &response);
   if (!status.ok()) return FromGrpcStatus(status);

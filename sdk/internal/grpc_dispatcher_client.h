@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "common/time/clock.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
 #include "sdk/internal/dispatcher_client.h"
 
@@ -15,7 +16,8 @@ namespace jobwheel::sdk {
 class GrpcDispatcherClient : public DispatcherClient {
  public:
   GrpcDispatcherClient(std::unique_ptr<jobwheel::v1::DispatcherService::StubInterface> stub,
-                       std::string executor_token, absl::Duration timeout = absl::Seconds(5));
+                       std::string executor_token, absl::Duration timeout = absl::Seconds(5),
+                       const Clock& clock = RealClock::Get());
 
   absl::StatusOr<std::vector<int64_t>> ReportResults(
       const std::vector<jobwheel::v1::RunResult>& results) override;
@@ -24,6 +26,7 @@ class GrpcDispatcherClient : public DispatcherClient {
   std::unique_ptr<jobwheel::v1::DispatcherService::StubInterface> stub_;
   const std::string token_;
   const absl::Duration timeout_;
+  const Clock& clock_;  // The calls' deadlines.
 };
 
 }  // namespace jobwheel::sdk

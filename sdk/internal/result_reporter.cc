@@ -8,7 +8,7 @@
 
 namespace jobwheel::sdk {
 
-ResultReporter::ResultReporter(ResultSpool* spool, DispatcherClient* client, const Clock& clock,
+ResultReporter::ResultReporter(ResultSpool* spool, DispatcherClient* client, Clock& clock,
                                ExecutorMetrics& metrics, ResultReporterOptions options)
     : spool_(spool),
       client_(client),
@@ -53,7 +53,7 @@ void ResultReporter::Submit(const jobwheel::v1::RunResult& result) {
   e.next_attempt = absl::InfinitePast();
   e.retry = options_.unacked_retry;
   metrics_.spool_size.Set(static_cast<double>(pending_.size()));
-  cv_.SignalAll();
+  wake_ = true;
 }
 
 size_t ResultReporter::pending() const {
@@ -67,17 +67,16 @@ absl::Duration ResultReporter::Jitter(absl::Duration d) {
 }
 
 size_t ResultReporter::Flush(absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
+  const absl::Time deadline = clock_.Now() + timeout;
   absl::MutexLock lock(&mu_);
   if (!started_ || stop_ || client_ == nullptr) return pending_.size();
   flushing_ = true;
   // Retry at once rather than after a long backoff.
   next_attempt_ = absl::InfinitePast();
   for (auto& [id, e] : pending_) e.next_attempt = absl::InfinitePast();
-  cv_.SignalAll();
-  while (!pending_.empty() && !stop_) {
-    if (cv_.WaitWithDeadline(&mu_, deadline)) break;
-  }
+  wake_ = true;
+  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pending_.empty() || stop_; };
+  clock_.AwaitWithDeadline(&mu_, absl::Condition(&done), deadline);
   flushing_ = false;
   return pending_.size();
 }
@@ -86,7 +85,6 @@ void ResultReporter::Shutdown() {
   {
     absl::MutexLock lock(&mu_);
     stop_ = true;
-    cv_.SignalAll();
   }
   if (thread_.joinable()) thread_.join();
   // What was submitted since the last sync is on disk for the next start.
@@ -95,8 +93,10 @@ void ResultReporter::Shutdown() {
 }
 
 void ResultReporter::Loop() {
+  auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return wake_ || stop_; };
   absl::MutexLock lock(&mu_);
   while (!stop_) {
+    wake_ = false;
     if (unsynced_) {
       // Everything Submit()ted so far goes to disk in one sync, before any of it is sent.
       // Outside the lock: Submit must not wait for the disk.
@@ -131,9 +131,10 @@ void ResultReporter::Loop() {
     }
     if (batch.empty()) {
       if (next_ready == absl::InfiniteFuture()) {
-        cv_.Wait(&mu_);
+        mu_.Await(absl::Condition(&woken));
       } else {
-        cv_.WaitWithTimeout(&mu_, std::min(options_.poll_interval, next_ready - now));
+        clock_.AwaitWithDeadline(&mu_, absl::Condition(&woken),
+                                 std::min(now + options_.poll_interval, next_ready));
       }
       continue;
     }
@@ -182,7 +183,6 @@ void ResultReporter::Loop() {
       }
     }
     metrics_.spool_size.Set(static_cast<double>(pending_.size()));
-    cv_.SignalAll();
   }
 }
 

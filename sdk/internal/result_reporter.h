@@ -27,7 +27,8 @@ struct ResultReporterOptions {
   // A result the dispatcher answered but did not acknowledge is retried after this, doubling
   // up to 60 s.
   absl::Duration unacked_retry = absl::Seconds(1);
-  // How often the sender re-checks the clock while waiting (lets FakeClock tests advance).
+  // The sender waits on the injected Clock for the next attempt, and re-checks at least this
+  // often.
   absl::Duration poll_interval = absl::Milliseconds(50);
 };
 
@@ -43,8 +44,12 @@ struct ResultReporterOptions {
 class ResultReporter : public ResultSink {
  public:
   // `client` may be null: results are then only spooled (no dispatcher configured).
-  ResultReporter(ResultSpool* spool, DispatcherClient* client, const Clock& clock,
+  ResultReporter(ResultSpool* spool, DispatcherClient* client, Clock& clock,
                  ExecutorMetrics& metrics, ResultReporterOptions options = {});
+  // For callers holding a const Clock: the reporter waits on it, which needs a mutable one.
+  ResultReporter(ResultSpool* spool, DispatcherClient* client, const Clock& clock,
+                 ExecutorMetrics& metrics, ResultReporterOptions options = {})
+      : ResultReporter(spool, client, const_cast<Clock&>(clock), metrics, options) {}
   ~ResultReporter() override;
 
   // Loads the spool and starts the sender thread.
@@ -76,12 +81,12 @@ class ResultReporter : public ResultSink {
 
   ResultSpool* const spool_;
   DispatcherClient* const client_;
-  const Clock& clock_;
+  Clock& clock_;
   ExecutorMetrics& metrics_;
   const ResultReporterOptions options_;
 
   mutable absl::Mutex mu_;
-  absl::CondVar cv_;
+  bool wake_ ABSL_GUARDED_BY(mu_) = false;  // Something for the sender to look at.
   std::map<int64_t, Entry> pending_ ABSL_GUARDED_BY(mu_);
   absl::Time next_attempt_ ABSL_GUARDED_BY(mu_);  // Global backoff while unreachable.
   absl::Duration backoff_ ABSL_GUARDED_BY(mu_);

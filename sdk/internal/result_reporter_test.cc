@@ -227,7 +227,11 @@ TEST_F(ResultReporterTest, BackoffFollowsTheClock) {
   ASSERT_TRUE(reporter.Start().ok());
   reporter.Submit(Result(1));
   ASSERT_TRUE(Eventually([&] { return client.calls() == 1; }, kWait));
-  clock.Advance(absl::Seconds(31));  // Past the jittered backoff (<= 30 s).
+  clock.AwaitWaiters(1);             // The sender waits on the clock for its next attempt.
+  clock.Advance(absl::Seconds(14));  // Within the jittered backoff (>= 15 s).
+  clock.AwaitWaiters(1);
+  EXPECT_EQ(client.calls(), 1);
+  clock.Advance(absl::Seconds(17));  // Past it (<= 30 s).
   ASSERT_TRUE(Eventually([&] { return reporter.pending() == 0; }, kWait));
   EXPECT_EQ(client.calls(), 2);
 }
