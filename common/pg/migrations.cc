@@ -301,6 +301,30 @@ ALTER TABLE jobs ADD COLUMN child_scope TEXT[] DEFAULT '{}';
 -- replace it, through any replica. NULL for rows written before: matches no registration.
 ALTER TABLE executors ADD COLUMN instance_id TEXT;
 )sql"},
+      {6,
+       // alarm_outbox. Owner: scheduler leader. The monitor pass (PgFireStore) inserts alarms
+       // in the transaction that decides them (ON CONFLICT (idempotency_key) DO NOTHING); the
+       // alarm sender (PgAlarmOutbox) claims due rows FOR UPDATE SKIP LOCKED, marks them sent or
+       // schedules their next attempt. No other service reads or writes it.
+       // jobs.schedule_error: set by the monitor pass when it stops a job whose stored schedule
+       // cannot be computed; the admin API reads it into Job.schedule_error.
+       R"sql(
+CREATE TABLE alarm_outbox (
+  id BIGSERIAL PRIMARY KEY,
+  kind TEXT NOT NULL,
+  job_id BIGINT NOT NULL,
+  run_id BIGINT,
+  idempotency_key TEXT NOT NULL UNIQUE,
+  payload TEXT NOT NULL,
+  created TIMESTAMPTZ NOT NULL DEFAULT now(),
+  attempts INT NOT NULL DEFAULT 0,
+  next_attempt TIMESTAMPTZ NOT NULL DEFAULT now(),
+  sent_at TIMESTAMPTZ,
+  last_error TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX alarm_outbox_due ON alarm_outbox (next_attempt) WHERE sent_at IS NULL;
+ALTER TABLE jobs ADD COLUMN schedule_error TEXT;
+)sql"},
   };
   return *migrations;
 }
