@@ -1,0 +1,136 @@
+#ifndef JOBWHEEL_SERVICES_DISPATCHER_RECORDING_STORE_H_
+#define JOBWHEEL_SERVICES_DISPATCHER_RECORDING_STORE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "services/dispatcher/dispatch_store.h"
+
+namespace jobwheel::dispatcher::testing {
+
+// An in-memory DispatchStore that records every write, for tests of the dispatcher's
+// parts without PostgreSQL. Runs get ids from 100 up.
+class RecordingStore : public DispatchStore {
+ public:
+  struct ResultWrite {
+    std::vector<int64_t> run_ids;
+    std::vector<TriggerOutcome> answers;
+  };
+
+  absl::StatusOr<std::vector<FireResult>> DispatchFires(const std::vector<v1::Fire>& fires,
+                                                        absl::Time,
+                                                        const FirePlanner& plan) override {
+    std::vector<FireResult> out;
+    for (const v1::Fire& f : fires) {
+      FirePlan p = plan(f);
+      FireResult r;
+      r.fire_id = f.fire_id();
+      r.status = p.status;
+      absl::MutexLock lock(&mu_);
+      for (PlannedRun& run : p.runs) {
+        CreatedRun c{next_run_id_++, std::move(run)};
+        runs_.insert(c.run_id);
+        if (c.planned.status != v1::RUN_STATUS_PENDING) finished_.insert(c.run_id);
+        r.run_ids.push_back(c.run_id);
+        r.created.push_back(std::move(c));
+      }
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+  absl::StatusOr<std::vector<int64_t>> RecordTriggerOutcomes(
+      const std::vector<TriggerOutcome>& outcomes) override {
+    absl::MutexLock lock(&mu_);
+    std::vector<int64_t> done;
+    for (const TriggerOutcome& o : outcomes) {
+      trigger_writes_.push_back(o);
+      if (o.status != v1::RUN_STATUS_RUNNING && finished_.insert(o.run_id).second) {
+        done.push_back(o.run_id);
+      }
+    }
+    return done;
+  }
+
+  absl::StatusOr<std::vector<int64_t>> RerouteRuns(const std::vector<Reroute>& r) override {
+    std::vector<int64_t> ids;
+    for (const Reroute& x : r) ids.push_back(x.run_id);
+    return ids;
+  }
+  absl::StatusOr<std::vector<ResultRecord>> RecordResults(
+      const std::vector<v1::RunResult>& results, absl::Time, const AppScope&,
+      const std::vector<TriggerOutcome>& answers) override {
+    ResultWrite write{{}, answers};
+    for (const v1::RunResult& r : results) write.run_ids.push_back(r.run_id());
+    absl::Notification* gate;
+    {
+      absl::MutexLock lock(&mu_);
+      result_writes_.push_back(write);
+      gate = gate_;
+    }
+    if (gate != nullptr) {
+      entered_.Notify();
+      gate->WaitForNotification();
+    }
+    absl::MutexLock lock(&mu_);
+    if (fail_results_) return absl::UnavailableError("database down");
+    std::vector<ResultRecord> out;
+    for (const v1::RunResult& r : results) {
+      ResultDisposition d = !runs_.contains(r.run_id())           ? ResultDisposition::kUnknown
+                            : finished_.insert(r.run_id()).second ? ResultDisposition::kRecorded
+                                                                  : ResultDisposition::kDuplicate;
+      out.push_back(ResultRecord{r.run_id(), d, r.status()});
+    }
+    return out;
+  }
+
+  void FailResults(bool fail) {
+    absl::MutexLock lock(&mu_);
+    fail_results_ = fail;
+  }
+  void Finish(int64_t run_id) {
+    absl::MutexLock lock(&mu_);
+    finished_.insert(run_id);
+  }
+  // The next RecordResults calls stop inside until `gate` is notified; entered() then fires.
+  void HoldResultsAt(absl::Notification* gate) {
+    absl::MutexLock lock(&mu_);
+    gate_ = gate;
+  }
+  absl::Notification& entered() { return entered_; }
+
+  std::vector<TriggerOutcome> trigger_writes() const {
+    absl::MutexLock lock(&mu_);
+    return trigger_writes_;
+  }
+  bool TriggerWritten(int64_t run_id) const {
+    absl::MutexLock lock(&mu_);
+    for (const TriggerOutcome& o : trigger_writes_) {
+      if (o.run_id == run_id) return true;
+    }
+    return false;
+  }
+  std::vector<ResultWrite> result_writes() const {
+    absl::MutexLock lock(&mu_);
+    return result_writes_;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  int64_t next_run_id_ ABSL_GUARDED_BY(mu_) = 100;
+  absl::flat_hash_set<int64_t> runs_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<int64_t> finished_ ABSL_GUARDED_BY(mu_);
+  std::vector<TriggerOutcome> trigger_writes_ ABSL_GUARDED_BY(mu_);
+  std::vector<ResultWrite> result_writes_ ABSL_GUARDED_BY(mu_);
+  bool fail_results_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Notification* gate_ ABSL_GUARDED_BY(mu_) = nullptr;
+  absl::Notification entered_;
+};
+
+}  // namespace jobwheel::dispatcher::testing
+
+#endif  // JOBWHEEL_SERVICES_DISPATCHER_RECORDING_STORE_H_
