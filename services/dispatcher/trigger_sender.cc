@@ -1,0 +1,211 @@
+#include "services/dispatcher/trigger_sender.h"
+
+#include <algorithm>
+#include <atomic>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/time/proto_time.h"
+#include "spdlog/spdlog.h"
+
+namespace jobwheel::dispatcher {
+
+TriggerOutcome OutcomeOf(int64_t run_id, const absl::StatusOr<v1::RunResponse>& r, absl::Time at,
+                         std::string* label) {
+  TriggerOutcome o;
+  o.run_id = run_id;
+  o.at = at;
+  if (!r.ok()) {
+    o.status = v1::RUN_STATUS_FAILED;
+    o.message_suffix =
+        absl::StrCat("; trigger error: ", absl::StatusCodeToString(r.status().code()), ": ",
+                     r.status().message());
+    *label = "error";
+    return o;
+  }
+  std::string answer;
+  switch (r->disposition()) {
+    case v1::RUN_DISPOSITION_STARTED:
+      o.status = v1::RUN_STATUS_RUNNING;
+      answer = "STARTED";
+      *label = "started";
+      break;
+    case v1::RUN_DISPOSITION_QUEUED:
+      o.status = v1::RUN_STATUS_RUNNING;
+      answer = "QUEUED";
+      *label = "queued";
+      break;
+    case v1::RUN_DISPOSITION_DISCARDED:
+      o.status = v1::RUN_STATUS_DISCARDED;
+      answer = "DISCARDED";
+      *label = "discarded";
+      break;
+    default:
+      o.status = v1::RUN_STATUS_FAILED;
+      answer = r->disposition() == v1::RUN_DISPOSITION_REJECTED ? "REJECTED" : "no disposition";
+      *label = "rejected";
+      break;
+  }
+  o.message_suffix = absl::StrCat("; executor: ", answer);
+  if (!r->message().empty()) absl::StrAppend(&o.message_suffix, " (", r->message(), ")");
+  return o;
+}
+
+TriggerSender::TriggerSender(ExecutorClients& executors, TriggerPools& pools,
+                             DispatcherMetrics* metrics, Clock& clock, Options options,
+                             AnswerSink answers)
+    : executors_(executors),
+      pools_(pools),
+      metrics_(metrics),
+      clock_(clock),
+      options_(options),
+      answers_(std::move(answers)) {}
+
+void TriggerSender::Send(std::vector<RoutedRun> runs) {
+  struct Group {
+    std::string address;
+    TriggerPool pool;
+    std::vector<PendingRun> runs;
+  };
+  std::vector<Group> groups;
+  absl::flat_hash_map<std::pair<std::string, TriggerPool>, size_t> group_of;
+  const size_t max_batch = std::max<size_t>(1, options_.max_runs_per_batch);
+  const absl::Time now = clock_.Now();
+  for (RoutedRun& r : runs) {
+    if (metrics_ != nullptr) {
+      metrics_->TriggerLateness(now - FromProto(r.run.request.scheduled_time()));
+    }
+    auto [it, added] = group_of.try_emplace(std::make_pair(r.address, r.pool), groups.size());
+    if (added) groups.push_back(Group{std::move(r.address), r.pool, {}});
+    Group& g = groups[it->second];
+    g.runs.push_back(std::move(r.run));
+    if (g.runs.size() >= max_batch) {
+      SendBatch(g.address, g.pool, std::exchange(g.runs, std::vector<PendingRun>()));
+    }
+  }
+  for (Group& g : groups) {
+    if (!g.runs.empty()) SendBatch(g.address, g.pool, std::move(g.runs));
+  }
+}
+
+void TriggerSender::SendBatch(const std::string& address, TriggerPool pool,
+                              std::vector<PendingRun> runs) {
+  std::vector<int64_t> job_ids;
+  job_ids.reserve(runs.size());
+  for (const PendingRun& run : runs) job_ids.push_back(run.request.job_id());
+  if (metrics_ != nullptr) metrics_->TriggerBatchSize(runs.size());
+  auto batch = std::make_shared<const std::vector<PendingRun>>(std::move(runs));
+  bool accepted = false;
+  // The call is asynchronous: no thread waits for the executor, and the batches of a Dispatch
+  // are all on their way at once. The call's duration counts for every job of the batch in the
+  // slow-pool classification.
+  pools_.SubmitBatchAsync(
+      pool, std::move(job_ids),
+      [this, address, batch](std::function<void()> done) {
+        if (IsLegacy(address)) {
+          SendEach(address, batch, std::move(done));
+          return;
+        }
+        v1::RunBatchRequest req;
+        req.mutable_runs()->Reserve(static_cast<int>(batch->size()));
+        for (const PendingRun& run : *batch) *req.add_runs() = run.request;
+        executors_.RunBatchAsync(
+            address, std::move(req), options_.run_deadline,
+            [this, address, batch,
+             done = std::move(done)](absl::StatusOr<v1::RunBatchResponse> r) mutable {
+              if (r.status().code() == absl::StatusCode::kUnimplemented) {
+                // An executor on an SDK without RunBatch (rolling upgrade): nothing ran.
+                MarkLegacy(address);
+                SendEach(address, batch, std::move(done));
+                return;
+              }
+              if (r.ok() && static_cast<size_t>(r->responses_size()) != batch->size()) {
+                r = absl::InternalError(absl::StrCat("RunBatch of ", batch->size(),
+                                                     " runs answered with ", r->responses_size(),
+                                                     " responses"));
+              }
+              for (size_t i = 0; i < batch->size(); ++i) {
+                if (r.ok()) {
+                  Answer((*batch)[i], std::move(*r->mutable_responses(static_cast<int>(i))));
+                } else {
+                  Answer((*batch)[i], r.status());
+                }
+              }
+              done();
+            });
+      },
+      &accepted);
+  if (!accepted) {
+    const absl::Time now = clock_.Now();
+    for (const PendingRun& run : *batch) {
+      answers_(NotTriggered(run.request.run_id(), "dispatcher shutting down", now));
+    }
+  }
+}
+
+void TriggerSender::SendEach(const std::string& address,
+                             std::shared_ptr<const std::vector<PendingRun>> runs,
+                             std::function<void()> done) {
+  if (runs->empty()) {
+    done();
+    return;
+  }
+  struct Countdown {
+    std::atomic<size_t> left{0};
+    std::function<void()> done;
+  };
+  auto countdown = std::make_shared<Countdown>();
+  countdown->left = runs->size();
+  countdown->done = std::move(done);
+  for (size_t i = 0; i < runs->size(); ++i) {
+    executors_.RunAsync(address, (*runs)[i].request, options_.run_deadline,
+                        [this, runs, i, countdown](absl::StatusOr<v1::RunResponse> r) {
+                          Answer((*runs)[i], r);
+                          if (countdown->left.fetch_sub(1) == 1) countdown->done();
+                        });
+  }
+}
+
+void TriggerSender::Answer(const PendingRun& run, const absl::StatusOr<v1::RunResponse>& answer) {
+  std::string label;
+  TriggerOutcome o = OutcomeOf(run.request.run_id(), answer, clock_.Now(), &label);
+  if (metrics_ != nullptr) metrics_->Triggered(run.strategy, label);
+  answers_(std::move(o));
+}
+
+bool TriggerSender::IsLegacy(const std::string& address) {
+  absl::MutexLock lock(&legacy_mu_);
+  auto it = legacy_until_.find(address);
+  if (it == legacy_until_.end()) return false;
+  if (clock_.Now() < it->second) return true;
+  legacy_until_.erase(it);  // Time to try RunBatch again: it may have been upgraded.
+  return false;
+}
+
+void TriggerSender::MarkLegacy(const std::string& address) {
+  const absl::Time now = clock_.Now();
+  bool known = false;
+  {
+    absl::MutexLock lock(&legacy_mu_);
+    if (legacy_until_.size() >= 1024) {  // Executors that went away: forget expired entries.
+      for (auto it = legacy_until_.begin(); it != legacy_until_.end();) {
+        if (it->second <= now) {
+          legacy_until_.erase(it++);
+        } else {
+          ++it;
+        }
+      }
+    }
+    absl::Time& until = legacy_until_[address];
+    known = until > now;
+    until = now + options_.legacy_executor_ttl;
+  }
+  if (!known) {
+    spdlog::warn(
+        "executor {} does not implement RunBatch (an older SDK): one Run call per run "
+        "for it for the next {}",
+        address, absl::FormatDuration(options_.legacy_executor_ttl));
+  }
+}
+
+}  // namespace jobwheel::dispatcher
