@@ -1,0 +1,47 @@
+#ifndef JOBWHEEL_SERVICES_DISPATCHER_RESULT_INGESTION_H_
+#define JOBWHEEL_SERVICES_DISPATCHER_RESULT_INGESTION_H_
+
+#include <cstddef>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/time/clock.h"
+#include "jobwheel/v1/dispatcher.pb.h"
+#include "services/dispatcher/dispatch_store.h"
+#include "services/dispatcher/dispatcher_metrics.h"
+#include "services/dispatcher/outcome_writer.h"
+
+namespace jobwheel::dispatcher {
+
+// ReportResults: records the executors' terminal results idempotently, in one store call per
+// report. A result reported twice in one call counts once; a message longer than
+// `max_message_bytes` is stored cut (at a UTF-8 boundary) with " …(truncated)" appended, so one
+// executor cannot fill the runs table. Held trigger answers of these runs (OutcomeWriter) ride
+// along in the same write; the ones whose result was not recorded go back to the writer.
+// Results of runs outside `scope` are neither recorded nor acknowledged; duplicates and unknown
+// runs are acknowledged. Retries and child jobs are not started here: the scheduler leader's
+// monitors own them. Thread-safe.
+class ResultIngestion {
+ public:
+  ResultIngestion(DispatchStore& store, OutcomeWriter& answers, DispatcherMetrics* metrics,
+                  Clock& clock, size_t max_message_bytes);
+
+  // `request` passed ValidateReportResultsRequest.
+  absl::StatusOr<v1::ReportResultsResponse> Report(const v1::ReportResultsRequest& request,
+                                                   const AppScope& scope);
+
+ private:
+  DispatchStore& store_;
+  OutcomeWriter& answers_;
+  DispatcherMetrics* const metrics_;
+  Clock& clock_;
+  const size_t max_message_bytes_;
+};
+
+// Cuts `message` to at most `max_bytes` (never inside a UTF-8 sequence) and appends
+// " …(truncated)"; shorter messages are left alone.
+void TruncateResultMessage(std::string* message, size_t max_bytes);
+
+}  // namespace jobwheel::dispatcher
+
+#endif  // JOBWHEEL_SERVICES_DISPATCHER_RESULT_INGESTION_H_
