@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The chaos suite (issue 8, reliability): under steady load it kills, stops and restarts every
+# The chaos suite (reliability): under steady load it kills, stops and restarts every
 # kind of process and PostgreSQL itself, then counts invariants 1-4 of docs/DESIGN.md in the
 # database against the schedule. See docs/chaos.md.
 #
@@ -25,8 +25,8 @@
 #   chaos: expected=N recorded=N lost=0 doubled=0 nonterminal=0 results_lost=0
 # Exit status 0 only when every invariant and every liveness check held.
 #
-# Needs the binaries built (scripts/chaos builds them), PostgreSQL's server binaries, psql and
-# python3. Knobs (environment): CHAOS_JOBS (250), CHAOS_SLOW_JOBS (10), CHAOS_SLOW_MS (1500),
+# The stack is started, restarted and stopped through scripts/lib/stack.sh. Needs the binaries
+# built (scripts/chaos builds them), PostgreSQL's server binaries, psql, curl and python3. Knobs (environment): CHAOS_JOBS (250), CHAOS_SLOW_JOBS (10), CHAOS_SLOW_MS (1500),
 # CHAOS_GAP (12 s), CHAOS_WARMUP (15 s), CHAOS_PG_OUTAGE (12 s), CHAOS_STOP (10 s),
 # CHAOS_SETTLE (150 s), CHAOS_LOST_RUN_AFTER (15, seconds), CHAOS_KEEP_TMP (keep the directory
 # even when everything passed).
@@ -58,80 +58,39 @@ ok() { CHECK_PASSED=$((CHECK_PASSED + 1)); say "ok   - $*"; }
 fail() { CHECK_FAILED=$((CHECK_FAILED + 1)); FAILURES+=("$*"); say "FAIL - $*"; }
 die() { say "ABORT - $*"; echo "chaos: aborted: $*"; exit 1; }
 
-for b in services/registry/registry services/dispatcher/dispatcher services/scheduler/scheduler \
-         sdk/examples/demo_executor tools/jobwheelctl/jobwheelctl tests/chaos/health_probe; do
-  [ -x "$BIN/$b" ] || die "bazel-bin/$b is missing: run scripts/chaos (it builds them)"
+# shellcheck source=scripts/lib/stack.sh
+. "$ROOT/scripts/lib/stack.sh"
+stack_need_bins services/registry/registry services/dispatcher/dispatcher \
+  services/scheduler/scheduler sdk/examples/demo_executor tools/jobwheelctl/jobwheelctl \
+  tests/chaos/health_probe || die "$STACK_ERROR: run scripts/chaos (it builds them)"
+for tool in psql python3 curl; do
+  command -v "$tool" >/dev/null || die "$tool is not installed (scripts/setup installs it)"
 done
-command -v psql >/dev/null || die "psql is not installed (scripts/setup installs it)"
-command -v python3 >/dev/null || die "python3 is not installed (scripts/setup installs it)"
-# shellcheck source=../../scripts/lib/pg.sh
-. "$ROOT/scripts/lib/pg.sh"
-# shellcheck source=../../scripts/lib/credentials.sh
-. "$ROOT/scripts/lib/credentials.sh"
 [ -x "$PG_BIN/initdb" ] || die "PostgreSQL server binaries not found (PG_BIN=$PG_BIN)"
 
-TMP="$(mktemp -d "${TMPDIR:-/tmp}/jobwheel-chaos.XXXXXX")" || die "mktemp failed"
-chmod 755 "$TMP"  # As root the PostgreSQL server runs as `postgres` and must reach it.
-mkdir -p "$TMP/logs" "$TMP/jobs" "$TMP/exec"
-make_credentials "$TMP/tokens" admin executor || die "cannot make the tokens and keys"
-TOK="$TMP/tokens"
-
-declare -A PID PORT
-NAMES=(reg1 reg2 disp1 disp2 sched1 sched2 exec1 exec2 exec3)
-STOPPED=()  # processes currently SIGSTOPped (cleanup continues them)
-CLEANED=0
-
-cleanup() {
-  [ "$CLEANED" = 1 ] && return
-  CLEANED=1
-  trap - EXIT INT TERM
-  local n p i
-  for n in "${STOPPED[@]}"; do kill -CONT "${PID[$n]}" 2>/dev/null; done
-  # Executors first (they deregister while the registry is there), then the others.
-  for ((i = ${#NAMES[@]} - 1; i >= 0; i--)); do
-    p=${PID[${NAMES[$i]}]:-}
-    [ -n "$p" ] && kill -TERM "$p" 2>/dev/null
-  done
-  for n in "${NAMES[@]}"; do
-    p=${PID[$n]:-}
-    [ -n "$p" ] || continue
-    for _ in $(seq 1 150); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null
-    wait "$p" 2>/dev/null
-  done
-  pg_stop "$TMP/pg"
-  if [ "$CHECK_FAILED" = 0 ] && [ -z "${CHAOS_KEEP_TMP:-}" ] && [ "${CHAOS_RESULT:-1}" = 0 ]; then
-    if [ -L "$TMP/pg" ]; then rm -rf "$(readlink "$TMP/pg")"; fi
-    rm -rf "$TMP"
-  else
-    echo "chaos: logs, executor spools and the database directory kept in $TMP"
-  fi
-}
-trap cleanup EXIT
+# The directory is kept after a failure (and with CHAOS_KEEP_TMP); the end of the output is
+# the checker's, so the logs are not printed.
+STACK_KEEP_ON_FAILURE=1
+STACK_LOGS_ON_FAILURE=0
+[ -z "${CHAOS_KEEP_TMP:-}" ] || STACK_KEEP_DIR=1
+stack_init chaos || die "$STACK_ERROR"
+TMP=$STACK_DIR
+mkdir -p "$TMP/jobs"
+stack_make_secrets admin executor || die "$STACK_ERROR"
+TOK=$STACK_TOK
 trap 'say "interrupted (time budget or signal)"; echo "chaos: aborted: interrupted"; exit 130' INT TERM
 
-# Free loopback ports, all held at once while picking so they are distinct.
-read -r -a P < <(python3 - <<'PY'
-import socket
-socks = []
-for _ in range(10):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-PY
-)
-[ "${#P[@]}" = 10 ] || die "could not pick free ports"
-PG_PORT=${P[0]}
+declare -A PORT
+NAMES=(reg1 reg2 disp1 disp2 sched1 sched2 exec1 exec2 exec3)
+stack_pick_ports PG_PORT p1 p2 p3 p4 p5 p6 p7 p8 p9 || die "$STACK_ERROR"
 i=1
-for n in "${NAMES[@]}"; do PORT[$n]=${P[$i]}; i=$((i + 1)); done
+for n in "${NAMES[@]}"; do v=p$i; PORT[$n]=${!v}; i=$((i + 1)); done
 addr() { echo "127.0.0.1:${PORT[$1]}"; }
 REGS="127.0.0.1:${PORT[reg1]},127.0.0.1:${PORT[reg2]}"
 DISPS="127.0.0.1:${PORT[disp1]},127.0.0.1:${PORT[disp2]}"
 
-DSN="host=127.0.0.1 port=$PG_PORT user=postgres dbname=jobwheel connect_timeout=3"
 PGDATA_DIR="$TMP/pg/pgdata"
-sql() { psql -h 127.0.0.1 -p "$PG_PORT" -U postgres -d jobwheel -XAtq -v ON_ERROR_STOP=1 -c "$1" 2>/dev/null; }
+sql() { stack_sql "$1" 2>/dev/null; }
 now() { date +%s.%N; }
 
 CTL_BASE=("$BIN/tools/jobwheelctl/jobwheelctl" --registry="$(addr reg1)"
@@ -142,60 +101,34 @@ ctl() {  # ctl SCHEDULER_NAME ARGS...
 }
 probe() { "$BIN/tests/chaos/health_probe" --timeout=2s "$@"; }
 
-launch() {  # launch NAME: starts (or restarts) a service with its fixed flags
+launch() {  # launch NAME: the first start of a service with its fixed flags
   local n=$1
-  local -a cmd
   case $n in
-    reg*)
-      cmd=("$BIN/services/registry/registry" --listen="$(addr "$n")" --db_dsn="$DSN"
-           --metrics_address= --replica_id="$n" --executor_token_file="$TOK/executor"
-           --dispatcher_public_key_file="$TOK/dispatcher.pub" --admin_token_file="$TOK/admin") ;;
-    disp*)
-      cmd=("$BIN/services/dispatcher/dispatcher" --listen="$(addr "$n")" --db_dsn="$DSN"
-           --metrics_address= --replica_id="$n" --registry_target="ipv4:$REGS"
-           --executor_token_file="$TOK/executor" --signing_key_file="$TOK/dispatcher.key"
-           --scheduler_public_key_file="$TOK/scheduler.pub") ;;
+    reg*) stack_start_registry "$n" "$(addr "$n")" --replica_id="$n" ;;
+    disp*) stack_start_dispatcher "$n" "$(addr "$n")" "ipv4:$REGS" --replica_id="$n" ;;
     sched*)
-      cmd=("$BIN/services/scheduler/scheduler" --listen="$(addr "$n")" --db_dsn="$DSN"
-           --metrics_address= --replica_id="$n" --dispatcher_target="ipv4:$DISPS"
-           --lost_run_after="${LOST_RUN_AFTER}s" --admin_token_file="$TOK/admin"
-           --signing_key_file="$TOK/scheduler.key") ;;
-    exec*)
-      mkdir -p "$TMP/exec/$n"
-      cmd=("$BIN/sdk/examples/demo_executor" --listen="$(addr "$n")" --app="$APP"
-           --registry_target="$REGS" --dispatcher_target="$DISPS" --metrics_address=
-           --log_dir="$TMP/exec/$n/logs" --spool_dir="$TMP/exec/$n/spool"
-           --executor_token_file="$TOK/executor" --dispatcher_public_key_file="$TOK/dispatcher.pub"
-           --scheduler_public_key_file="$TOK/scheduler.pub") ;;
+      stack_start_scheduler "$n" "$(addr "$n")" "ipv4:$DISPS" --replica_id="$n" \
+        --lost_run_after="${LOST_RUN_AFTER}s" ;;
+    # Run logs and spool in $TMP/executors/NAME, kept across restarts (check.py reads them).
+    exec*) stack_start_executor "$n" "$(addr "$n")" "$APP" "$REGS" "$DISPS" ;;
   esac
-  echo "=== chaos: start $(date -u +%FT%T.%3NZ)" >>"$TMP/logs/$n.log"
-  "${cmd[@]}" >>"$TMP/logs/$n.log" 2>&1 &
-  PID[$n]=$!
 }
 
-wait_serving() {  # wait_serving NAME [SECONDS]: health SERVING within the bound
-  local n=$1 deadline=$((SECONDS + ${2:-20}))
-  while [ "$SECONDS" -lt "$deadline" ]; do
-    probe "$(addr "$n")" >/dev/null 2>&1 && return 0
-    kill -0 "${PID[$n]}" 2>/dev/null || break
-    sleep 0.2
-  done
-  say "--- last lines of $n.log"; tail -n 15 "$TMP/logs/$n.log"
-  return 1
-}
+# wait_serving NAME [SECONDS]: grpc.health.v1 SERVING within the bound (20 s).
+wait_serving() { stack_wait_ready "$1" "${2:-20}"; }
 
 kill9() {  # kill9 NAME (at a random moment within the next second: fires come on the second)
   local n=$1
   sleep "0.$((RANDOM % 10))"
-  kill -KILL "${PID[$n]}" 2>/dev/null
-  wait "${PID[$n]}" 2>/dev/null
-  echo "=== chaos: kill -9 $(date -u +%FT%T.%3NZ)" >>"$TMP/logs/$n.log"
-  say "kill -9 $n (pid ${PID[$n]})"
+  kill -KILL "${STACK_PID[$n]}" 2>/dev/null
+  wait "${STACK_PID[$n]}" 2>/dev/null
+  echo "=== chaos: kill -9 $(date -u +%FT%T.%3NZ)" >>"$STACK_LOGS/$n.log"
+  say "kill -9 $n (pid ${STACK_PID[$n]})"
 }
 
-restart() {  # restart NAME: launch and wait until it serves
-  launch "$1"
-  if wait_serving "$1" 30; then say "restarted $1 (pid ${PID[$1]})"; else fail "$1 did not restart"; fi
+restart() {  # restart NAME: the same command again, and wait until it serves
+  stack_restart "$1"
+  if wait_serving "$1" 30; then say "restarted $1 (pid ${STACK_PID[$1]})"; else fail "$1 did not restart"; fi
 }
 
 # Every process must be alive, except the ones a phase killed on purpose (already restarted).
@@ -203,10 +136,10 @@ restart() {  # restart NAME: launch and wait until it serves
 check_alive() {  # check_alive WHEN
   local n
   for n in "${NAMES[@]}"; do
-    if ! kill -0 "${PID[$n]}" 2>/dev/null; then
-      wait "${PID[$n]}" 2>/dev/null; local rc=$?
+    if ! stack_alive "$n"; then
+      wait "${STACK_PID[$n]}" 2>/dev/null; local rc=$?
       fail "$n exited by itself (status $rc) $1; last log lines:"
-      tail -n 8 "$TMP/logs/$n.log" | sed 's/^/         /'
+      tail -n 8 "$STACK_LOGS/$n.log" | sed 's/^/         /'
       restart "$n"
     fi
   done
@@ -258,9 +191,9 @@ observe() {  # observe SECONDS: load keeps running; prints the recent rates
 
 ############################################################################ start the stack
 say "chaos: temporary directory $TMP"
-pg_start "$TMP/pg" "$PG_PORT" >"$TMP/logs/pg_start.log" 2>&1 &&
-  pg_ensure_db "$PG_PORT" jobwheel >>"$TMP/logs/pg_start.log" 2>&1 ||
-  { cat "$TMP/logs/pg_start.log"; die "private PostgreSQL did not start"; }
+stack_pg_private "$PG_PORT" || die "$STACK_ERROR"
+# Every service's connections give up after 3 s while PostgreSQL is down (phase 5).
+STACK_DSN="$STACK_DSN connect_timeout=3"
 say "PostgreSQL on 127.0.0.1:$PG_PORT"
 
 for n in reg1 reg2; do launch "$n"; wait_serving "$n" || die "$n did not start"; done
@@ -420,11 +353,11 @@ say "== phase 6: SIGSTOP for $STOP_FOR s, then SIGCONT"
 LEADER=$(leader)
 for n in ${LEADER:-sched1} disp1 exec3; do
   before=$(sql "SELECT holder_id || ' epoch ' || epoch FROM leadership")
-  kill -STOP "${PID[$n]}"; STOPPED+=("$n")
+  kill -STOP "${STACK_PID[$n]}"  # (stack_stop sends SIGCONT, should the suite end here)
   say "SIGSTOP $n"
   sleep "$STOP_FOR"
   after=$(sql "SELECT holder_id || ' epoch ' || epoch FROM leadership")
-  kill -CONT "${PID[$n]}"; STOPPED=()
+  kill -CONT "${STACK_PID[$n]}"
   say "SIGCONT $n (schedule lock: $before before, $after at the end of the freeze)"
   expect_progress "after SIGCONT of $n" 20
   sleep 3
@@ -451,7 +384,7 @@ calm=0
 last_print=0
 while [ "$SECONDS" -lt "$deadline" ]; do
   st=$(sql "SELECT (SELECT count(*) FROM fires WHERE status = 1), (SELECT count(*) FROM runs WHERE status = 1), (SELECT count(*) FROM runs WHERE status = 2)")
-  spooled=$(find "$TMP"/exec/*/spool -type f \( -name '*.result' -o -name '*.bad' \) 2>/dev/null | wc -l)
+  spooled=$(find "$TMP"/executors/*/spool -type f \( -name '*.result' -o -name '*.bad' \) 2>/dev/null | wc -l)
   IFS='|' read -r pf pr rr <<<"$st"
   if [ "$pf" = 0 ] && [ "$pr" = 0 ] && [ "$rr" = 0 ] && [ "$spooled" = 0 ]; then
     calm=$((calm + 1))
@@ -471,11 +404,12 @@ check_alive "at the end"
 
 ############################################################################ count
 python3 "$HERE/check.py" --psql="host=127.0.0.1 port=$PG_PORT user=postgres dbname=jobwheel" \
-  --app="$APP" --cut="$CUT" --exec_dirs="$TMP/exec/exec1,$TMP/exec/exec2,$TMP/exec/exec3" \
+  --app="$APP" --cut="$CUT" --exec_dirs="$TMP/executors/exec1,$TMP/executors/exec2,$TMP/executors/exec3" \
   >"$TMP/check.out" 2>&1
 CHAOS_RESULT=$?
 CHECK_OUT=$(cat "$TMP/check.out" 2>/dev/null)
-cleanup
+stack_stop
+if [ "$CHAOS_RESULT" = 0 ] && [ "$CHECK_FAILED" = 0 ]; then stack_release_dir 0; else stack_release_dir 1; fi
 echo
 echo "liveness checks: $CHECK_PASSED passed, $CHECK_FAILED failed"
 for f in "${FAILURES[@]}"; do echo "  FAIL - $f"; done
