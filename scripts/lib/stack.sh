@@ -12,12 +12,14 @@
 #   stack_make_secrets                   # tokens admin + executor, Ed25519 key pairs
 #   stack_pg_private "$PG_PORT"          # or: stack_pg_test_db my_check
 #   stack_start_registry registry "127.0.0.1:$REG" && stack_wait_ready registry
-#   ...
+#   stack_start_ready scheduler scheduler "127.0.0.1:$SCHED" "$DISPATCHER"  # start + wait
+#   ...                                  # the exit trap stops everything (stack_stop)
 #
 # Functions return non-zero instead of exiting, with the reason in STACK_ERROR (and details
 # such as a log's last lines printed): each script decides whether that is a skip, a failure
-# or an abort. Call them directly, not in $(...): they set variables. Names are the processes' names: their log is
-# $STACK_LOGS/NAME.log (appended to, so a restart keeps the earlier lines).
+# or an abort. Call them directly, not in $(...): they set variables. Each process has a
+# name; its output goes to $STACK_LOGS/NAME.log (appended to, so a restart keeps the earlier
+# lines).
 #
 # Variables the functions set, for the caller to read:
 #   STACK_ROOT STACK_BIN   the repository and its bazel-bin
@@ -44,7 +46,7 @@ STACK_ERROR=""
 STACK_DIR=""
 STACK_LOGS=""
 STACK_TOK=""
-STACK_OWN_DIR=0       # 1: stack_init made STACK_DIR and stack_stop removes it
+STACK_OWN_DIR=0       # 1: stack_init made STACK_DIR; stack_release_dir removes it
 STACK_PG_PORT=""
 STACK_DSN=""
 STACK_PG_MODE=""      # private | test_db
@@ -120,7 +122,8 @@ PY
 # and dispatchers' Ed25519 key pairs in $STACK_TOK (0700, files 0600); existing files are
 # kept, so a persistent stack reuses them.
 stack_make_secrets() {
-  make_credentials "$STACK_TOK" "$@" || { STACK_ERROR="cannot make the tokens and keys in $STACK_TOK"; return 1; }
+  make_credentials "$STACK_TOK" "$@" ||
+    { STACK_ERROR="cannot make the tokens and keys in $STACK_TOK"; return 1; }
 }
 
 # stack_pg_private PORT [PGPASS_FILE]: a private PostgreSQL in $STACK_DIR/pg on 127.0.0.1:PORT
@@ -137,11 +140,13 @@ stack_pg_private() {
   fi
   if [ -n "$pgpass" ]; then
     pg_secure "$STACK_DIR/pg" "$port" "$pgpass" >>"$STACK_LOGS/pg_start.log" 2>&1 ||
-      { tail -n 5 "$STACK_LOGS/pg_start.log"; STACK_ERROR="cannot set the PostgreSQL password"; return 1; }
+      { tail -n 5 "$STACK_LOGS/pg_start.log"; STACK_ERROR="cannot set the PostgreSQL password"
+        return 1; }
     export PGPASSFILE=$pgpass
   fi
   pg_ensure_db "$port" jobwheel >>"$STACK_LOGS/pg_start.log" 2>&1 ||
-    { tail -n 5 "$STACK_LOGS/pg_start.log"; STACK_ERROR="cannot create the database jobwheel"; return 1; }
+    { tail -n 5 "$STACK_LOGS/pg_start.log"; STACK_ERROR="cannot create the database jobwheel"
+      return 1; }
   STACK_DSN="host=127.0.0.1 port=$port user=postgres dbname=jobwheel"
 }
 
@@ -150,7 +155,8 @@ stack_pg_private() {
 stack_pg_test_db() {
   if [ -z "${JOBWHEEL_TEST_PG_DSN:-}" ]; then
     local exports
-    exports=$("$STACK_ROOT/scripts/test-pg" start) || { STACK_ERROR="cannot start the test PostgreSQL"; return 1; }
+    exports=$("$STACK_ROOT/scripts/test-pg" start) ||
+      { STACK_ERROR="cannot start the test PostgreSQL"; return 1; }
     eval "$exports"
   fi
   local host port user
@@ -184,7 +190,8 @@ _stack_token_flag() { [ ! -s "$STACK_TOK/$2" ] || echo "--$1=$STACK_TOK/$2"; }
 
 # stack_spawn NAME KIND ADDR COMMAND...: starts COMMAND in the background, output appended to
 # $STACK_LOGS/NAME.log (nothing else is written there, so a --log_json log stays JSON), and
-# remembers it for stack_wait_ready, stack_restart and stack_stop. KIND: grpc (grpc.health.v1), http (GET /readyz) or other.
+# remembers it for stack_wait_ready, stack_restart and stack_stop. KIND says how readiness is
+# checked: grpc (grpc.health.v1), http (GET /readyz) or other (the port accepts).
 stack_spawn() {
   local name=$1 kind=$2 addr=$3
   shift 3
@@ -208,7 +215,8 @@ stack_track() {
 # "=== TAG: restart TIME" in its log.
 stack_restart() {
   local name=$1
-  [ -n "${STACK_CMD[$name]:-}" ] || { STACK_ERROR="stack_restart: $name was never started"; return 1; }
+  [ -n "${STACK_CMD[$name]:-}" ] ||
+    { STACK_ERROR="stack_restart: $name was never started"; return 1; }
   echo "=== $STACK_TAG: restart $(date -u +%FT%T.%3NZ)" >>"$STACK_LOGS/$name.log"
   eval "${STACK_CMD[$name]}" '>>"$STACK_LOGS/$name.log" 2>&1 &'
   STACK_PID[$name]=$!
@@ -383,8 +391,9 @@ stack_dump_logs() {
 # stack_stop: stops every process in reverse start order (the executors first, so they
 # deregister while the registry is there): SIGTERM and SIGCONT (in case one was stopped), then
 # SIGKILL for any still running STACK_STOP_GRACE (15) seconds later (an executor lets its
-# in-flight runs finish for up to --grace_period, 10 s by default). Then PostgreSQL (private cluster) or the database (test server), and
-# the temporary directory unless it is kept. Runs once; the exit trap calls it.
+# in-flight runs finish for up to --grace_period, 10 s by default). Then PostgreSQL: the
+# private cluster is stopped, the test server's database dropped. Runs once; the exit trap
+# calls it (and then stack_release_dir).
 stack_stop() {
   [ "$STACK_STOPPED" = 1 ] && return 0
   STACK_STOPPED=1
