@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/pg/pg_arrays.h"
+#include "common/pg/sql_enums.h"
 #include "common/time/proto_time.h"
 
 namespace jobwheel::registry {
@@ -33,16 +34,11 @@ constexpr char kCountJobsSql[] = "SELECT count(*) FROM jobs WHERE app = $1";
 constexpr char kDeleteSql[] = "DELETE FROM apps WHERE name = $1";
 constexpr char kDeleteOfflineExecutorsSql[] = "DELETE FROM executors WHERE app = $1 AND NOT online";
 
-const char* AddressTypeName(v1::AddressType t) {
-  return t == v1::ADDRESS_TYPE_MANUAL ? "MANUAL" : "AUTO";
-}
-
 v1::App AppFromRow(const pqxx::row& row) {
   v1::App app;
   app.set_name(row[0].as<std::string>());
   app.set_title(row[1].as<std::string>());
-  app.set_address_type(row[2].as<std::string>() == "MANUAL" ? v1::ADDRESS_TYPE_MANUAL
-                                                            : v1::ADDRESS_TYPE_AUTO);
+  app.set_address_type(sql::AddressTypeFromSqlName(row[2].as<std::string>()));
   for (std::string& a : FromPgArray(row[3])) app.add_manual_addresses(std::move(a));
   *app.mutable_create_time() = ToProto(FromMicros(row[4].as<int64_t>()));
   *app.mutable_update_time() = ToProto(FromMicros(row[5].as<int64_t>()));
@@ -59,9 +55,9 @@ absl::StatusOr<v1::App> PgAppStore::Create(const v1::App& app) {
   v1::App out;
   absl::Status s = pool_.Run("create_app", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
-    out =
-        AppFromRow(tx.exec_params1(kCreateSql, app.name(), app.title(),
-                                   AddressTypeName(app.address_type()), ToPgArray(Addresses(app))));
+    out = AppFromRow(tx.exec_params1(kCreateSql, app.name(), app.title(),
+                                     sql::AddressTypeSqlName(app.address_type()),
+                                     ToPgArray(Addresses(app))));
     tx.exec_params(kNotifyAppSql, app.name());
     tx.commit();
   });
@@ -77,8 +73,9 @@ absl::StatusOr<v1::App> PgAppStore::Update(const v1::App& app) {
   bool found = false;
   absl::Status s = pool_.Run("update_app", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
-    pqxx::result r = tx.exec_params(kUpdateSql, app.name(), app.title(),
-                                    AddressTypeName(app.address_type()), ToPgArray(Addresses(app)));
+    pqxx::result r =
+        tx.exec_params(kUpdateSql, app.name(), app.title(),
+                       sql::AddressTypeSqlName(app.address_type()), ToPgArray(Addresses(app)));
     found = !r.empty();
     if (!found) return;
     out = AppFromRow(r[0]);

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "common/pg/pg_arrays.h"
 #include "common/pg/pg_errors.h"
+#include "common/pg/sql_enums.h"
 #include "common/time/proto_time.h"
 
 namespace jobwheel::registry {
@@ -127,8 +128,7 @@ v1::Executor ExecutorFromRow(const pqxx::row& row) {
 AppConfig AppConfigFromRow(const pqxx::row& row) {
   AppConfig app;
   app.name = row[0].as<std::string>();
-  app.address_type =
-      row[1].as<std::string>() == "MANUAL" ? v1::ADDRESS_TYPE_MANUAL : v1::ADDRESS_TYPE_AUTO;
+  app.address_type = sql::AddressTypeFromSqlName(row[1].as<std::string>());
   app.manual_addresses = FromPgArray(row[2]);
   return app;
 }

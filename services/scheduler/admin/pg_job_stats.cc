@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/pg/pg_arrays.h"
+#include "common/pg/sql_enums.h"
 #include "common/time/proto_time.h"
 #include "pqxx/pqxx"
 #include "services/scheduler/admin/pg_job_store.h"
@@ -23,9 +24,10 @@ const std::string& RunStatsSql() {
   static const std::string* sql = new std::string(absl::StrCat(
       "WITH r AS (SELECT (((EXTRACT(EPOCH FROM r.trigger_time) * 1000000)::bigint - $8::bigint) "
       "/ $3::bigint) AS bucket, r.status, "
-      "CASE WHEN r.trigger_type IN (",
-      jobwheel::v1::TRIGGER_TYPE_CRON, ", ", jobwheel::v1::TRIGGER_TYPE_FIX_RATE,
-      ") AND r.start_time IS NOT NULL "
+      "CASE WHEN r.trigger_type IN ",
+      jobwheel::sql::SqlIntList(
+          {jobwheel::v1::TRIGGER_TYPE_CRON, jobwheel::v1::TRIGGER_TYPE_FIX_RATE}),
+      " AND r.start_time IS NOT NULL "
       "THEN (EXTRACT(EPOCH FROM r.start_time - r.scheduled_time) * 1000000)::bigint END "
       "AS late_us FROM runs r "
       "WHERE r.trigger_time >= $1::timestamptz AND r.trigger_time < $2::timestamptz "
@@ -45,16 +47,17 @@ const std::string& CountJobsSql() {
       "SELECT a.app, COALESCE(j.jobs, 0), COALESCE(j.enabled_jobs, 0), "
       "COALESCE(o.pending_runs, 0), COALESCE(o.running_runs, 0) "
       "FROM (SELECT name AS app FROM apps UNION SELECT app FROM jobs "
-      "UNION SELECT app FROM runs WHERE status IN (",
-      jobwheel::v1::RUN_STATUS_PENDING, ", ", jobwheel::v1::RUN_STATUS_RUNNING,
-      ")) a "
+      "UNION SELECT app FROM runs WHERE status IN ",
+      jobwheel::sql::OpenRunStatusesSql(),
+      ") a "
       "LEFT JOIN (SELECT app, count(*) AS jobs, count(*) FILTER (WHERE enabled) AS enabled_jobs "
       "FROM jobs GROUP BY app) j ON j.app = a.app "
       "LEFT JOIN (SELECT app, count(*) FILTER (WHERE status = ",
-      jobwheel::v1::RUN_STATUS_PENDING, ") AS pending_runs, count(*) FILTER (WHERE status = ",
-      jobwheel::v1::RUN_STATUS_RUNNING, ") AS running_runs FROM runs WHERE status IN (",
-      jobwheel::v1::RUN_STATUS_PENDING, ", ", jobwheel::v1::RUN_STATUS_RUNNING,
-      ") GROUP BY app) o ON o.app = a.app "
+      jobwheel::sql::SqlInt(jobwheel::v1::RUN_STATUS_PENDING),
+      ") AS pending_runs, count(*) FILTER (WHERE status = ",
+      jobwheel::sql::SqlInt(jobwheel::v1::RUN_STATUS_RUNNING),
+      ") AS running_runs FROM runs WHERE status IN ", jobwheel::sql::OpenRunStatusesSql(),
+      " GROUP BY app) o ON o.app = a.app "
       "WHERE ($1 = '' OR a.app = $1) AND (NOT $2::boolean OR a.app = ANY($3::text[])) "
       "ORDER BY a.app"));
   return *sql;

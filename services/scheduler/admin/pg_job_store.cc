@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "common/pg/pg_arrays.h"
 #include "common/pg/pg_errors.h"
+#include "common/pg/sql_enums.h"
 #include "common/time/proto_time.h"
 #include "pqxx/pqxx"
 #include "services/scheduler/job_row.h"
@@ -52,17 +53,34 @@ constexpr const char* kInsertScriptSql =
 
 // The job's not-yet-dispatched schedule-driven fires from now on, plus any at or after the new
 // next_fire_at ($2, may be NULL) so the leader can re-create them without a unique conflict.
-constexpr const char* kDeleteFutureFiresSql =
-    "DELETE FROM fires WHERE job_id = $1::bigint AND status = 1 AND trigger_type IN (1, 2, 4) "
-    "AND (scheduled_at > now() OR scheduled_at >= $2::timestamptz)";
+// Conditional on PENDING: a dispatcher holding the fire's row lock decides it first.
+const std::string& DeleteFutureFiresSql() {
+  static const std::string* text = new std::string(absl::StrCat(
+      "DELETE FROM fires WHERE job_id = $1::bigint AND status = ",
+      sql::SqlInt(v1::FIRE_STATUS_PENDING), " AND trigger_type IN ", sql::ScheduleTriggerTypesSql(),
+      " AND (scheduled_at > now() OR scheduled_at >= $2::timestamptz)"));
+  return *text;
+}
+
+// A deleted job's fires that no dispatcher has taken.
+const std::string& DeletePendingFiresSql() {
+  static const std::string* text =
+      new std::string(absl::StrCat("DELETE FROM fires WHERE job_id = $1::bigint AND status = ",
+                                   sql::SqlInt(v1::FIRE_STATUS_PENDING)));
+  return *text;
+}
 
 constexpr const char* kChildParentsSql =
     "SELECT id FROM jobs WHERE $1::bigint = ANY(child_job_ids) AND id <> $1::bigint ORDER BY id";
 
-constexpr const char* kInsertManualFireSql =
-    "INSERT INTO fires (job_id, scheduled_at, trigger_type, status, param, shard_index, "
-    "shard_total, executor_address) VALUES ($1::bigint, now(), 3, 1, $2, $3::int, $4::int, $5) "
-    "RETURNING id";
+const std::string& InsertManualFireSql() {
+  static const std::string* text = new std::string(absl::StrCat(
+      "INSERT INTO fires (job_id, scheduled_at, trigger_type, status, param, shard_index, "
+      "shard_total, executor_address) VALUES ($1::bigint, now(), ",
+      sql::SqlInt(v1::TRIGGER_TYPE_MANUAL), ", ", sql::SqlInt(v1::FIRE_STATUS_PENDING),
+      ", $2, $3::int, $4::int, $5) RETURNING id"));
+  return *text;
+}
 
 constexpr const char* kOnlineExecutorSql =
     "SELECT 1 FROM executors WHERE app = $1 AND address = $2 AND online";
@@ -70,9 +88,14 @@ constexpr const char* kOnlineExecutorSql =
 constexpr const char* kExecutorStateSql =
     "SELECT online FROM executors WHERE app = $1 AND address = $2";
 
-constexpr const char* kMarkRunKilledSql =
-    "UPDATE runs SET status = 6, end_time = now(), result_message = $2 "
-    "WHERE id = $1::bigint AND status IN (1, 2)";
+// Conditional on the run being open: a result the dispatcher recorded first wins.
+const std::string& MarkRunKilledSql() {
+  static const std::string* text = new std::string(
+      absl::StrCat("UPDATE runs SET status = ", sql::SqlInt(v1::RUN_STATUS_KILLED),
+                   ", end_time = now(), result_message = $2 WHERE id = $1::bigint AND status IN ",
+                   sql::OpenRunStatusesSql()));
+  return *text;
+}
 
 std::string SelectJobSql(absl::string_view where) {
   return absl::StrCat("SELECT ", kJobColumns, " FROM jobs j ", where);
@@ -91,17 +114,17 @@ std::optional<std::string> PgTime(const std::optional<absl::Time>& t) {
 template <typename... Extra>
 pqxx::result ExecJobWrite(pqxx::work& tx, const char* sql, const JobWrite& w, Extra&&... extra) {
   const Job& j = w.job;
-  std::string kind = "NONE";
+  std::string kind = sql::kScheduleKindNone;
   std::string cron_expression;
   std::string time_zone = "UTC";
   int64_t fix_rate_seconds = 0;
   std::optional<std::string> fix_rate_start;
   if (j.schedule().has_cron()) {
-    kind = "CRON";
+    kind = sql::kScheduleKindCron;
     cron_expression = j.schedule().cron().expression();
     time_zone = j.schedule().cron().time_zone();
   } else if (j.schedule().has_fix_rate()) {
-    kind = "FIX_RATE";
+    kind = sql::kScheduleKindFixRate;
     fix_rate_seconds = j.schedule().fix_rate().interval_seconds();
     if (j.schedule().fix_rate().has_start_time()) {
       fix_rate_start = ToPgTimestamp(FromProto(j.schedule().fix_rate().start_time()));
@@ -160,7 +183,7 @@ void ApplyWrite(pqxx::work& tx, int64_t id, const JobWrite& w) {
     tx.exec_params(kInsertScriptSql, id, w.job.script_version(),
                    static_cast<int>(w.job.glue_type()), w.job.script_source());
   }
-  tx.exec_params(kDeleteFutureFiresSql, id, PgTime(w.next_fire_at));
+  tx.exec_params(DeleteFutureFiresSql(), id, PgTime(w.next_fire_at));
   if (w.write_child_scope) {
     std::optional<std::string> scope;  // NULL: every app.
     if (w.child_scope.has_value()) scope = ToPgArray(*w.child_scope);
@@ -284,7 +307,7 @@ absl::Status PgJobStore::DeleteJob(int64_t id) {
                        "; remove it from their child_job_ids first"));
       return;
     }
-    tx.exec_params("DELETE FROM fires WHERE job_id = $1::bigint AND status = 1", id);
+    tx.exec_params(DeletePendingFiresSql(), id);
     tx.exec_params("DELETE FROM scripts WHERE job_id = $1::bigint", id);
     tx.exec_params("DELETE FROM jobs WHERE id = $1::bigint", id);
     tx.commit();
@@ -312,7 +335,7 @@ absl::StatusOr<int64_t> PgJobStore::InsertManualFire(const ManualFire& fire) {
           "executor_address: ", fire.executor_address, " is not an online executor of app ", app));
       return;
     }
-    fire_id = tx.exec_params1(kInsertManualFireSql, fire.job_id, fire.param, fire.shard_index,
+    fire_id = tx.exec_params1(InsertManualFireSql(), fire.job_id, fire.param, fire.shard_index,
                               fire.shard_total, fire.executor_address)[0]
                   .as<int64_t>();
     tx.commit();
@@ -375,7 +398,7 @@ absl::StatusOr<Run> PgJobStore::MarkRunKilled(int64_t id, const std::string& mes
   std::optional<Run> out;
   absl::Status s = pool_.Run("kill run", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
-    tx.exec_params(kMarkRunKilledSql, id, message);
+    tx.exec_params(MarkRunKilledSql(), id, message);
     pqxx::result r = tx.exec_params(SelectRunSql("WHERE r.id = $1::bigint"), id);
     if (!r.empty()) out = RunFromRow(r[0]);
     tx.commit();

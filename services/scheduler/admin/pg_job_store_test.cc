@@ -5,7 +5,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/pg/pg_pool.h"
+#include "common/pg/sql_enums.h"
 #include "common/testing/pg_test_db.h"
 #include "common/time/clock.h"
 #include "common/time/proto_time.h"
@@ -19,6 +21,7 @@
 namespace jobwheel::scheduler::admin {
 namespace {
 
+using jobwheel::sql::SqlInt;
 using jobwheel::v1::Job;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -67,13 +70,14 @@ class PgJobStoreTest : public ::testing::Test {
         ", now() + interval '1 minute')");
   }
 
-  int64_t AddRun(int64_t job_id, const std::string& app, int status, const std::string& address,
-                 const std::string& trigger_time = "now()") {
+  int64_t AddRun(int64_t job_id, const std::string& app, jobwheel::v1::RunStatus status,
+                 const std::string& address, const std::string& trigger_time = "now()") {
     return Sql("INSERT INTO runs (fire_id, job_id, app, trigger_type, status, executor_address, "
                "scheduled_time, trigger_time) VALUES ((SELECT coalesce(max(fire_id), 0) + 1 FROM "
                "runs), " +
-               std::to_string(job_id) + ", '" + app + "', 1, " + std::to_string(status) + ", '" +
-               address + "', now(), " + trigger_time + ") RETURNING id")[0][0]
+               std::to_string(job_id) + ", '" + app + "', " +
+               SqlInt(jobwheel::v1::TRIGGER_TYPE_CRON) + ", " + SqlInt(status) + ", '" + address +
+               "', now(), " + trigger_time + ") RETURNING id")[0][0]
         .as<int64_t>();
   }
 
@@ -194,18 +198,15 @@ TEST_F(PgJobStoreTest, UpdateDeletesPendingFutureFiresAndRecomputesNextFire) {
   const std::string id = std::to_string(job.id());
   // Pending schedule-driven fires in the past (about to be sent) and future (stale after the
   // update), a dispatched future fire, and a pending manual fire.
-  Sql("INSERT INTO fires (job_id, scheduled_at, trigger_type, status) VALUES "
-      "(" +
-      id +
-      ", now() - interval '1 second', 1, 1), "
-      "(" +
-      id +
-      ", now() + interval '3 seconds', 1, 1), "
-      "(" +
-      id +
-      ", now() + interval '4 seconds', 2, 2), "
-      "(" +
-      id + ", now() + interval '5 seconds', 3, 1)");
+  const std::string cron = SqlInt(jobwheel::v1::TRIGGER_TYPE_CRON);
+  const std::string pending = SqlInt(jobwheel::v1::FIRE_STATUS_PENDING);
+  Sql(absl::StrCat("INSERT INTO fires (job_id, scheduled_at, trigger_type, status) VALUES (", id,
+                   ", now() - interval '1 second', ", cron, ", ", pending, "), (", id,
+                   ", now() + interval '3 seconds', ", cron, ", ", pending, "), (", id,
+                   ", now() + interval '4 seconds', ", SqlInt(jobwheel::v1::TRIGGER_TYPE_FIX_RATE),
+                   ", ", SqlInt(jobwheel::v1::FIRE_STATUS_DISPATCHED), "), (", id,
+                   ", now() + interval '5 seconds', ", SqlInt(jobwheel::v1::TRIGGER_TYPE_MANUAL),
+                   ", ", pending, ")"));
   Job patch;
   patch.set_id(job.id());
   patch.mutable_schedule()->mutable_fix_rate()->set_interval_seconds(3600);
@@ -218,9 +219,9 @@ TEST_F(PgJobStoreTest, UpdateDeletesPendingFutureFiresAndRecomputesNextFire) {
           "WHERE job_id = " +
           id + " ORDER BY id");
   ASSERT_EQ(fires.size(), 3u);
-  EXPECT_TRUE(fires[0][2].as<bool>());  // The overdue one stays.
-  EXPECT_EQ(fires[1][1].as<int>(), 2);  // Dispatched stays.
-  EXPECT_EQ(fires[2][0].as<int>(), 3);  // Manual stays.
+  EXPECT_TRUE(fires[0][2].as<bool>());                                     // The overdue one stays.
+  EXPECT_EQ(fires[1][1].as<int>(), jobwheel::v1::FIRE_STATUS_DISPATCHED);  // Stays.
+  EXPECT_EQ(fires[2][0].as<int>(), jobwheel::v1::TRIGGER_TYPE_MANUAL);     // Stays.
   // next_fire_at in the row is the one the response reports: creation + 1 h.
   pqxx::result row =
       Sql("SELECT (EXTRACT(EPOCH FROM next_fire_at) * 1000000)::BIGINT, "
@@ -335,14 +336,20 @@ TEST_F(PgJobStoreTest, DeleteRemovesJobAndPendingFiresButKeepsRuns) {
               HasSubstr(absl::StrCat("child of job(s) ", parent.id())));
 
   const std::string id = std::to_string(parent.id());
-  Sql("INSERT INTO fires (job_id, scheduled_at, trigger_type, status) VALUES "
-      "(" +
-      id + ", now() - interval '1 second', 1, 2), (" + id + ", now(), 3, 1)");
-  AddRun(parent.id(), "demo", 3, "a:1");
+  Sql(absl::StrCat("INSERT INTO fires (job_id, scheduled_at, trigger_type, status) VALUES (", id,
+                   ", now() - interval '1 second', ", SqlInt(jobwheel::v1::TRIGGER_TYPE_CRON), ", ",
+                   SqlInt(jobwheel::v1::FIRE_STATUS_DISPATCHED), "), (", id, ", now(), ",
+                   SqlInt(jobwheel::v1::TRIGGER_TYPE_MANUAL), ", ",
+                   SqlInt(jobwheel::v1::FIRE_STATUS_PENDING), ")"));
+  AddRun(parent.id(), "demo", jobwheel::v1::RUN_STATUS_SUCCEEDED, "a:1");
   ASSERT_TRUE(admin_->DeleteJob(parent.id()).ok());
   EXPECT_EQ(admin_->GetJob(parent.id()).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_EQ(Sql("SELECT count(*) FROM fires WHERE status = 1 AND job_id = " + id)[0][0].as<int>(),
+  EXPECT_EQ(Sql(absl::StrCat("SELECT count(*) FROM fires WHERE status = ",
+                             SqlInt(jobwheel::v1::FIRE_STATUS_PENDING), " AND job_id = ", id))[0][0]
+                .as<int>(),
             0);
+  // The dispatched fire stays with its run.
+  EXPECT_EQ(Sql("SELECT count(*) FROM fires WHERE job_id = " + id)[0][0].as<int>(), 1);
   EXPECT_EQ(Sql("SELECT count(*) FROM runs WHERE job_id = " + id)[0][0].as<int>(), 1);
   EXPECT_TRUE(admin_->DeleteJob(child.id()).ok());
   EXPECT_EQ(admin_->DeleteJob(child.id()).code(), absl::StatusCode::kNotFound);
@@ -394,10 +401,12 @@ TEST_F(PgJobStoreTest, TriggerInsertsManualFireOnlyForOnlineExecutorsOfTheApp) {
 }
 
 TEST_F(PgJobStoreTest, ListRunsFiltersAndPagesNewestFirst) {
-  const int64_t r1 = AddRun(1, "demo", 3, "a:1", "now() - interval '2 hours'");
-  const int64_t r2 = AddRun(1, "demo", 4, "a:1", "now() - interval '1 hour'");
-  const int64_t r3 = AddRun(2, "other", 2, "b:1", "now()");
-  const int64_t r4 = AddRun(1, "demo", 2, "a:1", "now()");
+  const int64_t r1 =
+      AddRun(1, "demo", jobwheel::v1::RUN_STATUS_SUCCEEDED, "a:1", "now() - interval '2 hours'");
+  const int64_t r2 =
+      AddRun(1, "demo", jobwheel::v1::RUN_STATUS_FAILED, "a:1", "now() - interval '1 hour'");
+  const int64_t r3 = AddRun(2, "other", jobwheel::v1::RUN_STATUS_RUNNING, "b:1", "now()");
+  const int64_t r4 = AddRun(1, "demo", jobwheel::v1::RUN_STATUS_RUNNING, "a:1", "now()");
   auto ids = [&](const jobwheel::v1::ListRunsRequest& req) {
     std::vector<int64_t> out;
     auto page = admin_->ListRuns(req);
@@ -441,7 +450,7 @@ TEST_F(PgJobStoreTest, ListRunsFiltersAndPagesNewestFirst) {
 
 TEST_F(PgJobStoreTest, KillRunOnUnreachableExecutorMarksKilledInDatabase) {
   AddExecutor("demo", "10.0.0.1:7200", true);
-  const int64_t id = AddRun(1, "demo", 2, "10.0.0.1:7200");
+  const int64_t id = AddRun(1, "demo", jobwheel::v1::RUN_STATUS_RUNNING, "10.0.0.1:7200");
   executors_.SetKillResponse(absl::UnavailableError("connection refused"));
   auto run = admin_->KillRun(id);
   ASSERT_TRUE(run.ok()) << run.status();
@@ -449,7 +458,7 @@ TEST_F(PgJobStoreTest, KillRunOnUnreachableExecutorMarksKilledInDatabase) {
   EXPECT_TRUE(run->has_end_time());
   EXPECT_THAT(executors_.calls(), ElementsAre("Kill 10.0.0.1:7200"));
   pqxx::result r = Sql("SELECT status, result_message FROM runs WHERE id = " + std::to_string(id));
-  EXPECT_EQ(r[0][0].as<int>(), 6);
+  EXPECT_EQ(r[0][0].as<int>(), jobwheel::v1::RUN_STATUS_KILLED);
   EXPECT_EQ(r[0][1].as<std::string>(),
             "killed by operator: executor unreachable: 10.0.0.1:7200: connection refused");
   EXPECT_EQ(admin_->KillRun(id).status().message(), absl::StrCat("run ", id, " is already KILLED"));
@@ -466,9 +475,9 @@ TEST_F(PgJobStoreTest, ListsAreConfinedToAnAppScope) {
   const Job a = MustCreate(CronJob("a", "demo"));
   const Job b = MustCreate(CronJob("b", "billing"));
   MustCreate(CronJob("c", "other"));
-  AddRun(a.id(), "demo", 3, "h:1");
-  AddRun(b.id(), "billing", 3, "h:1");
-  const int64_t other_run = AddRun(99, "other", 3, "h:1");
+  AddRun(a.id(), "demo", jobwheel::v1::RUN_STATUS_SUCCEEDED, "h:1");
+  AddRun(b.id(), "billing", jobwheel::v1::RUN_STATUS_SUCCEEDED, "h:1");
+  const int64_t other_run = AddRun(99, "other", jobwheel::v1::RUN_STATUS_SUCCEEDED, "h:1");
   auto jobs = admin_->ListJobs({}, std::vector<std::string>{"demo", "billing"});
   ASSERT_TRUE(jobs.ok()) << jobs.status();
   std::vector<std::string> names;
