@@ -9,7 +9,7 @@
 #include "common/auth/caller_token.h"
 #include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/executor.grpc.pb.h"
-#include "sdk/internal/run_log.h"
+#include "sdk/internal/run_log_store.h"
 #include "sdk/internal/run_manager.h"
 
 namespace jobwheel::sdk {

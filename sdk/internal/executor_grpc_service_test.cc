@@ -18,7 +18,7 @@
 #include "prometheus/registry.h"
 #include "sdk/internal/executor_metrics.h"
 #include "sdk/internal/result_sink.h"
-#include "sdk/internal/run_log.h"
+#include "sdk/internal/run_log_store.h"
 #include "sdk/internal/run_manager.h"
 
 namespace jobwheel::sdk {

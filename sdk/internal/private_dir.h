@@ -12,7 +12,7 @@ namespace jobwheel::sdk {
 // script sources and script work directories:
 //  - each missing component is created with mode 0700 (mkdir's mode, never chmod after);
 //  - the directory itself must be owned by this user; an existing one with group or other
-//    permission bits (made by an older version) is narrowed to 0700, with a warning;
+//    permission bits (made by hand, or by another tool) is narrowed to 0700, with a warning;
 //  - no ancestor may belong to another user (who could swap a component): each must be
 //    owned by this user or root. One writable by group or others without the sticky bit
 //    (unlike /tmp) is logged as a warning, not refused: a Kubernetes emptyDir is 0777.

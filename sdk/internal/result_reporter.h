@@ -46,10 +46,6 @@ class ResultReporter : public ResultSink {
   // `client` may be null: results are then only spooled (no dispatcher configured).
   ResultReporter(ResultSpool* spool, DispatcherClient* client, Clock& clock,
                  ExecutorMetrics& metrics, ResultReporterOptions options = {});
-  // For callers holding a const Clock: the reporter waits on it, which needs a mutable one.
-  ResultReporter(ResultSpool* spool, DispatcherClient* client, const Clock& clock,
-                 ExecutorMetrics& metrics, ResultReporterOptions options = {})
-      : ResultReporter(spool, client, const_cast<Clock&>(clock), metrics, options) {}
   ~ResultReporter() override;
 
   // Loads the spool and starts the sender thread.

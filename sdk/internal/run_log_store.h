@@ -28,10 +28,6 @@ class RunLogStore {
   using Page = RunLogPage;
 
   RunLogStore(std::string log_dir, Clock& clock, RunLogOptions options = {});
-  // For callers holding a const Clock: the store waits on it (its flusher), which needs a
-  // mutable one.
-  RunLogStore(std::string log_dir, const Clock& clock, RunLogOptions options = {})
-      : RunLogStore(std::move(log_dir), const_cast<Clock&>(clock), options) {}
   RunLogStore(const RunLogStore&) = delete;
   RunLogStore& operator=(const RunLogStore&) = delete;
 

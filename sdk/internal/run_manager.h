@@ -69,11 +69,6 @@ class RunManager {
   // `scripts` may be null when scripts are not allowed.
   RunManager(RunManagerOptions options, HandlerMap handlers, RunLogStore* logs,
              ScriptRunner* scripts, ResultSink* sink, Clock& clock, ExecutorMetrics& metrics);
-  // For callers holding a const Clock: the manager waits on it, which needs a mutable one.
-  RunManager(RunManagerOptions options, HandlerMap handlers, RunLogStore* logs,
-             ScriptRunner* scripts, ResultSink* sink, const Clock& clock, ExecutorMetrics& metrics)
-      : RunManager(std::move(options), std::move(handlers), logs, scripts, sink,
-                   const_cast<Clock&>(clock), metrics) {}
   ~RunManager();
   RunManager(const RunManager&) = delete;
   RunManager& operator=(const RunManager&) = delete;

@@ -20,9 +20,9 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "sdk/internal/file_io.h"
 #include "sdk/internal/private_dir.h"
 #include "sdk/internal/script_environment.h"
-#include "sdk/internal/write_all.h"
 
 extern char** environ;
 

@@ -18,6 +18,7 @@
 #include "common/auth/caller_token.h"
 #include "common/grpc/grpc_keep_warm.h"
 #include "common/grpc/grpc_server.h"
+#include "common/grpc/target_list.h"
 #include "common/time/clock.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
@@ -28,10 +29,9 @@
 #include "sdk/internal/heartbeat_client.h"
 #include "sdk/internal/result_reporter.h"
 #include "sdk/internal/result_spool.h"
-#include "sdk/internal/run_log.h"
+#include "sdk/internal/run_log_store.h"
 #include "sdk/internal/run_manager.h"
 #include "sdk/internal/script_runner.h"
-#include "sdk/internal/targets.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel {
@@ -113,7 +113,7 @@ class ExecutorCore {
     if (options_.insecure_dev) {
       spdlog::warn("executor: insecure_dev is set: ExecutorService accepts unauthenticated calls");
     }
-    const Clock& clock = clock_;
+    Clock& clock = clock_;
     // Who may call ExecutorService: tokens the dispatchers and the scheduler sign for this
     // executor's advertised address, known once the port is bound (SetAudience below).
     std::shared_ptr<CallerTokenVerifier> callers;
@@ -145,7 +145,7 @@ class ExecutorCore {
         options_.tls_ca_file, options_.tls_client_cert_file, options_.tls_client_key_file,
         options_.tls_cert_file, options_.tls_key_file);
     if (!options_.dispatcher_target.empty()) {
-      auto channel = MakeChannel(DispatcherChannelTarget(options_.dispatcher_target), client_tls);
+      auto channel = MakeChannel(ChannelTarget(options_.dispatcher_target), client_tls);
       if (!channel.ok()) return channel.status();
       dispatcher_ = std::make_unique<GrpcDispatcherClient>(
           jobwheel::v1::DispatcherService::NewStub(*channel), options_.executor_token);
@@ -225,7 +225,7 @@ class ExecutorCore {
     runs_->Start();
 
     HeartbeatOptions ho;
-    ho.targets = SplitRegistryTargets(options_.registry_target);
+    ho.targets = SplitTargets(options_.registry_target);
     ho.executor_token = options_.executor_token;
     ho.initial_backoff = options_.heartbeat_initial_backoff;
     ho.max_backoff = options_.heartbeat_max_backoff;
