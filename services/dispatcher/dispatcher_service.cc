@@ -1,5 +1,9 @@
 #include "services/dispatcher/dispatcher_service.h"
 
+#include <string>
+#include <utility>
+
+#include "common/auth/failed_auth_limiter.h"
 #include "common/grpc/grpc_status.h"
 
 namespace jobwheel::dispatcher {
@@ -19,6 +23,10 @@ grpc::ServerUnaryReactor* DispatcherServiceImpl::Dispatch(grpc::CallbackServerCo
     reactor->Finish(ToGrpcStatus(auth));
     return reactor;
   }
+  if (absl::Status valid = ValidateDispatchRequest(*request, limits_); !valid.ok()) {
+    reactor->Finish(ToGrpcStatus(valid));
+    return reactor;
+  }
   const bool queued = db_work_.Submit([this, reactor, request, response] {
     absl::StatusOr<v1::DispatchResponse> r = dispatcher_.Dispatch(*request);
     if (r.ok()) *response = std::move(*r);
@@ -32,22 +40,29 @@ grpc::ServerUnaryReactor* DispatcherServiceImpl::ReportResults(
     grpc::CallbackServerContext* ctx, const v1::ReportResultsRequest* request,
     v1::ReportResultsResponse* response) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  // Copied here: authentication may query the database, so it runs on the pool.
   absl::optional<std::string> authorization = AuthorizationHeader(ctx->client_metadata());
-  const bool queued = db_work_.Submit([this, reactor, request, response, authorization] {
-    // Authenticated here: an API token may need a database lookup.
-    absl::StatusOr<Principal> p = executor_auth_.Authorize(authorization, {Role::kExecutor},
-                                                           "DispatcherService/ReportResults");
-    if (!p.ok()) {
-      reactor->Finish(ToGrpcStatus(p.status()));
-      return;
-    }
-    // A per-app executor token reports only runs of its apps.
-    AppScope scope;
-    if (!p->insecure_dev && !p->all_apps) scope = p->apps;
-    absl::StatusOr<v1::ReportResultsResponse> r = dispatcher_.ReportResults(*request, scope);
-    if (r.ok()) *response = std::move(*r);
-    reactor->Finish(ToGrpcStatus(r.status()));
-  });
+  std::string peer = PeerHost(ctx->peer());  // Failed authentications are limited per peer.
+  const bool queued =
+      db_work_.Submit([this, reactor, request, response, authorization = std::move(authorization),
+                       peer = std::move(peer)] {
+        absl::StatusOr<Principal> p = executor_auth_.Authorize(
+            authorization, {Role::kExecutor}, "DispatcherService/ReportResults", peer);
+        if (!p.ok()) {
+          reactor->Finish(ToGrpcStatus(p.status()));
+          return;
+        }
+        if (absl::Status valid = ValidateReportResultsRequest(*request, limits_); !valid.ok()) {
+          reactor->Finish(ToGrpcStatus(valid));
+          return;
+        }
+        // A per-app executor token reports only runs of its apps.
+        AppScope scope;
+        if (!p->insecure_dev && !p->all_apps) scope = p->apps;
+        absl::StatusOr<v1::ReportResultsResponse> r = dispatcher_.ReportResults(*request, scope);
+        if (r.ok()) *response = std::move(*r);
+        reactor->Finish(ToGrpcStatus(r.status()));
+      });
   if (!queued) reactor->Finish(kBusy);
   return reactor;
 }

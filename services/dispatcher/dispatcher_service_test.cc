@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/auth/bearer.h"
 #include "common/auth/caller_token.h"
+#include "common/auth/failed_auth_limiter.h"
 #include "common/auth/in_memory_token_store.h"
 #include "common/auth/token_authenticator.h"
 #include "common/grpc/grpc_server.h"
@@ -55,7 +56,7 @@ class NullStore : public DispatchStore {
 
 class DispatcherServiceTest : public ::testing::Test {
  protected:
-  void Start(bool insecure) {
+  void Start(bool insecure, FailedAuthLimiter::Options failed_auth = {}) {
     v1::WatchExecutorsResponse snap;
     snap.set_type(v1::WATCH_EVENT_TYPE_SNAPSHOT);
     directory_.Apply(snap);
@@ -63,7 +64,9 @@ class DispatcherServiceTest : public ::testing::Test {
     TokenAuthenticator::Options auth_options;
     auth_options.insecure_dev = insecure;
     auth_options.executor_token = "executor-secret";
-    auth_ = std::make_unique<TokenAuthenticator>(auth_options, &tokens_, RealClock::Get());
+    auth_options.failed_auth = failed_auth;
+    // The fake clock stands still: a peer's failed-authentication budget never refills.
+    auth_ = std::make_unique<TokenAuthenticator>(auth_options, &tokens_, clock_);
     service_ = std::make_unique<DispatcherServiceImpl>(
         dispatcher_, work_, TokenPolicy{insecure, {}, SchedulerOnly()}, *auth_);
     int port = 0;
@@ -94,7 +97,7 @@ class DispatcherServiceTest : public ::testing::Test {
     return *(*signer)->TokenFor(audience);
   }
 
-  grpc::Status Dispatch(const std::string& token) {
+  grpc::Status Dispatch(const std::string& token, const std::string& handler = "echo") {
     grpc::ClientContext ctx;
     AddBearer(ctx, token);
     v1::DispatchRequest req;
@@ -102,7 +105,7 @@ class DispatcherServiceTest : public ::testing::Test {
     f->set_fire_id(1);
     f->mutable_job()->set_id(2);
     f->mutable_job()->set_app("demo");
-    f->mutable_job()->set_handler("echo");
+    f->mutable_job()->set_handler(handler);
     v1::DispatchResponse resp;
     return stub_->Dispatch(&ctx, req, &resp);
   }
@@ -192,6 +195,50 @@ TEST_F(DispatcherServiceTest, PerAppExecutorApiTokensReportResults) {
             grpc::StatusCode::UNAUTHENTICATED);
   // An API token is never an internal caller's credential.
   EXPECT_EQ(Dispatch(exec).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+// Failed authentications on ReportResults count against the caller's host: past its budget,
+// unknown tokens are refused without a lookup, while the tokens this dispatcher knows work on.
+TEST_F(DispatcherServiceTest, ReportResultsLimitsFailedAuthenticationsPerPeer) {
+  FailedAuthLimiter::Options limits;
+  limits.burst = 3;
+  limits.per_second = 1;
+  Start(/*insecure=*/false, limits);
+  v1::ReportResultsResponse resp;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Report(absl::StrCat("junk-", i), v1::RUN_STATUS_SUCCEEDED, &resp).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED)
+        << i;
+  }
+  EXPECT_EQ(auth_->stats().rate_limited, 0);
+  grpc::Status limited = Report("junk-3", v1::RUN_STATUS_SUCCEEDED, &resp);
+  EXPECT_EQ(limited.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << limited.error_message();
+  EXPECT_EQ(auth_->stats().rate_limited, 1);
+  const std::string secret = *GenerateTokenSecret();  // Valid, but never seen: refused too.
+  NewToken t;
+  t.name = "exec-demo";
+  t.role = Role::kExecutor;
+  t.apps = {"demo"};
+  t.secret_hash = HashTokenSecret(secret);
+  ASSERT_TRUE(tokens_.Create(t).ok());
+  EXPECT_EQ(Report(secret, v1::RUN_STATUS_SUCCEEDED, &resp).error_code(),
+            grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_TRUE(Report("executor-secret", v1::RUN_STATUS_SUCCEEDED, &resp).ok());
+}
+
+// Bad requests are refused at the edge, naming the field, before any work is queued.
+TEST_F(DispatcherServiceTest, InvalidRequestsAreRefusedNamingTheField) {
+  Start(/*insecure=*/false);
+  const std::string scheduler = Signed(scheduler_keys_, kIssuerScheduler, kAudienceDispatcher);
+  grpc::Status bad = Dispatch(scheduler, /*handler=*/"");
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(bad.error_message().find("fires[0].job.handler"), std::string::npos)
+      << bad.error_message();
+  // Authentication comes first: an unauthenticated caller learns nothing about its request.
+  EXPECT_EQ(Dispatch("", /*handler=*/"").error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  v1::ReportResultsResponse resp;
+  EXPECT_EQ(Report("", v1::RUN_STATUS_RUNNING, &resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
 }
 
 TEST_F(DispatcherServiceTest, InsecureDevAcceptsAnything) {

@@ -66,6 +66,8 @@ class DispatcherTest : public ::testing::Test {
                   {"127.0.0.1:7203", {"echo", "sleep"}}});
   }
   void TearDown() override {
+    // Runs still held go when due, even at shutdown: let their time come.
+    clock_.Advance(absl::Seconds(2));
     if (dispatcher_) dispatcher_->Shutdown();
   }
 
@@ -164,12 +166,10 @@ TEST_F(DispatcherTest, FireHandedOverAheadIsTriggeredWhenDue) {
   EXPECT_EQ(dispatcher_->held_runs(), 1u);
 
   clock_.Advance(absl::Milliseconds(299));
-  dispatcher_->WakeWriter();
   EXPECT_EQ(executors_.run_count(), 0u);
   EXPECT_EQ(dispatcher_->held_runs(), 1u);
 
   clock_.Advance(absl::Milliseconds(1));
-  dispatcher_->WakeWriter();
   ASSERT_TRUE(Eventually([&] { return executors_.run_count() == 1; }, kWait));
   EXPECT_EQ(executors_.runs()[0].second.run_id(), run_id);
   EXPECT_EQ(dispatcher_->held_runs(), 0u);
@@ -189,10 +189,8 @@ TEST_F(DispatcherTest, HeldRunsDueWithinATickShareOneCall) {
   EXPECT_EQ(RunById(dsn_, r->outcomes(0).run_ids(0)).trigger_time, tick);
   EXPECT_EQ(RunById(dsn_, r->outcomes(1).run_ids(0)).trigger_time, tick);
   clock_.Set(tick - absl::Microseconds(1));
-  dispatcher_->WakeWriter();
   EXPECT_EQ(dispatcher_->held_runs(), 2u);
   clock_.Set(tick);
-  dispatcher_->WakeWriter();
   ASSERT_TRUE(Eventually([&] { return executors_.run_count() == 2; }, kWait));
   ASSERT_EQ(executors_.batch_calls().size(), 1u);
   EXPECT_EQ(executors_.batch_calls()[0].second, 2);
@@ -210,7 +208,6 @@ TEST_F(DispatcherTest, HeldRunOfADepartedExecutorIsRoutedAgain) {
   ASSERT_EQ(RunById(dsn_, run_id).address, "127.0.0.1:7203");  // LAST of the three.
   SetExecutors({{"127.0.0.1:7201", {"echo"}}, {"127.0.0.1:7202", {"echo"}}});
   clock_.Set(due);
-  dispatcher_->WakeWriter();
   ASSERT_TRUE(Eventually([&] { return executors_.run_count() == 1; }, kWait));
   EXPECT_EQ(executors_.runs()[0].first, "127.0.0.1:7202");
   EXPECT_EQ(executors_.runs()[0].second.run_id(), run_id);
@@ -232,7 +229,6 @@ TEST_F(DispatcherTest, HeldRunFailsWhenNoExecutorIsLeft) {
   const int64_t run_id = r->outcomes(0).run_ids(0);
   SetExecutors({{"127.0.0.1:7201", {"echo"}}});
   clock_.Set(due);
-  dispatcher_->WakeWriter();
   ASSERT_TRUE(RunHasStatus(run_id, v1::RUN_STATUS_FAILED));
   EXPECT_EQ(executors_.run_count(), 0u);
   EXPECT_THAT(RunById(dsn_, run_id).trigger_message,
@@ -267,7 +263,11 @@ TEST_F(DispatcherTest, ShutdownTriggersHeldRuns) {
   auto r = Dispatch({fire});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(executors_.run_count(), 0u);
-  dispatcher_->Shutdown();
+  std::thread stopper([&] { dispatcher_->Shutdown(); });
+  clock_.AwaitWaiters(1);  // The held run waits for its time, shutdown or not.
+  EXPECT_EQ(executors_.run_count(), 0u);
+  clock_.Advance(absl::Milliseconds(500));
+  stopper.join();
   ASSERT_EQ(executors_.run_count(), 1u);
   EXPECT_EQ(dispatcher_->held_runs(), 0u);
   EXPECT_EQ(RunById(dsn_, r->outcomes(0).run_ids(0)).status, v1::RUN_STATUS_RUNNING);
@@ -418,29 +418,6 @@ TEST_F(DispatcherTest, RoundSpreadsFiresOfOneJob) {
   for (const auto& [address, n] : per_executor) EXPECT_EQ(n, 30) << address;
 }
 
-TEST_F(DispatcherTest, InvalidRequestsNameTheField) {
-  v1::Fire fire = NewFire(v1::ROUTING_STRATEGY_FIRST);
-  fire.mutable_job()->clear_app();
-  auto r = Dispatch({NewFire(v1::ROUTING_STRATEGY_FIRST), fire});
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("fires[1].job.app"));
-  v1::Fire shard = NewFire(v1::ROUTING_STRATEGY_FIRST);
-  shard.set_shard_total(2);
-  shard.set_shard_index(2);
-  r = Dispatch({shard});
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), HasSubstr("fires[0].shard_index"));
-
-  v1::ReportResultsRequest results;
-  results.add_results()->set_run_id(1);
-  results.mutable_results(0)->set_status(v1::RUN_STATUS_SUCCEEDED);
-  results.add_results()->set_run_id(2);
-  results.mutable_results(1)->set_status(v1::RUN_STATUS_RUNNING);
-  auto rr = dispatcher_->ReportResults(results);
-  EXPECT_EQ(rr.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(rr.status().message(), HasSubstr("results[1].status"));
-}
-
 TEST_F(DispatcherTest, LongResultMessagesAreCutAtACharacterBoundary) {
   auto r = Dispatch({NewFire(v1::ROUTING_STRATEGY_FIRST)});
   ASSERT_TRUE(r.ok());
@@ -493,323 +470,6 @@ TEST_F(DispatcherTest, ReportResultsAcksEverythingAndCounts) {
   EXPECT_EQ(Counter("jobwheel_dispatcher_results_total", {{"outcome", "duplicate"}}), 1);
   EXPECT_EQ(Counter("jobwheel_dispatcher_results_total", {{"outcome", "unknown"}}), 2);
   EXPECT_EQ(Counter("jobwheel_dispatcher_runs_finished_total", {{"status", "succeeded"}}), 1);
-}
-
-// An in-memory DispatchStore that records every write, for the tests of held trigger answers.
-class RecordingStore : public DispatchStore {
- public:
-  struct ResultWrite {
-    std::vector<int64_t> run_ids;
-    std::vector<TriggerOutcome> answers;
-  };
-
-  absl::StatusOr<std::vector<FireResult>> DispatchFires(const std::vector<v1::Fire>& fires,
-                                                        absl::Time,
-                                                        const FirePlanner& plan) override {
-    std::vector<FireResult> out;
-    for (const v1::Fire& f : fires) {
-      FirePlan p = plan(f);
-      FireResult r;
-      r.fire_id = f.fire_id();
-      r.status = p.status;
-      absl::MutexLock lock(&mu_);
-      for (PlannedRun& run : p.runs) {
-        CreatedRun c{next_run_id_++, std::move(run)};
-        runs_.insert(c.run_id);
-        if (c.planned.status != v1::RUN_STATUS_PENDING) finished_.insert(c.run_id);
-        r.run_ids.push_back(c.run_id);
-        r.created.push_back(std::move(c));
-      }
-      out.push_back(std::move(r));
-    }
-    return out;
-  }
-
-  absl::StatusOr<std::vector<int64_t>> RecordTriggerOutcomes(
-      const std::vector<TriggerOutcome>& outcomes) override {
-    absl::MutexLock lock(&mu_);
-    std::vector<int64_t> done;
-    for (const TriggerOutcome& o : outcomes) {
-      trigger_writes_.push_back(o);
-      if (o.status != v1::RUN_STATUS_RUNNING && finished_.insert(o.run_id).second) {
-        done.push_back(o.run_id);
-      }
-    }
-    return done;
-  }
-
-  absl::StatusOr<std::vector<int64_t>> RerouteRuns(const std::vector<Reroute>& r) override {
-    std::vector<int64_t> ids;
-    for (const Reroute& x : r) ids.push_back(x.run_id);
-    return ids;
-  }
-  absl::StatusOr<std::vector<ResultRecord>> RecordResults(
-      const std::vector<v1::RunResult>& results, absl::Time, const AppScope&,
-      const std::vector<TriggerOutcome>& answers) override {
-    ResultWrite write{{}, answers};
-    for (const v1::RunResult& r : results) write.run_ids.push_back(r.run_id());
-    absl::Notification* gate;
-    {
-      absl::MutexLock lock(&mu_);
-      result_writes_.push_back(write);
-      gate = gate_;
-    }
-    if (gate != nullptr) {
-      entered_.Notify();
-      gate->WaitForNotification();
-    }
-    absl::MutexLock lock(&mu_);
-    if (fail_results_) return absl::UnavailableError("database down");
-    std::vector<ResultRecord> out;
-    for (const v1::RunResult& r : results) {
-      ResultDisposition d = !runs_.contains(r.run_id())           ? ResultDisposition::kUnknown
-                            : finished_.insert(r.run_id()).second ? ResultDisposition::kRecorded
-                                                                  : ResultDisposition::kDuplicate;
-      out.push_back(ResultRecord{r.run_id(), d, r.status()});
-    }
-    return out;
-  }
-
-  void FailResults(bool fail) {
-    absl::MutexLock lock(&mu_);
-    fail_results_ = fail;
-  }
-  void Finish(int64_t run_id) {
-    absl::MutexLock lock(&mu_);
-    finished_.insert(run_id);
-  }
-  // The next RecordResults calls stop inside until `gate` is notified; entered() then fires.
-  void HoldResultsAt(absl::Notification* gate) {
-    absl::MutexLock lock(&mu_);
-    gate_ = gate;
-  }
-  absl::Notification& entered() { return entered_; }
-
-  std::vector<TriggerOutcome> trigger_writes() const {
-    absl::MutexLock lock(&mu_);
-    return trigger_writes_;
-  }
-  bool TriggerWritten(int64_t run_id) const {
-    absl::MutexLock lock(&mu_);
-    for (const TriggerOutcome& o : trigger_writes_) {
-      if (o.run_id == run_id) return true;
-    }
-    return false;
-  }
-  std::vector<ResultWrite> result_writes() const {
-    absl::MutexLock lock(&mu_);
-    return result_writes_;
-  }
-
- private:
-  mutable absl::Mutex mu_;
-  int64_t next_run_id_ ABSL_GUARDED_BY(mu_) = 100;
-  absl::flat_hash_set<int64_t> runs_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_set<int64_t> finished_ ABSL_GUARDED_BY(mu_);
-  std::vector<TriggerOutcome> trigger_writes_ ABSL_GUARDED_BY(mu_);
-  std::vector<ResultWrite> result_writes_ ABSL_GUARDED_BY(mu_);
-  bool fail_results_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Notification* gate_ ABSL_GUARDED_BY(mu_) = nullptr;
-  absl::Notification entered_;
-};
-
-// STARTED/QUEUED answers wait trigger_write_delay (on the FakeClock) for their run's result to
-// carry them; failures are written at once.
-class DispatcherFoldTest : public ::testing::Test {
- protected:
-  static constexpr absl::Duration kDelay = absl::Milliseconds(250);
-
-  void SetUp() override {
-    v1::WatchExecutorsResponse snap;
-    snap.set_version(1);
-    snap.set_type(v1::WATCH_EVENT_TYPE_SNAPSHOT);
-    v1::Executor* e = snap.add_executors();
-    e->set_app("demo");
-    e->set_address("127.0.0.1:7201");
-    e->add_handlers("echo");
-    directory_.Apply(snap);
-    Dispatcher::Options options;
-    options.trigger_write_delay = kDelay;
-    dispatcher_ = std::make_unique<Dispatcher>(store_, directory_, router_, executors_, pools_,
-                                               &metrics_, clock_, options);
-    dispatcher_->Start();
-  }
-  void TearDown() override { dispatcher_->Shutdown(); }
-
-  // Dispatches one fire; the executor answers `answer`. Returns the run id.
-  int64_t Trigger(v1::RunDisposition answer) {
-    executors_.SetDisposition(answer);
-    v1::DispatchRequest req;
-    *req.add_fires() =
-        MakeFire(++fire_id_, MakeJob(1, "demo", "echo", v1::ROUTING_STRATEGY_FIRST), clock_.Now());
-    auto r = dispatcher_->Dispatch(req);
-    EXPECT_TRUE(r.ok()) << r.status();
-    if (!r.ok() || r->outcomes_size() != 1 || r->outcomes(0).run_ids_size() != 1) return 0;
-    return r->outcomes(0).run_ids(0);
-  }
-
-  absl::StatusOr<v1::ReportResultsResponse> Report(int64_t run_id) {
-    v1::ReportResultsRequest req;
-    v1::RunResult* res = req.add_results();
-    res->set_run_id(run_id);
-    res->set_status(v1::RUN_STATUS_SUCCEEDED);
-    return dispatcher_->ReportResults(req);
-  }
-
-  bool HeldEventually(size_t n) {
-    return Eventually([&] { return dispatcher_->held_outcomes() == n; }, kWait);
-  }
-
-  // Waits until the writer has written a failure answer enqueued now, i.e. has looked at the
-  // clock after everything done before this call.
-  void WriterBarrier() {
-    const int64_t run = Trigger(v1::RUN_DISPOSITION_REJECTED);
-    ASSERT_TRUE(Eventually([&] { return store_.TriggerWritten(run); }, kWait));
-  }
-
-  double Folded() {
-    return CounterValue(registry_, "jobwheel_dispatcher_trigger_answers_folded_total", {});
-  }
-
-  RecordingStore store_;
-  FakeClock clock_;
-  std::mt19937_64 gen_{1};
-  FakeExecutorClients executors_;
-  ExecutorDirectory directory_;
-  prometheus::Registry registry_;
-  DispatcherMetrics metrics_{registry_};
-  Router router_{clock_, gen_, executors_};
-  TriggerPools pools_{clock_, TriggerPools::Options()};
-  int64_t fire_id_ = 0;
-  std::unique_ptr<Dispatcher> dispatcher_;
-};
-
-TEST_F(DispatcherFoldTest, HeldAnswerRidesWithTheResultWrite) {
-  const int64_t run = Trigger(v1::RUN_DISPOSITION_STARTED);
-  ASSERT_TRUE(HeldEventually(1));
-  WriterBarrier();
-  EXPECT_FALSE(store_.TriggerWritten(run));  // Not due: the FakeClock has not moved.
-
-  auto ack = Report(run);
-  ASSERT_TRUE(ack.ok()) << ack.status();
-  ASSERT_EQ(ack->acked_run_ids_size(), 1);
-  EXPECT_EQ(dispatcher_->held_outcomes(), 0u);
-  EXPECT_EQ(dispatcher_->pending_outcomes(), 0u);
-  std::vector<RecordingStore::ResultWrite> writes = store_.result_writes();
-  ASSERT_EQ(writes.size(), 1u);
-  EXPECT_THAT(writes[0].run_ids, ::testing::ElementsAre(run));
-  ASSERT_EQ(writes[0].answers.size(), 1u);
-  EXPECT_EQ(writes[0].answers[0].run_id, run);
-  EXPECT_EQ(writes[0].answers[0].status, v1::RUN_STATUS_RUNNING);
-  EXPECT_EQ(writes[0].answers[0].message_suffix, "; executor: STARTED");
-  EXPECT_EQ(writes[0].answers[0].at, clock_.Now());
-  EXPECT_EQ(Folded(), 1);
-
-  clock_.Advance(absl::Hours(1));
-  dispatcher_->WakeWriter();
-  dispatcher_->Shutdown();
-  EXPECT_FALSE(store_.TriggerWritten(run));  // Never written on its own.
-}
-
-TEST_F(DispatcherFoldTest, HeldAnswerIsWrittenWhenDueWithoutResult) {
-  const int64_t run = Trigger(v1::RUN_DISPOSITION_QUEUED);
-  ASSERT_TRUE(HeldEventually(1));
-  clock_.Advance(kDelay - absl::Milliseconds(1));
-  dispatcher_->WakeWriter();
-  WriterBarrier();
-  EXPECT_FALSE(store_.TriggerWritten(run));
-  EXPECT_EQ(dispatcher_->held_outcomes(), 1u);
-
-  clock_.Advance(absl::Milliseconds(1));
-  dispatcher_->WakeWriter();
-  ASSERT_TRUE(Eventually([&] { return store_.TriggerWritten(run); }, kWait));
-  for (const TriggerOutcome& o : store_.trigger_writes()) {
-    if (o.run_id != run) continue;
-    EXPECT_EQ(o.status, v1::RUN_STATUS_RUNNING);
-    EXPECT_EQ(o.message_suffix, "; executor: QUEUED");
-  }
-  EXPECT_TRUE(Eventually([&] { return dispatcher_->pending_outcomes() == 0; }, kWait));
-  // Its result comes later: nothing is left to carry.
-  ASSERT_TRUE(Report(run).ok());
-  EXPECT_TRUE(store_.result_writes().back().answers.empty());
-  EXPECT_EQ(Folded(), 0);
-}
-
-TEST_F(DispatcherFoldTest, FailureAnswersAreWrittenAtOnce) {
-  const int64_t rejected = Trigger(v1::RUN_DISPOSITION_REJECTED);
-  const int64_t discarded = Trigger(v1::RUN_DISPOSITION_DISCARDED);
-  executors_.SetDown("127.0.0.1:7201", true);
-  const int64_t error = Trigger(v1::RUN_DISPOSITION_STARTED);
-  // The FakeClock never moves: only answers that are not held can be written.
-  EXPECT_TRUE(Eventually(
-      [&] {
-        return store_.TriggerWritten(rejected) && store_.TriggerWritten(discarded) &&
-               store_.TriggerWritten(error);
-      },
-      kWait));
-  EXPECT_EQ(dispatcher_->held_outcomes(), 0u);
-}
-
-TEST_F(DispatcherFoldTest, FailedResultWriteGivesTheAnswerBack) {
-  const int64_t run = Trigger(v1::RUN_DISPOSITION_STARTED);
-  ASSERT_TRUE(HeldEventually(1));
-  store_.FailResults(true);
-  EXPECT_EQ(Report(run).status().code(), absl::StatusCode::kUnavailable);
-  ASSERT_EQ(store_.result_writes().size(), 1u);
-  EXPECT_EQ(store_.result_writes()[0].answers.size(), 1u);  // It was offered...
-  EXPECT_EQ(dispatcher_->held_outcomes(), 1u);              // ...and is held again.
-  EXPECT_EQ(dispatcher_->pending_outcomes(), 1u);
-
-  store_.FailResults(false);  // The executor retries its report.
-  ASSERT_TRUE(Report(run).ok());
-  ASSERT_EQ(store_.result_writes().size(), 2u);
-  ASSERT_EQ(store_.result_writes()[1].answers.size(), 1u);
-  EXPECT_EQ(store_.result_writes()[1].answers[0].run_id, run);
-  EXPECT_EQ(dispatcher_->pending_outcomes(), 0u);
-  EXPECT_EQ(Folded(), 1);
-  dispatcher_->Shutdown();
-  EXPECT_FALSE(store_.TriggerWritten(run));
-}
-
-TEST_F(DispatcherFoldTest, AnswerOfAnUnrecordedResultIsWrittenOnItsOwn) {
-  const int64_t run = Trigger(v1::RUN_DISPOSITION_STARTED);
-  ASSERT_TRUE(HeldEventually(1));
-  store_.Finish(run);  // E.g. the scheduler marked it LOST first: the result is a duplicate.
-  ASSERT_TRUE(Report(run).ok());
-  EXPECT_EQ(store_.result_writes()[0].answers.size(), 1u);
-  EXPECT_EQ(dispatcher_->held_outcomes(), 1u);
-  EXPECT_EQ(Folded(), 0);
-  clock_.Advance(kDelay);
-  dispatcher_->WakeWriter();
-  EXPECT_TRUE(Eventually([&] { return store_.TriggerWritten(run); }, kWait));
-}
-
-TEST_F(DispatcherFoldTest, ShutdownWritesEveryHeldAnswer) {
-  std::vector<int64_t> runs;
-  for (int i = 0; i < 5; ++i) runs.push_back(Trigger(v1::RUN_DISPOSITION_STARTED));
-  ASSERT_TRUE(HeldEventually(5));
-  dispatcher_->Shutdown();  // The FakeClock never moved: none was due.
-  for (int64_t run : runs) EXPECT_TRUE(store_.TriggerWritten(run)) << run;
-  EXPECT_EQ(dispatcher_->pending_outcomes(), 0u);
-}
-
-// A result write carrying a held answer fails while the dispatcher shuts down: the writer
-// waits for it and writes the answer it gives back.
-TEST_F(DispatcherFoldTest, ShutdownWaitsForAnswersInAResultWrite) {
-  const int64_t run = Trigger(v1::RUN_DISPOSITION_STARTED);
-  ASSERT_TRUE(HeldEventually(1));
-  absl::Notification gate;
-  store_.HoldResultsAt(&gate);
-  store_.FailResults(true);
-  std::thread reporter([&] { EXPECT_FALSE(Report(run).ok()); });
-  store_.entered().WaitForNotification();
-  EXPECT_EQ(dispatcher_->held_outcomes(), 0u);  // Taken by the result write.
-  std::thread stopper([&] { dispatcher_->Shutdown(); });
-  gate.Notify();
-  reporter.join();
-  stopper.join();
-  EXPECT_TRUE(store_.TriggerWritten(run));
-  EXPECT_EQ(dispatcher_->pending_outcomes(), 0u);
 }
 
 }  // namespace

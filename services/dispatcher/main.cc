@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@
 #include "prometheus/registry.h"
 #include "services/dispatcher/dispatcher.h"
 #include "services/dispatcher/dispatcher_metrics.h"
+#include "services/dispatcher/dispatcher_options.h"
 #include "services/dispatcher/dispatcher_service.h"
 #include "services/dispatcher/executor_directory.h"
 #include "services/dispatcher/grpc_executor_clients.h"
@@ -89,69 +91,8 @@ ABSL_FLAG(std::string, tls_ca, "", "CA to verify registry and executors; empty =
 namespace jobwheel::dispatcher {
 namespace {
 
-struct Config {
-  std::string listen;
-  std::string metrics_address;
-  std::string db_dsn;
-  std::string registry_target;
-  std::string replica_id;
-  std::string executor_token;
-  std::string signing_key;            // PEM.
-  std::string scheduler_public_keys;  // PEM.
-  bool insecure_dev = false;
-  int db_pool_size = 8;
-  int max_runs_per_batch = 256;
-  absl::Duration run_deadline;
-  absl::Duration probe_deadline;
-  absl::Duration trigger_write_delay;
-  absl::Duration max_trigger_hold;
-  absl::Duration trigger_tick;
-  ServerTls server_tls;
-  ClientTls client_tls;
-
-  absl::Status Validate() const {
-    if (db_dsn.empty()) return absl::InvalidArgumentError("--db_dsn: required");
-    if (registry_target.empty()) return absl::InvalidArgumentError("--registry_target: required");
-    if (!insecure_dev && (signing_key.empty() || scheduler_public_keys.empty())) {
-      return absl::InvalidArgumentError(
-          "no credentials: --signing_key_file and --scheduler_public_key_file are required "
-          "(executors then present --executor_token_file's token or per-app API tokens), or "
-          "--insecure_dev for local development");
-    }
-    if (absl::Status s = CheckInsecureDevListen(insecure_dev, listen); !s.ok()) return s;
-    if (server_tls.cert_file.empty() != server_tls.key_file.empty()) {
-      return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
-    }
-    if (client_tls.cert_file.empty() != client_tls.key_file.empty()) {
-      return absl::InvalidArgumentError("--tls_client_cert and --tls_client_key go together");
-    }
-    if (db_pool_size < 1) return absl::InvalidArgumentError("--db_pool_size: must be >= 1");
-    if (max_runs_per_batch < 1 || max_runs_per_batch > 1000) {
-      return absl::InvalidArgumentError(
-          "--max_runs_per_batch: must be between 1 and 1000 (the executors' limit)");
-    }
-    if (run_deadline <= absl::ZeroDuration() || probe_deadline <= absl::ZeroDuration()) {
-      return absl::InvalidArgumentError("--run_deadline, --probe_deadline: must be positive");
-    }
-    if (trigger_tick < absl::ZeroDuration() || trigger_tick > absl::Milliseconds(100) ||
-        (trigger_tick > absl::ZeroDuration() &&
-         absl::Seconds(1) % trigger_tick != absl::ZeroDuration())) {
-      return absl::InvalidArgumentError(
-          "--trigger_tick: must be between 0 and 100ms and divide 1s (e.g. 1ms, 2ms, 5ms, 10ms)");
-    }
-    if (max_trigger_hold < absl::ZeroDuration() || max_trigger_hold > absl::Seconds(30)) {
-      return absl::InvalidArgumentError("--max_trigger_hold: must be between 0 and 30s");
-    }
-    if (trigger_write_delay < absl::ZeroDuration() || trigger_write_delay > absl::Seconds(10)) {
-      return absl::InvalidArgumentError(
-          "--trigger_write_delay: must be between 0 and 10s (runs show PENDING meanwhile)");
-    }
-    return absl::OkStatus();
-  }
-};
-
-absl::StatusOr<Config> ConfigFromFlags() {
-  Config c;
+absl::StatusOr<DispatcherServerOptions> OptionsFromFlags() {
+  DispatcherServerOptions c;
   c.listen = absl::GetFlag(FLAGS_listen);
   c.metrics_address = absl::GetFlag(FLAGS_metrics_address);
   c.db_dsn = absl::GetFlag(FLAGS_db_dsn);
@@ -181,12 +122,13 @@ absl::StatusOr<Config> ConfigFromFlags() {
   c.scheduler_public_keys = *scheduler_keys;
   c.insecure_dev = absl::GetFlag(FLAGS_insecure_dev);
   c.db_pool_size = absl::GetFlag(FLAGS_db_pool_size);
-  c.max_runs_per_batch = absl::GetFlag(FLAGS_max_runs_per_batch);
-  c.run_deadline = absl::GetFlag(FLAGS_run_deadline);
   c.probe_deadline = absl::GetFlag(FLAGS_probe_deadline);
-  c.trigger_write_delay = absl::GetFlag(FLAGS_trigger_write_delay);
-  c.max_trigger_hold = absl::GetFlag(FLAGS_max_trigger_hold);
-  c.trigger_tick = absl::GetFlag(FLAGS_trigger_tick);
+  const int max_runs_per_batch = absl::GetFlag(FLAGS_max_runs_per_batch);
+  c.dispatcher.max_runs_per_batch = static_cast<size_t>(std::max(0, max_runs_per_batch));
+  c.dispatcher.run_deadline = absl::GetFlag(FLAGS_run_deadline);
+  c.dispatcher.trigger_write_delay = absl::GetFlag(FLAGS_trigger_write_delay);
+  c.dispatcher.max_trigger_hold = absl::GetFlag(FLAGS_max_trigger_hold);
+  c.dispatcher.trigger_tick = absl::GetFlag(FLAGS_trigger_tick);
   c.server_tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
                   absl::GetFlag(FLAGS_tls_client_ca)};
   c.client_tls = ClientTls::WithServerFallback(
@@ -197,7 +139,7 @@ absl::StatusOr<Config> ConfigFromFlags() {
   return c;
 }
 
-int Run(const Config& c) {
+int Run(const DispatcherServerOptions& c) {
   if (c.insecure_dev) {
     spdlog::warn("--insecure_dev: accepting unauthenticated Dispatch and ReportResults calls");
   }
@@ -269,7 +211,7 @@ int Run(const Config& c) {
   RegistryWatcher::Options watcher_options;
   watcher_options.signer = signer.get();
   RegistryWatcher watcher(v1::RegistryService::NewStub(*registry_channel), directory,
-                          watcher_options);
+                          RealClock::Get(), watcher_options);
   GrpcExecutorClients executors(signer.get(), c.client_tls);
   absl::BitGen gen;
   Router::Options router_options;
@@ -281,14 +223,8 @@ int Run(const Config& c) {
         metrics.TriggerLatency(TriggerPoolName(p), d);
       },
       [&metrics](TriggerPool p, size_t n) { metrics.PoolDepth(TriggerPoolName(p), n); });
-  Dispatcher::Options dispatcher_options;
-  dispatcher_options.run_deadline = c.run_deadline;
-  dispatcher_options.max_runs_per_batch = static_cast<size_t>(c.max_runs_per_batch);
-  dispatcher_options.trigger_write_delay = c.trigger_write_delay;
-  dispatcher_options.max_trigger_hold = c.max_trigger_hold;
-  dispatcher_options.trigger_tick = c.trigger_tick;
   Dispatcher dispatcher(store, directory, router, executors, pools, &metrics, RealClock::Get(),
-                        dispatcher_options);
+                        c.dispatcher);
   WorkPool db_work(c.db_pool_size, /*max_queue=*/1000);
   PgTokenStore token_store(pg);
   TokenAuthenticator::Options auth_options;
@@ -296,7 +232,8 @@ int Run(const Config& c) {
   auth_options.executor_token = c.executor_token;
   TokenAuthenticator executor_auth(auth_options, &token_store, RealClock::Get());
   DispatcherServiceImpl service(dispatcher, db_work,
-                                TokenPolicy{c.insecure_dev, {}, scheduler_verifier}, executor_auth);
+                                TokenPolicy{c.insecure_dev, {}, scheduler_verifier}, executor_auth,
+                                c.limits);
 
   // Handle SIGTERM/SIGINT synchronously in this thread.
   sigset_t signals;
@@ -341,7 +278,7 @@ int main(int argc, char** argv) {
   jobwheel::ParseFlagsWithEnv(argc, argv, "jobwheel dispatcher: routes fires to executors");
   jobwheel::InitLogging("dispatcher", absl::GetFlag(FLAGS_log_json),
                         absl::GetFlag(FLAGS_log_level));
-  auto config = jobwheel::dispatcher::ConfigFromFlags();
+  auto config = jobwheel::dispatcher::OptionsFromFlags();
   if (!config.ok()) {
     spdlog::error("{}", config.status().ToString());
     return 2;

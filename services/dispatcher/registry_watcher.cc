@@ -10,8 +10,8 @@
 namespace jobwheel::dispatcher {
 
 RegistryWatcher::RegistryWatcher(std::unique_ptr<v1::RegistryService::StubInterface> stub,
-                                 ExecutorDirectory& directory, Options options)
-    : stub_(std::move(stub)), directory_(directory), options_(std::move(options)) {}
+                                 ExecutorDirectory& directory, Clock& clock, Options options)
+    : stub_(std::move(stub)), directory_(directory), clock_(clock), options_(std::move(options)) {}
 
 RegistryWatcher::~RegistryWatcher() { Shutdown(); }
 
@@ -81,7 +81,7 @@ void RegistryWatcher::Loop() {
         backoff + absl::Milliseconds(jitter() % (1 + absl::ToInt64Milliseconds(backoff) / 2));
     {
       absl::MutexLock lock(&mu_);
-      mu_.AwaitWithTimeout(absl::Condition(&stopping_), wait);
+      clock_.AwaitWithDeadline(&mu_, absl::Condition(&stopping_), clock_.Now() + wait);
       if (stopping_) return;
     }
     backoff = std::min(backoff * 2, options_.max_backoff);

@@ -8,6 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/auth/caller_token.h"
+#include "common/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
 #include "services/dispatcher/executor_directory.h"
@@ -29,8 +30,9 @@ class RegistryWatcher {
     absl::Duration max_backoff = absl::Seconds(5);
   };
 
+  // The backoff between reconnections is waited on `clock`.
   RegistryWatcher(std::unique_ptr<v1::RegistryService::StubInterface> stub,
-                  ExecutorDirectory& directory, Options options);
+                  ExecutorDirectory& directory, Clock& clock, Options options);
   ~RegistryWatcher();
 
   void Start();
@@ -42,6 +44,7 @@ class RegistryWatcher {
 
   std::unique_ptr<v1::RegistryService::StubInterface> stub_;
   ExecutorDirectory& directory_;
+  Clock& clock_;
   const Options options_;
   std::thread thread_;
 
