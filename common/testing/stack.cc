@@ -310,6 +310,7 @@ absl::Status Stack::Start(StackProcess& p) {
   if (!options_.pids_file.empty()) {
     std::ofstream(options_.pids_file, std::ios::app) << p.proc->pid() << "\n";
   }
+  if (!p.serves) return absl::OkStatus();
   absl::Status serving = WaitForServingTls(p.address(), client_tls(), options_.serving_timeout);
   if (!serving.ok()) {
     return absl::DeadlineExceededError(absl::StrCat(

@@ -57,6 +57,8 @@ struct StackProcess {
   std::string log;
   int port = 0;
   int metrics_port = 0;  // 0: --metrics_address= (no metrics listener).
+  // False for a process that is no gRPC server: Start() does not wait for it to serve.
+  bool serves = true;
   std::unique_ptr<Process> proc = std::make_unique<Process>();
 
   std::string address() const { return Addr(port); }

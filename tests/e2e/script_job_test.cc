@@ -2,7 +2,11 @@
 // with --allow_scripts and succeed; after UpdateJob changes the source, the next run executes
 // the new version. Each script appends a line to a file of the test, so executions are
 // counted where they happen; the run log shows the script's output and the version run.
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/match.h"
@@ -46,11 +50,29 @@ class ScriptJobTest : public StackTest, public ::testing::WithParamInterface<Lan
     spec.allow_scripts = true;
     return {spec};
   }
+
+  // Scripts run as an unprivileged user that sees neither the stack's directory (it holds the
+  // token and key files) nor anything under the test's private tmp: the records go to a
+  // world-writable directory of their own under /tmp.
+  void SetUp() override {
+    StackTest::SetUp();
+    char dir[] = "/tmp/jobwheel-script-records-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    ASSERT_EQ(chmod(dir, 0777), 0);
+    records_dir_ = dir;
+  }
+
+  void TearDown() override {
+    if (!records_dir_.empty()) std::filesystem::remove_all(records_dir_);
+    StackTest::TearDown();
+  }
+
+  std::string records_dir_;
 };
 
 TEST_P(ScriptJobTest, ScriptSucceedsAndAnEditedScriptRunsAsItsNewVersion) {
   const Language& lang = GetParam();
-  const std::string record = stack_->dir() + "/" + lang.name + ".record";
+  const std::string record = records_dir_ + "/" + lang.name + ".record";
   jobwheel::v1::Job job = NewJob(lang.name + "-script", "", "p1");
   job.set_glue_type(lang.glue_type);
   job.set_script_source(lang.source(1, record));
