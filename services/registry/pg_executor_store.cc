@@ -355,7 +355,8 @@ class PgChangeFeed::Receiver : public pqxx::notification_receiver {
   std::vector<std::string>* sink_;
 };
 
-PgChangeFeed::PgChangeFeed(std::string dsn) : dsn_(std::move(dsn)) {}
+PgChangeFeed::PgChangeFeed(std::string dsn, const Clock& clock)
+    : dsn_(std::move(dsn)), clock_(clock) {}
 
 PgChangeFeed::~PgChangeFeed() { Disconnect(); }
 
@@ -377,7 +378,7 @@ absl::Status PgChangeFeed::Connect() {
     Disconnect();
     return PgErrorToStatus(e, "listen");
   }
-  last_ping_ = absl::Now();
+  last_ping_ = clock_.Now();
   return absl::OkStatus();
 }
 
@@ -385,9 +386,9 @@ absl::StatusOr<std::vector<Change>> PgChangeFeed::Wait(absl::Duration timeout) {
   if (conn_ == nullptr) return absl::UnavailableError("change feed: not connected");
   payloads_.clear();
   try {
-    if (absl::Now() - last_ping_ > absl::Seconds(5)) {
+    if (clock_.Now() - last_ping_ > absl::Seconds(5)) {
       pqxx::nontransaction(*conn_).exec("SELECT 1");
-      last_ping_ = absl::Now();
+      last_ping_ = clock_.Now();
     }
     if (conn_->get_notifs() == 0) {
       const int64_t us = absl::ToInt64Microseconds(timeout);

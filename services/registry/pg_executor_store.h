@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/pg/pg_pool.h"
+#include "common/time/clock.h"
 #include "pqxx/pqxx"
 #include "services/registry/executor_store.h"
 
@@ -47,7 +48,7 @@ class PgExecutorStore : public ExecutorStore {
 // the server every few seconds so a silently dead connection is noticed.
 class PgChangeFeed : public ChangeFeed {
  public:
-  explicit PgChangeFeed(std::string dsn);
+  explicit PgChangeFeed(std::string dsn, const Clock& clock = RealClock::Get());
   ~PgChangeFeed() override;
 
   absl::Status Connect() override;
@@ -58,6 +59,7 @@ class PgChangeFeed : public ChangeFeed {
   void Disconnect();
 
   const std::string dsn_;
+  const Clock& clock_;
   std::unique_ptr<pqxx::connection> conn_;
   std::unique_ptr<Receiver> receiver_;
   std::vector<std::string> payloads_;
