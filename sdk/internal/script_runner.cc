@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "sdk/internal/file_io.h"
 #include "sdk/internal/private_dir.h"
@@ -244,7 +245,21 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
       language == Language::kPython ? options_.python_binary : options_.shell_binary;
   // PATH lookup of the interpreter uses the executor's PATH; the script gets envp only.
   const std::string program = FindProgram(interpreter);
-  std::vector<std::string> argv_store = {interpreter, script};
+  // Python reads its program from stdin ("-"): it turns a script path into an absolute one
+  // before opening it, and the script user may not be able to traverse the work directory's
+  // ancestors (e.g. under /root) although it may use the directory itself (its cwd).
+  const bool script_on_stdin = language == Language::kPython;
+  int script_fd = -1;
+  if (script_on_stdin) {
+    const std::string opened =
+        absl::StartsWith(script, "./") ? absl::StrCat(work_dir, "/", script.substr(2)) : script;
+    script_fd = ::open(opened.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (script_fd < 0) return Errno("open script");
+  }
+  absl::Cleanup close_script = [script_fd] {
+    if (script_fd >= 0) ::close(script_fd);
+  };
+  std::vector<std::string> argv_store = {interpreter, script_on_stdin ? "-" : script};
   argv_store.insert(argv_store.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_store) argv.push_back(a.data());
@@ -286,8 +301,8 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
       (void)!::write(errs[1], &failure, sizeof(failure));
       ::_exit(127);
     }
-    const int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (devnull < 0 || ::dup2(devnull, 0) < 0 || ::dup2(fds[1], 1) < 0 || ::dup2(fds[1], 2) < 0) {
+    const int in = script_fd >= 0 ? script_fd : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (in < 0 || ::dup2(in, 0) < 0 || ::dup2(fds[1], 1) < 0 || ::dup2(fds[1], 2) < 0) {
       fail(kStepStdio);
     }
     // Nothing else of the executor's: no sockets, no token, log or database files left open.
