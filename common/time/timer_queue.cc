@@ -43,6 +43,17 @@ void TimerQueue::WakeUp() {
   ++generation_;
 }
 
+void TimerQueue::Stop() {
+  absl::MutexLock lock(&mu_);
+  stopped_ = true;
+  ++generation_;
+}
+
+bool TimerQueue::stopped() const {
+  absl::MutexLock lock(&mu_);
+  return stopped_;
+}
+
 size_t TimerQueue::size() const {
   absl::MutexLock lock(&mu_);
   return heap_.size();
@@ -51,7 +62,7 @@ size_t TimerQueue::size() const {
 std::vector<int64_t> TimerQueue::WaitDue(Clock& clock, size_t max, absl::Time give_up) {
   absl::MutexLock lock(&mu_);
   const uint64_t gen = generation_;
-  while (generation_ == gen) {
+  while (generation_ == gen && !stopped_) {
     const absl::Time now = clock.Now();
     if (!heap_.empty() && heap_.top().due <= now) return PopDueLocked(now, max);
     if (now >= give_up) break;

@@ -16,6 +16,9 @@ namespace jobwheel {
 // Ids ordered by due time, to the millisecond (the scheduler's fires until their hand-off,
 // the dispatcher's runs until their trigger). One thread blocks in WaitDue() until the
 // earliest entry is due. An id is held at most once. Thread-safe.
+//
+// Stop() ends the queue's waits for good: a waiter that has not started waiting yet when Stop
+// is called returns at once as well (WakeUp only wakes a waiter that is already waiting).
 class TimerQueue {
  public:
   // Returns false when the id is already queued.
@@ -23,8 +26,8 @@ class TimerQueue {
   // Whether the id is queued.
   bool Contains(int64_t id) const;
   // Blocks until at least one entry is due at `now_fn()` (or `wake_up` is called / the queue is
-  // cleared / the real time reaches `give_up`), then returns all due ids (at most `max`),
-  // earliest first. Empty on wake-up and give-up.
+  // cleared / stopped / the real time reaches `give_up`), then returns all due ids (at most
+  // `max`), earliest first. Empty on wake-up, stop and give-up.
   template <typename NowFn,
             typename = std::enable_if_t<!std::is_base_of_v<Clock, std::decay_t<NowFn>>>>
   std::vector<int64_t> WaitDue(NowFn now_fn, size_t max,
@@ -37,8 +40,13 @@ class TimerQueue {
   std::vector<int64_t> PopDue(absl::Time now, size_t max);
   // Drops everything (leadership lost) and wakes the waiter.
   void Clear();
-  // Wakes a blocked WaitDue (shutdown).
+  // Wakes a blocked WaitDue (it returns empty); a WaitDue that starts later waits as usual.
   void WakeUp();
+  // Shutdown: wakes a blocked WaitDue, and every WaitDue from now on returns at once, empty
+  // (also one called after Stop, so a waiter cannot miss it by starting to wait late).
+  // Entries stay; PopDue still returns them.
+  void Stop();
+  bool stopped() const;
   size_t size() const;
 
  private:
@@ -53,13 +61,14 @@ class TimerQueue {
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<int64_t> ids_ ABSL_GUARDED_BY(mu_);
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 template <typename NowFn, typename>
 std::vector<int64_t> TimerQueue::WaitDue(NowFn now_fn, size_t max, absl::Time give_up) {
   absl::MutexLock lock(&mu_);
   const uint64_t gen = generation_;
-  while (generation_ == gen) {
+  while (generation_ == gen && !stopped_) {
     const absl::Time now = now_fn();
     if (!heap_.empty() && heap_.top().due <= now) return PopDueLocked(now, max);
     const absl::Duration left = give_up - absl::Now();

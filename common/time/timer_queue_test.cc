@@ -1,8 +1,8 @@
 #include "common/time/timer_queue.h"
 
-#include <atomic>
 #include <thread>
 
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/time/clock.h"
 #include "gtest/gtest.h"
@@ -41,22 +41,17 @@ TEST(TimerQueueTest, RespectsBatchLimit) {
 }
 
 TEST(TimerQueueTest, ClearDropsEverythingAndWakesTheWaiter) {
+  SimulatedClock clock(kT0);
   TimerQueue q;
-  q.Add(1, absl::InfiniteFuture());
+  q.Add(1, kT0 + absl::Hours(1));
   std::vector<int64_t> got = {42};
-  std::atomic<bool> returned{false};
-  std::thread waiter([&] {
-    got = q.WaitDue([] { return kT0; }, 10);
-    returned = true;
-  });
-  // The waiter may start waiting after a Clear; clear until it has returned.
-  while (!returned) {
-    q.Clear();
-    absl::SleepFor(absl::Milliseconds(1));
-  }
+  std::thread waiter([&] { got = q.WaitDue(clock, 10); });
+  clock.AwaitWaiters(1);
+  q.Clear();
   waiter.join();
   EXPECT_TRUE(got.empty());
   EXPECT_EQ(q.size(), 0u);
+  EXPECT_FALSE(q.Contains(1));
 }
 
 TEST(TimerQueueTest, WaitDueReturnsWhenAnEarlierEntryArrives) {
@@ -124,6 +119,76 @@ TEST(TimerQueueTest, WakeUpReleasesAClockWaiter) {
   q.WakeUp();
   waiter.join();
   EXPECT_TRUE(got.empty());
+}
+
+// An earlier entry moves the wait forward, and the waiter does not return a millisecond early.
+TEST(TimerQueueTest, WaitDueOnAClockWaitsForAnEarlierEntryToTheMillisecond) {
+  SimulatedClock clock(kT0);
+  TimerQueue q;
+  q.Add(1, kT0 + absl::Seconds(1));
+  std::vector<int64_t> got;
+  absl::Notification done;
+  std::thread waiter([&] {
+    got = q.WaitDue(clock, 10);
+    done.Notify();
+  });
+  clock.AwaitWaiters(1);
+  q.Add(2, kT0 + absl::Milliseconds(500));
+  clock.Advance(absl::Milliseconds(499));
+  clock.AwaitWaiters(1);  // Waiting again, on the earlier entry's time.
+  EXPECT_FALSE(done.HasBeenNotified());
+  clock.Advance(absl::Milliseconds(1));
+  waiter.join();
+  EXPECT_EQ(got, std::vector<int64_t>({2}));
+}
+
+TEST(TimerQueueTest, StopReleasesAClockWaiterAndEveryLaterWait) {
+  SimulatedClock clock(kT0);
+  TimerQueue q;
+  q.Add(1, kT0 + absl::Hours(1));
+  std::vector<int64_t> got = {-1};
+  std::thread waiter([&] { got = q.WaitDue(clock, 10); });
+  clock.AwaitWaiters(1);
+  q.Stop();
+  waiter.join();
+  EXPECT_TRUE(got.empty());
+  EXPECT_TRUE(q.stopped());
+  // Later waits return at once and empty, even with an entry due; the entries stay.
+  clock.Advance(absl::Hours(2));
+  EXPECT_TRUE(q.WaitDue(clock, 10).empty());
+  EXPECT_EQ(clock.Waiters(), 0);
+  EXPECT_TRUE(q.Contains(1));
+  EXPECT_EQ(q.PopDue(clock.Now(), 10), std::vector<int64_t>({1}));
+}
+
+// A WakeUp before the waiter waits is lost (the waiter then waits for its entry); a Stop is not:
+// a waiter that starts after it returns at once.
+TEST(TimerQueueTest, StopBeforeTheWaitIsNotMissedWhereWakeUpIs) {
+  SimulatedClock clock(kT0);
+  TimerQueue q;
+  q.Add(1, kT0 + absl::Seconds(1));
+  q.WakeUp();
+  std::vector<int64_t> got;
+  std::thread waiter([&] { got = q.WaitDue(clock, 10); });
+  clock.AwaitWaiters(1);  // Waits despite the earlier WakeUp.
+  clock.Advance(absl::Seconds(1));
+  waiter.join();
+  EXPECT_EQ(got, std::vector<int64_t>({1}));
+
+  q.Add(2, kT0);  // Due.
+  q.Stop();
+  std::thread late([&] { got = q.WaitDue(clock, 10); });
+  late.join();  // Returns without the clock moving.
+  EXPECT_TRUE(got.empty());
+  EXPECT_TRUE(q.Contains(2));
+}
+
+TEST(TimerQueueTest, StopAlsoEndsWaitsOnANowFunction) {
+  TimerQueue q;
+  q.Add(1, kT0);
+  q.Stop();
+  EXPECT_TRUE(q.WaitDue([] { return kT0; }, 10).empty());
+  EXPECT_TRUE(q.Contains(1));
 }
 
 }  // namespace

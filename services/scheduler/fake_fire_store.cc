@@ -41,6 +41,13 @@ void FakeFireStore::SetLeader(bool leader, int64_t epoch) {
 void FakeFireStore::FailNext(absl::Status status) {
   absl::MutexLock lock(&mu_);
   fail_next_ = std::move(status);
+  fail_next_what_.clear();
+}
+
+void FakeFireStore::FailNextOf(std::string what, absl::Status status) {
+  absl::MutexLock lock(&mu_);
+  fail_next_ = std::move(status);
+  fail_next_what_ = std::move(what);
 }
 
 int FakeFireStore::operations() const {
@@ -58,8 +65,10 @@ absl::Status FakeFireStore::Begin(absl::string_view what) {
   if (!leader_) {
     return absl::FailedPreconditionError(absl::StrCat(what, ": this replica is not the leader"));
   }
+  if (!fail_next_what_.empty() && fail_next_what_ != what) return absl::OkStatus();
   absl::Status s = std::move(fail_next_);
   fail_next_ = absl::OkStatus();
+  fail_next_what_.clear();
   return s;
 }
 
@@ -210,7 +219,8 @@ absl::StatusOr<FireStore::ClaimResult> FakeFireStore::ClaimDueJobs(absl::Time ho
 }
 
 absl::StatusOr<FireStore::PendingPage> FakeFireStore::LoadPendingFires(const PendingCursor& after,
-                                                                       bool all_types, int limit) {
+                                                                       bool all_types, int limit,
+                                                                       const LatePlanner& late) {
   absl::MutexLock lock(&mu_);
   if (absl::Status s = Begin("load pending fires"); !s.ok()) return s;
   const absl::Time now = clock_.Now();
@@ -255,7 +265,79 @@ absl::StatusOr<FireStore::PendingPage> FakeFireStore::LoadPendingFires(const Pen
     *fire.mutable_job() = job->second.job;
     page.fires.push_back(std::move(fire));
   }
+  const LatePlan& planned = late(page.fires);
+  if (planned.empty()) return page;
+  ApplyLatePlan(planned);
+  std::vector<Fire> kept;
+  for (Fire& f : page.fires) {
+    const FireRow& row = fires_.at(f.fire_id());
+    if (row.status != jobwheel::v1::FIRE_STATUS_PENDING) continue;
+    f.set_trigger_type(row.trigger_type);
+    kept.push_back(std::move(f));
+  }
+  page.fires = std::move(kept);
   return page;
+}
+
+void FakeFireStore::ApplyLatePlan(const LatePlan& plan) {
+  for (const LateFire& l : plan.skipped) {
+    auto it = fires_.find(l.fire_id);
+    if (it == fires_.end() || it->second.status != jobwheel::v1::FIRE_STATUS_PENDING) continue;
+    it->second.status = jobwheel::v1::FIRE_STATUS_SKIPPED;
+    it->second.reason = l.reason;
+  }
+  for (const LateFire& l : plan.fired_once) {
+    auto it = fires_.find(l.fire_id);
+    if (it == fires_.end() || it->second.status != jobwheel::v1::FIRE_STATUS_PENDING) continue;
+    it->second.trigger_type = jobwheel::v1::TRIGGER_TYPE_MISFIRE;
+    it->second.reason = l.reason;
+  }
+}
+
+absl::StatusOr<std::vector<int64_t>> FakeFireStore::SettleLateFires(
+    const std::vector<int64_t>& fire_ids, const LatePlanner& late) {
+  absl::MutexLock lock(&mu_);
+  if (absl::Status s = Begin("settle late fires"); !s.ok()) return s;
+  std::vector<int64_t> ids = fire_ids;
+  std::sort(ids.begin(), ids.end());
+  std::vector<Fire> fires;
+  for (int64_t id : ids) {
+    auto it = fires_.find(id);
+    if (it == fires_.end() || it->second.status != jobwheel::v1::FIRE_STATUS_PENDING) continue;
+    FireRow& f = it->second;
+    auto job = jobs_.find(f.job_id);
+    if (job == jobs_.end()) {
+      f.status = jobwheel::v1::FIRE_STATUS_FAILED;
+      f.reason = "job was deleted before dispatch";
+      continue;
+    }
+    Fire fire;
+    fire.set_fire_id(f.id);
+    fire.mutable_job()->set_id(f.job_id);
+    fire.mutable_job()->set_misfire_strategy(job->second.job.misfire_strategy());
+    *fire.mutable_scheduled_time() = ToProto(f.scheduled);
+    fire.set_trigger_type(f.trigger_type);
+    fires.push_back(std::move(fire));
+  }
+  const LatePlan& planned = late(fires);
+  ApplyLatePlan(planned);
+  std::vector<int64_t> pending;
+  for (const Fire& f : fires) {
+    if (fires_.at(f.fire_id()).status == jobwheel::v1::FIRE_STATUS_PENDING) {
+      pending.push_back(f.fire_id());
+    }
+  }
+  return pending;
+}
+
+FakeAlarmOutbox& FakeFireStore::alarm_outbox() {
+  absl::MutexLock lock(&mu_);
+  return *outbox_;
+}
+
+void FakeFireStore::SetAlarmOutbox(FakeAlarmOutbox* outbox) {
+  absl::MutexLock lock(&mu_);
+  outbox_ = outbox == nullptr ? &own_outbox_ : outbox;
 }
 
 absl::StatusOr<FireStore::MonitorResult> FakeFireStore::RunMonitorPass(

@@ -72,6 +72,9 @@ class FakeFireStore : public FireStore {
   // The next operation fails with `status` (and writes nothing).
   void FailNext(absl::Status status);
   // How many operations ran (succeeded or not): the transactions a real store would open.
+  // The next operation named `what` ("claim due jobs", "load pending fires", "settle late
+  // fires", "monitors", "retention") fails with `status`.
+  void FailNextOf(std::string what, absl::Status status);
   int operations() const;
 
   // Jobs: `job.id()` 0 gets the next id. `child_scope` nullopt: every app; default {}: the
@@ -98,7 +101,9 @@ class FakeFireStore : public FireStore {
   absl::StatusOr<ClaimResult> ClaimDueJobs(absl::Time horizon, int limit,
                                            const ClaimPlanner& plan) override;
   absl::StatusOr<PendingPage> LoadPendingFires(const PendingCursor& after, bool all_types,
-                                               int limit) override;
+                                               int limit, const LatePlanner& late) override;
+  absl::StatusOr<std::vector<int64_t>> SettleLateFires(const std::vector<int64_t>& fire_ids,
+                                                       const LatePlanner& late) override;
   absl::StatusOr<MonitorResult> RunMonitorPass(const MonitorLimits& limits,
                                                const FollowupPlanner& plan) override;
   absl::StatusOr<int> DeleteHistory(absl::Time cutoff, int limit) override;
@@ -115,6 +120,8 @@ class FakeFireStore : public FireStore {
 
   const Clock& clock_;
   mutable absl::Mutex mu_;
+  // Applies a late-fire plan to the rows still PENDING (as PgFireStore's UPDATE does).
+  void ApplyLatePlan(const LatePlan& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool leader_ ABSL_GUARDED_BY(mu_) = false;
   int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status fail_next_ ABSL_GUARDED_BY(mu_);
@@ -123,6 +130,8 @@ class FakeFireStore : public FireStore {
   std::map<int64_t, JobRow> jobs_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, FireRow> fires_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, RunRow> runs_ ABSL_GUARDED_BY(mu_);
+  // Which operation fail_next_ is for (empty: any).
+  std::string fail_next_what_ ABSL_GUARDED_BY(mu_);
   std::vector<ExecutorRow> executors_ ABSL_GUARDED_BY(mu_);
 };
 

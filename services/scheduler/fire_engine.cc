@@ -18,12 +18,7 @@ using jobwheel::v1::Job;
 
 FireEngine::FireEngine(Options options, FireStore& store, DispatchClient& dispatcher, Clock& clock,
                        SchedulerMetrics& metrics)
-    : options_(options),
-      store_(store),
-      dispatcher_(dispatcher),
-      clock_(clock),
-      metrics_(metrics),
-      timer_(clock) {}
+    : options_(options), store_(store), dispatcher_(dispatcher), clock_(clock), metrics_(metrics) {}
 
 FireEngine::~FireEngine() { Shutdown(); }
 
@@ -64,6 +59,10 @@ size_t FireEngine::held() const {
 
 void FireEngine::OnElected(int64_t epoch) {
   {
+    absl::MutexLock late_lock(&late_mu_);
+    fired_once_through_.clear();
+  }
+  {
     absl::MutexLock lock(&mu_);
     active_ = true;
     load_due_epoch_ = 0;
@@ -89,6 +88,10 @@ void FireEngine::OnElected(int64_t epoch) {
 }
 
 void FireEngine::OnDeposed() {
+  {
+    absl::MutexLock late_lock(&late_mu_);
+    fired_once_through_.clear();
+  }
   {
     absl::MutexLock lock(&mu_);
     active_ = false;
@@ -165,11 +168,27 @@ absl::StatusOr<int> FireEngine::LoadPending(bool all_types) {
   FireStore::PendingCursor after;
   int added = 0;
   while (true) {
-    const absl::Time start = clock_.Now();
-    absl::StatusOr<FireStore::PendingPage> page =
-        store_.LoadPendingFires(after, all_types, options_.load_batch);
-    metrics_.DbQuery("load_pending", clock_.Now() - start, page.ok());
-    if (!page.ok()) return page.status();
+    LatePlan plan;
+    absl::StatusOr<FireStore::PendingPage> page;
+    {
+      absl::MutexLock late_lock(&late_mu_);
+      const absl::Time start = clock_.Now();
+      page = store_.LoadPendingFires(
+          after, all_types, options_.load_batch,
+          [&](const std::vector<Fire>& fires) -> const LatePlan& {
+            plan = PlanLateFires(fires, start, options_.misfire_threshold, fired_once_through_);
+            return plan;
+          });
+      metrics_.DbQuery("load_pending", clock_.Now() - start, page.ok());
+      if (!page.ok()) return page.status();
+      RecordFiredOnce(plan, start);
+    }
+    for (const MisfireCount& m : plan.misfires) metrics_.Misfires(m.strategy, m.missed);
+    if (!plan.empty()) {
+      spdlog::info("{} pending fires were late: {} skipped, {} fired once (misfire strategy)",
+                   plan.skipped.size() + plan.fired_once.size(), plan.skipped.size(),
+                   plan.fired_once.size());
+    }
     after = page->next;
     for (Fire& f : page->fires) {
       bool known;
@@ -228,7 +247,7 @@ void FireEngine::ClaimLoop() {
 
 void FireEngine::HandOffLoop() {
   while (!stopping()) {
-    std::vector<int64_t> due = timer_.WaitDue(options_.dispatch_batch);
+    std::vector<int64_t> due = timer_.WaitDue(clock_, options_.dispatch_batch);
     if (due.empty()) continue;
     absl::MutexLock lock(&mu_);
     if (!active_) continue;
@@ -276,6 +295,57 @@ void FireEngine::Requeue(const std::vector<int64_t>& ids) {
   for (const auto& [id, backoff] : requeue) timer_.Add(id, clock_.Now() + backoff);
 }
 
+void FireEngine::RecordFiredOnce(const LatePlan& plan, absl::Time now) {
+  // Everything late at `now` was in the plan's view; a fire-once covers the job's fires up to
+  // there.
+  const absl::Time through = now - options_.misfire_threshold;
+  for (const LateFire& f : plan.fired_once) {
+    absl::Time& t = fired_once_through_[f.job_id];
+    t = std::max(t, through);
+  }
+}
+
+void FireEngine::SettleLate(const std::vector<int64_t>& late, absl::Time now,
+                            jobwheel::v1::DispatchRequest& request) {
+  LatePlan plan;
+  absl::MutexLock late_lock(&late_mu_);
+  const absl::Time start = clock_.Now();
+  absl::StatusOr<std::vector<int64_t>> pending =
+      store_.SettleLateFires(late, [&](const std::vector<Fire>& fires) -> const LatePlan& {
+        plan = PlanLateFires(fires, now, options_.misfire_threshold, fired_once_through_);
+        return plan;
+      });
+  metrics_.DbQuery("settle_late", clock_.Now() - start, pending.ok());
+  if (!pending.ok()) {
+    // The database is out of reach too: they stay PENDING and held, and are judged again.
+    spdlog::warn("settling {} late fires failed, retrying: {}", late.size(),
+                 pending.status().ToString());
+    Requeue(late);
+    return;
+  }
+  RecordFiredOnce(plan, now);
+  for (const MisfireCount& m : plan.misfires) metrics_.Misfires(m.strategy, m.missed);
+  spdlog::info("{} fires were handed off more than {} late: {} skipped, {} fired once, {} gone",
+               late.size(), absl::FormatDuration(options_.misfire_threshold), plan.skipped.size(),
+               plan.fired_once.size(), late.size() - plan.skipped.size() - pending->size());
+  absl::flat_hash_set<int64_t> once;
+  for (const LateFire& f : plan.fired_once) once.insert(f.fire_id);
+  const absl::flat_hash_set<int64_t> still(pending->begin(), pending->end());
+  absl::MutexLock lock(&mu_);
+  for (int64_t id : late) {
+    auto it = fires_.find(id);
+    if (it == fires_.end()) continue;
+    if (!still.contains(id)) {
+      // Skipped, or no longer PENDING (a dispatcher took it, an edit removed it).
+      fires_.erase(it);
+      retries_.erase(id);
+      continue;
+    }
+    if (once.contains(id)) it->second.set_trigger_type(jobwheel::v1::TRIGGER_TYPE_MISFIRE);
+    request.add_fires()->Swap(&it->second);
+  }
+}
+
 void FireEngine::DispatchBatch(std::vector<int64_t> ids) {
   // Only while this replica leads. Fires that an edit, pause or delete removed meanwhile are
   // not looked up first: the dispatcher locks each fire row and creates runs only for a
@@ -287,15 +357,25 @@ void FireEngine::DispatchBatch(std::vector<int64_t> ids) {
     return;
   }
   jobwheel::v1::DispatchRequest request;
+  // Fires more than misfire_threshold late (an outage held them back) follow their job's misfire
+  // strategy first. Telling them apart is a comparison per fire: fires on time go as they are.
+  const absl::Time now = clock_.Now();
+  std::vector<int64_t> late;
   {
     absl::MutexLock lock(&mu_);
     for (int64_t id : ids) {
       auto it = fires_.find(id);
       if (it == fires_.end()) continue;  // Dropped meanwhile (a new term).
+      if (IsLateFire(it->second.trigger_type(), FromProto(it->second.scheduled_time()), now,
+                     options_.misfire_threshold)) {
+        late.push_back(id);
+        continue;
+      }
       // Moved, not copied (the entry stays until the answer): a fire is in one batch at once.
       request.add_fires()->Swap(&it->second);
     }
   }
+  if (!late.empty()) SettleLate(late, now, request);
   if (request.fires().empty()) return;
   const absl::Time sent = clock_.Now();
   auto response = dispatcher_.Dispatch(request);

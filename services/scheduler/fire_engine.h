@@ -10,11 +10,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/time/clock.h"
+#include "common/time/timer_queue.h"
 #include "jobwheel/v1/dispatcher.pb.h"
 #include "services/scheduler/dispatch_client.h"
 #include "services/scheduler/fire_plan.h"
 #include "services/scheduler/fire_store.h"
-#include "services/scheduler/hand_off_timer.h"
 #include "services/scheduler/scheduler_metrics.h"
 
 namespace jobwheel::scheduler {
@@ -34,9 +34,12 @@ namespace jobwheel::scheduler {
 //  3. picks up PENDING fires it does not hold: all of them on takeover, and manual, retry and
 //     child fires written by the admin API or the monitors.
 // Misfires (more than `misfire_threshold` late) follow the job's strategy (fire_plan.h has
-// the arithmetic). Reads and writes go through a FireStore, each fenced by the schedule lock;
-// leadership comes from LeaderElector: OnElected/OnDeposed must be wired to its callbacks.
-// Time comes from `clock`: the loops wait on it, so a simulated clock drives them in tests.
+// the arithmetic): due times found late by the claim, pending fires found late when loaded
+// (an old leader's, on takeover), and held fires whose hand-off comes late (an outage held
+// them back). Fires on time pay nothing for the last two: no extra statement. Reads and writes go
+// through a FireStore, each fenced by the schedule lock; leadership comes from LeaderElector:
+// OnElected/OnDeposed must be wired to its callbacks. Time comes from `clock`: the loops wait on
+// it, so a simulated clock drives them in tests.
 class FireEngine {
  public:
   struct Options {
@@ -74,7 +77,8 @@ class FireEngine {
   // One claim pass; returns how many jobs it claimed (exposed for tests).
   absl::StatusOr<int> ClaimOnce();
   // Loads PENDING fires not yet held, page by page; `all_types` on takeover, else
-  // manual/retry/child only. Returns how many it added.
+  // manual/retry/child only. Fires more than misfire_threshold late follow their job's misfire
+  // strategy in the same transaction (skipped, or one fired once). Returns how many it added.
   absl::StatusOr<int> LoadPending(bool all_types);
   size_t held() const;
   // Whether this replica leads and the engine took over (after OnElected).
@@ -85,6 +89,14 @@ class FireEngine {
   void HandOffLoop();
   void DispatchLoop();
   void DispatchBatch(std::vector<int64_t> ids);
+  // The late ones of a batch about to be handed off at `now`: settled by the store per their
+  // jobs' misfire strategies; the fires still to hand off are moved into `request`. On a store
+  // error they are put back with a backoff.
+  void SettleLate(const std::vector<int64_t>& late, absl::Time now,
+                  jobwheel::v1::DispatchRequest& request);
+  // After a committed plan made at `now`: its fired-once jobs are covered up to the threshold.
+  void RecordFiredOnce(const LatePlan& plan, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(late_mu_);
   void Hold(jobwheel::v1::Fire fire);
   // When a fire scheduled at `scheduled` goes to the dispatcher.
   absl::Time HandOffAt(absl::Time scheduled) const;
@@ -98,7 +110,13 @@ class FireEngine {
   Clock& clock_;
   SchedulerMetrics& metrics_;
 
-  HandOffTimer timer_;
+  TimerQueue timer_;
+  // Late fires are judged one plan at a time (a load's page or a settle), so two plans never
+  // both fire a FIRE_ONCE_NOW job once for the same late fires. Taken before mu_.
+  absl::Mutex late_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  // Per FIRE_ONCE_NOW job that fired once this term: its late fires scheduled up to this time
+  // were covered by that fire (PlanLateFires).
+  absl::flat_hash_map<int64_t, absl::Time> fired_once_through_ ABSL_GUARDED_BY(late_mu_);
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool active_ ABSL_GUARDED_BY(mu_) = false;

@@ -3,8 +3,11 @@
 // for the engine's loops to wait on the clock (AwaitWaiters) or for the dispatcher to be called.
 #include "services/scheduler/fire_engine.h"
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
 #include "common/time/clock.h"
 #include "common/time/proto_time.h"
@@ -115,6 +118,74 @@ class FireEngineTest : public ::testing::Test {
     int n = 0;
     for (const auto& f : store_.fires()) n += f.status == status;
     return n;
+  }
+
+  // jobwheel_scheduler_misfires_total{strategy=...}.
+  double Misfires(const std::string& strategy) {
+    double n = 0;
+    for (const auto& family : registry_.Collect()) {
+      if (family.name != "jobwheel_scheduler_misfires_total") continue;
+      for (const auto& m : family.metric) {
+        for (const auto& l : m.label) {
+          if (l.name == "strategy" && l.value == strategy) n += m.counter.value;
+        }
+      }
+    }
+    return n;
+  }
+
+  // How many statements of kind `op` the engine timed (jobwheel_scheduler_db_query_duration).
+  uint64_t DbOps(const std::string& op) {
+    uint64_t n = 0;
+    for (const auto& family : registry_.Collect()) {
+      if (family.name != "jobwheel_scheduler_db_query_duration_seconds") continue;
+      for (const auto& m : family.metric) {
+        for (const auto& l : m.label) {
+          if (l.name == "op" && l.value == op) n += m.histogram.sample_count;
+        }
+      }
+    }
+    return n;
+  }
+
+  // jobwheel_scheduler_db_errors_total{op=...}.
+  double DbErrors(const std::string& op) {
+    double n = 0;
+    for (const auto& family : registry_.Collect()) {
+      if (family.name != "jobwheel_scheduler_db_errors_total") continue;
+      for (const auto& m : family.metric) {
+        for (const auto& l : m.label) {
+          if (l.name == "op" && l.value == op) n += m.counter.value;
+        }
+      }
+    }
+    return n;
+  }
+
+  // A PENDING cron fire of `job`, as a previous leader left it.
+  int64_t AddPendingFire(int64_t job, absl::Time scheduled) {
+    FakeFireStore::FireRow f;
+    f.job_id = job;
+    f.scheduled = scheduled;
+    f.trigger_type = jobwheel::v1::TRIGGER_TYPE_CRON;
+    f.epoch = 1;
+    return store_.AddFire(f);
+  }
+
+  std::optional<FakeFireStore::FireRow> Fire(int64_t id) {
+    for (const auto& f : store_.fires()) {
+      if (f.id == id) return f;
+    }
+    return std::nullopt;
+  }
+
+  // Every fire id any request carried.
+  std::vector<int64_t> RequestedIds() {
+    std::vector<int64_t> out;
+    for (const auto& r : dispatcher_.requests()) {
+      for (const auto& f : r.fires()) out.push_back(f.fire_id());
+    }
+    return out;
   }
 
   SimulatedClock clock_;
@@ -255,7 +326,9 @@ TEST_F(FireEngineTest, FailedHandOffIsRetriedAfterItsBackoffWithTheWholeFire) {
 TEST_F(FireEngineTest, FiresRemovedMeanwhileAreDropped) {
   const absl::Time now = clock_.Now();
   const int64_t job = AddJob(now + absl::Seconds(1));
-  FireEngine& engine = Engine();
+  FireEngine::Options options;
+  options.misfire_threshold = absl::Minutes(1);  // Handed off up to 9 s late, not misfires.
+  FireEngine& engine = Engine(options);
   engine.OnElected(1);
   ASSERT_TRUE(engine.ClaimOnce().ok());
   // As UpdateJob/PauseJob do: the future pending fires go away.
@@ -265,7 +338,7 @@ TEST_F(FireEngineTest, FiresRemovedMeanwhileAreDropped) {
   store_.UpdateJob(job, [](jobwheel::v1::Job& j) { j.set_enabled(false); });
   engine.Start();
   clock_.AwaitWaiters(2);
-  clock_.Advance(absl::Seconds(10));
+  clock_.Advance(absl::Seconds(10));  // Within the misfire threshold set above.
   // All ten are due at once: one request. Two run; eight are not found and dropped.
   ASSERT_TRUE(dispatcher_.AwaitRequests(1));
   engine.Shutdown();  // Waits for the hand-off in flight.
@@ -360,6 +433,159 @@ TEST_F(FireEngineTest, ADeposedEngineClaimsAndHoldsNothing) {
   EXPECT_EQ(claimed.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(store_.fires().size(), 10u);
   EXPECT_EQ(engine.held(), 0u);
+}
+
+// A takeover finds the old leader's PENDING fires, some more than misfire_threshold late: a
+// DO_NOTHING job's late fires are skipped, a FIRE_ONCE_NOW job's earliest late fire is handed
+// off once (as a MISFIRE fire) and the rest skipped, even across pages of the load; fires on
+// time are held as usual. The skipped ones never reach a dispatcher.
+TEST_F(FireEngineTest, TakeoverSettlesLatePendingFiresByTheJobsMisfireStrategy) {
+  const absl::Time now = clock_.Now();
+  const int64_t skip = AddJob(now + absl::Hours(1), jobwheel::v1::MISFIRE_STRATEGY_DO_NOTHING);
+  const int64_t once = AddJob(now + absl::Hours(1), jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW);
+  std::vector<int64_t> skip_late, once_late, on_time;
+  for (int s = 9; s >= 6; --s) {
+    skip_late.push_back(AddPendingFire(skip, now - absl::Seconds(s)));
+    once_late.push_back(AddPendingFire(once, now - absl::Seconds(s)));
+  }
+  for (const absl::Duration d : {-absl::Seconds(2), absl::Seconds(1)}) {
+    on_time.push_back(AddPendingFire(skip, now + d));
+    on_time.push_back(AddPendingFire(once, now + d));
+  }
+  FireEngine::Options options;
+  options.load_batch = 3;  // The late fires span pages.
+  FireEngine& engine = Engine(options);
+  engine.OnElected(2);
+
+  for (int64_t id : skip_late) {
+    EXPECT_EQ(Fire(id)->status, jobwheel::v1::FIRE_STATUS_SKIPPED) << id;
+    EXPECT_TRUE(absl::StrContains(Fire(id)->reason, "(DO_NOTHING)")) << Fire(id)->reason;
+  }
+  // The earliest is fired once; the other three are skipped.
+  EXPECT_EQ(Fire(once_late[0])->status, jobwheel::v1::FIRE_STATUS_PENDING);
+  EXPECT_EQ(Fire(once_late[0])->trigger_type, jobwheel::v1::TRIGGER_TYPE_MISFIRE);
+  EXPECT_TRUE(absl::StrContains(Fire(once_late[0])->reason, "fired once now"));
+  for (size_t i = 1; i < once_late.size(); ++i) {
+    EXPECT_EQ(Fire(once_late[i])->status, jobwheel::v1::FIRE_STATUS_SKIPPED) << once_late[i];
+  }
+  for (int64_t id : on_time) {
+    EXPECT_EQ(Fire(id)->status, jobwheel::v1::FIRE_STATUS_PENDING) << id;
+    EXPECT_EQ(Fire(id)->trigger_type, jobwheel::v1::TRIGGER_TYPE_CRON) << id;
+  }
+  EXPECT_EQ(engine.held(), 1u + on_time.size());
+  EXPECT_EQ(Misfires("do_nothing"), 4);
+  EXPECT_EQ(Misfires("fire_once_now"), 4);
+
+  // What is handed off: the fired-once fire, as a MISFIRE fire, and the fires on time.
+  engine.Start();
+  // Due now: the fired-once fire and now-2's; then, a second later, now+1's.
+  ASSERT_TRUE(dispatcher_.AwaitRequests(1));
+  clock_.AwaitWaiters(2);
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(dispatcher_.AwaitRequests(2));
+  std::vector<int64_t> dispatched = dispatcher_.dispatched();
+  std::sort(dispatched.begin(), dispatched.end());
+  std::vector<int64_t> expected = on_time;
+  expected.push_back(once_late[0]);
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(dispatched, expected);
+  std::vector<int64_t> requested = RequestedIds();
+  std::sort(requested.begin(), requested.end());
+  EXPECT_EQ(requested, expected);  // No skipped fire was ever sent.
+  for (const auto& r : dispatcher_.requests()) {
+    for (const auto& f : r.fires()) {
+      EXPECT_EQ(f.trigger_type(), f.fire_id() == once_late[0] ? jobwheel::v1::TRIGGER_TYPE_MISFIRE
+                                                              : jobwheel::v1::TRIGGER_TYPE_CRON);
+    }
+  }
+}
+
+// A dispatcher outage holds fires back past misfire_threshold: when their hand-off finally
+// comes, they follow their job's misfire strategy (DO_NOTHING: all skipped; FIRE_ONCE_NOW: one
+// handed off), and fires on time never pay for that step.
+TEST_F(FireEngineTest, FiresHeldBackByAnOutageFollowTheMisfireStrategyWhenHandedOffLate) {
+  const absl::Time now = clock_.Now();
+  const int64_t skip = AddJob(now + absl::Seconds(1), jobwheel::v1::MISFIRE_STRATEGY_DO_NOTHING);
+  const int64_t once = AddJob(now + absl::Seconds(1), jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW);
+  FireEngine& engine = Engine();
+  engine.OnElected(1);
+  ASSERT_TRUE(engine.ClaimOnce().ok());
+  ASSERT_EQ(engine.held(), 20u);  // now+1 .. now+10 of each.
+  // Claim nothing more: only the held fires are counted.
+  for (int64_t job : {skip, once}) {
+    store_.UpdateJob(job, [](jobwheel::v1::Job& j) { j.set_enabled(false); });
+  }
+  dispatcher_.set_fail_first(1);
+  engine.Start();
+  clock_.AwaitWaiters(2);
+  clock_.Advance(absl::Seconds(1));  // now+1's fires: the dispatcher is down.
+  ASSERT_TRUE(dispatcher_.AwaitRequests(1));
+  EXPECT_EQ(DbOps("settle_late"), 0u);  // On time: no extra statement.
+  // The outage lasts: every held fire is more than 5 s late when it goes again.
+  clock_.Advance(absl::Seconds(19));
+  for (int i = 0; i < 100 && engine.held() > 0; ++i) {
+    clock_.AwaitWaiters(2);
+    clock_.Advance(absl::Milliseconds(100));
+  }
+  ASSERT_EQ(engine.held(), 0u);
+  engine.Shutdown();
+
+  int skipped_of_skip = 0, skipped_of_once = 0;
+  std::vector<int64_t> misfire_fires;
+  for (const auto& f : store_.fires()) {
+    if (f.status == jobwheel::v1::FIRE_STATUS_SKIPPED) {
+      ++(f.job_id == skip ? skipped_of_skip : skipped_of_once);
+    }
+    if (f.trigger_type == jobwheel::v1::TRIGGER_TYPE_MISFIRE) {
+      EXPECT_EQ(f.job_id, once);
+      // The earliest late fire of the first settle: now+1, or now+2 when now+1's retry came
+      // in a settle of its own (then skipped: the fire-once covered it).
+      EXPECT_GE(f.scheduled, now + absl::Seconds(1));
+      EXPECT_LE(f.scheduled, now + absl::Seconds(2));
+      EXPECT_EQ(f.status, jobwheel::v1::FIRE_STATUS_DISPATCHED);
+      misfire_fires.push_back(f.id);
+    }
+  }
+  EXPECT_EQ(skipped_of_skip, 10);
+  EXPECT_EQ(skipped_of_once, 9);
+  ASSERT_EQ(misfire_fires.size(), 1u);
+  EXPECT_EQ(dispatcher_.dispatched(), misfire_fires);
+  EXPECT_EQ(CountFires(jobwheel::v1::FIRE_STATUS_PENDING), 0);
+  EXPECT_EQ(Misfires("do_nothing"), 10);
+  EXPECT_EQ(Misfires("fire_once_now"), 10);
+  EXPECT_GE(DbOps("settle_late"), 1u);
+  // After the failed request, only the fired-once fire was sent.
+  const auto requests = dispatcher_.requests();
+  ASSERT_GE(requests.size(), 2u);
+  for (size_t i = 1; i < requests.size(); ++i) {
+    for (const auto& f : requests[i].fires()) {
+      EXPECT_EQ(f.fire_id(), misfire_fires[0]);
+      EXPECT_EQ(f.trigger_type(), jobwheel::v1::TRIGGER_TYPE_MISFIRE);
+    }
+  }
+}
+
+// A settle that cannot reach the database keeps the late fires held and PENDING; they are
+// settled on a later try.
+TEST_F(FireEngineTest, AFailedSettleKeepsTheLateFiresForTheNextTry) {
+  const absl::Time now = clock_.Now();
+  const int64_t job = AddJob(now + absl::Hours(1), jobwheel::v1::MISFIRE_STRATEGY_DO_NOTHING);
+  const int64_t id = AddPendingFire(job, now + absl::Seconds(1));
+  FireEngine& engine = Engine();
+  engine.OnElected(2);
+  ASSERT_EQ(engine.held(), 1u);
+  clock_.Advance(absl::Seconds(10));  // Held past its hand-off time: 9 s late.
+  store_.FailNextOf("settle late fires", absl::UnavailableError("connection lost"));
+  engine.Start();
+  for (int i = 0; i < 100 && engine.held() > 0; ++i) {
+    clock_.AwaitWaiters(2);
+    clock_.Advance(absl::Milliseconds(100));
+  }
+  EXPECT_EQ(engine.held(), 0u);
+  EXPECT_EQ(DbErrors("settle_late"), 1);  // The first settle failed; the retry settled it.
+  EXPECT_GE(DbOps("settle_late"), 2u);
+  EXPECT_EQ(Fire(id)->status, jobwheel::v1::FIRE_STATUS_SKIPPED);
+  EXPECT_TRUE(dispatcher_.requests().empty());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "services/scheduler/fire_plan.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -64,6 +65,75 @@ ClaimPlan PlanClaim(const std::vector<Job>& jobs, absl::Time now, const ClaimWin
       t = schedule->NextAfter(*t);
     }
     plan.next.push_back({job.id(), t});
+  }
+  return plan;
+}
+
+bool IsLateFire(jobwheel::v1::TriggerType type, absl::Time scheduled, absl::Time now,
+                absl::Duration threshold) {
+  const bool by_schedule =
+      type == jobwheel::v1::TRIGGER_TYPE_CRON || type == jobwheel::v1::TRIGGER_TYPE_FIX_RATE;
+  return by_schedule && scheduled < now - threshold;
+}
+
+LatePlan PlanLateFires(const std::vector<jobwheel::v1::Fire>& fires, absl::Time now,
+                       absl::Duration threshold,
+                       const absl::flat_hash_map<int64_t, absl::Time>& fired_once_through) {
+  struct JobLate {
+    jobwheel::v1::MisfireStrategy strategy = jobwheel::v1::MISFIRE_STRATEGY_UNSPECIFIED;
+    bool has_misfire_fire = false;
+    std::vector<const jobwheel::v1::Fire*> late;
+  };
+  // By job id, so the plan is the same whatever the order of `fires`.
+  std::map<int64_t, JobLate> jobs;
+  for (const jobwheel::v1::Fire& f : fires) {
+    const int64_t job = f.job().id();
+    if (f.trigger_type() == jobwheel::v1::TRIGGER_TYPE_MISFIRE) {
+      jobs[job].has_misfire_fire = true;
+      continue;
+    }
+    if (!IsLateFire(f.trigger_type(), FromProto(f.scheduled_time()), now, threshold)) continue;
+    JobLate& j = jobs[job];
+    j.strategy = f.job().misfire_strategy();
+    j.late.push_back(&f);
+  }
+  LatePlan plan;
+  for (auto& [job_id, j] : jobs) {
+    if (j.late.empty()) continue;
+    std::sort(j.late.begin(), j.late.end(), [](const auto* a, const auto* b) {
+      const absl::Time ta = FromProto(a->scheduled_time()), tb = FromProto(b->scheduled_time());
+      return ta < tb || (ta == tb && a->fire_id() < b->fire_id());
+    });
+    const absl::Time first = FromProto(j.late.front()->scheduled_time());
+    const absl::Time last = FromProto(j.late.back()->scheduled_time());
+    const std::string range = absl::StrCat(
+        j.late.size(), " fire(s) from ", absl::FormatTime(first), " to ", absl::FormatTime(last),
+        " still pending more than ", absl::FormatDuration(threshold), " late (takeover or outage)");
+    plan.misfires.push_back({j.strategy, static_cast<int64_t>(j.late.size())});
+    const bool once = j.strategy == jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW;
+    // The one fired once: the earliest late fire not covered by an earlier fire-once.
+    const jobwheel::v1::Fire* fire_now = nullptr;
+    if (once && !j.has_misfire_fire) {
+      auto covered = fired_once_through.find(job_id);
+      for (const jobwheel::v1::Fire* f : j.late) {
+        if (covered == fired_once_through.end() ||
+            FromProto(f->scheduled_time()) > covered->second) {
+          fire_now = f;
+          break;
+        }
+      }
+    }
+    if (fire_now != nullptr) {
+      plan.fired_once.push_back(
+          {fire_now->fire_id(), job_id,
+           absl::StrCat("misfire: ", range, "; fired once now (FIRE_ONCE_NOW)")});
+    }
+    const std::string reason =
+        once ? absl::StrCat("misfire: ", range, "; skipped, the job fired once (FIRE_ONCE_NOW)")
+             : absl::StrCat("misfire: ", range, "; skipped (DO_NOTHING)");
+    for (const jobwheel::v1::Fire* f : j.late) {
+      if (f != fire_now) plan.skipped.push_back({f->fire_id(), job_id, reason});
+    }
   }
   return plan;
 }

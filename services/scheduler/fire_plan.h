@@ -6,8 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "jobwheel/v1/dispatcher.pb.h"
 #include "jobwheel/v1/types.pb.h"
 
 namespace jobwheel::scheduler {
@@ -73,6 +75,47 @@ inline constexpr int64_t kMaxMissedCounted = 100000;
 //  - the next fire time is the first one after that.
 ClaimPlan PlanClaim(const std::vector<jobwheel::v1::Job>& jobs, absl::Time now,
                     const ClaimWindow& window);
+
+// --- Late pending fires ---
+// Fires recorded PENDING that are handed off late: those an old leader had claimed, found by a
+// new one on takeover, and those held back through an outage (database or dispatcher
+// unreachable). A late one follows its job's misfire strategy, as a misfire found by the claim
+// does.
+
+// Whether a fire handed off at `now` is a misfire: a schedule-driven one (CRON, FIX_RATE) more
+// than `threshold` past its scheduled time. Manual, retry and child fires are never misfires;
+// a MISFIRE fire is the misfire strategy's answer already.
+bool IsLateFire(jobwheel::v1::TriggerType type, absl::Time scheduled, absl::Time now,
+                absl::Duration threshold);
+
+// A decision about one late fire row.
+struct LateFire {
+  int64_t fire_id = 0;
+  int64_t job_id = 0;
+  std::string reason;
+};
+
+struct LatePlan {
+  // DO_NOTHING (or unspecified), and FIRE_ONCE_NOW beyond the one: the row becomes SKIPPED.
+  std::vector<LateFire> skipped;
+  // FIRE_ONCE_NOW: the one late fire of the job handed off now; the row becomes a MISFIRE fire.
+  std::vector<LateFire> fired_once;
+  // Per job and strategy, how many late fires it had (the misfire metric).
+  std::vector<MisfireCount> misfires;
+  bool empty() const { return skipped.empty() && fired_once.empty(); }
+};
+
+// What becomes of the late ones among `fires` (each with its fire id, scheduled time, trigger
+// type, and job id and misfire strategy in `job`) handed off at `now`: a DO_NOTHING job's late
+// fires are all skipped; of a FIRE_ONCE_NOW job's late fires the earliest is fired once (it
+// becomes a MISFIRE fire) and the others are skipped. A FIRE_ONCE_NOW job that already fired
+// once for these fires is not fired again: one with a MISFIRE fire among `fires`, and late fires
+// scheduled at or before `fired_once_through[job]` (the late fires an earlier plan of this term
+// covered, e.g. an earlier page of the same load) are skipped. Fires that are not late are not
+// in the plan.
+LatePlan PlanLateFires(const std::vector<jobwheel::v1::Fire>& fires, absl::Time now,
+                       absl::Duration threshold,
+                       const absl::flat_hash_map<int64_t, absl::Time>& fired_once_through = {});
 
 // When a fire scheduled at `scheduled` is handed to a dispatcher: `lead` before it, rounded
 // down to a multiple of `interval` since the Unix epoch (so one hand-off carries an interval's

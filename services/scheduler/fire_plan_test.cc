@@ -193,5 +193,113 @@ TEST(FirePlanTest, HandOffBackoffDoublesUpToACap) {
   EXPECT_EQ(HandOffBackoff(kMaxHandOffFailures + 3), absl::Milliseconds(1600));
 }
 
+// --- Late pending fires ---
+
+jobwheel::v1::Fire PendingFire(int64_t id, int64_t job, absl::Time scheduled,
+                               jobwheel::v1::MisfireStrategy misfire,
+                               jobwheel::v1::TriggerType type = jobwheel::v1::TRIGGER_TYPE_CRON) {
+  jobwheel::v1::Fire f;
+  f.set_fire_id(id);
+  f.mutable_job()->set_id(job);
+  f.mutable_job()->set_misfire_strategy(misfire);
+  *f.mutable_scheduled_time() = ToProto(scheduled);
+  f.set_trigger_type(type);
+  return f;
+}
+
+std::vector<int64_t> Ids(const std::vector<LateFire>& fires) {
+  std::vector<int64_t> out;
+  for (const LateFire& f : fires) out.push_back(f.fire_id);
+  return out;
+}
+
+TEST(FirePlanTest, OnlyScheduleDrivenFiresBeyondTheThresholdAreLate) {
+  const absl::Duration t = absl::Seconds(5);
+  EXPECT_FALSE(IsLateFire(jobwheel::v1::TRIGGER_TYPE_CRON, kNow - t, kNow, t));
+  EXPECT_TRUE(
+      IsLateFire(jobwheel::v1::TRIGGER_TYPE_CRON, kNow - t - absl::Milliseconds(1), kNow, t));
+  EXPECT_TRUE(IsLateFire(jobwheel::v1::TRIGGER_TYPE_FIX_RATE, kNow - absl::Hours(1), kNow, t));
+  for (auto type : {jobwheel::v1::TRIGGER_TYPE_MANUAL, jobwheel::v1::TRIGGER_TYPE_RETRY,
+                    jobwheel::v1::TRIGGER_TYPE_PARENT, jobwheel::v1::TRIGGER_TYPE_MISFIRE}) {
+    EXPECT_FALSE(IsLateFire(type, kNow - absl::Hours(1), kNow, t)) << type;
+  }
+}
+
+TEST(FirePlanTest, FiresOnTimeMakeAnEmptyPlan) {
+  const auto once = jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW;
+  const LatePlan plan = PlanLateFires(
+      {PendingFire(1, 10, kNow - absl::Seconds(5), once), PendingFire(2, 10, kNow, once),
+       PendingFire(3, 11, kNow - absl::Hours(1), once, jobwheel::v1::TRIGGER_TYPE_MANUAL)},
+      kNow, absl::Seconds(5));
+  EXPECT_TRUE(plan.empty());
+  EXPECT_TRUE(plan.misfires.empty());
+}
+
+TEST(FirePlanTest, LateFiresOfADoNothingJobAreAllSkippedAndCounted) {
+  const auto skip = jobwheel::v1::MISFIRE_STRATEGY_DO_NOTHING;
+  const LatePlan plan = PlanLateFires({PendingFire(3, 10, kNow - absl::Seconds(6), skip),
+                                       PendingFire(1, 10, kNow - absl::Seconds(8), skip),
+                                       PendingFire(2, 10, kNow - absl::Seconds(7), skip),
+                                       PendingFire(4, 10, kNow - absl::Seconds(4), skip)},
+                                      kNow, absl::Seconds(5));
+  EXPECT_EQ(Ids(plan.skipped), (std::vector<int64_t>{1, 2, 3}));  // Not 4: on time.
+  EXPECT_TRUE(plan.fired_once.empty());
+  ASSERT_EQ(plan.misfires.size(), 1u);
+  EXPECT_EQ(plan.misfires[0].strategy, skip);
+  EXPECT_EQ(plan.misfires[0].missed, 3);
+  EXPECT_TRUE(absl::StartsWith(plan.skipped[0].reason, "misfire: 3 fire(s) from "))
+      << plan.skipped[0].reason;
+  EXPECT_TRUE(absl::StrContains(plan.skipped[0].reason, "skipped (DO_NOTHING)"));
+  // Unspecified is DO_NOTHING.
+  const LatePlan unspecified = PlanLateFires(
+      {PendingFire(5, 12, kNow - absl::Minutes(1), jobwheel::v1::MISFIRE_STRATEGY_UNSPECIFIED)},
+      kNow, absl::Seconds(5));
+  EXPECT_EQ(Ids(unspecified.skipped), std::vector<int64_t>{5});
+}
+
+TEST(FirePlanTest, FireOnceNowJobFiresItsEarliestLateFireOnceAndSkipsTheRest) {
+  const auto once = jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW;
+  const auto skip = jobwheel::v1::MISFIRE_STRATEGY_DO_NOTHING;
+  const LatePlan plan = PlanLateFires({PendingFire(7, 20, kNow - absl::Seconds(6), once),
+                                       PendingFire(6, 20, kNow - absl::Seconds(9), once),
+                                       PendingFire(8, 20, kNow - absl::Seconds(1), once),
+                                       PendingFire(9, 21, kNow - absl::Seconds(30), skip)},
+                                      kNow, absl::Seconds(5));
+  ASSERT_EQ(plan.fired_once.size(), 1u);
+  EXPECT_EQ(plan.fired_once[0].fire_id, 6);
+  EXPECT_EQ(plan.fired_once[0].job_id, 20);
+  EXPECT_TRUE(absl::StrContains(plan.fired_once[0].reason, "fired once now (FIRE_ONCE_NOW)"));
+  EXPECT_EQ(Ids(plan.skipped), (std::vector<int64_t>{7, 9}));  // 8 is on time.
+  ASSERT_EQ(plan.misfires.size(), 2u);
+  EXPECT_EQ(plan.misfires[0].strategy, once);
+  EXPECT_EQ(plan.misfires[0].missed, 2);
+  EXPECT_EQ(plan.misfires[1].strategy, skip);
+  EXPECT_EQ(plan.misfires[1].missed, 1);
+}
+
+TEST(FirePlanTest, AFireOnceNowJobAlreadyFiredOnceSkipsAllItsLateFires) {
+  const auto once = jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW;
+  // Its MISFIRE fire is in the same page.
+  LatePlan plan = PlanLateFires(
+      {PendingFire(1, 20, kNow - absl::Minutes(5), once, jobwheel::v1::TRIGGER_TYPE_MISFIRE),
+       PendingFire(2, 20, kNow - absl::Seconds(9), once)},
+      kNow, absl::Seconds(5));
+  EXPECT_TRUE(plan.fired_once.empty());
+  EXPECT_EQ(Ids(plan.skipped), std::vector<int64_t>{2});
+  // It fired once for late fires up to kNow - 8 s (an earlier page or settle): those are
+  // skipped, and the earliest later one fires once.
+  plan = PlanLateFires({PendingFire(3, 20, kNow - absl::Seconds(9), once),
+                        PendingFire(4, 20, kNow - absl::Seconds(8), once),
+                        PendingFire(5, 20, kNow - absl::Seconds(7), once),
+                        PendingFire(6, 20, kNow - absl::Seconds(6), once)},
+                       kNow, absl::Seconds(5), {{20, kNow - absl::Seconds(8)}});
+  EXPECT_EQ(Ids(plan.fired_once), std::vector<int64_t>{5});
+  EXPECT_EQ(Ids(plan.skipped), (std::vector<int64_t>{3, 4, 6}));
+  plan = PlanLateFires({PendingFire(3, 20, kNow - absl::Seconds(9), once)}, kNow, absl::Seconds(5),
+                       {{20, kNow - absl::Seconds(5)}});
+  EXPECT_TRUE(plan.fired_once.empty());
+  EXPECT_EQ(Ids(plan.skipped), std::vector<int64_t>{3});
+}
+
 }  // namespace
 }  // namespace jobwheel::scheduler

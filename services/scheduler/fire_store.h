@@ -61,12 +61,28 @@ class FireStore {
     // After the page's last row (unchanged when it read none).
     PendingCursor next;
   };
+  // Decides, inside the transaction that reads them, what becomes of late pending fires
+  // (PlanLateFires): it gets fires each with its job (at least the job's id and misfire
+  // strategy) and returns a plan that the caller owns and keeps alive until the call returns.
+  using LatePlanner = std::function<const LatePlan&(const std::vector<jobwheel::v1::Fire>&)>;
   // In one transaction: reads up to `limit` PENDING fires after `after`, ordered by
   // (scheduled time, id); `all_types`: every type, else only MANUAL, RETRY and PARENT fires due
   // within a second from the database's now. A fire whose job was deleted becomes FAILED
-  // ("job was deleted before dispatch") in the same transaction.
+  // ("job was deleted before dispatch") in the same transaction. The page's fires go to `late`;
+  // only when its plan is not empty (some were late) does the same transaction apply it: the
+  // skipped rows become SKIPPED with their reason and leave the page, a fired-once row becomes a
+  // MISFIRE fire (type and reason, in the page too).
   virtual absl::StatusOr<PendingPage> LoadPendingFires(const PendingCursor& after, bool all_types,
-                                                       int limit) = 0;
+                                                       int limit, const LatePlanner& late) = 0;
+
+  // Held fires whose hand-off came too late (an outage held them back). In one transaction:
+  // locks the rows of `fire_ids` that are still PENDING (in id order, as a dispatcher does),
+  // fails those whose job was deleted (as LoadPendingFires does), asks `late` about the others
+  // and applies its plan as LoadPendingFires does. Returns the ids still PENDING afterwards:
+  // the ones to hand off now (the fired-once ones among them). The rest are settled, or were
+  // taken by a dispatcher or removed meanwhile.
+  virtual absl::StatusOr<std::vector<int64_t>> SettleLateFires(const std::vector<int64_t>& fire_ids,
+                                                               const LatePlanner& late) = 0;
 
   // --- Monitors ---
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "common/pg/pg_arrays.h"
 #include "common/pg/pg_prepared.h"
@@ -35,6 +36,29 @@ void ForEachArrayValue(const pqxx::field& f, Add add) {
 }
 
 }  // namespace
+// Applies a late-fire plan to PENDING rows (a row no longer PENDING is left alone): skipped ones
+// become SKIPPED, a fired-once one a MISFIRE fire, each with its reason.
+void ApplyLatePlan(pqxx::work& tx, const LatePlan& plan) {
+  std::vector<int64_t> ids, once;
+  std::vector<std::string> reasons;
+  for (const LateFire& f : plan.skipped) {
+    ids.push_back(f.fire_id);
+    once.push_back(0);
+    reasons.push_back(f.reason);
+  }
+  for (const LateFire& f : plan.fired_once) {
+    ids.push_back(f.fire_id);
+    once.push_back(1);
+    reasons.push_back(f.reason);
+  }
+  ExecPrepared(tx, "settle_late_fires",
+               "UPDATE fires f SET status = CASE WHEN u.once = 1 THEN 1 ELSE 3 END, "
+               "trigger_type = CASE WHEN u.once = 1 THEN 4 ELSE f.trigger_type END, "
+               "reason = u.reason FROM unnest($1::bigint[], $2::int[], $3::text[]) "
+               "AS u(id, once, reason) WHERE f.id = u.id AND f.status = 1",
+               ToPgIntArray(ids), ToPgIntArray(once), ToPgArray(reasons));
+}
+
 
 absl::StatusOr<FireStore::ClaimResult> PgFireStore::ClaimDueJobs(absl::Time horizon, int limit,
                                                                  const ClaimPlanner& plan) {
@@ -116,7 +140,8 @@ absl::StatusOr<FireStore::ClaimResult> PgFireStore::ClaimDueJobs(absl::Time hori
 }
 
 absl::StatusOr<FireStore::PendingPage> PgFireStore::LoadPendingFires(const PendingCursor& after,
-                                                                     bool all_types, int limit) {
+                                                                     bool all_types, int limit,
+                                                                     const LatePlanner& late) {
   PendingPage page;
   const std::string after_time =
       after.scheduled == absl::InfinitePast() ? "-infinity" : ToPgTimestamp(after.scheduled);
@@ -167,11 +192,74 @@ absl::StatusOr<FireStore::PendingPage> PgFireStore::LoadPendingFires(const Pendi
           ToPgIntArray(orphans));
     }
   });
+    // Fires on time cost nothing more: the plan is empty and nothing is written.
+    const LatePlan& planned = late(page.fires);
+    if (planned.empty()) return;
+    ApplyLatePlan(tx, planned);
+    absl::flat_hash_set<int64_t> skipped, once;
+    for (const LateFire& f : planned.skipped) skipped.insert(f.fire_id);
+    for (const LateFire& f : planned.fired_once) once.insert(f.fire_id);
+    std::vector<Fire> kept;
+    kept.reserve(page.fires.size() - skipped.size());
+    for (Fire& f : page.fires) {
+      if (skipped.contains(f.fire_id())) continue;
+      if (once.contains(f.fire_id())) f.set_trigger_type(jobwheel::v1::TRIGGER_TYPE_MISFIRE);
+      kept.push_back(std::move(f));
+    }
+    page.fires = std::move(kept);
   if (!s.ok()) return s;
   return page;
 }
 
 absl::StatusOr<FireStore::MonitorResult> PgFireStore::RunMonitorPass(const MonitorLimits& limits,
+absl::StatusOr<std::vector<int64_t>> PgFireStore::SettleLateFires(
+    const std::vector<int64_t>& fire_ids, const LatePlanner& late) {
+  std::vector<int64_t> pending;
+  absl::Status s = elector_.RunFenced("settle late fires", [&](pqxx::work& tx) {
+    pending.clear();
+    // Locked in id order, as a dispatcher locks fire rows, so the two never deadlock.
+    pqxx::result rows = ExecPrepared(
+        tx, "lock_late_fires",
+        "SELECT f.id, f.job_id, (EXTRACT(EPOCH FROM f.scheduled_at) * 1000000)::BIGINT, "
+        "f.trigger_type, j.misfire_strategy, j.id IS NULL FROM fires f LEFT JOIN jobs j "
+        "ON j.id = f.job_id WHERE f.id = ANY($1::bigint[]) AND f.status = 1 ORDER BY f.id "
+        "FOR UPDATE OF f",
+        ToPgIntArray(fire_ids));
+    std::vector<Fire> fires;
+    std::vector<int64_t> orphans;
+    fires.reserve(rows.size());
+    for (const pqxx::row& r : rows) {
+      if (r[5].as<bool>()) {
+        orphans.push_back(r[0].as<int64_t>());
+        continue;
+      }
+      Fire fire;
+      fire.set_fire_id(r[0].as<int64_t>());
+      fire.mutable_job()->set_id(r[1].as<int64_t>());
+      *fire.mutable_scheduled_time() = ToProto(FromMicros(r[2].as<int64_t>()));
+      fire.set_trigger_type(static_cast<jobwheel::v1::TriggerType>(r[3].as<int>()));
+      fire.mutable_job()->set_misfire_strategy(
+          static_cast<jobwheel::v1::MisfireStrategy>(r[4].as<int>()));
+      fires.push_back(std::move(fire));
+    }
+    if (!orphans.empty()) {
+      tx.exec_params(
+          "UPDATE fires SET status = 4, reason = 'job was deleted before dispatch', "
+          "dispatch_time = now() WHERE id = ANY($1::bigint[]) AND status = 1",
+          ToPgIntArray(orphans));
+    }
+    const LatePlan& planned = late(fires);
+    if (!planned.empty()) ApplyLatePlan(tx, planned);
+    absl::flat_hash_set<int64_t> skipped;
+    for (const LateFire& f : planned.skipped) skipped.insert(f.fire_id);
+    for (const Fire& f : fires) {
+      if (!skipped.contains(f.fire_id())) pending.push_back(f.fire_id());
+    }
+  });
+  if (!s.ok()) return s;
+  return pending;
+}
+
                                                                      const FollowupPlanner& plan) {
   MonitorResult result;
   const int64_t epoch = elector_.epoch();  // Not inside RunFenced: it holds the elector's lock.

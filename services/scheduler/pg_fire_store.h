@@ -16,7 +16,9 @@ class PgFireStore : public FireStore {
   absl::StatusOr<ClaimResult> ClaimDueJobs(absl::Time horizon, int limit,
                                            const ClaimPlanner& plan) override;
   absl::StatusOr<PendingPage> LoadPendingFires(const PendingCursor& after, bool all_types,
-                                               int limit) override;
+                                               int limit, const LatePlanner& late) override;
+  absl::StatusOr<std::vector<int64_t>> SettleLateFires(const std::vector<int64_t>& fire_ids,
+                                                       const LatePlanner& late) override;
   absl::StatusOr<MonitorResult> RunMonitorPass(const MonitorLimits& limits,
                                                const FollowupPlanner& plan) override;
   absl::StatusOr<int> DeleteHistory(absl::Time cutoff, int limit) override;

@@ -102,13 +102,14 @@ class FlakyDispatcher : public DispatchClient {
 struct Replica {
   Replica(const std::string& dsn, const std::string& id, SimulatedClock& clock,
           DispatchClient& dispatcher, prometheus::Registry& registry,
-          absl::Duration retry = absl::Milliseconds(50))
+          absl::Duration retry = absl::Milliseconds(50),
+          FireEngine::Options options = FireEngine::Options())
       : metrics(registry),
         elector({dsn, id, retry, absl::Milliseconds(50)},
                 {[this](int64_t e) { engine->OnElected(e); }, [this] { engine->OnDeposed(); }},
                 RealClock::Get()),
         store(elector) {
-    engine = std::make_unique<FireEngine>(FireEngine::Options(), store, dispatcher, clock, metrics);
+    engine = std::make_unique<FireEngine>(options, store, dispatcher, clock, metrics);
   }
   // The elector calls into the engine until it is shut down.
   ~Replica() {
@@ -150,8 +151,9 @@ class PgFireStoreEngineTest : public ::testing::Test {
   }
 
   std::unique_ptr<Replica> Elect(const std::string& id,
-                                 absl::Duration retry = absl::Milliseconds(50)) {
-    auto r = std::make_unique<Replica>(dsn_, id, clock_, *dispatcher_, registry_, retry);
+                                 absl::Duration retry = absl::Milliseconds(50),
+                                 FireEngine::Options options = FireEngine::Options()) {
+    auto r = std::make_unique<Replica>(dsn_, id, clock_, *dispatcher_, registry_, retry, options);
     r->elector.Start();
     EXPECT_TRUE(Eventually([&] { return r->elector.is_leader() && r->engine->active(); }));
     return r;
@@ -221,7 +223,9 @@ TEST_F(PgFireStoreEngineTest, MisfireFireOnceNowFiresOnce) {
 TEST_F(PgFireStoreEngineTest, DueFiresAreHandedOffAndStaleOnesAreNot) {
   const absl::Time now = clock_.Now();
   const int64_t job = InsertJob(now + absl::Seconds(1));
-  auto leader = Elect("a");
+  FireEngine::Options options;
+  options.misfire_threshold = absl::Minutes(1);  // Handed off up to 9 s late, not misfires.
+  auto leader = Elect("a", absl::Milliseconds(50), options);
   leader->engine->Start();
   ASSERT_TRUE(leader->engine->ClaimOnce().ok());
   // As UpdateJob/PauseJob do: the future pending fires go away.
@@ -321,6 +325,111 @@ TEST_F(PgFireStoreEngineTest, NewLeaderTakesOverCommittedPendingFires) {
   // on_elected runs right after the lock is taken.
   EXPECT_TRUE(Eventually([&] { return b->engine->held() == 10u; }));
   b->elector.Shutdown();
+}
+
+// Fires an old leader left PENDING that are more than misfire_threshold late when a new leader
+// loads them follow their job's misfire strategy in the load's transaction: DO_NOTHING skips
+// them all (SKIPPED, with the reason, counted), FIRE_ONCE_NOW hands the earliest off once as a
+// MISFIRE fire and skips the rest. Fires on time are held as they are.
+TEST_F(PgFireStoreEngineTest, TakeoverSettlesLatePendingFiresByTheJobsMisfireStrategy) {
+  const absl::Time now = clock_.Now();
+  const int64_t skip = InsertJob(now + absl::Hours(1), /*misfire=DO_NOTHING*/ 1);
+  const int64_t once = InsertJob(now + absl::Hours(1), /*misfire=FIRE_ONCE_NOW*/ 2);
+  {
+    // As a leader of epoch 1 left them: 9 .. 6 s late, 2 s late, and 1 s ahead.
+    pqxx::work tx(*conn_);
+    tx.exec_params(
+        "INSERT INTO fires (job_id, scheduled_at, trigger_type, status, leader_epoch) "
+        "SELECT j, $3::timestamptz + make_interval(secs => s), 1, 1, 1 "
+        "FROM unnest(ARRAY[$1::bigint, $2::bigint]) AS j, "
+        "unnest(ARRAY[-9, -8, -7, -6, -2, 1]) AS s",
+        skip, once, ToPgTimestamp(now));
+    tx.commit();
+  }
+  auto at = [&](int64_t job, int seconds) {
+    return absl::StrCat(" AND job_id = ", job, " AND scheduled_at = '",
+                        ToPgTimestamp(now + absl::Seconds(seconds)), "'::timestamptz");
+  };
+  FireEngine::Options options;
+  options.load_batch = 3;  // The late fires span pages.
+  auto leader = Elect("b", absl::Milliseconds(50), options);
+  ASSERT_TRUE(Eventually([&] { return leader->engine->held() == 5u; })) << leader->engine->held();
+  EXPECT_EQ(Count(absl::StrCat("SELECT count(*) FROM fires WHERE status = 3 AND job_id = ", skip,
+                               " AND reason LIKE 'misfire: % skipped (DO_NOTHING)'")),
+            4);
+  EXPECT_EQ(Count(absl::StrCat("SELECT count(*) FROM fires WHERE status = 3 AND job_id = ", once,
+                               " AND reason LIKE 'misfire: %(FIRE_ONCE_NOW)'")),
+            3);
+  EXPECT_EQ(Count(absl::StrCat("SELECT count(*) FROM fires WHERE status = 1 AND trigger_type = 4 "
+                               "AND reason LIKE 'misfire: % fired once now (FIRE_ONCE_NOW)'",
+                               at(once, -9))),
+            1);
+  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 1 AND trigger_type = 1"), 4);
+  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 1"), 5);
+  double misfires = 0;
+  for (const auto& family : registry_.Collect()) {
+    if (family.name != "jobwheel_scheduler_misfires_total") continue;
+    for (const auto& m : family.metric) misfires += m.counter.value;
+  }
+  EXPECT_EQ(misfires, 4 + 4);
+
+  // Handed off: the fired-once fire and the fires on time, nothing skipped.
+  leader->engine->Start();
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(Eventually([&] { return dispatcher_->ids().size() == 5u; }))
+      << dispatcher_->ids().size();
+  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 1"), 0);
+  EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 2"), 5);
+  EXPECT_EQ(Count(absl::StrCat("SELECT count(*) FROM fires WHERE status = 2", at(once, -9))), 1);
+  leader->engine->Shutdown();
+  leader->elector.Shutdown();
+}
+
+// The store's late settle on its own: held fires whose hand-off comes late are locked, judged
+// and settled in one transaction; a row no longer PENDING, or whose job is gone, is not handed
+// off.
+TEST_F(PgFireStoreEngineTest, SettleLateFiresSkipsFiresOnceAndFailsOrphans) {
+  const absl::Time now = clock_.Now();
+  const int64_t skip = InsertJob(now + absl::Hours(1), 1);
+  const int64_t once = InsertJob(now + absl::Hours(1), 2);
+  const int64_t gone = InsertJob(now + absl::Hours(1), 1);
+  auto fire = [&](int64_t job, int seconds, int status = 1) {
+    pqxx::work tx(*conn_);
+    auto r = tx.exec_params(
+        "INSERT INTO fires (job_id, scheduled_at, trigger_type, status) VALUES ($1, "
+        "$2::timestamptz, 1, $3) RETURNING id",
+        job, ToPgTimestamp(now + absl::Seconds(seconds)), status);
+    tx.commit();
+    return r[0][0].as<int64_t>();
+  };
+  const int64_t s1 = fire(skip, -20), s2 = fire(skip, -19), o1 = fire(once, -20),
+                o2 = fire(once, -19), taken = fire(skip, -18, /*DISPATCHED*/ 2),
+                orphan = fire(gone, -20);
+  {
+    pqxx::work tx(*conn_);
+    tx.exec_params("DELETE FROM jobs WHERE id = $1", gone);
+    tx.commit();
+  }
+  auto leader = Elect("a");
+  LatePlan plan;
+  auto pending = leader->store.SettleLateFires(
+      {s1, s2, o1, o2, taken, orphan},
+      [&](const std::vector<jobwheel::v1::Fire>& fires) -> const LatePlan& {
+        plan = PlanLateFires(fires, now, absl::Seconds(5));
+        return plan;
+      });
+  ASSERT_TRUE(pending.ok()) << pending.status();
+  EXPECT_EQ(*pending, std::vector<int64_t>{o1});
+  auto status = [&](int64_t id) {
+    return Count(absl::StrCat("SELECT status * 10 + trigger_type FROM fires WHERE id = ", id));
+  };
+  EXPECT_EQ(status(s1), 31);  // SKIPPED cron.
+  EXPECT_EQ(status(s2), 31);
+  EXPECT_EQ(status(o1), 14);  // PENDING misfire.
+  EXPECT_EQ(status(o2), 31);
+  EXPECT_EQ(status(taken), 21);   // Left alone.
+  EXPECT_EQ(status(orphan), 41);  // FAILED: its job is gone.
+  leader->elector.Shutdown();
 }
 
 // --- Monitors ---
