@@ -365,6 +365,8 @@ absl::StatusOr<FireStore::MonitorResult> FakeFireStore::RunMonitorPass(
     run.result_message = r.result_message;
     run.trigger_message = r.trigger_message;
     run.app = r.app;
+    run.executor_address = r.executor_address;
+    run.trigger_time = r.trigger_time;
     run.fire_param = fire->second.param;
     auto job = jobs_.find(r.job_id);
     run.job_deleted = job == jobs_.end();
@@ -378,7 +380,15 @@ absl::StatusOr<FireStore::MonitorResult> FakeFireStore::RunMonitorPass(
     }
     finished.push_back(std::move(run));
   }
-  const FollowupPlan& planned = plan(finished);
+  std::vector<Job> unscheduled;
+  for (const auto& [id, row] : jobs_) {
+    if (static_cast<int>(unscheduled.size()) >= limits.batch) break;
+    const Job& j = row.job;
+    if (!j.enabled() || j.has_next_fire_time() || !j.schedule_error().empty()) continue;
+    if (!j.schedule().has_cron() && !j.schedule().has_fix_rate()) continue;
+    unscheduled.push_back(j);
+  }
+  const FollowupPlan& planned = plan(finished, unscheduled);
   for (const RetryFire& r : planned.retries) {
     FireRow f;
     f.job_id = r.job_id;
@@ -415,6 +425,17 @@ absl::StatusOr<FireStore::MonitorResult> FakeFireStore::RunMonitorPass(
     if (it == runs_.end()) continue;
     it->second.followup_done = true;
     it->second.alarm_sent = it->second.alarm_sent || RunFailed(it->second.status);
+  }
+  for (const ScheduleStop& stop : planned.stops) {
+    auto it = jobs_.find(stop.job_id);
+    if (it == jobs_.end()) continue;
+    it->second.job.set_enabled(false);
+    it->second.job.clear_next_fire_time();
+    it->second.job.set_schedule_error(stop.error);
+    ++result.stopped_jobs;
+  }
+  for (const AlarmEvent& e : planned.alarms) {
+    if (outbox_->Queue(e, now)) ++result.alarms_queued;
   }
   auto online = [&](const RunRow& r) -> const ExecutorRow* {
     for (const ExecutorRow& e : executors_) {

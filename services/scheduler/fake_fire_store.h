@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "common/time/clock.h"
 #include "jobwheel/v1/types.pb.h"
+#include "services/scheduler/alarm_outbox_fake.h"
 #include "services/scheduler/fire_store.h"
 
 namespace jobwheel::scheduler {
@@ -95,6 +96,10 @@ class FakeFireStore : public FireStore {
   std::vector<RunRow> runs() const;
   std::optional<RunRow> run(int64_t id) const;
   void SetExecutors(std::vector<ExecutorRow> executors);
+  // Where the monitor pass queues alarms: its own outbox unless the test shares one (with an
+  // AlarmSender, say) through SetAlarmOutbox.
+  FakeAlarmOutbox& alarm_outbox();
+  void SetAlarmOutbox(FakeAlarmOutbox* outbox);
 
   // FireStore.
   bool IsLeader() const override;
@@ -133,6 +138,8 @@ class FakeFireStore : public FireStore {
   // Which operation fail_next_ is for (empty: any).
   std::string fail_next_what_ ABSL_GUARDED_BY(mu_);
   std::vector<ExecutorRow> executors_ ABSL_GUARDED_BY(mu_);
+  FakeAlarmOutbox own_outbox_;
+  FakeAlarmOutbox* outbox_ ABSL_GUARDED_BY(mu_) = &own_outbox_;
 };
 
 }  // namespace jobwheel::scheduler

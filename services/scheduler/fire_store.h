@@ -86,7 +86,10 @@ class FireStore {
 
   // --- Monitors ---
 
-  using FollowupPlanner = std::function<const FollowupPlan&(const std::vector<FinishedRun>&)>;
+  // Given the finished runs it locked and the enabled jobs with a schedule of their own but no
+  // next fire time (each with its schedule, create and update times), decides what follows.
+  using FollowupPlanner = std::function<const FollowupPlan&(const std::vector<FinishedRun>&,
+                                                            const std::vector<jobwheel::v1::Job>&)>;
   struct MonitorLimits {
     // Finished runs followed up per pass.
     int batch = 500;
@@ -106,12 +109,19 @@ class FireStore {
     int children = 0;
     int lost = 0;
     int stale_pending = 0;
+    // Alarms queued in the outbox (a key already there is not queued again); jobs stopped.
+    int alarms_queued = 0;
+    int stopped_jobs = 0;
   };
   // In one transaction: counts enabled jobs; locks up to `batch` finished runs not yet followed
   // up (oldest first, skipping locked ones) and asks `plan` what follows them; writes the retry
   // fires and the child fires (at most one per parent run and job; a child only in its
   // parent's app or child_scope) due now, marks the runs followed up (and, for FAILED,
-  // TIMED_OUT and LOST, their alarm sent); then ends lost and stale runs per `limits`.
+  // TIMED_OUT and LOST, their alarm sent); locks up to `batch` enabled jobs of kind CRON or
+  // FIX_RATE with no next fire time and no schedule_error (skipping locked ones) for the plan
+  // too, and stops the planned ones (enabled = false, schedule_error set); queues the planned
+  // alarms in the alarm outbox (ON CONFLICT on the key: nothing); then ends lost and stale
+  // runs per `limits`. It never sends an alarm (AlarmSender does).
   virtual absl::StatusOr<MonitorResult> RunMonitorPass(const MonitorLimits& limits,
                                                        const FollowupPlanner& plan) = 0;
 

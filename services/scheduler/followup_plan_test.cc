@@ -1,6 +1,8 @@
 // What follows a finished run: retries (attempt and shard arithmetic), alarms, children.
 #include "services/scheduler/followup_plan.h"
 
+#include "absl/time/time.h"
+#include "common/time/proto_time.h"
 #include "gtest/gtest.h"
 
 namespace jobwheel::scheduler {
@@ -14,6 +16,8 @@ FinishedRun Finished(jobwheel::v1::RunStatus status, int attempt, int retries) {
   r.attempt = attempt;
   r.fail_retry_count = retries;
   r.app = "demo";
+  r.executor_address = "127.0.0.1:7200";
+  r.trigger_time = absl::FromUnixSeconds(1699999200 + 59);
   r.job_name = "nightly";
   r.alarm_contacts = {"ops@example.com"};
   r.routing_strategy = jobwheel::v1::ROUTING_STRATEGY_ROUND;
@@ -33,7 +37,8 @@ TEST(FollowupPlanTest, FailedWithRetriesLeftRetriesAtTheNextAttempt) {
     EXPECT_EQ(plan.retries[0].param, "p");
     EXPECT_EQ(plan.retries[0].shard_index, 0);
     EXPECT_EQ(plan.retries[0].shard_total, 0);
-    EXPECT_TRUE(plan.alarms.empty());
+    // Only a LOST run alarms while it still has retries.
+    EXPECT_EQ(plan.alarms.size(), status == jobwheel::v1::RUN_STATUS_LOST ? 1u : 0u) << status;
     EXPECT_EQ(plan.done, std::vector<int64_t>{10});
   }
 }
@@ -77,10 +82,88 @@ TEST(FollowupPlanTest, RetriesSpentRaiseOneAlarm) {
   EXPECT_EQ(e.job_name, "nightly");
   EXPECT_EQ(e.app, "demo");
   EXPECT_EQ(e.status, "RUN_STATUS_LOST");
+  EXPECT_EQ(e.kind, AlarmKind::kRunLost);
+  EXPECT_EQ(e.key, "run_lost/10");
   EXPECT_EQ(e.message, "triggered on 127.0.0.1:7200");  // No result message: the trigger's.
   EXPECT_EQ(e.contacts, std::vector<std::string>{"ops@example.com"});
   run.result_message = "exit 1";
   EXPECT_EQ(PlanFollowups({run}).alarms[0].message, "exit 1");
+}
+
+TEST(FollowupPlanTest, FailedOrTimedOutWithRetriesSpentRaiseARunFailedAlarm) {
+  for (auto status : {jobwheel::v1::RUN_STATUS_FAILED, jobwheel::v1::RUN_STATUS_TIMED_OUT}) {
+    const FollowupPlan plan = PlanFollowups({Finished(status, 2, 2)});
+    ASSERT_EQ(plan.alarms.size(), 1u) << status;
+    EXPECT_EQ(plan.alarms[0].kind, AlarmKind::kRunFailed);
+    EXPECT_EQ(plan.alarms[0].key, "run_failed/10");
+  }
+  // Retries left: no alarm yet.
+  EXPECT_TRUE(PlanFollowups({Finished(jobwheel::v1::RUN_STATUS_FAILED, 0, 2)}).alarms.empty());
+}
+
+TEST(FollowupPlanTest, NoExecutorAlarmsOncePerJobAndWindowRetriesLeftOrNot) {
+  FinishedRun first = Finished(jobwheel::v1::RUN_STATUS_FAILED, 0, 1);
+  first.executor_address = "";
+  first.trigger_message = "job 3: no executor online for app demo";
+  FinishedRun later = first;  // Same hour, retries spent.
+  later.run_id = 11;
+  later.attempt = 1;
+  later.trigger_time = first.trigger_time + absl::Minutes(30);
+  FinishedRun next_hour = first;
+  next_hour.run_id = 12;
+  next_hour.trigger_time = first.trigger_time + absl::Hours(1);
+  const FollowupPlan plan = PlanFollowups({first, later, next_hour});
+  ASSERT_EQ(plan.alarms.size(), 3u);
+  EXPECT_EQ(plan.retries.size(), 2u);  // first and next_hour still retry.
+  for (const AlarmEvent& e : plan.alarms) EXPECT_EQ(e.kind, AlarmKind::kNoExecutor);
+  EXPECT_EQ(plan.alarms[0].key, "no_executor/3/1699999200");
+  EXPECT_EQ(plan.alarms[1].key, plan.alarms[0].key);  // One row in the outbox.
+  EXPECT_EQ(plan.alarms[2].key, "no_executor/3/1700002800");
+  EXPECT_EQ(plan.alarms[0].message, "job 3: no executor online for app demo");
+}
+
+TEST(FollowupPlanTest, AJobWhoseScheduleNoLongerParsesStopsWithAnAlarm) {
+  jobwheel::v1::Job bad;
+  bad.set_id(7);
+  bad.set_name("broken");
+  bad.set_app("demo");
+  bad.set_enabled(true);
+  bad.add_alarm_contacts("ops@example.com");
+  bad.mutable_schedule()->mutable_cron()->set_expression("not a cron");
+  *bad.mutable_update_time() = ToProto(absl::FromUnixMicros(1700000000000001));
+  jobwheel::v1::Job ended = bad;  // Valid; simply has no next fire time: left alone.
+  ended.set_id(8);
+  ended.mutable_schedule()->mutable_cron()->set_expression("0 0 0 1 1 ? 2001");
+  jobwheel::v1::Job scheduled = bad;  // Has a next fire time: not considered.
+  scheduled.set_id(9);
+  *scheduled.mutable_next_fire_time() = ToProto(absl::FromUnixSeconds(1800000000));
+  FollowupPlan plan;
+  PlanScheduleStops({bad, ended, scheduled}, plan);
+  ASSERT_EQ(plan.stops.size(), 1u);
+  EXPECT_EQ(plan.stops[0].job_id, 7);
+  EXPECT_NE(plan.stops[0].error.find("cannot be computed"), std::string::npos);
+  ASSERT_EQ(plan.alarms.size(), 1u);
+  EXPECT_EQ(plan.alarms[0].kind, AlarmKind::kScheduleError);
+  EXPECT_EQ(plan.alarms[0].key, "schedule_error/7/1700000000000001");
+  EXPECT_EQ(plan.alarms[0].run_id, 0);
+  EXPECT_EQ(plan.alarms[0].contacts, std::vector<std::string>{"ops@example.com"});
+}
+
+TEST(FollowupPlanTest, AlarmJsonCarriesKindAndKeyEscaped) {
+  AlarmEvent e;
+  e.kind = AlarmKind::kRunLost;
+  e.key = "run_lost/5";
+  e.job_id = 1;
+  e.job_name = "a\"b";
+  e.app = "demo";
+  e.run_id = 5;
+  e.status = "RUN_STATUS_LOST";
+  e.message = "line\nbreak";
+  e.contacts = {"x@y"};
+  EXPECT_EQ(AlarmJson(e),
+            "{\"kind\":\"run_lost\",\"key\":\"run_lost/5\",\"job_id\":1,\"job_name\":\"a\\\"b\","
+            "\"app\":\"demo\",\"run_id\":5,\"status\":\"RUN_STATUS_LOST\","
+            "\"message\":\"line\\nbreak\",\"contacts\":[\"x@y\"]}");
 }
 
 TEST(FollowupPlanTest, SucceededTriggersEachChild) {

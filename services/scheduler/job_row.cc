@@ -13,7 +13,7 @@ const char* const kJobColumns =
     "j.fail_retry_count, j.child_job_ids, j.glue_type, j.script_source, j.script_version, "
     "j.enabled, (EXTRACT(EPOCH FROM j.next_fire_at) * 1000000)::BIGINT, "
     "(EXTRACT(EPOCH FROM j.create_time) * 1000000)::BIGINT, "
-    "(EXTRACT(EPOCH FROM j.update_time) * 1000000)::BIGINT";
+    "(EXTRACT(EPOCH FROM j.update_time) * 1000000)::BIGINT, j.schedule_error";
 
 namespace {
 
@@ -74,6 +74,7 @@ jobwheel::v1::Job JobFromRow(const pqxx::row& row, int offset) {
   SetTime(row[offset + 23], [&] { return job.mutable_next_fire_time(); });
   SetTime(row[offset + 24], [&] { return job.mutable_create_time(); });
   SetTime(row[offset + 25], [&] { return job.mutable_update_time(); });
+  if (!row[offset + 26].is_null()) job.set_schedule_error(row[offset + 26].as<std::string>());
   return job;
 }
 

@@ -29,6 +29,8 @@
 #include "services/scheduler/admin/pg_job_store.h"
 #include "services/scheduler/admin/token_admin.h"
 #include "services/scheduler/admin/token_admin_service.h"
+#include "services/scheduler/alarm_outbox_pg.h"
+#include "services/scheduler/alarm_sender.h"
 #include "services/scheduler/dispatch_client.h"
 #include "services/scheduler/fire_engine.h"
 #include "services/scheduler/leader_elector.h"
@@ -67,7 +69,12 @@ ABSL_FLAG(absl::Duration, misfire_threshold, absl::Seconds(5),
 ABSL_FLAG(absl::Duration, lost_run_after, absl::Minutes(10),
           "A RUNNING run on an offline executor older than this becomes LOST");
 ABSL_FLAG(int, retention_days, 30, "Fires and runs older than this are deleted");
-ABSL_FLAG(std::string, alarm_webhook_url, "", "http:// URL that receives failure alarms as JSON");
+ABSL_FLAG(std::string, alarm_webhook_url, "",
+          "https:// (or http://) URL that receives alarms as JSON, each with an Idempotency-Key "
+          "header; empty: alarms are recorded in alarm_outbox but not posted");
+ABSL_FLAG(std::string, alarm_webhook_ca_file, "",
+          "PEM file of the CAs that verify an https:// --alarm_webhook_url (default: the system "
+          "CAs)");
 ABSL_FLAG(std::string, alarm_webhook_allowlist, "",
           "Comma list of host or host:port that --alarm_webhook_url may name (required with it)");
 ABSL_FLAG(std::string, admin_token_file, "",
@@ -189,11 +196,13 @@ int main(int argc, char** argv) {
   Clock& clock = RealClock::Get();
   GrpcDispatchClient dispatch_client(*dispatcher_channel, signer.get(), clock);
 
-  std::unique_ptr<Alarm> alarm = std::make_unique<NoAlarm>();
+  std::unique_ptr<AlarmPoster> alarm_poster = std::make_unique<DropAlarmPoster>();
   if (!absl::GetFlag(FLAGS_alarm_webhook_url).empty()) {
-    auto webhook = WebhookAlarm::Create(absl::GetFlag(FLAGS_alarm_webhook_url), clock);
+    WebhookAlarm::Options webhook_options;
+    webhook_options.ca_file = absl::GetFlag(FLAGS_alarm_webhook_ca_file);
+    auto webhook = WebhookAlarm::Create(absl::GetFlag(FLAGS_alarm_webhook_url), webhook_options);
     if (!webhook.ok()) return Fail(webhook.status().ToString());
-    alarm = std::move(webhook).value();
+    alarm_poster = std::move(webhook).value();
   }
 
   FireEngine::Options engine_options;
@@ -228,7 +237,9 @@ int main(int argc, char** argv) {
   PgFireStore fire_store(elector);
   FireEngine engine(engine_options, fire_store, dispatch_client, clock, metrics);
   engine_ptr = &engine;
-  Monitors monitors(monitor_options, fire_store, *alarm, clock, metrics);
+  Monitors monitors(monitor_options, fire_store, clock, metrics);
+  PgAlarmOutbox alarm_outbox(elector);
+  AlarmSender alarm_sender(AlarmSender::Options(), alarm_outbox, *alarm_poster, clock, metrics);
 
   admin::PgJobStore job_store(pool);
   admin::GrpcExecutorClient executor_client(client_tls, signer.get(), {}, clock);
@@ -246,6 +257,7 @@ int main(int argc, char** argv) {
 
   engine.Start();
   monitors.Start();
+  alarm_sender.Start();
   // Before serving: Start returns after the first try of the lock, so GetLeader answers from
   // the first call on.
   elector.Start();
@@ -255,6 +267,7 @@ int main(int argc, char** argv) {
                                 {&admin_service, &token_service, &leadership_service}, tls);
   if (!server.ok()) {
     elector.Shutdown();
+    alarm_sender.Shutdown();
     monitors.Shutdown();
     engine.Shutdown();
     return Fail(server.status().ToString());
@@ -265,6 +278,7 @@ int main(int argc, char** argv) {
 
   spdlog::info("scheduler {} shutting down", replica);
   elector.Shutdown();  // Releases the lock so a standby takes over at once.
+  alarm_sender.Shutdown();
   monitors.Shutdown();
   engine.Shutdown();
   (*server)->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));

@@ -14,9 +14,8 @@ constexpr int kRetentionRounds = 100;
 
 }  // namespace
 
-Monitors::Monitors(Options options, FireStore& store, Alarm& alarm, Clock& clock,
-                   SchedulerMetrics& metrics)
-    : options_(options), store_(store), alarm_(alarm), clock_(clock), metrics_(metrics) {}
+Monitors::Monitors(Options options, FireStore& store, Clock& clock, SchedulerMetrics& metrics)
+    : options_(options), store_(store), clock_(clock), metrics_(metrics) {}
 
 Monitors::~Monitors() { Shutdown(); }
 
@@ -71,8 +70,11 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
   FollowupPlan plan;
   const absl::Time start = clock_.Now();
   absl::StatusOr<FireStore::MonitorResult> result = store_.RunMonitorPass(
-      limits, [&](const std::vector<FinishedRun>& runs) -> const FollowupPlan& {
+      limits,
+      [&](const std::vector<FinishedRun>& runs,
+          const std::vector<jobwheel::v1::Job>& unscheduled) -> const FollowupPlan& {
         plan = PlanFollowups(runs);
+        PlanScheduleStops(unscheduled, plan);
         return plan;
       });
   metrics_.DbQuery("monitors", clock_.Now() - start, result.ok());
@@ -80,22 +82,17 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
   Counts counts;
   counts.retries = result->retries;
   counts.children = result->children;
-  counts.alarms = static_cast<int>(plan.alarms.size());
+  counts.alarms = result->alarms_queued;
+  counts.stopped_jobs = result->stopped_jobs;
   counts.lost = result->lost;
   counts.stale_pending = result->stale_pending;
   metrics_.jobs.Set(static_cast<double>(result->enabled_jobs));
   metrics_.retries.Increment(counts.retries);
   metrics_.child_fires.Increment(counts.children);
   metrics_.lost_runs.Increment(counts.lost + counts.stale_pending);
-  // Delivered after commit: at most one alarm per run.
-  for (const AlarmEvent& e : plan.alarms) {
-    absl::Status sent = alarm_.Send(e);
-    if (sent.ok()) {
-      metrics_.alarms_sent.Increment();
-    } else {
-      metrics_.alarms_failed.Increment();
-      spdlog::warn("alarm for run {} of job {}: {}", e.run_id, e.job_id, sent.ToString());
-    }
+  metrics_.alarms_queued.Increment(counts.alarms);
+  for (const ScheduleStop& stop : plan.stops) {
+    spdlog::error("job {} stopped: {}", stop.job_id, stop.error);
   }
   return counts;
 }

@@ -7,7 +7,6 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/time/clock.h"
-#include "services/scheduler/alarm.h"
 #include "services/scheduler/fire_store.h"
 #include "services/scheduler/scheduler_metrics.h"
 
@@ -20,6 +19,11 @@ namespace jobwheel::scheduler {
 //    job (PARENT fire) that is in the parent's app or in its child_scope (the apps the writer
 //    of its child_job_ids may operate; see JobAdmin::CreateJob). Each run is followed up exactly
 //    once (runs.followup_done, and a unique index on fires(parent_run_id, job_id)).
+//  - alarms: queued in the outbox by the same transaction (one per key), never sent here
+//    (AlarmSender sends them on its own thread): a run failed with retries spent, a LOST run,
+//    a fire that found no executor, a job stopped because its schedule cannot be computed.
+//  - stopped jobs: an enabled job whose stored schedule no longer parses is disabled with
+//    its schedule_error set.
 //  - lost runs: RUNNING longer than `lost_after` on an executor that is offline, or started
 //    before the executor's current process (it restarted) → LOST; PENDING
 //    (trigger never answered, e.g. its dispatcher died) longer than `pending_timeout` → FAILED.
@@ -42,14 +46,14 @@ class Monitors {
   struct Counts {
     int retries = 0;
     int children = 0;
-    int alarms = 0;
+    int alarms = 0;  // Queued.
+    int stopped_jobs = 0;
     int lost = 0;
     int stale_pending = 0;
     int deleted = 0;
   };
 
-  Monitors(Options options, FireStore& store, Alarm& alarm, Clock& clock,
-           SchedulerMetrics& metrics);
+  Monitors(Options options, FireStore& store, Clock& clock, SchedulerMetrics& metrics);
   ~Monitors();
 
   void Start();
@@ -65,7 +69,6 @@ class Monitors {
 
   const Options options_;
   FireStore& store_;
-  Alarm& alarm_;
   Clock& clock_;
   SchedulerMetrics& metrics_;
   absl::Mutex mu_;

@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/time/clock.h"
 #include "gtest/gtest.h"
@@ -16,28 +17,6 @@ namespace {
 
 using jobwheel::v1::RunStatus;
 
-class RecordingAlarm : public Alarm {
- public:
-  absl::Status Send(const AlarmEvent& e) override {
-    absl::MutexLock lock(&mu_);
-    events_.push_back(e);
-    return status_;
-  }
-  std::vector<AlarmEvent> events() {
-    absl::MutexLock lock(&mu_);
-    return events_;
-  }
-  void set_status(absl::Status s) {
-    absl::MutexLock lock(&mu_);
-    status_ = std::move(s);
-  }
-
- private:
-  absl::Mutex mu_;
-  std::vector<AlarmEvent> events_ ABSL_GUARDED_BY(mu_);
-  absl::Status status_ ABSL_GUARDED_BY(mu_);
-};
-
 class MonitorsTest : public ::testing::Test {
  protected:
   MonitorsTest() : store_(clock_), metrics_(registry_) {
@@ -45,7 +24,7 @@ class MonitorsTest : public ::testing::Test {
     options_.lost_after = absl::Minutes(10);
     options_.pending_timeout = absl::Seconds(60);
     options_.retention = absl::Hours(24);
-    monitors_ = std::make_unique<Monitors>(options_, store_, alarm_, clock_, metrics_);
+    monitors_ = std::make_unique<Monitors>(options_, store_, clock_, metrics_);
   }
 
   int64_t Job(int retries, std::vector<int64_t> children = {}) {
@@ -75,6 +54,13 @@ class MonitorsTest : public ::testing::Test {
     return store_.AddRun(run);
   }
 
+  // The alarms queued in the outbox.
+  std::vector<AlarmEvent> Alarms() {
+    std::vector<AlarmEvent> out;
+    for (const auto& row : store_.alarm_outbox().rows()) out.push_back(row.event);
+    return out;
+  }
+
   std::vector<FakeFireStore::FireRow> FiresOf(jobwheel::v1::TriggerType type) {
     std::vector<FakeFireStore::FireRow> out;
     for (const auto& f : store_.fires()) {
@@ -102,7 +88,6 @@ class MonitorsTest : public ::testing::Test {
   FakeFireStore store_;
   prometheus::Registry registry_;
   SchedulerMetrics metrics_;
-  RecordingAlarm alarm_;
   Monitors::Options options_;
   std::unique_ptr<Monitors> monitors_;
 };
@@ -124,7 +109,7 @@ TEST_F(MonitorsTest, FailedRunWithRetriesLeftGetsOneRetryFire) {
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(counts->retries, 0);
   EXPECT_EQ(FiresOf(jobwheel::v1::TRIGGER_TYPE_RETRY).size(), 1u);
-  EXPECT_TRUE(alarm_.events().empty());
+  EXPECT_TRUE(Alarms().empty());
   EXPECT_EQ(Counter("jobwheel_scheduler_retries_total"), 1);
 }
 
@@ -134,24 +119,77 @@ TEST_F(MonitorsTest, RetriesSpentRaisesOneAlarm) {
   ASSERT_TRUE(monitors_->RunOnce().ok());
   ASSERT_TRUE(monitors_->RunOnce().ok());
   EXPECT_TRUE(FiresOf(jobwheel::v1::TRIGGER_TYPE_RETRY).empty());
-  auto events = alarm_.events();
+  auto events = Alarms();
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].run_id, run);
+  EXPECT_EQ(events[0].kind, AlarmKind::kRunFailed);
+  EXPECT_EQ(events[0].key, absl::StrCat("run_failed/", run));
   EXPECT_EQ(events[0].status, "RUN_STATUS_TIMED_OUT");
   EXPECT_EQ(events[0].contacts, std::vector<std::string>({"ops@example.com"}));
   EXPECT_TRUE(store_.run(run)->alarm_sent);
 }
 
-TEST_F(MonitorsTest, AFailedAlarmIsCountedAndNotSentAgain) {
-  alarm_.set_status(absl::UnavailableError("webhook down"));
+TEST_F(MonitorsTest, AlarmsAreQueuedOncePerKeyAndNeverSentByThePass) {
   Run(Job(0), jobwheel::v1::RUN_STATUS_FAILED);
+  // Two no-executor failures of one job within the hour: one alarm.
+  const int64_t lonely = Job(0);
+  for (int i = 0; i < 2; ++i) {
+    FakeFireStore::FireRow fire;
+    fire.job_id = lonely;
+    fire.scheduled = clock_.Now();
+    fire.status = jobwheel::v1::FIRE_STATUS_FAILED;
+    FakeFireStore::RunRow run;
+    run.fire_id = store_.AddFire(fire);
+    run.job_id = lonely;
+    run.status = jobwheel::v1::RUN_STATUS_FAILED;
+    run.executor_address = "";
+    run.trigger_message = "no executor online for app demo";
+    run.trigger_time = clock_.Now();
+    store_.AddRun(run);
+  }
   auto counts = monitors_->RunOnce();
   ASSERT_TRUE(counts.ok());
-  EXPECT_EQ(counts->alarms, 1);
+  EXPECT_EQ(counts->alarms, 2);
   ASSERT_TRUE(monitors_->RunOnce().ok());
-  EXPECT_EQ(alarm_.events().size(), 1u);
-  EXPECT_EQ(Counter("jobwheel_scheduler_alarms_total", "outcome", "failed"), 1);
+  auto rows = store_.alarm_outbox().rows();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].event.kind, AlarmKind::kRunFailed);
+  EXPECT_EQ(rows[1].event.kind, AlarmKind::kNoExecutor);
+  for (const auto& row : rows) EXPECT_FALSE(row.sent_at.has_value());
+  EXPECT_EQ(Counter("jobwheel_scheduler_alarms_total", "outcome", "queued"), 2);
   EXPECT_EQ(Counter("jobwheel_scheduler_alarms_total", "outcome", "sent"), 0);
+}
+
+TEST_F(MonitorsTest, ALostRunAlarmsEvenWithRetriesLeft) {
+  const int64_t run = Run(Job(/*retries=*/3), jobwheel::v1::RUN_STATUS_LOST);
+  ASSERT_TRUE(monitors_->RunOnce().ok());
+  EXPECT_EQ(FiresOf(jobwheel::v1::TRIGGER_TYPE_RETRY).size(), 1u);
+  auto events = Alarms();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, AlarmKind::kRunLost);
+  EXPECT_EQ(events[0].run_id, run);
+}
+
+TEST_F(MonitorsTest, AJobWhoseScheduleCannotBeComputedIsStoppedVisiblyWithOneAlarm) {
+  jobwheel::v1::Job job;
+  job.set_app("demo");
+  job.set_name("broken");
+  job.set_enabled(true);
+  job.mutable_schedule()->mutable_cron()->set_expression("not a cron");
+  const int64_t id = store_.AddJob(job);
+  auto counts = monitors_->RunOnce();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(counts->stopped_jobs, 1);
+  EXPECT_EQ(counts->alarms, 1);
+  const auto stopped = store_.job(id);
+  ASSERT_TRUE(stopped.has_value());
+  EXPECT_FALSE(stopped->enabled());
+  EXPECT_NE(stopped->schedule_error().find("cannot be computed"), std::string::npos);
+  ASSERT_TRUE(monitors_->RunOnce().ok());
+  auto events = Alarms();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, AlarmKind::kScheduleError);
+  EXPECT_EQ(events[0].job_id, id);
 }
 
 TEST_F(MonitorsTest, SucceededRunTriggersEachChildOnce) {
@@ -177,7 +215,7 @@ TEST_F(MonitorsTest, KilledAndDiscardedRunsAreNotRetried) {
   Run(job, jobwheel::v1::RUN_STATUS_DISCARDED);
   ASSERT_TRUE(monitors_->RunOnce().ok());
   EXPECT_TRUE(FiresOf(jobwheel::v1::TRIGGER_TYPE_RETRY).empty());
-  EXPECT_TRUE(alarm_.events().empty());
+  EXPECT_TRUE(Alarms().empty());
   EXPECT_TRUE(store_.run(killed)->followup_done);
 }
 
@@ -187,7 +225,7 @@ TEST_F(MonitorsTest, RunsOfADeletedJobAreOnlyMarkedDone) {
   store_.DeleteJob(job);
   ASSERT_TRUE(monitors_->RunOnce().ok());
   EXPECT_TRUE(FiresOf(jobwheel::v1::TRIGGER_TYPE_RETRY).empty());
-  EXPECT_TRUE(alarm_.events().empty());
+  EXPECT_TRUE(Alarms().empty());
   EXPECT_TRUE(store_.run(run)->followup_done);
 }
 

@@ -10,6 +10,7 @@
 #include "common/pg/pg_arrays.h"
 #include "common/pg/pg_prepared.h"
 #include "common/time/proto_time.h"
+#include "services/scheduler/alarm_outbox_pg.h"
 #include "services/scheduler/job_row.h"
 
 namespace jobwheel::scheduler {
@@ -271,7 +272,8 @@ absl::StatusOr<std::vector<int64_t>> PgFireStore::SettleLateFires(
         "r.result_message, r.trigger_message, f.param, f.trigger_type, j.id IS NULL, "
         "COALESCE(j.fail_retry_count, 0), COALESCE(j.child_job_ids, '{}'), "
         "COALESCE(j.name, ''), COALESCE(j.alarm_contacts, '{}'), r.app, "
-        "j.routing_strategy "
+        "j.routing_strategy, r.executor_address, "
+        "(EXTRACT(EPOCH FROM r.trigger_time) * 1000000)::BIGINT "
         "FROM runs r JOIN fires f ON f.id = r.fire_id LEFT JOIN jobs j ON j.id = r.job_id "
         "WHERE NOT r.followup_done AND r.status >= 3 ORDER BY r.id LIMIT $1 "
         "FOR UPDATE OF r SKIP LOCKED",
@@ -299,9 +301,22 @@ absl::StatusOr<std::vector<int64_t>> PgFireStore::SettleLateFires(
       if (!r[16].is_null()) {
         run.routing_strategy = static_cast<jobwheel::v1::RoutingStrategy>(r[16].as<int>());
       }
+      run.executor_address = r[17].as<std::string>();
+      if (!r[18].is_null()) run.trigger_time = FromMicros(r[18].as<int64_t>());
       runs.push_back(std::move(run));
     }
-    const FollowupPlan& planned = plan(runs);
+    // Enabled jobs that fire on their own but have no next fire time: the claim found their
+    // stored schedule invalid (or it ended).
+    pqxx::result unscheduled_rows = tx.exec_params(
+        absl::StrCat("SELECT ", kJobColumns,
+                     " FROM jobs j WHERE j.enabled AND j.next_fire_at IS NULL AND "
+                     "j.schedule_kind <> 'NONE' AND j.schedule_error IS NULL ORDER BY j.id "
+                     "LIMIT $1 FOR UPDATE OF j SKIP LOCKED"),
+        limits.batch);
+    std::vector<Job> unscheduled;
+    unscheduled.reserve(unscheduled_rows.size());
+    for (const pqxx::row& row : unscheduled_rows) unscheduled.push_back(JobFromRow(row));
+    const FollowupPlan& planned = plan(runs, unscheduled);
     if (!planned.retries.empty()) {
       std::vector<int64_t> job, parent, attempt, shard_i, shard_n;
       // "\x01" stands for "no override" so NULL survives the text array.
@@ -351,6 +366,22 @@ absl::StatusOr<std::vector<int64_t>> PgFireStore::SettleLateFires(
           "status IN (4, 5, 7)) WHERE id = ANY($1::bigint[])",
           ToPgIntArray(planned.done));
     }
+    if (!planned.stops.empty()) {
+      std::vector<int64_t> ids;
+      std::vector<std::string> errors;
+      for (const ScheduleStop& stop : planned.stops) {
+        ids.push_back(stop.job_id);
+        errors.push_back(stop.error);
+      }
+      pqxx::result stopped = tx.exec_params(
+          "UPDATE jobs SET enabled = false, next_fire_at = NULL, schedule_error = u.err "
+          "FROM unnest($1::bigint[], $2::text[]) AS u(id, err) WHERE jobs.id = u.id "
+          "RETURNING jobs.id",
+          ToPgIntArray(ids), ToPgArray(errors));
+      result.stopped_jobs = static_cast<int>(stopped.size());
+    }
+    // Queued, never sent here: AlarmSender delivers them after this commits.
+    result.alarms_queued = QueueAlarms(tx, planned.alarms);
 
     // Runs whose executor went offline while they ran.
     pqxx::result lost = tx.exec_params(
@@ -401,7 +432,11 @@ absl::StatusOr<int> PgFireStore::DeleteHistory(absl::Time cutoff, int limit) {
         "$1::timestamptz AND f.status <> 1 AND NOT EXISTS (SELECT 1 FROM runs r WHERE "
         "r.fire_id = f.id) LIMIT $2) RETURNING id",
         before, limit);
-    n = static_cast<int>(r1.size() + r2.size());
+    pqxx::result r3 = tx.exec_params(
+        "DELETE FROM alarm_outbox WHERE id IN (SELECT id FROM alarm_outbox WHERE sent_at < "
+        "$1::timestamptz LIMIT $2) RETURNING id",
+        before, limit);
+    n = static_cast<int>(r1.size() + r2.size() + r3.size());
   });
   if (!s.ok()) return s;
   return n;

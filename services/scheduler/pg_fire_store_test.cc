@@ -434,23 +434,6 @@ TEST_F(PgFireStoreEngineTest, SettleLateFiresSkipsFiresOnceAndFailsOrphans) {
 
 // --- Monitors ---
 
-class RecordingAlarm : public Alarm {
- public:
-  absl::Status Send(const AlarmEvent& e) override {
-    absl::MutexLock lock(&mu_);
-    events_.push_back(e);
-    return absl::OkStatus();
-  }
-  std::vector<AlarmEvent> events() {
-    absl::MutexLock lock(&mu_);
-    return events_;
-  }
-
- private:
-  absl::Mutex mu_;
-  std::vector<AlarmEvent> events_ ABSL_GUARDED_BY(mu_);
-};
-
 class PgFireStoreMonitorsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -471,7 +454,7 @@ class PgFireStoreMonitorsTest : public ::testing::Test {
     options.pending_timeout = absl::Seconds(60);
     options.retention = absl::Hours(24);
     store_ = std::make_unique<PgFireStore>(*elector_);
-    monitors_ = std::make_unique<Monitors>(options, *store_, alarm_, clock_, *metrics_);
+    monitors_ = std::make_unique<Monitors>(options, *store_, clock_, *metrics_);
   }
   void TearDown() override { elector_->Shutdown(); }
 
@@ -487,6 +470,19 @@ class PgFireStoreMonitorsTest : public ::testing::Test {
         "INSERT INTO jobs (app, name, schedule_kind, handler, fail_retry_count, child_job_ids, "
         "alarm_contacts) VALUES ('demo', 'j', 'NONE', 'echo', ",
         retries, ", '", children, "', '{ops@example.com}') RETURNING id"));
+  }
+
+  // The outbox's rows: "kind key run_id sent", oldest first.
+  std::vector<std::string> Outbox() {
+    pqxx::work tx(*conn_);
+    std::vector<std::string> out;
+    for (const pqxx::row& r :
+         tx.exec("SELECT kind, idempotency_key, COALESCE(run_id, 0), sent_at IS NOT NULL "
+                 "FROM alarm_outbox ORDER BY id")) {
+      out.push_back(absl::StrCat(r[0].as<std::string>(), " ", r[1].as<std::string>(), " ",
+                                 r[2].as<int64_t>(), r[3].as<bool>() ? " sent" : ""));
+    }
+    return out;
   }
 
   // A fire and one run of `job` in `status`, at `attempt`.
@@ -508,7 +504,6 @@ class PgFireStoreMonitorsTest : public ::testing::Test {
   std::unique_ptr<SchedulerMetrics> metrics_;
   std::unique_ptr<LeaderElector> elector_;
   std::unique_ptr<PgFireStore> store_;
-  RecordingAlarm alarm_;
   std::unique_ptr<Monitors> monitors_;
 };
 
@@ -527,20 +522,69 @@ TEST_F(PgFireStoreMonitorsTest, FailedRunWithRetriesLeftGetsOneRetryFire) {
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(counts->retries, 0);
   EXPECT_EQ(Exec("SELECT count(*) FROM fires WHERE trigger_type = 5"), 1);
-  EXPECT_TRUE(alarm_.events().empty());
+  EXPECT_TRUE(Outbox().empty());
 }
 
-TEST_F(PgFireStoreMonitorsTest, RetriesSpentRaisesOneAlarm) {
+TEST_F(PgFireStoreMonitorsTest, RetriesSpentQueuesOneAlarm) {
   const int64_t job = Job(/*retries=*/1);
   const int64_t run = Run(job, jobwheel::v1::RUN_STATUS_TIMED_OUT, /*attempt=*/1);
   ASSERT_TRUE(monitors_->RunOnce().ok());
   ASSERT_TRUE(monitors_->RunOnce().ok());
   EXPECT_EQ(Exec("SELECT count(*) FROM fires WHERE trigger_type = 5"), 0);
-  auto events = alarm_.events();
-  ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].run_id, run);
-  EXPECT_EQ(events[0].status, "RUN_STATUS_TIMED_OUT");
-  EXPECT_EQ(events[0].contacts, std::vector<std::string>({"ops@example.com"}));
+  EXPECT_EQ(Outbox(),
+            std::vector<std::string>{absl::StrCat("run_failed run_failed/", run, " ", run)});
+  pqxx::work tx(*conn_);
+  const std::string payload = tx.exec1("SELECT payload FROM alarm_outbox")[0].as<std::string>();
+  EXPECT_NE(payload.find("\"status\":\"RUN_STATUS_TIMED_OUT\""), std::string::npos) << payload;
+  EXPECT_NE(payload.find("\"contacts\":[\"ops@example.com\"]"), std::string::npos) << payload;
+  EXPECT_NE(payload.find(absl::StrCat("\"key\":\"run_failed/", run, "\"")), std::string::npos);
+}
+
+TEST_F(PgFireStoreMonitorsTest, NoExecutorFailuresQueueOneAlarmPerJobAndHourInOnePass) {
+  const int64_t job = Job(0);
+  // As the dispatcher records a fire that found no executor: no executor address.
+  for (int i = 0; i < 3; ++i) {
+    const int64_t fire =
+        Exec(absl::StrCat("INSERT INTO fires (job_id, scheduled_at, trigger_type, status) VALUES (",
+                          job, ", now(), 1, 4) RETURNING id"));
+    Exec(
+        absl::StrCat("INSERT INTO runs (fire_id, job_id, app, trigger_type, status, "
+                     "scheduled_time, trigger_time, trigger_message) VALUES (",
+                     fire, ", ", job,
+                     ", 'demo', 1, 4, now(), date_trunc('hour', now()), "
+                     "'no executor online for app demo') RETURNING id"));
+  }
+  auto counts = monitors_->RunOnce();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(counts->alarms, 1);
+  ASSERT_EQ(Outbox().size(), 1u);
+  EXPECT_EQ(Outbox()[0].rfind(absl::StrCat("no_executor no_executor/", job, "/"), 0), 0u)
+      << Outbox()[0];
+}
+
+TEST_F(PgFireStoreMonitorsTest, AJobWhoseScheduleCannotBeComputedStopsWithItsError) {
+  const int64_t job = Exec(
+      "INSERT INTO jobs (app, name, schedule_kind, cron_expression, handler, enabled) VALUES "
+      "('demo', 'broken', 'CRON', 'not a cron', 'echo', true) RETURNING id");
+  // A valid schedule without a next fire time (ended) and a NONE job are left alone.
+  const int64_t ended = Exec(
+      "INSERT INTO jobs (app, name, schedule_kind, cron_expression, handler, enabled) VALUES "
+      "('demo', 'ended', 'CRON', '0 0 0 1 1 ? 2001', 'echo', true) RETURNING id");
+  Job(0);
+  auto counts = monitors_->RunOnce();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(counts->stopped_jobs, 1);
+  EXPECT_EQ(Exec(absl::StrCat("SELECT count(*) FROM jobs WHERE id = ", job,
+                              " AND NOT enabled AND schedule_error LIKE "
+                              "'stored schedule cannot be computed: %'")),
+            1);
+  EXPECT_EQ(Exec(absl::StrCat("SELECT count(*) FROM jobs WHERE id = ", ended,
+                              " AND enabled AND schedule_error IS NULL")),
+            1);
+  ASSERT_TRUE(monitors_->RunOnce().ok());
+  ASSERT_EQ(Outbox().size(), 1u);
+  EXPECT_EQ(Outbox()[0].rfind(absl::StrCat("schedule_error schedule_error/", job, "/"), 0), 0u)
+      << Outbox()[0];
 }
 
 TEST_F(PgFireStoreMonitorsTest, SucceededRunTriggersEachChildOnce) {
@@ -601,7 +645,7 @@ TEST_F(PgFireStoreMonitorsTest, KilledAndDiscardedRunsAreNotRetried) {
   Run(job, jobwheel::v1::RUN_STATUS_DISCARDED);
   ASSERT_TRUE(monitors_->RunOnce().ok());
   EXPECT_EQ(Exec("SELECT count(*) FROM fires WHERE trigger_type = 5"), 0);
-  EXPECT_TRUE(alarm_.events().empty());
+  EXPECT_TRUE(Outbox().empty());
 }
 
 TEST_F(PgFireStoreMonitorsTest, RunningOnAnOfflineExecutorBecomesLostAfterTheLimit) {

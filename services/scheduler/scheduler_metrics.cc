@@ -43,14 +43,19 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry& registry)
                     .Help("Runs marked LOST or failed because their trigger never completed.")
                     .Register(registry)
                     .Add({})),
+      alarms_queued(prometheus::BuildCounter()
+                        .Name("jobwheel_scheduler_alarms_total")
+                        .Help("Alarms by outcome: queued, sent, failed (delivery attempts).")
+                        .Register(registry)
+                        .Add({{"outcome", "queued"}})),
       alarms_sent(prometheus::BuildCounter()
                       .Name("jobwheel_scheduler_alarms_total")
-                      .Help("Alarms by delivery outcome.")
+                      .Help("Alarms by outcome: queued, sent, failed (delivery attempts).")
                       .Register(registry)
                       .Add({{"outcome", "sent"}})),
       alarms_failed(prometheus::BuildCounter()
                         .Name("jobwheel_scheduler_alarms_total")
-                        .Help("Alarms by delivery outcome.")
+                        .Help("Alarms by outcome: queued, sent, failed (delivery attempts).")
                         .Register(registry)
                         .Add({{"outcome", "failed"}})),
       is_leader(prometheus::BuildGauge()

@@ -27,6 +27,9 @@ class SchedulerMetrics {
   prometheus::Counter& retries;
   prometheus::Counter& child_fires;
   prometheus::Counter& lost_runs;
+  // jobwheel_scheduler_alarms_total{outcome}: queued (in the outbox), sent (delivered),
+  // failed (a delivery attempt that failed; the alarm is retried).
+  prometheus::Counter& alarms_queued;
   prometheus::Counter& alarms_sent;
   prometheus::Counter& alarms_failed;
   prometheus::Gauge& is_leader;

@@ -1,41 +1,35 @@
 #include "services/scheduler/webhook_alarm.h"
 
-#include <netdb.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "common/base/json_escape.h"
+#include "httplib.h"
 
 namespace jobwheel::scheduler {
 namespace {
 
-std::string JsonString(absl::string_view s) { return absl::StrCat("\"", JsonEscape(s), "\""); }
-
 struct Target {
+  bool https = false;
   std::string host;
   int port = 80;
   std::string path;
 };
 
 absl::StatusOr<Target> ParseUrl(const std::string& url) {
-  constexpr absl::string_view kScheme = "http://";
-  if (url.rfind(std::string(kScheme), 0) != 0) {
-    return absl::InvalidArgumentError("alarm_webhook_url: must start with http://");
+  const bool https = url.rfind("https://", 0) == 0;
+  if (!https && url.rfind("http://", 0) != 0) {
+    return absl::InvalidArgumentError("alarm_webhook_url: must start with https:// or http://");
   }
-  std::string rest = url.substr(kScheme.size());
+  std::string rest = url.substr(https ? 8 : 7);
   std::string path = "/";
   if (auto slash = rest.find('/'); slash != std::string::npos) {
     path = rest.substr(slash);
     rest = rest.substr(0, slash);
   }
   std::string host = rest;
-  int port = 80;
+  int port = https ? 443 : 80;
   if (auto colon = rest.rfind(':'); colon != std::string::npos) {
     host = rest.substr(0, colon);
     if (!absl::SimpleAtoi(rest.substr(colon + 1), &port) || port <= 0 || port > 65535) {
@@ -46,17 +40,17 @@ absl::StatusOr<Target> ParseUrl(const std::string& url) {
   if (host.find('@') != std::string::npos) {
     return absl::InvalidArgumentError("alarm_webhook_url: user info (user@host) is not supported");
   }
-  return Target{host, port, path};
+  return Target{https, host, port, path};
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<WebhookAlarm>> WebhookAlarm::Create(const std::string& url,
-                                                                   Clock& clock, int attempts) {
+                                                                   Options options) {
   absl::StatusOr<Target> target = ParseUrl(url);
   if (!target.ok()) return target.status();
-  return std::unique_ptr<WebhookAlarm>(
-      new WebhookAlarm(target->host, target->port, target->path, clock, attempts));
+  return std::unique_ptr<WebhookAlarm>(new WebhookAlarm(target->https, target->host, target->port,
+                                                        target->path, std::move(options)));
 }
 
 absl::Status WebhookAlarm::CheckAllowlist(const std::string& url, absl::string_view allowlist) {
@@ -85,72 +79,39 @@ absl::Status WebhookAlarm::CheckAllowlist(const std::string& url, absl::string_v
       "); alarms go only to hosts listed there"));
 }
 
-std::string WebhookAlarm::ToJson(const AlarmEvent& e) {
-  std::vector<std::string> contacts;
-  for (const auto& c : e.contacts) contacts.push_back(JsonString(c));
-  return absl::StrCat("{\"job_id\":", e.job_id, ",\"job_name\":", JsonString(e.job_name),
-                      ",\"app\":", JsonString(e.app), ",\"run_id\":", e.run_id,
-                      ",\"status\":", JsonString(e.status), ",\"message\":", JsonString(e.message),
-                      ",\"contacts\":[", absl::StrJoin(contacts, ","), "]}");
-}
-
-absl::Status WebhookAlarm::PostOnce(const std::string& body) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (getaddrinfo(host_.c_str(), std::to_string(port_).c_str(), &hints, &res) != 0) {
-    return absl::UnavailableError(absl::StrCat("alarm webhook: cannot resolve ", host_));
+absl::Status WebhookAlarm::Post(const std::string& body, const std::string& idempotency_key) {
+  const std::string origin = absl::StrCat(https_ ? "https://" : "http://", host_, ":", port_);
+  httplib::Client client(origin);
+  if (!client.is_valid()) {
+    return absl::InvalidArgumentError(absl::StrCat("alarm webhook: bad address ", origin));
   }
-  int fd = -1;
-  for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
-    if (fd < 0) continue;
-    timeval tv{5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
-    close(fd);
-    fd = -1;
+  const auto seconds = [](absl::Duration d) {
+    const int64_t us = absl::ToInt64Microseconds(d);
+    return std::make_pair(static_cast<time_t>(us / 1000000), static_cast<time_t>(us % 1000000));
+  };
+  const auto [sec, usec] = seconds(options_.timeout);
+  client.set_connection_timeout(sec, usec);
+  client.set_read_timeout(sec, usec);
+  client.set_write_timeout(sec, usec);
+  client.set_follow_location(false);
+  if (https_) {
+    client.enable_server_certificate_verification(true);
+    if (!options_.ca_file.empty()) client.set_ca_cert_path(options_.ca_file.c_str());
   }
-  freeaddrinfo(res);
-  if (fd < 0)
-    return absl::UnavailableError(absl::StrCat("alarm webhook: cannot connect to ", host_));
-  const std::string request = absl::StrCat(
-      "POST ", path_, " HTTP/1.1\r\nHost: ", host_, "\r\nContent-Type: application/json\r\n",
-      "Content-Length: ", body.size(), "\r\nConnection: close\r\n\r\n", body);
-  size_t sent = 0;
-  while (sent < request.size()) {
-    ssize_t n = send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) {
-      close(fd);
-      return absl::UnavailableError("alarm webhook: send failed");
+  httplib::Headers headers = {{"Idempotency-Key", idempotency_key}};
+  httplib::Result res = client.Post(path_.c_str(), headers, body, "application/json");
+  if (!res) {
+    std::string why = httplib::to_string(res.error());
+    if (https_ && res.error() == httplib::Error::SSLServerVerification) {
+      why = "the server's certificate was not verified";
     }
-    sent += static_cast<size_t>(n);
+    return absl::UnavailableError(absl::StrCat("alarm webhook ", origin, ": ", why));
   }
-  char buf[256];
-  ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
-  close(fd);
-  if (n <= 0) return absl::UnavailableError("alarm webhook: no response");
-  buf[n] = '\0';
-  std::vector<std::string> parts = absl::StrSplit(std::string(buf), absl::MaxSplits(' ', 2));
-  int code = 0;
-  if (parts.size() < 2 || !absl::SimpleAtoi(parts[1], &code) || code < 200 || code >= 300) {
+  if (res->status < 200 || res->status >= 300) {
     return absl::UnavailableError(
-        absl::StrCat("alarm webhook answered ", parts.size() > 1 ? parts[1] : "garbage"));
+        absl::StrCat("alarm webhook ", origin, " answered ", res->status));
   }
   return absl::OkStatus();
-}
-
-absl::Status WebhookAlarm::Send(const AlarmEvent& event) {
-  const std::string body = ToJson(event);
-  absl::Status last;
-  for (int i = 0; i < attempts_; ++i) {
-    last = PostOnce(body);
-    if (last.ok()) return last;
-    clock_.SleepFor(absl::Milliseconds(200) * (1 << i));
-  }
-  return last;
 }
 
 }  // namespace jobwheel::scheduler

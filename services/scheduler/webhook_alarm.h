@@ -1,47 +1,53 @@
 #ifndef JOBWHEEL_SERVICES_SCHEDULER_WEBHOOK_ALARM_H_
 #define JOBWHEEL_SERVICES_SCHEDULER_WEBHOOK_ALARM_H_
 
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "common/time/clock.h"
 #include "services/scheduler/alarm.h"
 
 namespace jobwheel::scheduler {
 
-// POSTs each alarm as JSON to an http:// URL, retrying a few times (waiting on `clock` between
-// tries). The URL is operator configuration (a flag), never user input.
-class WebhookAlarm : public Alarm {
+// POSTs an alarm body as JSON to an https:// URL (the server's certificate verified against
+// the system CAs, or `ca_file`, and its name against the host) or an http:// URL, with the
+// alarm's key as the Idempotency-Key header; one try per Post (AlarmSender retries). The URL
+// is operator configuration (a flag), never user input, and must name a host on the allowlist.
+class WebhookAlarm : public AlarmPoster {
  public:
-  // INVALID_ARGUMENT unless url is http://host[:port][/path].
-  static absl::StatusOr<std::unique_ptr<WebhookAlarm>> Create(const std::string& url, Clock& clock,
-                                                              int attempts = 3);
+  struct Options {
+    // PEM file of CA certificates to verify an https:// server against ("": the system CAs).
+    std::string ca_file;
+    // Bounds connecting, sending and waiting for the answer, each.
+    absl::Duration timeout = absl::Seconds(5);
+  };
+  // INVALID_ARGUMENT unless url is http[s]://host[:port][/path].
+  static absl::StatusOr<std::unique_ptr<WebhookAlarm>> Create(const std::string& url,
+                                                              Options options);
   // OK when the URL's host is on `allowlist`, a comma-separated list of "host" (any port) or
-  // "host:port" entries (--alarm_webhook_allowlist; hosts compared case-insensitively).
-  // FAILED_PRECONDITION naming the host otherwise, also when the allowlist is empty: alarms
-  // never go to a host the operator did not list.
+  // "host:port" entries (--alarm_webhook_allowlist; hosts compared case-insensitively; the
+  // port of a URL without one is 80 for http://, 443 for https://). FAILED_PRECONDITION naming
+  // the host otherwise, also when the allowlist is empty: alarms never go to a host the
+  // operator did not list.
   static absl::Status CheckAllowlist(const std::string& url, absl::string_view allowlist);
-  absl::Status Send(const AlarmEvent& event) override;
 
-  // The JSON body for an event (exposed for tests).
-  static std::string ToJson(const AlarmEvent& event);
+  absl::Status Post(const std::string& body, const std::string& idempotency_key) override;
 
  private:
-  WebhookAlarm(std::string host, int port, std::string path, Clock& clock, int attempts)
-      : host_(std::move(host)),
+  WebhookAlarm(bool https, std::string host, int port, std::string path, Options options)
+      : https_(https),
+        host_(std::move(host)),
         port_(port),
         path_(std::move(path)),
-        clock_(clock),
-        attempts_(attempts) {}
-  absl::Status PostOnce(const std::string& body);
+        options_(std::move(options)) {}
 
+  const bool https_;
   const std::string host_;
   const int port_;
   const std::string path_;
-  Clock& clock_;
-  const int attempts_;
+  const Options options_;
 };
 
 }  // namespace jobwheel::scheduler

@@ -1,24 +1,27 @@
+// WebhookAlarm: URLs (http:// and https://), the allowlist, and posts to a real local listener.
 #include "services/scheduler/webhook_alarm.h"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
+#include <string>
 #include <thread>
 
+#include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
+#include "httplib.h"
 
 namespace jobwheel::scheduler {
 namespace {
 
-TEST(WebhookAlarmTest, RejectsNonHttpUrls) {
-  SimulatedClock clock;
-  EXPECT_EQ(WebhookAlarm::Create("ftp://x", clock).status().code(),
+TEST(WebhookAlarmTest, AcceptsHttpAndHttpsOnly) {
+  EXPECT_EQ(WebhookAlarm::Create("ftp://x", {}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(WebhookAlarm::Create("http://", clock).status().code(),
+  EXPECT_EQ(WebhookAlarm::Create("http://", {}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(WebhookAlarm::Create("http://h:99999/", clock).status().code(),
+  EXPECT_EQ(WebhookAlarm::Create("https://", {}).status().code(),
             absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(WebhookAlarm::Create("http://h:99999/", {}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(WebhookAlarm::Create("https://hooks.example.com/alarm", {}).ok());
+  EXPECT_TRUE(WebhookAlarm::Create("http://127.0.0.1:8080/alarm", {}).ok());
 }
 
 TEST(WebhookAlarmTest, AllowlistAdmitsOnlyListedHosts) {
@@ -27,6 +30,16 @@ TEST(WebhookAlarmTest, AllowlistAdmitsOnlyListedHosts) {
       WebhookAlarm::CheckAllowlist("http://Hooks.Example.com:8080/x", "a.b, hooks.example.com:8080")
           .ok());
   EXPECT_TRUE(WebhookAlarm::CheckAllowlist("http://127.0.0.1:9/x", "127.0.0.1").ok());
+  // https:// under the same rules; its default port is 443.
+  EXPECT_TRUE(
+      WebhookAlarm::CheckAllowlist("https://hooks.example.com/x", "hooks.example.com").ok());
+  EXPECT_TRUE(
+      WebhookAlarm::CheckAllowlist("https://hooks.example.com/x", "hooks.example.com:443").ok());
+  EXPECT_EQ(
+      WebhookAlarm::CheckAllowlist("https://hooks.example.com/x", "hooks.example.com:80").code(),
+      absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(WebhookAlarm::CheckAllowlist("https://other.example.com/", "hooks.example.com").code(),
+            absl::StatusCode::kFailedPrecondition);
   // Wrong port, other host, empty list, look-alike host.
   EXPECT_EQ(
       WebhookAlarm::CheckAllowlist("http://hooks.example.com:81/", "hooks.example.com:80").code(),
@@ -46,79 +59,89 @@ TEST(WebhookAlarmTest, AllowlistAdmitsOnlyListedHosts) {
             absl::StatusCode::kInvalidArgument);
 }
 
-TEST(WebhookAlarmTest, JsonEscapes) {
-  AlarmEvent e;
-  e.job_id = 3;
-  e.run_id = 9;
-  e.message = "bad \"quote\"\n";
-  e.contacts = {"ops@example.com"};
-  EXPECT_EQ(WebhookAlarm::ToJson(e),
-            "{\"job_id\":3,\"job_name\":\"\",\"app\":\"\",\"run_id\":9,\"status\":\"\","
-            "\"message\":\"bad \\\"quote\\\"\\n\",\"contacts\":[\"ops@example.com\"]}");
-}
-
-TEST(WebhookAlarmTest, PostsToARealListener) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  listen(fd, 1);
-  std::string received;
-  std::thread server([&] {
-    int c = accept(fd, nullptr, nullptr);
-    char buf[4096];
-    ssize_t n = recv(c, buf, sizeof(buf), 0);
-    if (n > 0) received.assign(buf, n);
-    const char resp[] = "HTTP/1.1 204 No Content\r\n\r\n";
-    send(c, resp, sizeof(resp) - 1, 0);
-    close(c);
-  });
-  SimulatedClock clock;
-  auto alarm = WebhookAlarm::Create(
-      "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/hook", clock, 1);
-  ASSERT_TRUE(alarm.ok());
-  AlarmEvent e;
-  e.job_id = 5;
-  EXPECT_TRUE((*alarm)->Send(e).ok());
-  server.join();
-  close(fd);
-  EXPECT_NE(received.find("POST /hook HTTP/1.1"), std::string::npos);
-  EXPECT_NE(received.find("\"job_id\":5"), std::string::npos);
-}
-
-// Each failed POST is followed by a wait on the clock, 200 ms doubling; after the last
-// attempt Send gives up with the last error.
-TEST(WebhookAlarmTest, RetriesWaitOnTheClock) {
-  // A port nothing listens on: bound, then closed.
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  SimulatedClock clock;
-  const absl::Time start = clock.Now();
-  auto alarm = WebhookAlarm::Create(
-      "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/hook", clock, 3);
-  ASSERT_TRUE(alarm.ok());
-  absl::Status sent;
-  std::thread sender([&] { sent = (*alarm)->Send(AlarmEvent()); });
-  for (absl::Duration wait :
-       {absl::Milliseconds(200), absl::Milliseconds(400), absl::Milliseconds(800)}) {
-    clock.AwaitWaiters(1);
-    // Not a moment less than the backoff.
-    clock.Advance(wait - absl::Milliseconds(1));
-    EXPECT_EQ(clock.Waiters(), 1);
-    clock.Advance(absl::Milliseconds(1));
+// A local receiver on an ephemeral port.
+class Receiver {
+ public:
+  Receiver() {
+    server_.Post("/alarm", [this](const httplib::Request& req, httplib::Response& res) {
+      absl::MutexLock lock(&mu_);
+      body_ = req.body;
+      key_ = req.get_header_value("Idempotency-Key");
+      type_ = req.get_header_value("Content-Type");
+      res.status = status_;
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    // Bound and listening from here on: connections wait in the backlog until it accepts.
   }
-  sender.join();
-  EXPECT_EQ(sent.code(), absl::StatusCode::kUnavailable) << sent;
-  EXPECT_EQ(clock.Now() - start, absl::Milliseconds(1400));
+  ~Receiver() {
+    // stop() acts only on a running server.
+    while (!server_.is_running()) std::this_thread::yield();
+    server_.stop();
+    thread_.join();
+  }
+  int port() const { return port_; }
+  void set_status(int s) {
+    absl::MutexLock lock(&mu_);
+    status_ = s;
+  }
+  std::string body() {
+    absl::MutexLock lock(&mu_);
+    return body_;
+  }
+  std::string key() {
+    absl::MutexLock lock(&mu_);
+    return key_;
+  }
+  std::string type() {
+    absl::MutexLock lock(&mu_);
+    return type_;
+  }
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  absl::Mutex mu_;
+  int status_ ABSL_GUARDED_BY(mu_) = 200;
+  std::string body_ ABSL_GUARDED_BY(mu_), key_ ABSL_GUARDED_BY(mu_), type_ ABSL_GUARDED_BY(mu_);
+};
+
+TEST(WebhookAlarmTest, PostsTheBodyWithItsIdempotencyKey) {
+  Receiver receiver;
+  auto alarm =
+      WebhookAlarm::Create("http://127.0.0.1:" + std::to_string(receiver.port()) + "/alarm", {});
+  ASSERT_TRUE(alarm.ok());
+  EXPECT_TRUE((*alarm)->Post("{\"kind\":\"run_failed\"}", "run_failed/7").ok());
+  EXPECT_EQ(receiver.body(), "{\"kind\":\"run_failed\"}");
+  EXPECT_EQ(receiver.key(), "run_failed/7");
+  EXPECT_EQ(receiver.type(), "application/json");
+  receiver.set_status(503);
+  absl::Status s = (*alarm)->Post("{}", "k");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(s.message().find("503"), std::string::npos) << s;
+}
+
+TEST(WebhookAlarmTest, ARefusedConnectionIsUnavailable) {
+  int port = 0;
+  {
+    Receiver gone;  // Its port, free again once it stops.
+    port = gone.port();
+  }
+  auto alarm = WebhookAlarm::Create("http://127.0.0.1:" + std::to_string(port) + "/alarm", {});
+  ASSERT_TRUE(alarm.ok());
+  EXPECT_EQ((*alarm)->Post("{}", "k").code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(WebhookAlarmTest, HttpsNeedsATlsServer) {
+  Receiver plain;  // Speaks plain HTTP: the TLS handshake fails, nothing is accepted.
+  WebhookAlarm::Options options;
+  options.timeout = absl::Seconds(2);
+  auto alarm =
+      WebhookAlarm::Create("https://127.0.0.1:" + std::to_string(plain.port()) + "/alarm", options);
+  ASSERT_TRUE(alarm.ok());
+  EXPECT_EQ((*alarm)->Post("{}", "k").code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(plain.body(), "");
 }
 
 }  // namespace
