@@ -60,11 +60,28 @@ export async function render(view, ctx) {
           h('h1', null, h('span', {class: 'muted'}, '#' + job.id + ' '),
               h('span', {'data-test': 'job-name'}, job.name), ' ', enabledBadge(job.enabled)),
           jobButtons(job, rerender, {onDeleted: () => { location.hash = '#/jobs'; }})),
+      scheduleErrorBox(job),
       h('div', {class: 'grid-2'},
           card(t('job.config'), config(job)),
           card(t('job.nextfires'), next)),
       script(job),
       card(t('job.runs'), runs.el));
+}
+
+// Set when the scheduler stopped the job because its stored schedule cannot be computed. The
+// reason comes from the server: set as text only.
+function scheduleErrorBox(j) {
+  if (!j.scheduleError) return null;
+  const label = document.createElement('span');
+  label.className = 'error-code';
+  const key = 'job.scheduleerror';
+  label.textContent = t(key) === key ? 'Stopped: schedule error' : t(key);
+  const msg = document.createElement('span');
+  msg.className = 'error-msg';
+  msg.textContent = j.scheduleError;
+  const box = h('div', {class: 'error', role: 'alert', 'data-test': 'schedule-error'});
+  box.append(label, document.createTextNode(' '), msg);
+  return box;
 }
 
 function script(j) {
