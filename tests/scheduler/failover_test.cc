@@ -73,6 +73,10 @@ class SchedulerFailoverTest : public ::testing::Test {
     options.scheduler.replicas = 2;
     options.scheduler.replica_ids = {"sched-a", "sched-b"};
     options.scheduler.start_later = true;
+    // Fires inherited from a frozen or killed leader may be a few seconds late on a loaded
+    // machine; these tests count every fire, so late ones must still fire (the misfire policy
+    // for late fires has tests of its own).
+    options.scheduler.extra_flags = {"--misfire_threshold=15s"};
     stack_ = std::make_unique<Stack>(options);
     const absl::Status s = stack_->StartServices();
     ASSERT_TRUE(s.ok()) << s << "\n" << stack_->Logs();
@@ -449,14 +453,13 @@ TEST_F(SchedulerFailoverTest, StandbyTakesOverAndEverySecondFiresExactlyOnce) {
   std::cout << "test time: " << Ms(total_time) << std::endl;
 
   EXPECT_LE(takeover, absl::Seconds(2));
-  // The fires due while no replica led went out as soon as the standby took over, well inside
-  // the 5 s misfire threshold.
+  // The fires due while no replica led went out as soon as the standby took over.
   EXPECT_LE(max_late_kill, absl::Seconds(3));
   EXPECT_GT(expected, 8 * kJobs);  // The window spans both leaders' terms.
   EXPECT_EQ(missing, 0) << absl::StrJoin(examples, "; ");
   EXPECT_EQ(duplicate, 0) << absl::StrJoin(examples, "; ");
   EXPECT_EQ(extra, 0);
-  EXPECT_EQ(non_cron, 0);  // No misfire rows: the takeover was well inside the 5 s window.
+  EXPECT_EQ(non_cron, 0);  // No misfire rows: the takeover was inside the misfire threshold.
   EXPECT_EQ(not_whole_second, 0);
   EXPECT_EQ(total, expected);
   EXPECT_EQ(by_status[kPending], 0);
