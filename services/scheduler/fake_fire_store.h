@@ -72,10 +72,10 @@ class FakeFireStore : public FireStore {
   void SetLeader(bool leader, int64_t epoch = 1);
   // The next operation fails with `status` (and writes nothing).
   void FailNext(absl::Status status);
-  // How many operations ran (succeeded or not): the transactions a real store would open.
   // The next operation named `what` ("claim due jobs", "load pending fires", "settle late
   // fires", "monitors", "retention") fails with `status`.
   void FailNextOf(std::string what, absl::Status status);
+  // How many operations ran (succeeded or not): the transactions a real store would open.
   int operations() const;
 
   // Jobs: `job.id()` 0 gets the next id. `child_scope` nullopt: every app; default {}: the
@@ -120,23 +120,23 @@ class FakeFireStore : public FireStore {
   };
   // Counts the operation; FAILED_PRECONDITION when not leading, or the injected failure.
   absl::Status Begin(absl::string_view what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Applies a late-fire plan to the rows still PENDING (as PgFireStore's UPDATE does).
+  void ApplyLatePlan(const LatePlan& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Inserts unless a unique index of the fires table would refuse it; returns its id or 0.
   int64_t InsertFire(FireRow fire) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Clock& clock_;
   mutable absl::Mutex mu_;
-  // Applies a late-fire plan to the rows still PENDING (as PgFireStore's UPDATE does).
-  void ApplyLatePlan(const LatePlan& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool leader_ ABSL_GUARDED_BY(mu_) = false;
   int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status fail_next_ ABSL_GUARDED_BY(mu_);
+  // Which operation fail_next_ is for (empty: any).
+  std::string fail_next_what_ ABSL_GUARDED_BY(mu_);
   int operations_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<int64_t, JobRow> jobs_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, FireRow> fires_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, RunRow> runs_ ABSL_GUARDED_BY(mu_);
-  // Which operation fail_next_ is for (empty: any).
-  std::string fail_next_what_ ABSL_GUARDED_BY(mu_);
   std::vector<ExecutorRow> executors_ ABSL_GUARDED_BY(mu_);
   FakeAlarmOutbox own_outbox_;
   FakeAlarmOutbox* outbox_ ABSL_GUARDED_BY(mu_) = &own_outbox_;

@@ -36,7 +36,6 @@ void ForEachArrayValue(const pqxx::field& f, Add add) {
   }
 }
 
-}  // namespace
 // Applies a late-fire plan to PENDING rows (a row no longer PENDING is left alone): skipped ones
 // become SKIPPED, a fired-once one a MISFIRE fire, each with its reason.
 void ApplyLatePlan(pqxx::work& tx, const LatePlan& plan) {
@@ -60,6 +59,7 @@ void ApplyLatePlan(pqxx::work& tx, const LatePlan& plan) {
                ToPgIntArray(ids), ToPgIntArray(once), ToPgArray(reasons));
 }
 
+}  // namespace
 
 absl::StatusOr<FireStore::ClaimResult> PgFireStore::ClaimDueJobs(absl::Time horizon, int limit,
                                                                  const ClaimPlanner& plan) {
@@ -192,7 +192,6 @@ absl::StatusOr<FireStore::PendingPage> PgFireStore::LoadPendingFires(const Pendi
           "dispatch_time = now() WHERE id = ANY($1::bigint[]) AND status = 1",
           ToPgIntArray(orphans));
     }
-  });
     // Fires on time cost nothing more: the plan is empty and nothing is written.
     const LatePlan& planned = late(page.fires);
     if (planned.empty()) return;
@@ -208,11 +207,11 @@ absl::StatusOr<FireStore::PendingPage> PgFireStore::LoadPendingFires(const Pendi
       kept.push_back(std::move(f));
     }
     page.fires = std::move(kept);
+  });
   if (!s.ok()) return s;
   return page;
 }
 
-absl::StatusOr<FireStore::MonitorResult> PgFireStore::RunMonitorPass(const MonitorLimits& limits,
 absl::StatusOr<std::vector<int64_t>> PgFireStore::SettleLateFires(
     const std::vector<int64_t>& fire_ids, const LatePlanner& late) {
   std::vector<int64_t> pending;
@@ -261,6 +260,7 @@ absl::StatusOr<std::vector<int64_t>> PgFireStore::SettleLateFires(
   return pending;
 }
 
+absl::StatusOr<FireStore::MonitorResult> PgFireStore::RunMonitorPass(const MonitorLimits& limits,
                                                                      const FollowupPlanner& plan) {
   MonitorResult result;
   const int64_t epoch = elector_.epoch();  // Not inside RunFenced: it holds the elector's lock.
