@@ -42,7 +42,10 @@ constexpr const char* kUpdateJobSql =
     "handler = $14, param = $15, timeout_ms = $16::bigint, fail_retry_count = $17::int, "
     "child_job_ids = $18::bigint[], glue_type = $19::int, script_source = $20, "
     "script_version = $21::int, enabled = $22::boolean, next_fire_at = $23::timestamptz, "
-    "create_time = $24::timestamptz, update_time = $25::timestamptz WHERE id = $26::bigint";
+    "create_time = $24::timestamptz, update_time = $25::timestamptz, "
+    // A written job has a computable schedule (the admin API checked it): any error the
+    // monitors recorded for the old one is gone.
+    "schedule_error = NULL WHERE id = $26::bigint";
 
 constexpr const char* kRegisterAppSql =
     "INSERT INTO apps (name) VALUES ($1) ON CONFLICT (name) DO NOTHING";

@@ -239,6 +239,25 @@ TEST_F(PgJobStoreTest, UpdateDeletesPendingFutureFiresAndRecomputesNextFire) {
                   .as<bool>());
 }
 
+TEST_F(PgJobStoreTest, AStoppedJobsScheduleErrorIsShownUntilTheJobIsWrittenAgain) {
+  Job job = MustCreate(CronJob("stopped"));
+  const std::string id = std::to_string(job.id());
+  // What the leader's monitors do to a job whose stored schedule cannot be computed.
+  Sql("UPDATE jobs SET enabled = false, next_fire_at = NULL, "
+      "schedule_error = 'cron: no next time' WHERE id = " +
+      id);
+  auto stopped = admin_->GetJob(job.id());
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_EQ(stopped->schedule_error(), "cron: no next time");
+  EXPECT_FALSE(stopped->enabled());
+
+  auto resumed = admin_->ResumeJob(job.id());
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->schedule_error(), "");
+  EXPECT_TRUE(
+      Sql("SELECT schedule_error IS NULL AND enabled FROM jobs WHERE id = " + id)[0][0].as<bool>());
+}
+
 TEST_F(PgJobStoreTest, UpdateRejectsCycleAndLeavesRowAlone) {
   Job a = MustCreate(CronJob("a"));
   Job b_in = CronJob("b");
