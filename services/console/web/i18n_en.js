@@ -41,6 +41,7 @@ export const en = {
       'readable until retention removes them.',
   'job.config': 'Configuration', 'job.nextfires': 'Next fire times', 'job.runs': 'Runs',
   'job.notimeout': 'none', 'job.created': 'Created', 'job.updated': 'Updated',
+  'job.scheduleerror': 'Stopped: schedule error',
   'job.pausednote': 'The job is paused: these times fire only after it is resumed.',
   'jobs.namecontains': 'Name contains', 'jobs.all': 'Enabled and paused',
   'jobs.new': 'New job', 'jobs.empty': 'No jobs match.',

@@ -37,6 +37,7 @@ export const zhCN = {
   'job.delete.confirm': '任务“{name}”及其调度将被删除；历史运行记录在保留期内仍可查看。',
   'job.config': '配置', 'job.nextfires': '下次触发时间', 'job.runs': '运行记录',
   'job.notimeout': '无', 'job.created': '创建时间', 'job.updated': '更新时间',
+  'job.scheduleerror': '已停止：调度无法计算',
   'job.pausednote': '任务已暂停：恢复后才会按这些时间触发。',
   'jobs.namecontains': '名称包含', 'jobs.all': '全部', 'jobs.new': '新增任务',
   'jobs.empty': '没有匹配的任务。',

@@ -74,8 +74,7 @@ function scheduleErrorBox(j) {
   if (!j.scheduleError) return null;
   const label = document.createElement('span');
   label.className = 'error-code';
-  const key = 'job.scheduleerror';
-  label.textContent = t(key) === key ? 'Stopped: schedule error' : t(key);
+  label.textContent = t('job.scheduleerror');
   const msg = document.createElement('span');
   msg.className = 'error-msg';
   msg.textContent = j.scheduleError;
