@@ -80,7 +80,8 @@ TEST_F(PgTokenStoreTest, CreateFindListRevoke) {
   EXPECT_FALSE(found->has_value());
   EXPECT_TRUE(store_->List(false)->empty());
   EXPECT_EQ(store_->List(true)->size(), 1u);
-  EXPECT_EQ(store_->Revoke(999, absl::Now()).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->Revoke(999, RealClock::Get().Now()).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST_F(PgTokenStoreTest, NamesAreUniqueAmongLiveTokens) {
@@ -89,7 +90,7 @@ TEST_F(PgTokenStoreTest, NamesAreUniqueAmongLiveTokens) {
   auto dup = store_->Create(Token("ci", Role::kViewer, {}, *GenerateTokenSecret()));
   EXPECT_EQ(dup.status().code(), absl::StatusCode::kAlreadyExists);
   EXPECT_TRUE(absl::StrContains(dup.status().message(), "name")) << dup.status();
-  ASSERT_TRUE(store_->Revoke(a->id, absl::Now()).ok());
+  ASSERT_TRUE(store_->Revoke(a->id, RealClock::Get().Now()).ok());
   EXPECT_TRUE(store_->Create(Token("ci", Role::kViewer, {}, *GenerateTokenSecret())).ok());
 }
 

@@ -6,8 +6,9 @@
 
 namespace jobwheel {
 
-GrpcKeepWarm::GrpcKeepWarm(std::shared_ptr<grpc::Channel> channel, absl::Duration interval)
-    : channel_(std::move(channel)), interval_(interval) {}
+GrpcKeepWarm::GrpcKeepWarm(std::shared_ptr<grpc::Channel> channel, absl::Duration interval,
+                           Clock& clock)
+    : channel_(std::move(channel)), interval_(interval), clock_(clock) {}
 
 GrpcKeepWarm::~GrpcKeepWarm() { Shutdown(); }
 
@@ -42,7 +43,7 @@ void GrpcKeepWarm::Loop() {
     if (!in_flight_) {
       in_flight_ = true;
       auto* call = new Call;
-      call->ctx.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+      call->ctx.set_deadline(absl::ToChronoTime(clock_.Now() + absl::Seconds(5)));
       mu_.Unlock();
       // The completion is the point: it is delivered on a callback thread, which then polls
       // again with a fresh 1 s deadline.
@@ -54,7 +55,7 @@ void GrpcKeepWarm::Loop() {
       });
       mu_.Lock();
     }
-    mu_.AwaitWithTimeout(absl::Condition(&stop_), interval_);
+    clock_.AwaitWithDeadline(&mu_, absl::Condition(&stop_), clock_.Now() + interval_);
   }
   // The callback touches this object: wait for the call in flight.
   auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !in_flight_; };

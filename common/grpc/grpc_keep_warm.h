@@ -7,6 +7,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/time/clock.h"
 #include "grpcpp/grpcpp.h"
 
 namespace jobwheel {
@@ -28,7 +29,8 @@ class GrpcKeepWarm {
   // `channel` reaches a server with the standard health service, typically the process's own
   // server through Server::InProcessChannel().
   explicit GrpcKeepWarm(std::shared_ptr<grpc::Channel> channel,
-                        absl::Duration interval = absl::Milliseconds(250));
+                        absl::Duration interval = absl::Milliseconds(250),
+                        Clock& clock = RealClock::Get());
   ~GrpcKeepWarm();
   GrpcKeepWarm(const GrpcKeepWarm&) = delete;
   GrpcKeepWarm& operator=(const GrpcKeepWarm&) = delete;
@@ -43,6 +45,7 @@ class GrpcKeepWarm {
 
   const std::shared_ptr<grpc::Channel> channel_;
   const absl::Duration interval_;
+  Clock& clock_;
   mutable absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool in_flight_ ABSL_GUARDED_BY(mu_) = false;

@@ -8,11 +8,12 @@
 
 namespace jobwheel {
 
-PgPool::PgPool(std::string dsn, int size, Observer observer, PlanMode plan_mode)
+PgPool::PgPool(std::string dsn, int size, Observer observer, PlanMode plan_mode, Clock& clock)
     : dsn_(std::move(dsn)),
       size_(size < 1 ? 1 : size),
       observer_(std::move(observer)),
-      plan_mode_(plan_mode) {}
+      plan_mode_(plan_mode),
+      clock_(clock) {}
 
 PgPool::~PgPool() = default;
 
@@ -49,7 +50,7 @@ absl::Status PgPool::Run(absl::string_view what, const std::function<void(pqxx::
     auto available = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return !idle_.empty() || in_use_ < size_;
     };
-    if (!mu_.AwaitWithTimeout(absl::Condition(&available), wait)) {
+    if (!clock_.AwaitWithDeadline(&mu_, absl::Condition(&available), clock_.Now() + wait)) {
       return absl::ResourceExhaustedError(
           absl::StrCat(what, ": no database connection free within ", absl::FormatDuration(wait)));
     }
@@ -64,12 +65,12 @@ absl::Status PgPool::Run(absl::string_view what, const std::function<void(pqxx::
     --in_use_;
     if (keep && conn != nullptr) idle_.push_back(std::move(conn));
   };
-  const absl::Time start = absl::Now();
+  const absl::Time start = clock_.Now();
   if (conn == nullptr || !conn->is_open()) {
     auto fresh = Connect(dsn_, plan_mode_);
     if (!fresh.ok()) {
       release(false);
-      if (observer_) observer_(what, absl::Now() - start, false);
+      if (observer_) observer_(what, clock_.Now() - start, false);
       return absl::Status(fresh.status().code(),
                           absl::StrCat(what, ": ", fresh.status().message()));
     }
@@ -83,7 +84,7 @@ absl::Status PgPool::Run(absl::string_view what, const std::function<void(pqxx::
     status = PgErrorToStatus(e, what);
     keep = status.code() != absl::StatusCode::kUnavailable && conn->is_open();
   }
-  if (observer_) observer_(what, absl::Now() - start, status.ok());
+  if (observer_) observer_(what, clock_.Now() - start, status.ok());
   release(keep);
   return status;
 }

@@ -11,6 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/time/clock.h"
 #include "pqxx/pqxx"
 
 namespace jobwheel {
@@ -34,8 +35,9 @@ class PgPool {
     kIndexLookups,
   };
 
+  // `clock` times the queries for `observer` and the wait for a free connection.
   PgPool(std::string dsn, int size, Observer observer = nullptr,
-         PlanMode plan_mode = PlanMode::kCustom);
+         PlanMode plan_mode = PlanMode::kCustom, Clock& clock = RealClock::Get());
   ~PgPool();
 
   // Runs `fn` on a pooled connection. libpqxx exceptions become statuses (see pg_errors.h);
@@ -54,6 +56,7 @@ class PgPool {
   const int size_;
   const Observer observer_;
   const PlanMode plan_mode_;
+  Clock& clock_;
   absl::Mutex mu_;
   std::vector<std::unique_ptr<pqxx::connection>> idle_ ABSL_GUARDED_BY(mu_);
   int in_use_ ABSL_GUARDED_BY(mu_) = 0;

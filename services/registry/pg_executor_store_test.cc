@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "common/pg/pg_pool.h"
 #include "common/testing/pg_test_db.h"
+#include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "pqxx/pqxx"
 
@@ -65,8 +66,8 @@ class PgExecutorStoreTest : public ::testing::Test {
   // Waits for changes until `want` arrived or 2 s passed.
   std::vector<Change> WaitFor(ChangeFeed& feed, size_t want) {
     std::vector<Change> got;
-    const absl::Time deadline = absl::Now() + absl::Seconds(2);
-    while (got.size() < want && absl::Now() < deadline) {
+    const absl::Time deadline = RealClock::Get().Now() + absl::Seconds(2);
+    while (got.size() < want && RealClock::Get().Now() < deadline) {
       auto changes = feed.Wait(absl::Milliseconds(100));
       EXPECT_TRUE(changes.ok()) << changes.status();
       if (!changes.ok()) break;
@@ -267,7 +268,7 @@ TEST_F(PgExecutorStoreTest, RacingInstancesForAFreeAddressHaveExactlyOneWinner) 
 TEST_F(PgExecutorStoreTest, ChangeFeedDeliversEveryChange) {
   PgChangeFeed feed(dsn_);
   ASSERT_TRUE(feed.Connect().ok());
-  const absl::Time before = absl::Now();
+  const absl::Time before = RealClock::Get().Now();
   ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r1", "s1", absl::Seconds(10)).ok());
   std::vector<Change> got = WaitFor(feed, 2);
   ASSERT_EQ(got.size(), 2u);
@@ -276,7 +277,7 @@ TEST_F(PgExecutorStoreTest, ChangeFeedDeliversEveryChange) {
   EXPECT_EQ(got[1].kind, Change::Kind::kExecutor);
   EXPECT_EQ(got[1].address, "h:1");
   EXPECT_GE(got[1].committed_at, before - absl::Seconds(1));
-  EXPECT_LT(absl::Now() - before, absl::Milliseconds(500));
+  EXPECT_LT(RealClock::Get().Now() - before, absl::Milliseconds(500));
 
   ASSERT_TRUE(*store_->MarkOffline({{"demo", "h:1"}, "s1"}));
   got = WaitFor(feed, 1);
@@ -301,8 +302,8 @@ TEST_F(PgExecutorStoreTest, ChangeFeedReportsALostConnection) {
         "WHERE datname = current_database() AND pid <> pg_backend_pid()");
   }
   absl::Status status;
-  const absl::Time deadline = absl::Now() + absl::Seconds(3);
-  while (absl::Now() < deadline) {
+  const absl::Time deadline = RealClock::Get().Now() + absl::Seconds(3);
+  while (RealClock::Get().Now() < deadline) {
     auto r = feed.Wait(absl::Milliseconds(100));
     if (!r.ok()) {
       status = r.status();

@@ -163,7 +163,7 @@ class RegistryServiceTest : public ::testing::Test {
     t.role = role;
     t.apps = std::move(apps);
     t.secret_hash = HashTokenSecret(secret);
-    t.create_time = absl::Now();
+    t.create_time = RealClock::Get().Now();
     EXPECT_TRUE(tokens_.Create(t).ok());
     return secret;
   }
@@ -708,7 +708,7 @@ TEST_F(RegistryServiceTest, OnlineAddressIsNotTakenOverButFreeOnceItsStreamClose
 }
 
 TEST_F(RegistryServiceTest, StreamWithoutRegisterIsClosedAfterTheDeadline) {
-  const absl::Time t0 = absl::Now();
+  const absl::Time t0 = RealClock::Get().Now();
   auto ctx = Ctx(kExecutorToken);
   auto stream = registry_stub_->Heartbeat(ctx.get());
   v1::HeartbeatResponse resp;
@@ -716,7 +716,7 @@ TEST_F(RegistryServiceTest, StreamWithoutRegisterIsClosedAfterTheDeadline) {
   grpc::Status s = stream->Finish();
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
   EXPECT_NE(s.error_message().find("no valid register within 1s"), std::string::npos);
-  EXPECT_LT(absl::Now() - t0, absl::Seconds(3));
+  EXPECT_LT(RealClock::Get().Now() - t0, absl::Seconds(3));
   EXPECT_TRUE(Eventually([&] { return registry_->open_sessions() == 0; }, absl::Seconds(2)));
 }
 
@@ -736,13 +736,13 @@ TEST_F(RegistryServiceTest, RevokedTokenLosesItsOpenStreamWithinSeconds) {
   for (const TokenRow& row : *rows) {
     if (row.name == "exec-demo") id = row.id;
   }
-  ASSERT_TRUE(tokens_.Revoke(id, absl::Now()).ok());
-  const absl::Time t0 = absl::Now();
+  ASSERT_TRUE(tokens_.Revoke(id, RealClock::Get().Now()).ok());
+  const absl::Time t0 = RealClock::Get().Now();
   // Keep beating like an executor; the registry ends the stream.
   int64_t seq = 0;
   std::thread beater([&] {
     v1::HeartbeatRequest beat;
-    while (absl::Now() - t0 < absl::Seconds(10)) {
+    while (RealClock::Get().Now() - t0 < absl::Seconds(10)) {
       beat.mutable_beat()->set_seq(++seq);
       if (!stream->Write(beat)) return;
       absl::SleepFor(absl::Milliseconds(200));  // The executor's beat interval, not a wait.
@@ -750,7 +750,7 @@ TEST_F(RegistryServiceTest, RevokedTokenLosesItsOpenStreamWithinSeconds) {
   });
   while (stream->Read(&resp)) {
   }
-  const absl::Duration took = absl::Now() - t0;
+  const absl::Duration took = RealClock::Get().Now() - t0;
   beater.join();
   grpc::Status s = stream->Finish();
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();

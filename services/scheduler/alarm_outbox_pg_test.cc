@@ -25,8 +25,9 @@ class PgAlarmOutboxTest : public ::testing::Test {
         LeaderElector::Options{*dsn, "a", absl::Milliseconds(20), absl::Milliseconds(50)},
         LeaderElector::Callbacks{}, RealClock::Get());
     elector_->Start();
-    const absl::Time deadline = absl::Now() + absl::Seconds(10);
-    while (!elector_->is_leader() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+    const absl::Time deadline = RealClock::Get().Now() + absl::Seconds(10);
+    while (!elector_->is_leader() && RealClock::Get().Now() < deadline)
+      absl::SleepFor(absl::Milliseconds(5));
     ASSERT_TRUE(elector_->is_leader());
     outbox_ = std::make_unique<PgAlarmOutbox>(*elector_);
   }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/testing/pg_test_db.h"
+#include "common/time/clock.h"
 #include "common/time/proto_time.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
@@ -20,9 +21,9 @@ namespace jobwheel::scheduler {
 namespace {
 
 bool Eventually(const std::function<bool()>& cond, absl::Duration timeout = absl::Seconds(10)) {
-  const absl::Time deadline = absl::Now() + timeout;
+  const absl::Time deadline = RealClock::Get().Now() + timeout;
   while (!cond()) {
-    if (absl::Now() > deadline) return false;
+    if (RealClock::Get().Now() > deadline) return false;
     absl::SleepFor(absl::Milliseconds(5));
   }
   return true;
@@ -130,7 +131,7 @@ class PgFireStoreEngineTest : public ::testing::Test {
     dsn_ = *dsn;
     conn_ = std::make_unique<pqxx::connection>(dsn_);
     // Whole seconds, like cron times.
-    clock_.Set(absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now())));
+    clock_.Set(absl::FromUnixSeconds(absl::ToUnixSeconds(RealClock::Get().Now())));
     dispatcher_ = std::make_unique<RecordingDispatcher>(dsn_);
   }
 
@@ -440,13 +441,14 @@ class PgFireStoreMonitorsTest : public ::testing::Test {
     auto dsn = testing::CreateMigratedTestDatabase();
     ASSERT_TRUE(dsn.ok()) << dsn.status();
     conn_ = std::make_unique<pqxx::connection>(*dsn);
-    clock_.Set(absl::Now());
+    clock_.Set(RealClock::Get().Now());
     elector_ = std::make_unique<LeaderElector>(
         LeaderElector::Options{*dsn, "m", absl::Milliseconds(20), absl::Milliseconds(50)},
         LeaderElector::Callbacks{}, RealClock::Get());
     elector_->Start();
-    const absl::Time deadline = absl::Now() + absl::Seconds(10);
-    while (!elector_->is_leader() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+    const absl::Time deadline = RealClock::Get().Now() + absl::Seconds(10);
+    while (!elector_->is_leader() && RealClock::Get().Now() < deadline)
+      absl::SleepFor(absl::Milliseconds(5));
     ASSERT_TRUE(elector_->is_leader());
     metrics_ = std::make_unique<SchedulerMetrics>(registry_);
     Monitors::Options options;

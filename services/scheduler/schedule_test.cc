@@ -1,5 +1,6 @@
 #include "services/scheduler/schedule.h"
 
+#include "common/time/clock.h"
 #include "gtest/gtest.h"
 
 namespace jobwheel::scheduler {
@@ -42,7 +43,7 @@ TEST(ScheduleTest, NoneNeverFires) {
   p.mutable_none();
   auto s = Schedule::FromProto(p, absl::UnixEpoch());
   ASSERT_TRUE(s.ok());
-  EXPECT_FALSE(s->NextAfter(absl::Now()).has_value());
+  EXPECT_FALSE(s->NextAfter(RealClock::Get().Now()).has_value());
   EXPECT_FALSE(s->fires_on_its_own());
 }
 

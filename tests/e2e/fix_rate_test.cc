@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "common/testing/executions.h"
 #include "common/testing/process.h"
+#include "common/time/clock.h"
 #include "common/time/proto_time.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/stack_test.h"
@@ -24,8 +25,8 @@ class FixRateTest : public StackTest {};
 TEST_F(FixRateTest, FiresEveryIntervalFromItsStartTime) {
   constexpr int kRuns = 4;
   constexpr int64_t kInterval = 1;
-  const absl::Time start =
-      absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()) + 2) + absl::Milliseconds(437);
+  const absl::Time start = absl::FromUnixSeconds(absl::ToUnixSeconds(RealClock::Get().Now()) + 2) +
+                           absl::Milliseconds(437);
   jobwheel::v1::Job job = NewJob("every-second", "echo", "tick");
   job.mutable_schedule()->mutable_fix_rate()->set_interval_seconds(kInterval);
   *job.mutable_schedule()->mutable_fix_rate()->mutable_start_time() = ToProto(start);

@@ -30,6 +30,7 @@
 #include "common/testing/executions.h"
 #include "common/testing/process.h"
 #include "common/testing/stack.h"
+#include "common/time/clock.h"
 #include "common/time/proto_time.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -199,7 +200,7 @@ class SchedulerFailoverTest : public ::testing::Test {
 };
 
 TEST_F(SchedulerFailoverTest, StandbyTakesOverAndEverySecondFiresExactlyOnce) {
-  const absl::Time test_start = absl::Now();
+  const absl::Time test_start = RealClock::Get().Now();
 
   // Replica a leads; replica b stands by.
   ASSERT_NO_FATAL_FAILURE(StartScheduler(a_));
@@ -214,7 +215,7 @@ TEST_F(SchedulerFailoverTest, StandbyTakesOverAndEverySecondFiresExactlyOnce) {
 
   // 1,000 jobs inserted directly (the columns CreateJob writes), due from the next second,
   // routed ROUND over the two executors.
-  const absl::Time first = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()) + 1);
+  const absl::Time first = absl::FromUnixSeconds(absl::ToUnixSeconds(RealClock::Get().Now()) + 1);
   {
     pqxx::work tx(*db_);
     tx.exec_params(
@@ -239,17 +240,18 @@ TEST_F(SchedulerFailoverTest, StandbyTakesOverAndEverySecondFiresExactlyOnce) {
   int phase_ms = static_cast<int>(random() % 1000);
   if (const char* p = std::getenv("JOBWHEEL_FAILOVER_KILL_PHASE_MS")) phase_ms = std::atoi(p);
   const absl::Time kill_at =
-      absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()) + 1) + absl::Milliseconds(phase_ms);
+      absl::FromUnixSeconds(absl::ToUnixSeconds(RealClock::Get().Now()) + 1) +
+      absl::Milliseconds(phase_ms);
   // Choosing the fault's instant, not synchronization.
-  absl::SleepFor(kill_at - absl::Now());
+  absl::SleepFor(kill_at - RealClock::Get().Now());
   process(a_).Signal(SIGKILL);
-  const absl::Time killed = absl::Now();
+  const absl::Time killed = RealClock::Get().Now();
   ASSERT_TRUE(process(a_).Wait(absl::Seconds(5)).ok());
 
   // The standby takes over within 2 s.
   ASSERT_TRUE(Eventually([&] { return IsLeader(b_); }, absl::Seconds(10)))
       << "replica b never became leader";
-  const absl::Duration takeover = absl::Now() - killed;
+  const absl::Duration takeover = RealClock::Get().Now() - killed;
   jobwheel::v1::GetLeaderResponse after;
   ASSERT_TRUE(GetLeader(b_, &after));
   EXPECT_EQ(after.holder_id(), b_.id);
@@ -420,7 +422,7 @@ TEST_F(SchedulerFailoverTest, StandbyTakesOverAndEverySecondFiresExactlyOnce) {
     extra += static_cast<int64_t>(cells.size()) - in_window;
     for (const auto& [second, cell] : cells) non_cron += cell.non_cron;
   }
-  const absl::Duration total_time = absl::Now() - test_start;
+  const absl::Duration total_time = RealClock::Get().Now() - test_start;
 
   std::cout << "---- scheduler failover figures\n"
             << "jobs: " << kJobs << " (" << kCron << "), window " << absl::FormatTime(first)
@@ -480,11 +482,11 @@ TEST_F(SchedulerFailoverTest, StandbyTakesOverAndEverySecondFiresExactlyOnce) {
 TEST_F(SchedulerFailoverTest, NewLeaderHandsOffALargeBacklogOfPendingFires) {
   constexpr int kBacklogJobs = 5000;
   constexpr int kSeconds = 5;  // What a leader pre-reads: 25,000 fires.
-  const absl::Time test_start = absl::Now();
+  const absl::Time test_start = RealClock::Get().Now();
   // As a dead leader of epoch 1 left them: fires for the last second before it died and the
   // 4 seconds it had pre-read. The jobs are disabled so that the new leader claims nothing
   // new: only the inherited backlog is counted.
-  const absl::Time died = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()));
+  const absl::Time died = absl::FromUnixSeconds(absl::ToUnixSeconds(RealClock::Get().Now()));
   {
     pqxx::work tx(*db_);
     tx.exec_params(
@@ -511,7 +513,7 @@ TEST_F(SchedulerFailoverTest, NewLeaderHandsOffALargeBacklogOfPendingFires) {
   std::cout << "---- backlog takeover: " << kBacklogJobs * kSeconds << " pending fires, "
             << handed_off << " handed off, " << pending << " still PENDING; last hand-off "
             << Ms(last_handoff - died) << " after the dead leader's last second; test time "
-            << Ms(absl::Now() - test_start) << std::endl;
+            << Ms(RealClock::Get().Now() - test_start) << std::endl;
   EXPECT_TRUE(drained) << pending << " fires stranded PENDING";
   EXPECT_EQ(handed_off, kBacklogJobs * kSeconds);
   EXPECT_EQ(Count("SELECT count(*) FROM fires"), kBacklogJobs * kSeconds);  // None added.
@@ -534,7 +536,7 @@ TEST_F(SchedulerFailoverTest, FrozenLeaderIsReplacedAndCommitsNothingAfterWaking
   ASSERT_NO_FATAL_FAILURE(StartScheduler(b_));
   ASSERT_NO_FATAL_FAILURE(StartExecutors(a_));
   const std::string ours = absl::StrCat("job_id <> ", probe_job_);
-  const absl::Time first = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()) + 1);
+  const absl::Time first = absl::FromUnixSeconds(absl::ToUnixSeconds(RealClock::Get().Now()) + 1);
   {
     pqxx::work tx(*db_);
     tx.exec_params(
@@ -550,10 +552,10 @@ TEST_F(SchedulerFailoverTest, FrozenLeaderIsReplacedAndCommitsNothingAfterWaking
       absl::Seconds(30)));
 
   process(a_).Signal(SIGSTOP);
-  const absl::Time frozen = absl::Now();
+  const absl::Time frozen = RealClock::Get().Now();
   ASSERT_TRUE(Eventually([&] { return IsLeader(b_); }, absl::Seconds(15)))
       << "the standby never replaced the frozen leader";
-  const absl::Duration takeover = absl::Now() - frozen;
+  const absl::Duration takeover = RealClock::Get().Now() - frozen;
   std::cerr << "frozen leader replaced after " << absl::FormatDuration(takeover) << "\n";
   EXPECT_LE(takeover, absl::Seconds(6));  // 4 s silence + retry interval + margin.
 

@@ -27,6 +27,7 @@
 #include "common/testing/pg_test_db.h"
 #include "common/testing/process.h"
 #include "common/testing/stack.h"
+#include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/app_admin.grpc.pb.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
@@ -397,7 +398,7 @@ TEST_F(AdvisoryTest, LogReadsStayInTheLogDirectoryAndProxiesOnlyReachRegisteredE
   // refused, not followed.
   const std::string secret = WriteFile(stack_->dir() + "/outside-secret", "TOPSECRET\n");
   const std::string day = stack_->executor_log_dir() + "/" +
-                          absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone());
+                          absl::FormatTime("%Y-%m-%d", RealClock::Get().Now(), absl::UTCTimeZone());
   mkdir(stack_->executor_log_dir().c_str(), 0755);
   mkdir(day.c_str(), 0755);
   ASSERT_EQ(symlink(secret.c_str(), (day + "/920001.log").c_str()), 0);
@@ -552,7 +553,7 @@ TEST_F(AdvisoryTest, RolesScopeTokensAndRevocationIsQuick) {
   revoke.set_id(op_id);
   v1::RevokeTokenResponse revoked;
   ASSERT_TRUE(tokens->RevokeToken(Ctx(admin).get(), revoke, &revoked).ok());
-  const absl::Time t0 = absl::Now();
+  const absl::Time t0 = RealClock::Get().Now();
   EXPECT_TRUE(Eventually(
       [&] {
         v1::ListJobsResponse r;
@@ -563,7 +564,8 @@ TEST_F(AdvisoryTest, RolesScopeTokensAndRevocationIsQuick) {
                    grpc::StatusCode::UNAUTHENTICATED;
       },
       absl::Seconds(5)))
-      << "still accepted " << absl::FormatDuration(absl::Now() - t0) << " after revocation";
+      << "still accepted " << absl::FormatDuration(RealClock::Get().Now() - t0)
+      << " after revocation";
 }
 
 // Executors register only for the apps on their token.

@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "common/testing/process.h"
 #include "common/testing/stack.h"
+#include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/app_admin.grpc.pb.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
@@ -141,14 +142,14 @@ TEST_F(RegistrationTest, SpoofedAddressesAreRefusedNeverListedAndNeverCalled) {
 }
 
 TEST_F(RegistrationTest, StreamThatNeverRegistersIsClosedAfterTheDeadline) {
-  const absl::Time t0 = absl::Now();
+  const absl::Time t0 = RealClock::Get().Now();
   auto ctx = Ctx(*executor_token_);
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   auto stream = Registry()->Heartbeat(ctx.get());
   v1::HeartbeatResponse resp;
   EXPECT_FALSE(stream->Read(&resp));  // Nothing sent: the registry ends it.
   grpc::Status s = stream->Finish();
-  const absl::Duration took = absl::Now() - t0;
+  const absl::Duration took = RealClock::Get().Now() - t0;
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
   EXPECT_TRUE(absl::StrContains(s.error_message(), "no valid register within 5s"))
       << s.error_message();
@@ -177,7 +178,7 @@ TEST_F(RegistrationTest, RevokedTokenLosesItsOpenStreamAndItsExecutorGoesOffline
   revoke.set_id(id);
   v1::RevokeTokenResponse revoked;
   ASSERT_TRUE(tokens->RevokeToken(Ctx(stack_->admin_token()).get(), revoke, &revoked).ok());
-  const absl::Time t0 = absl::Now();
+  const absl::Time t0 = RealClock::Get().Now();
   auto listed = [&] {
     for (const std::string& a : Listed("demo")) {
       if (a == address) return true;
@@ -185,9 +186,9 @@ TEST_F(RegistrationTest, RevokedTokenLosesItsOpenStreamAndItsExecutorGoesOffline
     return false;
   };
   ASSERT_TRUE(Eventually([&] { return !listed(); }, absl::Seconds(15)))
-      << address << " still online " << absl::FormatDuration(absl::Now() - t0)
+      << address << " still online " << absl::FormatDuration(RealClock::Get().Now() - t0)
       << " after its token was revoked";
-  const absl::Duration took = absl::Now() - t0;
+  const absl::Duration took = RealClock::Get().Now() - t0;
   std::cerr << "revoked executor offline after " << absl::FormatDuration(took) << "\n";
   EXPECT_LT(took, absl::Seconds(7)) << "token cache 3 s + re-check every 2 s";
   // Its reconnections are refused: the token is gone for good.

@@ -107,8 +107,8 @@ TEST_F(PgJobStoreTest, CreateGetRoundTripKeepsEveryField) {
   Job created = MustCreate(in);
   EXPECT_GT(created.id(), child.id());
   EXPECT_TRUE(created.has_next_fire_time());
-  EXPECT_GT(FromProto(created.next_fire_time()), absl::Now() - absl::Seconds(1));
-  EXPECT_LE(FromProto(created.next_fire_time()), absl::Now() + absl::Seconds(10));
+  EXPECT_GT(FromProto(created.next_fire_time()), RealClock::Get().Now() - absl::Seconds(1));
+  EXPECT_LE(FromProto(created.next_fire_time()), RealClock::Get().Now() + absl::Seconds(10));
   EXPECT_EQ(created.param(), "x=1'; DROP TABLE jobs; --");
   EXPECT_THAT(created.alarm_contacts(),
               ElementsAre("a@example.com", "weird \"quoted\", {braced} \\ contact"));
@@ -448,9 +448,9 @@ TEST_F(PgJobStoreTest, ListRunsFiltersAndPagesNewestFirst) {
   f.add_statuses(jobwheel::v1::RUN_STATUS_FAILED);
   EXPECT_THAT(ids(f), ElementsAre(r2, r1));
   f.clear_statuses();
-  *f.mutable_start_time() = ToProto(absl::Now() - absl::Minutes(90));
+  *f.mutable_start_time() = ToProto(RealClock::Get().Now() - absl::Minutes(90));
   EXPECT_THAT(ids(f), ElementsAre(r4, r2));
-  *f.mutable_end_time() = ToProto(absl::Now() - absl::Minutes(30));
+  *f.mutable_end_time() = ToProto(RealClock::Get().Now() - absl::Minutes(30));
   EXPECT_THAT(ids(f), ElementsAre(r2));
   jobwheel::v1::ListRunsRequest by_app;
   by_app.set_app("other");
