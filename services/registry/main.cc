@@ -2,9 +2,6 @@
 // LISTEN/NOTIFY between replicas, WatchExecutors for dispatchers) and app
 // administration.
 
-#include <signal.h>
-#include <unistd.h>
-
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,18 +11,17 @@
 #include "absl/time/time.h"
 #include "common/auth/bearer.h"
 #include "common/auth/caller_token.h"
-#include "common/auth/insecure_dev.h"
 #include "common/auth/pg_token_store.h"
 #include "common/auth/token_authenticator.h"
 #include "common/base/flags.h"
 #include "common/base/logging.h"
 #include "common/base/mutex_mode.h"
+#include "common/base/signals.h"
 #include "common/base/work_pool.h"
 #include "common/grpc/grpc_server.h"
-#include "common/pg/migrations.h"
 #include "common/pg/pg_pool.h"
+#include "common/server/server_main.h"
 #include "common/time/clock.h"
-#include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #include "services/registry/address_policy.h"
 #include "services/registry/app_admin_service.h"
@@ -34,6 +30,7 @@
 #include "services/registry/pg_executor_store.h"
 #include "services/registry/registry.h"
 #include "services/registry/registry_metrics.h"
+#include "services/registry/registry_server_options.h"
 #include "services/registry/registry_service.h"
 #include "services/registry/view_syncer.h"
 #include "spdlog/spdlog.h"
@@ -84,54 +81,14 @@ ABSL_FLAG(absl::Duration, register_deadline, absl::Seconds(5),
 namespace jobwheel::registry {
 namespace {
 
-// Everything the flags say, checked before anything starts.
-struct ServerConfig {
-  std::string listen;
-  std::string metrics_address;
-  std::string db_dsn;
-  int db_pool_size = 8;
-  absl::Duration drain_grace;
-  RegistryOptions registry;
-  bool insecure_dev = false;
-  std::string executor_token;
-  std::string dispatcher_public_keys;  // PEM.
-  std::string admin_token;
-  ServerTls tls;
-
-  absl::Status Validate() const {
-    if (listen.empty()) return absl::InvalidArgumentError("--listen: must not be empty");
-    if (db_dsn.empty()) return absl::InvalidArgumentError("--db_dsn: must not be empty");
-    if (db_pool_size < 2) return absl::InvalidArgumentError("--db_pool_size: must be at least 2");
-    if (drain_grace < absl::ZeroDuration()) {
-      return absl::InvalidArgumentError("--drain_grace: must not be negative");
-    }
-    if (!insecure_dev && dispatcher_public_keys.empty()) {
-      return absl::InvalidArgumentError(
-          "no credentials: --dispatcher_public_key_file is required (with "
-          "--executor_token_file and --admin_token_file, or API tokens from TokenAdminService), "
-          "or --insecure_dev for development");
-    }
-    if (absl::Status s = CheckInsecureDevListen(insecure_dev, listen); !s.ok()) return s;
-    if (tls.cert_file.empty() != tls.key_file.empty()) {
-      return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
-    }
-    return registry.Validate();
-  }
-};
-
-absl::StatusOr<ServerConfig> ConfigFromFlags() {
-  ServerConfig c;
+absl::StatusOr<RegistryServerOptions> OptionsFromFlags() {
+  RegistryServerOptions c;
   c.listen = absl::GetFlag(FLAGS_listen);
   c.metrics_address = absl::GetFlag(FLAGS_metrics_address);
   c.db_dsn = absl::GetFlag(FLAGS_db_dsn);
   c.db_pool_size = absl::GetFlag(FLAGS_db_pool_size);
   c.drain_grace = absl::GetFlag(FLAGS_drain_grace);
-  c.registry.replica_id = absl::GetFlag(FLAGS_replica_id);
-  if (c.registry.replica_id.empty()) {
-    char host[256] = {};
-    gethostname(host, sizeof(host) - 1);
-    c.registry.replica_id = absl::StrCat(host, "-", getpid());
-  }
+  c.registry.replica_id = ReplicaIdOr(absl::GetFlag(FLAGS_replica_id));
   c.registry.beat_interval = absl::GetFlag(FLAGS_beat_interval);
   c.registry.beat_deadline = absl::GetFlag(FLAGS_beat_deadline);
   c.registry.lease = absl::GetFlag(FLAGS_lease);
@@ -150,56 +107,27 @@ absl::StatusOr<ServerConfig> ConfigFromFlags() {
   c.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
   c.tls.key_file = absl::GetFlag(FLAGS_tls_key);
   c.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
-  absl::Status s = c.Validate();
-  if (!s.ok()) return s;
+  c.allow_loopback_executors = absl::GetFlag(FLAGS_allow_loopback_executors);
+  c.allow_link_local_executors = absl::GetFlag(FLAGS_allow_link_local_executors);
+  c.executor_address_allowlist = absl::GetFlag(FLAGS_executor_address_allowlist);
+  absl::Status valid = c.Validate();
+  if (!valid.ok()) return valid;
   return c;
 }
 
-int Run() {
-  auto config_or = ConfigFromFlags();
-  if (!config_or.ok()) {
-    spdlog::critical("{}", std::string(config_or.status().message()));
-    return 2;
-  }
-  const ServerConfig config = *std::move(config_or);
+int Run(const RegistryServerOptions& config) {
   if (config.insecure_dev) {
-    spdlog::warn(
-        "--insecure_dev: accepting unauthenticated calls; never use "
-        "this in production");
+    spdlog::warn("--insecure_dev: accepting unauthenticated calls; never use this in production");
   }
+  // Signals go to the WaitForTerminationSignal below, not to whichever thread happens to run.
+  BlockTerminationSignals();
 
-  // Signals go to the sigwait below, not to whichever thread happens to run.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
-  {
-    auto conn = PgPool::Connect(config.db_dsn);
-    if (!conn.ok()) {
-      spdlog::critical("{}", conn.status().ToString());
-      return 1;
-    }
-    absl::Status s = ApplyMigrations(**conn);
-    if (!s.ok()) {
-      spdlog::critical("{}", s.ToString());
-      return 1;
-    }
-  }
+  if (absl::Status s = ConnectAndMigrate(config.db_dsn); !s.ok()) return Fail(s);
 
   auto prom = std::make_shared<prometheus::Registry>();
   RegistryMetrics metrics(*prom);
-  std::unique_ptr<prometheus::Exposer> exposer;
-  if (!config.metrics_address.empty()) {
-    try {
-      exposer = std::make_unique<prometheus::Exposer>(config.metrics_address);
-      exposer->RegisterCollectable(prom);
-    } catch (const std::exception& e) {
-      spdlog::critical("--metrics_address {}: {}", config.metrics_address, e.what());
-      return 1;
-    }
-  }
+  auto exposer = StartMetricsExposer(config.metrics_address, prom);
+  if (!exposer.ok()) return Fail(exposer.status());
 
   PgPool pool(config.db_dsn, config.db_pool_size,
               [&metrics](absl::string_view op, absl::Duration d, bool ok) {
@@ -211,10 +139,8 @@ int Run() {
   ExecutorView view(&metrics, absl::ToUnixMicros(clock.Now()));
   ViewSyncer syncer(executor_store, std::make_unique<PgChangeFeed>(config.db_dsn), view, &metrics,
                     clock, ViewSyncer::Options());
-  absl::Status s = syncer.Start();
-  if (!s.ok()) {
-    spdlog::critical("loading executors: {}", s.ToString());
-    return 1;
+  if (absl::Status s = syncer.Start(); !s.ok()) {
+    return Fail(absl::Status(s.code(), absl::StrCat("loading executors: ", s.message())));
   }
   // Leave one connection for the lease and deadline thread.
   WorkPool work(config.db_pool_size - 1, 10000);
@@ -238,22 +164,18 @@ int Run() {
     verifier_options.audience = std::string(kAudienceRegistry);
     auto verifier = CallerTokenVerifier::Create(verifier_options, clock);
     if (!verifier.ok()) {
-      spdlog::critical("--dispatcher_public_key_file: {}", verifier.status().ToString());
-      return 2;
+      return Fail(
+          absl::Status(verifier.status().code(),
+                       absl::StrCat("--dispatcher_public_key_file: ", verifier.status().message())),
+          2);
     }
     service_options.watch_policy.callers = std::move(*verifier);
   }
   // API-token callers (the console) get running/queued/last beat from the table, which beats
   // update; the in-memory view holds them as of registration.
   service_options.load_store = &executor_store;
-  auto address_options =
-      AddressPolicyOptionsFromFlags(absl::GetFlag(FLAGS_allow_loopback_executors),
-                                    absl::GetFlag(FLAGS_allow_link_local_executors),
-                                    absl::GetFlag(FLAGS_executor_address_allowlist), config.listen);
-  if (!address_options.ok()) {
-    spdlog::critical("{}", std::string(address_options.status().message()));
-    return 2;
-  }
+  auto address_options = config.AddressPolicy();  // Validate() checked it.
+  if (!address_options.ok()) return Fail(address_options.status(), 2);
   spdlog::info("{}", DescribeAddressPolicy(*address_options));
   const AddressPolicy address_policy(*std::move(address_options));
   service_options.address_policy = &address_policy;
@@ -261,22 +183,17 @@ int Run() {
   AppAdminService app_admin(app_store, view, work, authenticator);
   int port = 0;
   auto server = StartGrpcServer(config.listen, {&registry_service, &app_admin}, config.tls, &port);
-  if (!server.ok()) {
-    spdlog::critical("{}", server.status().ToString());
-    return 1;
-  }
+  if (!server.ok()) return Fail(server.status());
   spdlog::info("registry {} serving on {} (port {}), beat {} deadline {} lease {}",
                config.registry.replica_id, config.listen, port,
                absl::FormatDuration(config.registry.beat_interval),
                absl::FormatDuration(config.registry.beat_deadline),
                absl::FormatDuration(config.registry.lease));
 
-  int sig = 0;
-  sigwait(&signals, &sig);
+  const int sig = WaitForTerminationSignal();
   spdlog::info("signal {}, draining {} sessions", sig, registry.open_sessions());
 
-  // Executors move to another replica; what is left after the grace period goes
-  // offline.
+  // Executors move to another replica; what is left after the grace period goes offline.
   registry.Drain(absl::StrCat("registry replica ", config.registry.replica_id, " shutting down"));
   const absl::Time grace_end = clock.Now() + config.drain_grace;
   while (registry.open_sessions() > 0 && clock.Now() < grace_end) {
@@ -299,5 +216,7 @@ int main(int argc, char** argv) {
   jobwheel::DisableMutexDeadlockDetection();
   jobwheel::ParseFlagsWithEnv(argc, argv, "registry: executor liveness and app admin for jobwheel");
   jobwheel::InitLogging("registry", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
-  return jobwheel::registry::Run();
+  auto options = jobwheel::registry::OptionsFromFlags();
+  if (!options.ok()) return jobwheel::Fail(options.status(), 2);
+  return jobwheel::registry::Run(*options);
 }
