@@ -6,11 +6,13 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
-#include <sstream>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,15 +20,15 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/auth/bearer.h"
 #include "common/grpc/grpc_server.h"
-#include "common/testing/caller_keys.h"
-#include "common/testing/pg_test_db.h"
 #include "common/testing/process.h"
+#include "common/testing/stack.h"
+#include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
 
@@ -34,20 +36,15 @@ namespace jobwheel::testing {
 namespace {
 
 constexpr char kApp[] = "failover";
-constexpr char kExecutorToken[] = "executor-secret";
-constexpr char kAdminToken[] = "admin-secret";
 
-std::string WriteFile(const std::string& dir, const std::string& name, const std::string& content) {
-  const std::string path = dir + "/" + name;
-  std::ofstream(path) << content << "\n";
-  return path;
-}
+absl::Time Now() { return RealClock::Get().Now(); }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// A fresh random token (64 hex digits).
+std::string RandomToken() {
+  std::random_device random;
+  std::string token;
+  for (int i = 0; i < 8; ++i) token += absl::StrFormat("%08x", random());
+  return token;
 }
 
 // The at_us of the first line of `log` starting with `prefix`, or -1.
@@ -141,7 +138,7 @@ class Watcher {
     bool first = true;
     int64_t last_version = 0;
     while (reader_->Read(&event)) {
-      const absl::Time now = absl::Now();
+      const absl::Time now = Now();
       absl::MutexLock lock(&mu_);
       if (first != (event.type() == v1::WATCH_EVENT_TYPE_SNAPSHOT)) {
         protocol_error_ = absl::StrCat("unexpected event type ", event.type());
@@ -182,82 +179,74 @@ class Watcher {
 
 class RegistryFailoverTest : public ::testing::Test {
  protected:
+  // Registry replicas A and B on one fresh database, a 2 s lease and a 1 s drain grace; no
+  // dispatcher or scheduler. The executors are heartbeat clients started by each test.
   void SetUp() override {
-    auto dsn = CreateMigratedTestDatabase();
-    ASSERT_TRUE(dsn.ok()) << dsn.status();
-    dsn_ = *dsn;
-    dir_ = TestTempDir("registry_failover");
-    executor_token_ = WriteFile(dir_, "executor.token", kExecutorToken);
-    auto keys = WriteCallerKeys(dir_);
-    ASSERT_TRUE(keys.ok()) << keys.status();
-    keys_ = *keys;
-    admin_token_ = WriteFile(dir_, "admin.token", kAdminToken);
-    wrong_token_ = WriteFile(dir_, "wrong.token", "not-the-token");
-    a_port_ = PickFreePort();
-    b_port_ = PickFreePort();
-    a_ = StartRegistry("A", a_port_);
-    b_ = StartRegistry("B", b_port_);
-    ASSERT_TRUE(WaitForServing(Target(a_port_), absl::Seconds(20)).ok());
-    ASSERT_TRUE(WaitForServing(Target(b_port_), absl::Seconds(20)).ok());
+    executor_token_ = RandomToken();
+    Stack::Options o;
+    o.migrate_database = true;
+    o.executor_token = executor_token_;
+    o.registry.replicas = 2;
+    o.registry.replica_ids = {"A", "B"};
+    o.registry.extra_flags = {"--lease=2s", "--drain_grace=1s"};
+    o.dispatcher.replicas = 0;
+    o.scheduler.replicas = 0;
+    stack_ = std::make_unique<Stack>(std::move(o));
+    absl::Status started = stack_->StartServices();
+    ASSERT_TRUE(started.ok()) << started << "\n" << stack_->Logs();
+    wrong_token_ = WriteFile(stack_->dir() + "/wrong.token", "not-the-token\n");
   }
 
-  static std::string Target(int port) { return absl::StrCat("127.0.0.1:", port); }
-
-  std::unique_ptr<Process> StartRegistry(const std::string& name, int port) {
-    auto p = std::make_unique<Process>();
-    absl::Status s = p->Start(RunfilePath("services/registry/registry"),
-                              {"--listen=" + Target(port), "--metrics_address=", "--db_dsn=" + dsn_,
-                               "--replica_id=" + name, "--lease=2s", "--drain_grace=1s",
-                               "--executor_token_file=" + executor_token_,
-                               "--dispatcher_public_key_file=" + keys_.dispatcher_pub,
-                               "--admin_token_file=" + admin_token_},
-                              dir_ + "/registry_" + name + ".log");
-    EXPECT_TRUE(s.ok()) << s;
-    return p;
+  void TearDown() override {
+    if (HasFailure() && stack_ != nullptr) std::printf("%s\n", stack_->Logs().c_str());
+    for (auto& c : clients_) Stack::KillProcess(*c);
+    if (stack_ != nullptr) stack_->Stop();
   }
+
+  StackProcess& replica_a() { return stack_->registry_process(0); }
 
   struct Client {
-    std::unique_ptr<Process> process;
+    Process* process = nullptr;
     std::string address;
     std::string log;
   };
 
+  // A heartbeat client of app kApp advertising its own address, trying `registries` in order.
   Client StartClient(const std::string& name, const std::string& registries,
                      const std::string& token_file) {
+    auto p = std::make_unique<StackProcess>();
+    p->name = "client_" + name;
+    p->binary = "tests/registry/heartbeat_client";
+    p->serves = false;
     Client c;
-    c.process = std::make_unique<Process>();
-    c.address = absl::StrCat("127.0.0.1:", 20000 + clients_started_++);
-    c.log = dir_ + "/client_" + name + ".log";
-    absl::Status s = c.process->Start(
-        RunfilePath("tests/registry/heartbeat_client"),
-        {"--registry=" + registries, "--app=" + std::string(kApp), "--address=" + c.address,
-         "--token_file=" + token_file, "--exit_delay=300ms"},
-        c.log);
+    c.address = absl::StrCat("127.0.0.1:", 20000 + clients_.size());
+    p->args = {"--registry=" + registries, "--app=" + std::string(kApp), "--address=" + c.address,
+               "--token_file=" + token_file, "--exit_delay=300ms"};
+    absl::Status s = stack_->Start(*p);
     EXPECT_TRUE(s.ok()) << s;
+    c.process = p->proc.get();
+    c.log = p->log;
+    clients_.push_back(std::move(p));
     return c;
   }
 
   // A token as a dispatcher presents it to the registry.
-  std::string DispatcherToken() const {
-    auto token = SignCallerToken(keys_.dispatcher_key, "dispatcher", "registry");
-    return token.ok() ? *token : std::string();
-  }
+  std::string DispatcherToken() const { return stack_->CallerToken("dispatcher", "registry"); }
 
-  std::string dsn_, dir_, executor_token_, admin_token_, wrong_token_;
-  CallerKeyFiles keys_;
-  int a_port_ = 0, b_port_ = 0;
-  int clients_started_ = 0;
-  std::unique_ptr<Process> a_, b_;
+  std::unique_ptr<Stack> stack_;
+  std::string executor_token_, wrong_token_;
+  std::vector<std::unique_ptr<StackProcess>> clients_;
 };
 
 TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
-  const std::string a = Target(a_port_), b = Target(b_port_);
+  const std::string a = stack_->registry(0), b = stack_->registry(1);
   Watcher watcher(b, kApp, DispatcherToken());
   std::vector<Client> clients;
   // c0: kill -9; c1: SIGSTOP; c2: SIGTERM; c3: knows only A; c4, c5: fail over
   // to B.
   for (int i = 0; i < 6; ++i) {
-    clients.push_back(StartClient(absl::StrCat("c", i), i == 3 ? a : a + "," + b, executor_token_));
+    clients.push_back(
+        StartClient(absl::StrCat("c", i), i == 3 ? a : a + "," + b, stack_->executor_token_file()));
   }
   ASSERT_TRUE(watcher.WaitFor(
       [&](const std::map<std::string, Watcher::Entry>& m) {
@@ -275,7 +264,7 @@ TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
     // B may see the row before the client has read the reply.
     int64_t registered_us = -1;
     ASSERT_TRUE(Eventually(
-        [&] { return (registered_us = EventTime(ReadAll(c.log), "registered replica=A")) > 0; },
+        [&] { return (registered_us = EventTime(ReadFile(c.log), "registered replica=A")) > 0; },
         absl::Seconds(5)))
         << c.log;
     lags_ms.push_back((absl::ToUnixMicros(watcher.Get(c.address).upserted_at) - registered_us) /
@@ -289,7 +278,7 @@ TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
   // 1. kill -9: the stream closes, B sees the executor offline within 1 s.
   {
     Client& c = clients[0];
-    const absl::Time t0 = absl::Now();
+    const absl::Time t0 = Now();
     c.process->Signal(SIGKILL);
     ASSERT_TRUE(watcher.WaitOffline(c.address, absl::Seconds(5)));
     const absl::Duration took = watcher.Get(c.address).removed_at - t0;
@@ -302,7 +291,7 @@ TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
   // offline.
   {
     Client& c = clients[1];
-    const absl::Time t0 = absl::Now();
+    const absl::Time t0 = Now();
     c.process->Signal(SIGSTOP);
     ASSERT_TRUE(watcher.WaitOffline(c.address, absl::Seconds(10)));
     const absl::Duration took = watcher.Get(c.address).removed_at - t0;
@@ -323,14 +312,14 @@ TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
   {
     Client& c = clients[2];
     watcher.WatchPid(c.address, c.process->pid());
-    const absl::Time t0 = absl::Now();
+    const absl::Time t0 = Now();
     c.process->Signal(SIGTERM);
     ASSERT_TRUE(watcher.WaitOffline(c.address, absl::Seconds(5)));
     const Watcher::Entry e = watcher.Get(c.address);
     int exit_code = -1;
     ASSERT_TRUE(c.process->Wait(absl::Seconds(5), &exit_code).ok());
     EXPECT_EQ(exit_code, 0);
-    const std::string log = ReadAll(c.log);
+    const std::string log = ReadFile(c.log);
     const int64_t acked_us = EventTime(log, "goodbye_acked");
     const int64_t exiting_us = EventTime(log, "exiting");
     ASSERT_GT(acked_us, 0) << log;
@@ -365,8 +354,7 @@ TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
     EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
 
     grpc::ClientContext wctx;
-    AddBearer(wctx,
-              kExecutorToken);  // The executor token is not a dispatcher's token.
+    AddBearer(wctx, executor_token_);  // The executor token is not a dispatcher's token.
     wctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     v1::WatchExecutorsRequest wreq;
     auto reader = stub->WatchExecutors(&wctx, wreq);
@@ -376,7 +364,7 @@ TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
 
     // A real client with the wrong token never shows up.
     Client bad = StartClient("bad", a, wrong_token_);
-    EXPECT_TRUE(Eventually([&] { return ReadAll(bad.log).find("status=16") != std::string::npos; },
+    EXPECT_TRUE(Eventually([&] { return ReadFile(bad.log).find("status=16") != std::string::npos; },
                            absl::Seconds(5)));
     EXPECT_EQ(watcher.Get(bad.address).upserted_at, absl::Time());
   }
@@ -387,8 +375,8 @@ TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
   {
     std::vector<Client*> movers = {&clients[4], &clients[5]};
     for (Client* c : movers) ASSERT_EQ(watcher.Get(c->address).replica, "A");
-    const absl::Time t0 = absl::Now();
-    a_->Signal(SIGKILL);
+    const absl::Time t0 = Now();
+    replica_a().proc->Signal(SIGKILL);
     ASSERT_TRUE(watcher.WaitFor(
         [&](const std::map<std::string, Watcher::Entry>& m) {
           for (Client* c : movers) {
@@ -421,11 +409,12 @@ TEST_F(RegistryFailoverTest, OfflineDetectionAndReplicaFailover) {
 // SIGTERM of a replica: DRAIN moves its executors to the other replica without
 // a REMOVE.
 TEST_F(RegistryFailoverTest, GracefulReplicaShutdownDrainsExecutorsToAnotherReplica) {
-  const std::string a = Target(a_port_), b = Target(b_port_);
+  const std::string a = stack_->registry(0), b = stack_->registry(1);
   Watcher watcher(b, kApp, DispatcherToken());
   std::vector<Client> clients;
   for (int i = 0; i < 3; ++i) {
-    clients.push_back(StartClient(absl::StrCat("d", i), a + "," + b, executor_token_));
+    clients.push_back(
+        StartClient(absl::StrCat("d", i), a + "," + b, stack_->executor_token_file()));
   }
   auto all_on = [&](const std::string& replica) {
     return [&clients, replica](const std::map<std::string, Watcher::Entry>& m) {
@@ -437,19 +426,19 @@ TEST_F(RegistryFailoverTest, GracefulReplicaShutdownDrainsExecutorsToAnotherRepl
     };
   };
   ASSERT_TRUE(watcher.WaitFor(all_on("A"), absl::Seconds(15)));
-  const absl::Time t0 = absl::Now();
-  a_->Signal(SIGTERM);
+  const absl::Time t0 = Now();
+  replica_a().proc->Signal(SIGTERM);
   ASSERT_TRUE(watcher.WaitFor(all_on("B"), absl::Seconds(5)));
   std::printf("SIGTERM replica A -> executors online through B: %s\n",
-              absl::FormatDuration(absl::Now() - t0).c_str());
+              absl::FormatDuration(Now() - t0).c_str());
   for (const Client& c : clients) {
     EXPECT_EQ(watcher.Get(c.address).removed_at, absl::Time()) << c.address << " flashed offline";
   }
   int exit_code = -1;
-  ASSERT_TRUE(a_->Wait(absl::Seconds(10), &exit_code).ok());
+  ASSERT_TRUE(replica_a().proc->Wait(absl::Seconds(10), &exit_code).ok());
   EXPECT_EQ(exit_code, 0);
   for (const Client& c : clients) {
-    EXPECT_NE(ReadAll(c.log).find("instruction kind=DRAIN"), std::string::npos) << c.log;
+    EXPECT_NE(ReadFile(c.log).find("instruction kind=DRAIN"), std::string::npos) << c.log;
     EXPECT_TRUE(watcher.Get(c.address).online);
   }
   EXPECT_EQ(watcher.protocol_error(), "");
