@@ -12,6 +12,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/time/time.h"
+#include "common/time/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
@@ -24,18 +25,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   const absl::Duration timeout = absl::GetFlag(FLAGS_timeout);
+  jobwheel::Clock& clock = jobwheel::RealClock::Get();
   int failed = 0;
   for (size_t i = 1; i < targets.size(); ++i) {
     const std::string target = targets[i];
     auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
     auto stub = grpc::health::v1::Health::NewStub(channel);
     grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    ctx.set_deadline(absl::ToChronoTime(clock.Now() + timeout));
     grpc::health::v1::HealthCheckRequest req;
     grpc::health::v1::HealthCheckResponse resp;
-    const absl::Time start = absl::Now();
+    const absl::Time start = clock.Now();
     grpc::Status s = stub->Check(&ctx, req, &resp);
-    const double ms = absl::ToDoubleMilliseconds(absl::Now() - start);
+    const double ms = absl::ToDoubleMilliseconds(clock.Now() - start);
     if (s.ok() && resp.status() == grpc::health::v1::HealthCheckResponse::SERVING) {
       std::cout << target << " SERVING (" << ms << " ms)\n";
     } else {
