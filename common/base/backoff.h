@@ -13,8 +13,9 @@ class Backoff {
  public:
   Backoff(absl::Duration initial, absl::Duration max);
 
-  // The wait after one more failure.
-  absl::Duration Next(absl::BitGenRef gen);
+  // The wait after one more failure; `cap` lowers the step's ceiling for this call (e.g. while
+  // flushing at shutdown).
+  absl::Duration Next(absl::BitGenRef gen, absl::Duration cap = absl::InfiniteDuration());
   // After a success: the next failure waits about `initial` again.
   void Reset();
 

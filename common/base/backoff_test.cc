@@ -32,6 +32,18 @@ TEST(BackoffTest, ResetStartsOverFromTheInitialStep) {
   EXPECT_EQ(b.step(), absl::Milliseconds(50));
 }
 
+TEST(BackoffTest, ACapLowersTheCeilingOfOneCall) {
+  absl::BitGen gen;
+  Backoff b(absl::Milliseconds(100), absl::Seconds(5));
+  b.Next(gen);
+  b.Next(gen);
+  b.Next(gen);  // 400 ms.
+  EXPECT_LE(b.Next(gen, absl::Milliseconds(200)), absl::Milliseconds(200));
+  EXPECT_EQ(b.step(), absl::Milliseconds(200));
+  b.Next(gen);
+  EXPECT_EQ(b.step(), absl::Milliseconds(400));  // Doubles from the capped step.
+}
+
 TEST(BackoffTest, JitterSpreadsTheWaits) {
   absl::BitGen gen;
   absl::Duration lo = absl::InfiniteDuration(), hi = absl::ZeroDuration();

@@ -35,4 +35,10 @@ std::string RunStatusShortName(v1::RunStatus status) {
   return ShortEnumName(v1::RunStatus_Name(status), "RUN_STATUS_");
 }
 
+std::string TriggerTypeShortName(v1::TriggerType type) {
+  return ShortEnumName(v1::TriggerType_Name(type), "TRIGGER_TYPE_");
+}
+
+std::string RoleShortName(v1::Role role) { return ShortEnumName(v1::Role_Name(role), "ROLE_"); }
+
 }  // namespace jobwheel

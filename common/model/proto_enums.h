@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "jobwheel/v1/token_admin.pb.h"
 #include "jobwheel/v1/types.pb.h"
 
 namespace jobwheel {
@@ -25,6 +26,8 @@ bool IsOpen(v1::RunStatus status);
 std::string ShortEnumName(absl::string_view full_name, absl::string_view prefix);
 
 std::string RunStatusShortName(v1::RunStatus status);
+std::string TriggerTypeShortName(v1::TriggerType type);
+std::string RoleShortName(v1::Role role);
 
 }  // namespace jobwheel
 

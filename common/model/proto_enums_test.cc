@@ -34,6 +34,8 @@ TEST(ProtoEnumsTest, ShortNames) {
   EXPECT_EQ(RunStatusShortName(v1::RUN_STATUS_TIMED_OUT), "TIMED_OUT");
   EXPECT_EQ(ShortEnumName("GLUE_TYPE_SCRIPT_SHELL", "GLUE_TYPE_"), "SCRIPT_SHELL");
   EXPECT_EQ(ShortEnumName("OTHER", "GLUE_TYPE_"), "OTHER");
+  EXPECT_EQ(TriggerTypeShortName(v1::TRIGGER_TYPE_MISFIRE), "MISFIRE");
+  EXPECT_EQ(RoleShortName(v1::ROLE_OPERATOR), "OPERATOR");
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ ResultReporter::ResultReporter(ResultSpool* spool, DispatcherClient* client, Clo
       metrics_(metrics),
       options_(options),
       next_attempt_(absl::InfinitePast()),
-      backoff_(options.initial_backoff) {}
+      backoff_(options.initial_backoff, options.max_backoff) {}
 
 ResultReporter::~ResultReporter() { Shutdown(); }
 
@@ -59,11 +59,6 @@ void ResultReporter::Submit(const jobwheel::v1::RunResult& result) {
 size_t ResultReporter::pending() const {
   absl::MutexLock lock(&mu_);
   return pending_.size();
-}
-
-absl::Duration ResultReporter::Jitter(absl::Duration d) {
-  // Uniform in [d/2, d].
-  return d / 2 + absl::Uniform(bitgen_, 0.0, 0.5) * d;
 }
 
 size_t ResultReporter::Flush(absl::Duration timeout) {
@@ -150,10 +145,9 @@ void ResultReporter::Loop() {
         spdlog::warn("reporting {} result(s) failed ({} attempt(s)): {}; they stay spooled",
                      batch.size(), failures_, acked.status().ToString());
       }
-      absl::Duration cap = flushing_ ? std::min(options_.max_backoff, absl::Milliseconds(200))
-                                     : options_.max_backoff;
-      backoff_ = std::min(failures_ == 1 ? options_.initial_backoff : backoff_ * 2, cap);
-      next_attempt_ = after + Jitter(backoff_);
+      // While flushing (shutdown), retry at least every 200 ms.
+      const absl::Duration cap = flushing_ ? absl::Milliseconds(200) : absl::InfiniteDuration();
+      next_attempt_ = after + backoff_.Next(bitgen_, cap);
       for (const auto& r : batch) {
         auto it = pending_.find(r.run_id());
         if (it != pending_.end()) it->second.in_flight = false;
@@ -161,7 +155,7 @@ void ResultReporter::Loop() {
     } else {
       if (failures_ > 0) spdlog::info("dispatcher reachable again; reporting results");
       failures_ = 0;
-      backoff_ = options_.initial_backoff;
+      backoff_.Reset();
       next_attempt_ = absl::InfinitePast();
       for (int64_t id : *acked) {
         auto it = pending_.find(id);

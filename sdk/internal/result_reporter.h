@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/base/backoff.h"
 #include "common/time/clock.h"
 #include "jobwheel/v1/dispatcher.pb.h"
 #include "sdk/internal/dispatcher_client.h"
@@ -73,7 +74,6 @@ class ResultReporter : public ResultSink {
   };
 
   void Loop();
-  absl::Duration Jitter(absl::Duration d);
 
   ResultSpool* const spool_;
   DispatcherClient* const client_;
@@ -85,7 +85,7 @@ class ResultReporter : public ResultSink {
   bool wake_ ABSL_GUARDED_BY(mu_) = false;  // Something for the sender to look at.
   std::map<int64_t, Entry> pending_ ABSL_GUARDED_BY(mu_);
   absl::Time next_attempt_ ABSL_GUARDED_BY(mu_);  // Global backoff while unreachable.
-  absl::Duration backoff_ ABSL_GUARDED_BY(mu_);
+  Backoff backoff_ ABSL_GUARDED_BY(mu_);
   int failures_ ABSL_GUARDED_BY(mu_) = 0;
   bool flushing_ ABSL_GUARDED_BY(mu_) = false;
   bool unsynced_ ABSL_GUARDED_BY(mu_) = false;  // Submitted results not yet synced to disk.

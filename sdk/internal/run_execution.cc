@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/model/proto_enums.h"
 #include "common/time/proto_time.h"
 #include "sdk/internal/run_request.h"
 #include "sdk/internal/script_environment.h"

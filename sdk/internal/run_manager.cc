@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/model/proto_enums.h"
 #include "common/time/proto_time.h"
 #include "sdk/internal/run_request.h"
 #include "spdlog/spdlog.h"

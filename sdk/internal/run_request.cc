@@ -1,6 +1,7 @@
 #include "sdk/internal/run_request.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/model/proto_enums.h"
 #include "common/time/proto_time.h"
 
 namespace jobwheel::sdk {
@@ -41,10 +42,6 @@ absl::Status ValidateRunRequest(const RunRequest& r) {
     return absl::InvalidArgumentError("handler: must not be empty");
   }
   return absl::OkStatus();
-}
-
-bool IsScript(jobwheel::v1::GlueType g) {
-  return g == jobwheel::v1::GLUE_TYPE_SCRIPT_SHELL || g == jobwheel::v1::GLUE_TYPE_SCRIPT_PYTHON;
 }
 
 TriggerType FromProtoTrigger(jobwheel::v1::TriggerType t) {

@@ -13,9 +13,6 @@ namespace jobwheel::sdk {
 // INVALID_ARGUMENT "<field>: <problem>" for a malformed run request.
 absl::Status ValidateRunRequest(const jobwheel::v1::RunRequest& request);
 
-// Whether the run is a script (shell or Python) rather than a registered handler.
-bool IsScript(jobwheel::v1::GlueType glue);
-
 TriggerType FromProtoTrigger(jobwheel::v1::TriggerType trigger);
 
 // The log line of an accepted run: "run <id> accepted: job <job>, handler <name>, fire <f>,

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/model/proto_enums.h"
 #include "common/time/proto_time.h"
 
 namespace jobwheel::sdk {
@@ -19,12 +20,7 @@ std::string EndedLine(const RunResult& r) {
 
 }  // namespace
 
-std::string RunStatusName(RunStatus s) {
-  std::string name = jobwheel::v1::RunStatus_Name(s);
-  absl::string_view v(name);
-  if (absl::ConsumePrefix(&v, "RUN_STATUS_")) return std::string(v);
-  return name;
-}
+std::string RunStatusName(RunStatus s) { return RunStatusShortName(s); }
 
 absl::string_view RunStatusLabel(RunStatus status) {
   switch (status) {

@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/model/proto_enums.h"
 #include "common/time/proto_time.h"
 
 namespace jobwheel::scheduler {
@@ -352,7 +353,7 @@ absl::StatusOr<FireStore::MonitorResult> FakeFireStore::RunMonitorPass(
   std::vector<FinishedRun> finished;
   for (const auto& [id, r] : runs_) {
     if (static_cast<int>(finished.size()) >= limits.batch) break;
-    if (r.followup_done || r.status < jobwheel::v1::RUN_STATUS_SUCCEEDED) continue;
+    if (r.followup_done || !IsTerminal(r.status)) continue;
     auto fire = fires_.find(r.fire_id);
     if (fire == fires_.end()) continue;  // The run's fire is gone: the join drops it.
     FinishedRun run;

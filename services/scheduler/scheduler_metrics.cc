@@ -1,6 +1,7 @@
 #include "services/scheduler/scheduler_metrics.h"
 
 #include "absl/strings/ascii.h"
+#include "common/model/proto_enums.h"
 
 namespace jobwheel::scheduler {
 namespace {
@@ -21,10 +22,7 @@ const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
 }  // namespace
 
 std::string TriggerTypeLabel(jobwheel::v1::TriggerType type) {
-  std::string name = jobwheel::v1::TriggerType_Name(type);
-  constexpr absl::string_view kPrefix = "TRIGGER_TYPE_";
-  if (name.rfind(std::string(kPrefix), 0) == 0) name = name.substr(kPrefix.size());
-  return absl::AsciiStrToLower(name);
+  return absl::AsciiStrToLower(TriggerTypeShortName(type));
 }
 
 SchedulerMetrics::SchedulerMetrics(prometheus::Registry& registry)

@@ -15,6 +15,7 @@
 #include "common/auth/bearer.h"
 #include "common/base/flags.h"
 #include "common/grpc/grpc_server.h"
+#include "common/model/proto_enums.h"
 #include "common/time/clock.h"
 #include "common/time/proto_time.h"
 #include "google/protobuf/util/json_util.h"
@@ -140,10 +141,7 @@ void PrintJobs(const std::vector<jobwheel::v1::Job>& jobs) {
   }
 }
 
-std::string StatusName(jobwheel::v1::RunStatus s) {
-  std::string n = jobwheel::v1::RunStatus_Name(s);
-  return n.substr(std::string("RUN_STATUS_").size());
-}
+std::string StatusName(jobwheel::v1::RunStatus s) { return jobwheel::RunStatusShortName(s); }
 
 }  // namespace
 
@@ -324,7 +322,7 @@ int main(int argc, char** argv) {
       const std::vector<int> w = {8, 6, 9, 21, 10, 23, 40};
       Row({"RUN", "JOB", "TRIGGER", "EXECUTOR", "STATUS", "SCHEDULED (UTC)", "MESSAGE"}, w);
       for (const auto& run : r.runs()) {
-        std::string tt = jobwheel::v1::TriggerType_Name(run.trigger_type()).substr(13);
+        std::string tt = jobwheel::TriggerTypeShortName(run.trigger_type());
         Row({absl::StrCat(run.id()), absl::StrCat(run.job_id()), tt, run.executor_address(),
              StatusName(run.status()), Time(run.scheduled_time()),
              run.result_message().empty() ? run.trigger_message() : run.result_message()},
@@ -454,7 +452,7 @@ int main(int argc, char** argv) {
       const std::vector<int> w = {6, 20, 9, 24, 23, 23, 23};
       Row({"ID", "NAME", "ROLE", "APPS", "EXPIRES (UTC)", "REVOKED (UTC)", "LAST USED (UTC)"}, w);
       for (const auto& t : resp.tokens()) {
-        Row({absl::StrCat(t.id()), t.name(), jobwheel::v1::Role_Name(t.role()).substr(5),
+        Row({absl::StrCat(t.id()), t.name(), jobwheel::RoleShortName(t.role()),
              t.apps().empty() ? "*" : absl::StrJoin(t.apps(), ","), Time(t.expire_time()),
              Time(t.revoke_time()), Time(t.last_used_time())},
             w);
@@ -483,7 +481,7 @@ int main(int argc, char** argv) {
       }
       const jobwheel::v1::Token& t = resp.token();
       std::cout << jobwheel::ctl::EscapeForTerminal(t.name()) << " (id " << t.id()
-                << "): " << jobwheel::v1::Role_Name(t.role()).substr(5) << " of "
+                << "): " << jobwheel::RoleShortName(t.role()) << " of "
                 << (t.apps().empty() ? "every app" : absl::StrJoin(t.apps(), ", ")) << ", expires "
                 << Time(t.expire_time()) << "\n";
       return 0;

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/model/proto_enums.h"
 #include "common/time/proto_time.h"
 #include "services/scheduler/admin/run_stats.h"
 
@@ -267,8 +268,7 @@ absl::StatusOr<Run> InMemoryJobStore::MarkRunKilled(int64_t id, const std::strin
   auto it = runs_.find(id);
   if (it == runs_.end()) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
   Run& r = it->second;
-  if (r.status() == jobwheel::v1::RUN_STATUS_PENDING ||
-      r.status() == jobwheel::v1::RUN_STATUS_RUNNING) {
+  if (IsOpen(r.status())) {
     r.set_status(jobwheel::v1::RUN_STATUS_KILLED);
     r.set_result_message(message);
     *r.mutable_end_time() = ToProto(clock_.Now());
