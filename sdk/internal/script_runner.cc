@@ -15,8 +15,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
@@ -134,29 +132,10 @@ absl::StatusOr<std::string> ScriptRunner::Materialize(int64_t job_id, int versio
   const std::string path = absl::StrCat(options_.scripts_dir, "/", job_id, "_v", version,
                                         language == Language::kPython ? ".py" : ".sh");
   absl::MutexLock lock(&write_mu_);
-  {
-    std::ifstream in(path, std::ios::binary);
-    if (in) {
-      std::stringstream ss;
-      ss << in.rdbuf();
-      if (ss.str() == source) return path;
-    }
-  }
+  if (auto current = ReadFile(path); current.ok() && *current == source) return path;
   if (absl::Status s = MakePrivateDir(options_.scripts_dir, "scripts dir"); !s.ok()) return s;
-  const std::string tmp = absl::StrCat(path, ".", ::getpid(), ".tmp");
-  ::unlink(tmp.c_str());  // Left by a crash of an earlier process with this pid.
-  {
-    // Read by the interpreter, so 0600 is enough; created so, never chmod-ed later.
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) return Errno(absl::StrCat("create ", tmp));
-    absl::Status written = WriteAll(fd, source, tmp);
-    ::close(fd);
-    if (!written.ok()) {
-      ::unlink(tmp.c_str());
-      return absl::InternalError(absl::StrCat("cannot write ", tmp, ": ", written.message()));
-    }
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Errno(absl::StrCat("rename ", tmp));
+  // Read by the interpreter, so 0600 is enough; created so, never chmod-ed later.
+  if (absl::Status s = ReplaceFile(path, source, 0600); !s.ok()) return s;
   return path;
 }
 
@@ -174,14 +153,11 @@ absl::StatusOr<std::string> ScriptRunner::PrepareWorkDir(const std::string& work
     return Errno(absl::StrCat("chown ", work_dir));
   }
   // The script reads its own copy: the sources directory is the executor's alone.
-  std::string source;
-  {
-    std::ifstream in(source_path, std::ios::binary);
-    if (!in) return absl::FailedPreconditionError(absl::StrCat("cannot read ", source_path));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    source = ss.str();
+  auto read = ReadFile(source_path);
+  if (!read.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot read ", source_path));
   }
+  const std::string source = *std::move(read);
   const std::string name = fs::path(source_path).filename().string();
   const int fd =
       ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
