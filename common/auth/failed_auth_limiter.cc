@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 
 namespace jobwheel {
 
@@ -41,6 +42,13 @@ std::string PeerHost(absl::string_view grpc_peer) {
   if (absl::StartsWith(grpc_peer, "ipv6:")) {
     const size_t bracket = grpc_peer.rfind(']');
     if (bracket != absl::string_view::npos) return std::string(grpc_peer.substr(0, bracket + 1));
+    // gRPC 1.51 escapes the brackets: "ipv6:%5B::1%5D:53412". The same host must be one peer
+    // whatever its port, or every new connection would start with a fresh allowance.
+    const size_t open = grpc_peer.find("%5B");
+    const size_t close = grpc_peer.rfind("%5D");
+    if (open == 5 && close != absl::string_view::npos && close > open) {
+      return absl::StrCat("ipv6:[", grpc_peer.substr(open + 3, close - open - 3), "]");
+    }
   }
   return std::string(grpc_peer);
 }
