@@ -9,6 +9,7 @@
 #include "common/auth/bearer.h"
 #include "common/base/backoff.h"
 #include "common/time/proto_time.h"
+#include "openssl/rand.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::sdk {
@@ -18,10 +19,17 @@ using jobwheel::v1::HeartbeatResponse;
 
 namespace {
 
-// 128 random bits as 32 hex digits.
+// 128 random bits as 32 hex digits, from the system's CSPRNG: with the app's token, the id is
+// what lets a process take its own address back, so it must not be guessable.
 std::string NewInstanceId() {
-  absl::BitGen gen;
-  return absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(gen), absl::Uniform<uint64_t>(gen));
+  unsigned char bytes[16];
+  if (RAND_bytes(bytes, sizeof(bytes)) != 1) {
+    absl::BitGen gen;  // Only if OpenSSL has no entropy source; still unique per process.
+    for (unsigned char& b : bytes) b = absl::Uniform<unsigned char>(gen);
+  }
+  std::string id;
+  for (unsigned char b : bytes) absl::StrAppendFormat(&id, "%02x", b);
+  return id;
 }
 
 HeartbeatOptions WithInstanceId(HeartbeatOptions options) {
