@@ -61,8 +61,18 @@ bool FakeFireStore::IsLeader() const {
   return leader_;
 }
 
+void FakeFireStore::OnNextOperation(std::function<void()> hook) {
+  absl::MutexLock lock(&mu_);
+  next_hook_ = std::move(hook);
+}
+
 absl::Status FakeFireStore::Begin(absl::string_view what) {
   ++operations_;
+  if (next_hook_) {
+    std::function<void()> hook = std::move(next_hook_);
+    next_hook_ = nullptr;
+    hook();  // Under the store's lock, as a fenced transaction would be open.
+  }
   if (!leader_) {
     return absl::FailedPreconditionError(absl::StrCat(what, ": this replica is not the leader"));
   }

@@ -75,6 +75,9 @@ class FakeFireStore : public FireStore {
   // The next operation named `what` ("claim due jobs", "load pending fires", "settle late
   // fires", "monitors", "retention") fails with `status`.
   void FailNextOf(std::string what, absl::Status status);
+  // Runs `hook` inside the next operation (as PgFireStore's fenced transaction calls the
+  // elector's on_deposed on the calling thread when it finds leadership lost).
+  void OnNextOperation(std::function<void()> hook);
   // How many operations ran (succeeded or not): the transactions a real store would open.
   int operations() const;
 
@@ -132,6 +135,7 @@ class FakeFireStore : public FireStore {
   absl::Status fail_next_ ABSL_GUARDED_BY(mu_);
   // Which operation fail_next_ is for (empty: any).
   std::string fail_next_what_ ABSL_GUARDED_BY(mu_);
+  std::function<void()> next_hook_ ABSL_GUARDED_BY(mu_);
   int operations_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<int64_t, JobRow> jobs_ ABSL_GUARDED_BY(mu_);

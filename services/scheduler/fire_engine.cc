@@ -58,10 +58,7 @@ size_t FireEngine::held() const {
 }
 
 void FireEngine::OnElected(int64_t epoch) {
-  {
-    absl::MutexLock late_lock(&late_mu_);
-    fired_once_through_.clear();
-  }
+  terms_.fetch_add(1);
   {
     absl::MutexLock lock(&mu_);
     active_ = true;
@@ -88,10 +85,7 @@ void FireEngine::OnElected(int64_t epoch) {
 }
 
 void FireEngine::OnDeposed() {
-  {
-    absl::MutexLock late_lock(&late_mu_);
-    fired_once_through_.clear();
-  }
+  terms_.fetch_add(1);
   {
     absl::MutexLock lock(&mu_);
     active_ = false;
@@ -172,6 +166,7 @@ absl::StatusOr<int> FireEngine::LoadPending(bool all_types) {
     absl::StatusOr<FireStore::PendingPage> page;
     {
       absl::MutexLock late_lock(&late_mu_);
+      StartLatePlanLocked();
       const absl::Time start = clock_.Now();
       page = store_.LoadPendingFires(
           after, all_types, options_.load_batch,
@@ -305,10 +300,30 @@ void FireEngine::RecordFiredOnce(const LatePlan& plan, absl::Time now) {
   }
 }
 
+void FireEngine::StartLatePlanLocked() {
+  const int64_t term = terms_.load();
+  if (term != late_term_) {
+    fired_once_through_.clear();
+    late_term_ = term;
+  }
+}
+
+void FireEngine::CoverHeldMisfiresLocked(absl::Time now) {
+  const absl::Time through = now - options_.misfire_threshold;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, fire] : fires_) {
+    if (fire.trigger_type() != jobwheel::v1::TRIGGER_TYPE_MISFIRE) continue;
+    absl::Time& t = fired_once_through_[fire.job().id()];
+    t = std::max(t, through);
+  }
+}
+
 void FireEngine::SettleLate(const std::vector<int64_t>& late, absl::Time now,
                             jobwheel::v1::DispatchRequest& request) {
   LatePlan plan;
   absl::MutexLock late_lock(&late_mu_);
+  StartLatePlanLocked();
+  CoverHeldMisfiresLocked(now);
   const absl::Time start = clock_.Now();
   absl::StatusOr<std::vector<int64_t>> pending =
       store_.SettleLateFires(late, [&](const std::vector<Fire>& fires) -> const LatePlan& {

@@ -1,6 +1,7 @@
 #ifndef JOBWHEEL_SERVICES_SCHEDULER_FIRE_ENGINE_H_
 #define JOBWHEEL_SERVICES_SCHEDULER_FIRE_ENGINE_H_
 
+#include <atomic>
 #include <deque>
 #include <thread>
 #include <vector>
@@ -97,6 +98,13 @@ class FireEngine {
   // After a committed plan made at `now`: its fired-once jobs are covered up to the threshold.
   void RecordFiredOnce(const LatePlan& plan, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(late_mu_);
+  // Forgets the previous term's fire-once coverage when the term changed since the last plan.
+  // (OnElected/OnDeposed only count terms: they may run on a thread that is inside a store
+  // call under late_mu_, when a fenced transaction finds leadership lost.)
+  void StartLatePlanLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(late_mu_);
+  // Jobs with a MISFIRE fire held and not yet handed off are covered: their fire-once is on
+  // its way (an outage longer than the threshold judges each newly late batch again).
+  void CoverHeldMisfiresLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(late_mu_);
   void Hold(jobwheel::v1::Fire fire);
   // When a fire scheduled at `scheduled` goes to the dispatcher.
   absl::Time HandOffAt(absl::Time scheduled) const;
@@ -117,6 +125,9 @@ class FireEngine {
   // Per FIRE_ONCE_NOW job that fired once this term: its late fires scheduled up to this time
   // were covered by that fire (PlanLateFires).
   absl::flat_hash_map<int64_t, absl::Time> fired_once_through_ ABSL_GUARDED_BY(late_mu_);
+  // Terms started (elected or deposed) and the term fired_once_through_ belongs to.
+  std::atomic<int64_t> terms_{0};
+  int64_t late_term_ ABSL_GUARDED_BY(late_mu_) = 0;
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool active_ ABSL_GUARDED_BY(mu_) = false;

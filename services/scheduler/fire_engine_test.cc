@@ -588,5 +588,17 @@ TEST_F(FireEngineTest, AFailedSettleKeepsTheLateFiresForTheNextTry) {
   EXPECT_TRUE(dispatcher_.requests().empty());
 }
 
+TEST_F(FireEngineTest, DeposedInsideAStoreCallDoesNotDeadlock) {
+  // A fenced transaction that finds leadership lost calls on_deposed on the calling thread,
+  // which may be inside a store call the engine made holding its late-fire lock.
+  AddJob(clock_.Now() + absl::Seconds(1));
+  FireEngine& engine = Engine();
+  store_.OnNextOperation([&engine] { engine.OnDeposed(); });
+  engine.OnElected(1);  // Loads the pending fires: the store call deposes it.
+  store_.OnNextOperation([&engine] { engine.OnDeposed(); });
+  engine.OnElected(2);
+  EXPECT_EQ(engine.held(), 0u);
+}
+
 }  // namespace
 }  // namespace jobwheel::scheduler
