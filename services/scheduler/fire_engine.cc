@@ -349,7 +349,7 @@ void FireEngine::SettleLate(const std::vector<int64_t>& late, absl::Time now,
   absl::MutexLock lock(&mu_);
   for (int64_t id : late) {
     auto it = fires_.find(id);
-    if (it == fires_.end()) continue;
+    if (it == fires_.end() || it->second.fire_id() == 0) continue;  // Gone, or in flight.
     if (!still.contains(id)) {
       // Skipped, or no longer PENDING (a dispatcher took it, an edit removed it).
       fires_.erase(it);
@@ -380,7 +380,9 @@ void FireEngine::DispatchBatch(std::vector<int64_t> ids) {
     absl::MutexLock lock(&mu_);
     for (int64_t id : ids) {
       auto it = fires_.find(id);
-      if (it == fires_.end()) continue;  // Dropped meanwhile (a new term).
+      // Dropped meanwhile (a new term), or moved out into a batch still in flight (a fire id
+      // in two batches after a quick deposed-and-elected): never sent twice, never blank.
+      if (it == fires_.end() || it->second.fire_id() == 0) continue;
       if (IsLateFire(it->second.trigger_type(), FromProto(it->second.scheduled_time()), now,
                      options_.misfire_threshold)) {
         late.push_back(id);
