@@ -15,6 +15,8 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -110,6 +112,17 @@ absl::StatusOr<ScriptUser> ResolveScriptUser(const std::string& name) {
   return user;
 }
 
+std::string HiddenPathForCredential(const std::string& file) {
+  if (file.empty()) return "";
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::absolute(file, ec);
+  if (ec) absolute = file;
+  const std::string normal = absolute.lexically_normal().string();
+  const std::string dir = std::filesystem::path(normal).parent_path().string();
+  const bool top_level = dir.empty() || dir == "/" || dir.find('/', 1) == std::string::npos;
+  return top_level ? normal : dir;
+}
+
 absl::StatusOr<IsolationPlan> PlanIsolation(ScriptIsolation mode,
                                             const std::vector<std::string>& hidden,
                                             const std::string& work_dir, uid_t uid, gid_t gid) {
@@ -145,7 +158,11 @@ absl::StatusOr<IsolationPlan> PlanIsolation(ScriptIsolation mode,
   }
   std::sort(dirs.begin(), dirs.end());
   for (const std::string& d : dirs) {
-    if (!plan.tmpfs_dirs.empty() && Within(d, plan.tmpfs_dirs.back())) continue;
+    // Against every kept one: "/a" < "/a-b" < "/a/c" when sorted.
+    if (std::any_of(plan.tmpfs_dirs.begin(), plan.tmpfs_dirs.end(),
+                    [&](const std::string& kept) { return Within(d, kept); })) {
+      continue;
+    }
     plan.tmpfs_dirs.push_back(d);
   }
   std::sort(files.begin(), files.end());
@@ -267,11 +284,15 @@ bool ApplyIsolation(const IsolationPlan& plan, ChildFailure* failure) {
   }
   if (userns) {
     // An executor that keeps scripts in a user namespace is not dumpable (its /proc files are
-    // root's); this child must be, to write its own maps. Its /proc/<pid>/root is masked now.
+    // root's); this child must be, to write its own maps. Its /proc/<pid>/root is masked now
+    // and it holds no descriptor of the executor's any more (the caller closed them): while
+    // dumpable, a process of the same uid could still read its memory and environ (a copy of
+    // the executor's), so it is dumpable only while it writes the maps.
     if (::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return Fail(failure, kStepDumpable);
     if (!WriteProcFile("/proc/self/setgroups", "deny")) return Fail(failure, kStepSetgroupsDeny);
     if (!WriteProcFile("/proc/self/uid_map", plan.uid_map)) return Fail(failure, kStepUidMap);
     if (!WriteProcFile("/proc/self/gid_map", plan.gid_map)) return Fail(failure, kStepGidMap);
+    if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return Fail(failure, kStepDumpable);
   }
   if (plan.rebind_work_dir) {
     for (const std::string& dir : plan.work_mkdirs) {
@@ -307,12 +328,19 @@ bool ApplyIsolation(const IsolationPlan& plan, ChildFailure* failure) {
   return true;
 }
 
-absl::Status RemoveTreeAt(int dir_fd, const std::string& name) {
+namespace {
+
+absl::Status RemoveTreeAtDepth(int dir_fd, const std::string& name, int depth) {
   if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
     return absl::InvalidArgumentError(absl::StrCat("cannot remove \"", name, "\""));
   }
   if (::unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT) return absl::OkStatus();
   if (errno != EISDIR && errno != EPERM) return Errno(absl::StrCat("unlink ", name), errno);
+  // Each level holds a descriptor and a stack frame: a script's deeper tree is left.
+  if (depth >= kMaxRemoveDepth) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(name, ": not removed: too deep (over ", kMaxRemoveDepth, " levels)"));
+  }
   // This very directory (never a symlink put in its place), opened even when the script left
   // it without permissions: its owner (or root) may give them back.
   const int path_fd = ::openat(dir_fd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -339,14 +367,20 @@ absl::Status RemoveTreeAt(int dir_fd, const std::string& name) {
   }
   absl::Status first;
   for (const std::string& entry : entries) {
-    absl::Status s = RemoveTreeAt(fd, entry);
-    if (!s.ok() && first.ok()) first = absl::InternalError(absl::StrCat(name, "/", s.message()));
+    absl::Status s = RemoveTreeAtDepth(fd, entry, depth + 1);
+    if (!s.ok() && first.ok()) first = absl::Status(s.code(), absl::StrCat(name, "/", s.message()));
   }
   ::closedir(dir);  // Closes fd.
   if (::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT && first.ok()) {
     first = Errno(absl::StrCat("rmdir ", name), errno);
   }
   return first;
+}
+
+}  // namespace
+
+absl::Status RemoveTreeAt(int dir_fd, const std::string& name) {
+  return RemoveTreeAtDepth(dir_fd, name, 0);
 }
 
 absl::Status RemoveTree(const std::string& path) {

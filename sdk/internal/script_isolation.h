@@ -43,6 +43,11 @@ struct ScriptUser {
 // empty or unknown name and for uid 0 or gid 0 (root, or root's group).
 absl::StatusOr<ScriptUser> ResolveScriptUser(const std::string& name);
 
+// What to hide from scripts for one of the executor's credential files (a key or token file):
+// its directory, or the file alone when that directory is a top-level one scripts need (/etc,
+// /usr, ... or "/"). Relative paths are made absolute. Empty for an empty `file`.
+std::string HiddenPathForCredential(const std::string& file);
+
 // What the child does, decided before fork: all paths canonical, all strings built.
 struct IsolationPlan {
   ScriptIsolation mode = ScriptIsolation::kNone;
@@ -108,7 +113,10 @@ bool ApplyIsolation(const IsolationPlan& plan, ChildFailure* failure);
 
 // Removes `name` in the directory `dir_fd` and everything below it without following any
 // symbolic link (openat with O_NOFOLLOW, unlinkat): a script cannot make the executor delete
-// or change anything outside its work directory. A missing `name` is OK.
+// or change anything outside its work directory. A missing `name` is OK. Directories more than
+// kMaxRemoveDepth levels below `name` are left (FAILED_PRECONDITION "not removed: too deep"):
+// each level holds a descriptor, and a script may nest directories without bound.
+inline constexpr int kMaxRemoveDepth = 256;
 absl::Status RemoveTreeAt(int dir_fd, const std::string& name);
 // The same for an absolute or relative path (its last component is removed).
 absl::Status RemoveTree(const std::string& path);

@@ -70,11 +70,11 @@ std::string FindProgram(const std::string& name) {
   return name;
 }
 
-// Marks every descriptor above 2 close-on-exec (the error pipe is needed until exec).
-// System calls only: runs between fork and exec.
-bool CloseFromThree() {
-  if (::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) == 0) return true;
-  // Older kernels: walk /proc/self/fd.
+// Closes every descriptor >= `first`. System calls only: runs between fork and exec.
+bool CloseFrom(int first) {
+  if (::syscall(SYS_close_range, static_cast<unsigned>(first), ~0u, 0u) == 0) return true;
+  // Older kernels: walk /proc/self/fd (its positions are descriptor numbers, so closing the
+  // ones already listed does not disturb the walk).
   const int dir = ::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) return false;
   char buf[4096];
@@ -96,10 +96,7 @@ bool CloseFromThree() {
         }
         fd = fd * 10 + (*c - '0');
       }
-      if (number && fd > 2 && fd != dir && ::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
-        ::close(dir);
-        return false;
-      }
+      if (number && fd >= first && fd != dir) ::close(fd);
       off += d->d_reclen;
     }
   }
@@ -255,10 +252,11 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
   if (pid == 0) {
     // The child: system calls only until exec.
     ChildFailure failure;
+    int err_fd = errs[1];
     auto fail = [&](int step) {
       failure.step = step;
       failure.error = errno;
-      (void)!::write(errs[1], &failure, sizeof(failure));
+      (void)!::write(err_fd, &failure, sizeof(failure));
       ::_exit(127);
     };
     // Own process group (so killpg reaches the whole script), default dispositions and an
@@ -273,16 +271,31 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
     sigset_t empty;
     sigemptyset(&empty);
     if (::sigprocmask(SIG_SETMASK, &empty, nullptr) != 0) fail(kStepSignals);
-    if (!ApplyIsolation(plan, &failure)) {
-      (void)!::write(errs[1], &failure, sizeof(failure));
-      ::_exit(127);
-    }
+    // Descriptors first, before any isolation step (under a user namespace the child is
+    // briefly dumpable: it then holds nothing of the executor's). What it keeps is moved to
+    // 3 and above first: an embedding process running with 0-2 closed gets pipes there.
+    const int err_high = ::fcntl(errs[1], F_DUPFD_CLOEXEC, 3);
+    if (err_high < 0) fail(kStepStdio);
+    err_fd = err_high;
     const int in = script_fd >= 0 ? script_fd : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (in < 0 || ::dup2(in, 0) < 0 || ::dup2(fds[1], 1) < 0 || ::dup2(fds[1], 2) < 0) {
+    if (in < 0) fail(kStepStdio);
+    const int in_high = ::fcntl(in, F_DUPFD_CLOEXEC, 3);
+    const int out_high = ::fcntl(fds[1], F_DUPFD_CLOEXEC, 3);
+    if (in_high < 0 || out_high < 0 || ::dup2(in_high, 0) < 0 || ::dup2(out_high, 1) < 0 ||
+        ::dup2(out_high, 2) < 0) {
       fail(kStepStdio);
     }
-    // Nothing else of the executor's: no sockets, no token, log or database files left open.
-    if (!CloseFromThree()) fail(kStepCloseFds);
+    // The error pipe (close-on-exec) at 3, and nothing else of the executor's: no sockets,
+    // no token, log or database files.
+    if (err_fd != 3) {
+      if (::dup3(err_fd, 3, O_CLOEXEC) < 0) fail(kStepCloseFds);
+      err_fd = 3;
+    }
+    if (!CloseFrom(4)) fail(kStepCloseFds);
+    if (!ApplyIsolation(plan, &failure)) {
+      (void)!::write(err_fd, &failure, sizeof(failure));
+      ::_exit(127);
+    }
     ::execve(program.c_str(), argv.data(), envp.data());
     fail(kStepExec);
   }

@@ -424,5 +424,99 @@ TEST(RemoveTreeTest, RemovesFilesDirectoriesAndLinksButNotTheirTargets) {
   EXPECT_TRUE(RemoveTree(tree).ok());  // Already gone: fine.
 }
 
+TEST(RemoveTreeTest, LeavesWhatIsTooDeepAndSaysSo) {
+  const std::string dir = jobwheel::testing::TestTempDir("remove_deep_tree");
+  // Made with mkdirat level by level (the whole path would be long).
+  auto make_deep = [&](const std::string& name, int levels) {
+    int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    std::string next = name;
+    for (int i = 0; i < levels; ++i) {
+      EXPECT_EQ(::mkdirat(fd, next.c_str(), 0700), 0);
+      const int child = ::openat(fd, next.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      ::close(fd);
+      fd = child;
+      next = "d";
+    }
+    ::close(fd);
+  };
+  make_deep("shallow", kMaxRemoveDepth);
+  make_deep("deep", 300);
+  EXPECT_TRUE(RemoveTree(dir + "/shallow").ok());
+  struct stat st;
+  EXPECT_NE(::lstat((dir + "/shallow").c_str(), &st), 0);
+  absl::Status deep = RemoveTree(dir + "/deep");
+  EXPECT_EQ(deep.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(deep.message()), ::testing::HasSubstr("not removed: too deep"));
+  EXPECT_EQ(::lstat((dir + "/deep").c_str(), &st), 0);
+}
+
+TEST(PlanIsolationTest, KeepsNoHiddenDirectoryBelowAnotherWhateverTheirOrder) {
+  const std::string dir = jobwheel::testing::TestTempDir("plan_nesting");
+  for (const char* d : {"/a", "/a-b", "/a/c", "/work"}) {
+    ASSERT_EQ(::mkdir((dir + d).c_str(), 0700), 0) << d;
+  }
+  std::ofstream(dir + "/a/c/f") << "x";
+  auto plan =
+      PlanIsolation(ScriptIsolation::kUserNamespace,
+                    {dir + "/a", dir + "/a-b", dir + "/a/c", dir + "/a/c/f"}, dir + "/work", 0, 0);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(plan->tmpfs_dirs, ElementsAre(dir + "/a", dir + "/a-b"));
+  EXPECT_TRUE(plan->null_files.empty());
+}
+
+TEST(HiddenPathForCredentialTest, HidesTheDirectoryOrTheFileInATopLevelOne) {
+  EXPECT_EQ(HiddenPathForCredential(""), "");
+  EXPECT_EQ(HiddenPathForCredential("/etc/jobwheel/tls/executor.key"), "/etc/jobwheel/tls");
+  EXPECT_EQ(HiddenPathForCredential("/etc/executor.key"), "/etc/executor.key");
+  EXPECT_EQ(HiddenPathForCredential("/executor.key"), "/executor.key");
+  EXPECT_EQ(HiddenPathForCredential("/srv/keys/../keys/x.key"), "/srv/keys");
+  char cwd[4096];
+  ASSERT_NE(::getcwd(cwd, sizeof(cwd)), nullptr);
+  EXPECT_EQ(HiddenPathForCredential("keys/x.key"), std::string(cwd) + "/keys");
+}
+
+// An embedding process may run with descriptors 0-2 closed: the child's pipes then start at 0
+// and must still become the script's stdout/stderr (and nothing else be inherited).
+void ExpectRunsWithStdioClosed(ScriptRunnerOptions options, const std::string& dir) {
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(0);
+    ::close(1);
+    ::close(2);
+    std::vector<std::string> lines;
+    ScriptRunner runner(options);
+    auto path = runner.Materialize(41, 1, ScriptRunner::Language::kShell,
+                                   "echo out\necho err >&2\n"
+                                   "for f in /proc/self/fd/*; do echo \"fd=${f##*/}\"; done\n");
+    if (!path.ok()) ::_exit(2);
+    CancellationToken token;
+    auto outcome = runner.Run(
+        ScriptRunner::Language::kShell, *path, {}, token,
+        [&lines](absl::string_view l) { lines.emplace_back(l); }, nullptr, ScriptContext{41, {}});
+    if (!outcome.ok() || outcome->exit_code != 0) ::_exit(3);
+    std::ofstream(dir + "/child-lines") << absl::StrJoin(lines, "\n") << "\n";
+    int fds = 0;
+    for (const std::string& l : lines) fds += l.rfind("fd=", 0) == 0 ? 1 : 0;
+    const bool out = std::find(lines.begin(), lines.end(), "out") != lines.end();
+    const bool err = std::find(lines.begin(), lines.end(), "err") != lines.end();
+    ::_exit(out && err && fds <= 5 ? 0 : 4);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << Slurp(dir + "/child-lines");
+}
+
+TEST_F(ScriptRunnerTest, RunsWhenTheEmbeddingProcessHasStdioClosed) {
+  ExpectRunsWithStdioClosed(options_, dir_);
+}
+
+TEST_F(IsolatedScriptTest, UserNamespaceRunsWhenTheEmbeddingProcessHasStdioClosed) {
+  if (!UserNamespacesWork()) GTEST_SKIP() << "user namespaces are not available here";
+  options_.isolation = ScriptIsolation::kUserNamespace;
+  ExpectRunsWithStdioClosed(options_, dir_);
+}
+
 }  // namespace
 }  // namespace jobwheel::sdk

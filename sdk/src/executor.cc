@@ -175,6 +175,10 @@ class ExecutorCore {
       so.hidden_paths.push_back(logs_->dir());
       so.hidden_paths.push_back(options_.log_dir);
       so.hidden_paths.push_back(options_.spool_dir);
+      // The executor's own keys (their directories, or the files alone in a top-level one).
+      for (const std::string& file : {options_.tls_key_file, options_.tls_client_key_file}) {
+        if (!file.empty()) so.hidden_paths.push_back(HiddenPathForCredential(file));
+      }
       spdlog::info("executor: script jobs isolated ({}{}), hiding {}",
                    std::string(ScriptIsolationName(so.isolation)),
                    so.isolation == ScriptIsolation::kSwitchUser
