@@ -7,20 +7,6 @@
 
 namespace jobwheel::dispatcher {
 
-absl::StatusOr<std::shared_ptr<v1::ExecutorService::Stub>> GrpcExecutorClients::StubFor(
-    absl::string_view address) {
-  absl::MutexLock lock(&mu_);
-  auto it = stubs_.find(address);
-  if (it != stubs_.end()) return it->second;
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = MakeChannel(std::string(address), tls_);
-  if (!channel.ok()) return channel.status();
-  // Addresses churn slowly; a full map is simply rebuilt.
-  if (stubs_.size() >= kMaxStubs) stubs_.clear();
-  auto stub = std::shared_ptr<v1::ExecutorService::Stub>(v1::ExecutorService::NewStub(*channel));
-  stubs_.emplace(std::string(address), stub);
-  return stub;
-}
-
 absl::Status GrpcExecutorClients::Prepare(grpc::ClientContext& ctx, absl::string_view address,
                                           absl::Duration deadline) const {
   ctx.set_deadline(std::chrono::system_clock::now() +
@@ -31,7 +17,7 @@ absl::Status GrpcExecutorClients::Prepare(grpc::ClientContext& ctx, absl::string
 absl::StatusOr<v1::RunResponse> GrpcExecutorClients::Run(absl::string_view address,
                                                          const v1::RunRequest& request,
                                                          absl::Duration deadline) {
-  auto stub = StubFor(address);
+  auto stub = stubs_.Get(address);
   if (!stub.ok()) return stub.status();
   grpc::ClientContext ctx;
   if (absl::Status auth = Prepare(ctx, address, deadline); !auth.ok()) return auth;
@@ -50,7 +36,7 @@ void GrpcExecutorClients::CallAsync(absl::string_view address, Request request,
                                     absl::Duration deadline,
                                     std::function<void(absl::StatusOr<Response>)> done,
                                     Start start) {
-  auto stub = StubFor(address);
+  auto stub = stubs_.Get(address);
   if (!stub.ok()) {
     done(stub.status());
     return;
@@ -103,7 +89,7 @@ void GrpcExecutorClients::RunBatchAsync(absl::string_view address, v1::RunBatchR
 }
 
 absl::Status GrpcExecutorClients::Beat(absl::string_view address, absl::Duration deadline) {
-  auto stub = StubFor(address);
+  auto stub = stubs_.Get(address);
   if (!stub.ok()) return stub.status();
   grpc::ClientContext ctx;
   if (absl::Status auth = Prepare(ctx, address, deadline); !auth.ok()) return auth;
@@ -114,7 +100,7 @@ absl::Status GrpcExecutorClients::Beat(absl::string_view address, absl::Duration
 absl::StatusOr<v1::IdleBeatResponse> GrpcExecutorClients::IdleBeat(absl::string_view address,
                                                                    int64_t job_id,
                                                                    absl::Duration deadline) {
-  auto stub = StubFor(address);
+  auto stub = stubs_.Get(address);
   if (!stub.ok()) return stub.status();
   grpc::ClientContext ctx;
   if (absl::Status auth = Prepare(ctx, address, deadline); !auth.ok()) return auth;

@@ -4,23 +4,26 @@
 #include <memory>
 #include <string>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "common/auth/caller_token.h"
-#include "common/grpc/grpc_server.h"
+#include "common/grpc/channel.h"
+#include "common/grpc/stub_cache.h"
 #include "jobwheel/v1/executor.grpc.pb.h"
 #include "services/dispatcher/executor_clients.h"
 
 namespace jobwheel::dispatcher {
 
-// ExecutorClients over gRPC: one channel per executor address, reused. Every call carries a
+// ExecutorClients over gRPC: one channel per executor address, reused (the 4096 most recently
+// used addresses). Every call carries a
 // token `signer` (the dispatcher's key; not owned) made for that executor's address, so a
 // token one executor sees is worth nothing at another; none without a signer (--insecure_dev).
 // Thread-safe.
 class GrpcExecutorClients : public ExecutorClients {
  public:
   GrpcExecutorClients(CallerTokenSigner* signer, ClientTls tls)
-      : tls_(std::move(tls)), signer_(signer) {}
+      : signer_(signer),
+        stubs_(std::move(tls), kMaxStubs, [](std::shared_ptr<grpc::Channel> channel) {
+          return v1::ExecutorService::NewStub(channel);
+        }) {}
 
   absl::StatusOr<v1::RunResponse> Run(absl::string_view address, const v1::RunRequest& request,
                                       absl::Duration deadline) override;
@@ -34,7 +37,6 @@ class GrpcExecutorClients : public ExecutorClients {
                                                 absl::Duration deadline) override;
 
  private:
-  absl::StatusOr<std::shared_ptr<v1::ExecutorService::Stub>> StubFor(absl::string_view address);
   absl::Status Prepare(grpc::ClientContext& ctx, absl::string_view address,
                        absl::Duration deadline) const;
   // One unary call on the callback API: `start(stub, ctx, request, response, on_done)` issues
@@ -43,12 +45,9 @@ class GrpcExecutorClients : public ExecutorClients {
   void CallAsync(absl::string_view address, Request request, absl::Duration deadline,
                  std::function<void(absl::StatusOr<Response>)> done, Start start);
 
-  const ClientTls tls_;
-  CallerTokenSigner* const signer_;
   static constexpr size_t kMaxStubs = 4096;
-  absl::Mutex mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<v1::ExecutorService::Stub>> stubs_
-      ABSL_GUARDED_BY(mu_);
+  CallerTokenSigner* const signer_;
+  StubCache<v1::ExecutorService::Stub> stubs_;
 };
 
 }  // namespace jobwheel::dispatcher

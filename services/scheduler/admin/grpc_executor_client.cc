@@ -1,5 +1,6 @@
 #include "services/scheduler/admin/grpc_executor_client.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -10,25 +11,17 @@ namespace jobwheel::scheduler::admin {
 
 GrpcExecutorClient::GrpcExecutorClient(ClientTls tls, CallerTokenSigner* signer,
                                        GrpcExecutorClientOptions options, Clock& clock)
-    : tls_(std::move(tls)), options_(options), signer_(signer), clock_(clock) {}
-
-absl::StatusOr<std::shared_ptr<jobwheel::v1::ExecutorService::StubInterface>>
-GrpcExecutorClient::Stub(absl::string_view address) {
-  absl::MutexLock lock(&mu_);
-  auto it = stubs_.find(address);
-  if (it != stubs_.end()) return it->second;
-  absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = MakeChannel(std::string(address), tls_);
-  if (!channel.ok()) return channel.status();
-  if (static_cast<int>(stubs_.size()) >= options_.max_channels) stubs_.clear();
-  std::shared_ptr<jobwheel::v1::ExecutorService::StubInterface> stub =
-      jobwheel::v1::ExecutorService::NewStub(*channel);
-  stubs_.emplace(std::string(address), stub);
-  return stub;
-}
+    : options_(options),
+      signer_(signer),
+      clock_(clock),
+      stubs_(std::move(tls), static_cast<size_t>(std::max(options.max_channels, 1)),
+             [](std::shared_ptr<grpc::Channel> channel) {
+               return jobwheel::v1::ExecutorService::NewStub(channel);
+             }) {}
 
 absl::StatusOr<jobwheel::v1::KillResponse> GrpcExecutorClient::Kill(
     absl::string_view address, const jobwheel::v1::KillRequest& req) {
-  auto stub = Stub(address);
+  auto stub = stubs_.Get(address);
   if (!stub.ok()) return stub.status();
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(clock_.Now() + options_.kill_deadline));
@@ -41,7 +34,7 @@ absl::StatusOr<jobwheel::v1::KillResponse> GrpcExecutorClient::Kill(
 
 absl::StatusOr<jobwheel::v1::LogResponse> GrpcExecutorClient::Log(
     absl::string_view address, const jobwheel::v1::LogRequest& req) {
-  auto stub = Stub(address);
+  auto stub = stubs_.Get(address);
   if (!stub.ok()) return stub.status();
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(clock_.Now() + options_.log_deadline));

@@ -4,12 +4,10 @@
 #include <memory>
 #include <string>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/auth/caller_token.h"
-#include "common/grpc/grpc_server.h"
+#include "common/grpc/channel.h"
+#include "common/grpc/stub_cache.h"
 #include "common/time/clock.h"
 #include "jobwheel/v1/executor.grpc.pb.h"
 #include "services/scheduler/admin/executor_client.h"
@@ -19,7 +17,8 @@ namespace jobwheel::scheduler::admin {
 struct GrpcExecutorClientOptions {
   absl::Duration kill_deadline = absl::Seconds(3);
   absl::Duration log_deadline = absl::Seconds(5);
-  // Cached channels; the cache is cleared when it grows past this (executors come and go).
+  // Cached channels, one per executor address; past this many, the least recently used one is
+  // dropped (executors come and go).
   int max_channels = 1024;
 };
 
@@ -38,16 +37,10 @@ class GrpcExecutorClient : public ExecutorClient {
                                                 const jobwheel::v1::LogRequest& req) override;
 
  private:
-  absl::StatusOr<std::shared_ptr<jobwheel::v1::ExecutorService::StubInterface>> Stub(
-      absl::string_view address);
-
-  const ClientTls tls_;
   const GrpcExecutorClientOptions options_;
   CallerTokenSigner* const signer_;
   Clock& clock_;
-  absl::Mutex mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<jobwheel::v1::ExecutorService::StubInterface>>
-      stubs_ ABSL_GUARDED_BY(mu_);
+  StubCache<jobwheel::v1::ExecutorService::StubInterface> stubs_;
 };
 
 }  // namespace jobwheel::scheduler::admin
