@@ -7,8 +7,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/model/proto_enums.h"
 #include "common/pg/pg_arrays.h"
 #include "common/pg/pg_prepared.h"
+#include "common/pg/sql_enums.h"
 #include "common/time/proto_time.h"
 #include "pqxx/pqxx"
 
@@ -29,7 +31,47 @@ void LockRunsInIdOrder(pqxx::work& tx, const std::string& ids) {
                "SELECT 1 FROM runs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE", ids);
 }
 
-bool IsTerminal(int status) { return status >= v1::RUN_STATUS_SUCCEEDED; }
+// A trigger answer moves a run only while it is PENDING: RUNNING sets its start time, any
+// other (terminal) status its end time.
+const std::string& RecordTriggerOutcomesSql() {
+  static const std::string* const text = [] {
+    const std::string pending = sql::SqlInt(v1::RUN_STATUS_PENDING);
+    const std::string running = sql::SqlInt(v1::RUN_STATUS_RUNNING);
+    return new std::string(
+        absl::StrCat("UPDATE runs r SET "
+                     "status = CASE WHEN r.status = ",
+                     pending, " THEN v.status ELSE r.status END, ",
+                     "start_time = CASE WHEN r.status = ", pending, " AND v.status = ", running,
+                     " THEN COALESCE(r.start_time, v.at) ELSE r.start_time END, ",
+                     "end_time = CASE WHEN r.status = ", pending, " AND v.status <> ", running,
+                     " THEN v.at ELSE r.end_time END, ",
+                     "trigger_message = r.trigger_message || v.msg "
+                     "FROM unnest($1::bigint[], $2::int[], $3::text[], $4::timestamptz[]) "
+                     "AS v(id, status, msg, at) WHERE r.id = v.id "
+                     "RETURNING r.id, r.status, v.status"));
+  }();
+  return *text;
+}
+
+// A success of a job without child jobs needs nothing from the scheduler's follow-up monitor
+// (retries, alarms and child jobs are for the others), so it is marked done here rather than
+// by one more write per run there. A held trigger answer (tmsg, ta) folded in: its suffix is
+// appended and its time is the trigger's start, as if it had been written first.
+const std::string& RecordResultsSql() {
+  static const std::string* const text = new std::string(absl::StrCat(
+      "UPDATE runs r SET status = v.status, result_code = v.code, result_message = v.msg, "
+      "start_time = COALESCE(v.st, r.start_time, v.ta, v.et), end_time = v.et, "
+      "trigger_message = r.trigger_message || v.tmsg, "
+      "followup_done = (v.status = ",
+      sql::SqlInt(v1::RUN_STATUS_SUCCEEDED),
+      " AND NOT EXISTS (SELECT 1 FROM jobs j "
+      "WHERE j.id = r.job_id AND cardinality(j.child_job_ids) > 0)) "
+      "FROM unnest($1::bigint[], $2::int[], $3::int[], $4::text[], $5::timestamptz[], "
+      "$6::timestamptz[], $7::text[], $8::timestamptz[]) "
+      "AS v(id, status, code, msg, st, et, tmsg, ta) "
+      "WHERE r.id = v.id"));
+  return *text;
+}
 
 }  // namespace
 
@@ -243,20 +285,11 @@ absl::StatusOr<std::vector<int64_t>> PgDispatchStore::RecordTriggerOutcomes(
     }
     const std::string run_ids = ToPgIntArray(ids);
     LockRunsInIdOrder(tx, run_ids);
-    for (const auto& r : ExecPrepared(
-             tx, "record_trigger_outcomes",
-             "UPDATE runs r SET "
-             "status = CASE WHEN r.status = 1 THEN v.status ELSE r.status END, "
-             "start_time = CASE WHEN r.status = 1 AND v.status = 2 "
-             "THEN COALESCE(r.start_time, v.at) ELSE r.start_time END, "
-             "end_time = CASE WHEN r.status = 1 AND v.status <> 2 THEN v.at ELSE r.end_time END, "
-             "trigger_message = r.trigger_message || v.msg "
-             "FROM unnest($1::bigint[], $2::int[], $3::text[], $4::timestamptz[]) "
-             "AS v(id, status, msg, at) WHERE r.id = v.id "
-             "RETURNING r.id, r.status, v.status",
-             run_ids, ToPgIntArray(statuses), ToPgArray(messages), ToPgTimeArray(at))) {
+    for (const auto& r :
+         ExecPrepared(tx, "record_trigger_outcomes", RecordTriggerOutcomesSql(), run_ids,
+                      ToPgIntArray(statuses), ToPgArray(messages), ToPgTimeArray(at))) {
       const int new_status = r[1].as<int>();
-      if (IsTerminal(new_status) && new_status == r[2].as<int>()) {
+      if (IsTerminal(static_cast<v1::RunStatus>(new_status)) && new_status == r[2].as<int>()) {
         finished.push_back(r[0].as<int64_t>());
       }
     }
@@ -331,7 +364,7 @@ absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
                       "SELECT id, status, app FROM runs WHERE id = ANY($1::bigint[]) ORDER BY id "
                       "FOR UPDATE",
                       ToPgIntArray(all_ids))) {
-      const int run_status = row[1].as<int>();
+      const auto run_status = static_cast<v1::RunStatus>(row[1].as<int>());
       const std::string app = row[2].as<std::string>();
       const bool in_scope =
           !scope.has_value() || std::find(scope->begin(), scope->end(), app) != scope->end();
@@ -367,25 +400,10 @@ absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
       }
     }
     if (!ids.empty()) {
-      // A success of a job without child jobs needs nothing from the scheduler's follow-up
-      // monitor (retries, alarms and child jobs are for the others), so it is marked done
-      // here rather than by one more write per run there. A held trigger answer (tmsg, ta)
-      // folded in: its suffix is appended and its time is the trigger's start, as if it had
-      // been written first.
-      ExecPrepared(
-          tx, "record_results",
-          "UPDATE runs r SET status = v.status, result_code = v.code, result_message = v.msg, "
-          "start_time = COALESCE(v.st, r.start_time, v.ta, v.et), end_time = v.et, "
-          "trigger_message = r.trigger_message || v.tmsg, "
-          "followup_done = (v.status = 3 AND NOT EXISTS (SELECT 1 FROM jobs j "
-          "WHERE j.id = r.job_id AND cardinality(j.child_job_ids) > 0)) "
-          "FROM unnest($1::bigint[], $2::int[], $3::int[], $4::text[], $5::timestamptz[], "
-          "$6::timestamptz[], $7::text[], $8::timestamptz[]) "
-          "AS v(id, status, code, msg, st, et, tmsg, ta) "
-          "WHERE r.id = v.id",
-          ToPgIntArray(ids), ToPgIntArray(statuses), ToPgIntArray(codes), ToPgArray(messages),
-          ToPgTimeArray(starts), ToPgTimeArray(ends), ToPgArray(answer_suffixes),
-          ToPgTimeArray(answer_times));
+      ExecPrepared(tx, "record_results", RecordResultsSql(), ToPgIntArray(ids),
+                   ToPgIntArray(statuses), ToPgIntArray(codes), ToPgArray(messages),
+                   ToPgTimeArray(starts), ToPgTimeArray(ends), ToPgArray(answer_suffixes),
+                   ToPgTimeArray(answer_times));
     }
     tx.commit();
     records.reserve(results.size());
