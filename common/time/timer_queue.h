@@ -3,7 +3,6 @@
 
 #include <cstdint>
 #include <queue>
-#include <type_traits>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -25,15 +24,10 @@ class TimerQueue {
   bool Add(int64_t id, absl::Time due);
   // Whether the id is queued.
   bool Contains(int64_t id) const;
-  // Blocks until at least one entry is due at `now_fn()` (or `wake_up` is called / the queue is
-  // cleared / stopped / the real time reaches `give_up`), then returns all due ids (at most
-  // `max`), earliest first. Empty on wake-up, stop and give-up.
-  template <typename NowFn,
-            typename = std::enable_if_t<!std::is_base_of_v<Clock, std::decay_t<NowFn>>>>
-  std::vector<int64_t> WaitDue(NowFn now_fn, size_t max,
-                               absl::Time give_up = absl::InfiniteFuture());
-  // The same on `clock`'s time: the wait itself goes through the clock, so a simulated clock
-  // moving past the earliest due time (or `give_up`, on the clock) wakes the waiter.
+  // Blocks until at least one entry is due at `clock`'s now (or WakeUp is called / the queue is
+  // cleared / stopped / the clock reaches `give_up`), then returns all due ids (at most `max`),
+  // earliest first. Empty on wake-up, stop and give-up. The wait itself goes through the clock,
+  // so a simulated clock moving past the earliest due time (or `give_up`) wakes the waiter.
   std::vector<int64_t> WaitDue(Clock& clock, size_t max,
                                absl::Time give_up = absl::InfiniteFuture());
   // Returns all ids due at `now` without blocking (for tests and draining).
@@ -63,30 +57,6 @@ class TimerQueue {
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 };
-
-template <typename NowFn, typename>
-std::vector<int64_t> TimerQueue::WaitDue(NowFn now_fn, size_t max, absl::Time give_up) {
-  absl::MutexLock lock(&mu_);
-  const uint64_t gen = generation_;
-  while (generation_ == gen && !stopped_) {
-    const absl::Time now = now_fn();
-    if (!heap_.empty() && heap_.top().due <= now) return PopDueLocked(now, max);
-    const absl::Duration left = give_up - absl::Now();
-    if (left <= absl::ZeroDuration()) break;
-    // Sleep until the earliest due time, or until an Add/Clear/WakeUp changes the queue.
-    const absl::Duration wait =
-        std::min({heap_.empty() ? absl::Milliseconds(200) : heap_.top().due - now,
-                  absl::Milliseconds(200), left});
-    // Only an earlier entry matters: waking on every Add would wake this thread thousands
-    // of times during one claim that adds fires due seconds from now.
-    const absl::Time top = heap_.empty() ? absl::InfiniteFuture() : heap_.top().due;
-    auto changed = [this, top, gen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return generation_ != gen || (!heap_.empty() && heap_.top().due < top);
-    };
-    mu_.AwaitWithTimeout(absl::Condition(&changed), wait);
-  }
-  return {};
-}
 
 }  // namespace jobwheel
 

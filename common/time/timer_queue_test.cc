@@ -3,7 +3,6 @@
 #include <thread>
 
 #include "absl/synchronization/notification.h"
-#include "absl/time/clock.h"
 #include "common/time/clock.h"
 #include "gtest/gtest.h"
 
@@ -55,19 +54,23 @@ TEST(TimerQueueTest, ClearDropsEverythingAndWakesTheWaiter) {
 }
 
 TEST(TimerQueueTest, WaitDueReturnsWhenAnEarlierEntryArrives) {
+  SimulatedClock clock(kT0);
   TimerQueue q;
   q.Add(1, absl::InfiniteFuture());
   std::vector<int64_t> got;
-  std::thread waiter([&] { got = q.WaitDue([] { return kT0; }, 10); });
+  std::thread waiter([&] { got = q.WaitDue(clock, 10); });
+  clock.AwaitWaiters(1);                  // Waiting without a deadline.
   q.Add(2, kT0 - absl::Milliseconds(1));  // Already due.
   waiter.join();
   EXPECT_EQ(got, std::vector<int64_t>({2}));
 }
 
-TEST(TimerQueueTest, WaitDueGivesUpAtItsDeadline) {
+TEST(TimerQueueTest, WaitDueReturnsAtOnceWhenItsDeadlineHasPassed) {
+  SimulatedClock clock(kT0);
   TimerQueue q;
-  q.Add(1, kT0 + absl::Seconds(1));  // Never due: the clock stands at kT0.
-  EXPECT_TRUE(q.WaitDue([] { return kT0; }, 10, absl::Now() + absl::Milliseconds(20)).empty());
+  q.Add(1, kT0 + absl::Seconds(1));  // Not due: the clock stands at kT0.
+  EXPECT_TRUE(q.WaitDue(clock, 10, kT0).empty());
+  EXPECT_EQ(clock.Waiters(), 0);
   EXPECT_TRUE(q.Contains(1));
 }
 
@@ -183,11 +186,12 @@ TEST(TimerQueueTest, StopBeforeTheWaitIsNotMissedWhereWakeUpIs) {
   EXPECT_TRUE(q.Contains(2));
 }
 
-TEST(TimerQueueTest, StopAlsoEndsWaitsOnANowFunction) {
+TEST(TimerQueueTest, AfterStopAWaitReturnsEmptyEvenWithAnEntryDue) {
+  SimulatedClock clock(kT0);
   TimerQueue q;
   q.Add(1, kT0);
   q.Stop();
-  EXPECT_TRUE(q.WaitDue([] { return kT0; }, 10).empty());
+  EXPECT_TRUE(q.WaitDue(clock, 10).empty());
   EXPECT_TRUE(q.Contains(1));
 }
 
