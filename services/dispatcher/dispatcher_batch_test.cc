@@ -140,12 +140,11 @@ TEST_F(DispatcherBatchTest, RunsOfOneDispatchGoAsOneRunBatchPerExecutor) {
   const std::vector<int64_t> ids = Dispatch(fires);
   ASSERT_EQ(ids.size(), 90u);
 
-  // ROUND spreads them 30/30/30: one call per executor, no Run calls.
+  // ROUND spreads them 30/30/30: one call per executor.
   std::map<std::string, int> per_address;
   for (const auto& [address, n] : executors_.batch_calls()) per_address[address] += n;
   EXPECT_EQ(executors_.batch_calls().size(), 3u);
   EXPECT_THAT(per_address, ElementsAre(Pair(kA, 30), Pair(kB, 30), Pair(kC, 30)));
-  EXPECT_EQ(executors_.run_calls(), 0u);
   // Every run went where the database says, exactly once.
   std::set<int64_t> sent;
   for (const auto& [address, req] : executors_.runs()) {
@@ -235,50 +234,35 @@ TEST_F(DispatcherBatchTest, EachRunGetsItsOwnAnswerAndAFailedCallFailsEveryRunIn
   }
 }
 
-TEST_F(DispatcherBatchTest, ExecutorWithoutRunBatchGetsRunCallsAndIsRememberedForAWhile) {
-  Dispatcher::Options options;
-  options.legacy_executor_ttl = absl::Minutes(10);
-  Restart(options);
-  executors_.SetLegacy(kA, true);
-
-  // RunBatch answers UNIMPLEMENTED: the same runs go as Run calls.
-  std::vector<int64_t> ids = Dispatch({NewFire(), NewFire()});
-  ASSERT_EQ(ids.size(), 2u);
-  EXPECT_THAT(executors_.batch_calls(), ElementsAre(Pair(kA, 2)));
-  EXPECT_EQ(executors_.run_calls(), 2u);
-  ASSERT_EQ(executors_.runs().size(), 2u);
-  EXPECT_EQ(executors_.runs()[0].second.run_id(), ids[0]);
-  EXPECT_EQ(executors_.runs()[1].second.run_id(), ids[1]);
-  EXPECT_EQ(Triggered("first", "started"), 2);
-  EXPECT_EQ(Triggered("first", "error"), 0);
-
-  // Remembered: no RunBatch to it now; other executors still get RunBatch.
+// Every executor implements RunBatch: UNIMPLEMENTED fails the runs of the call as any failed
+// trigger does (no Run calls instead), and the next Dispatch tries RunBatch again.
+TEST_F(DispatcherBatchTest, RunBatchUnimplementedFailsTheRunsLikeAnyFailedTrigger) {
+  executors_.SetRunBatchError(kA, absl::UnimplementedError("unknown method RunBatch"));
   v1::Fire manual = NewFire();
   manual.set_executor_address(kB);
-  for (int64_t id : Dispatch({NewFire(), manual})) ids.push_back(id);
+  const std::vector<int64_t> failed = Dispatch({NewFire(), NewFire()});
+  const std::vector<int64_t> started = Dispatch({manual});
+  ASSERT_EQ(failed.size(), 2u);
+  ASSERT_EQ(started.size(), 1u);
   EXPECT_THAT(executors_.batch_calls(), ElementsAre(Pair(kA, 2), Pair(kB, 1)));
-  EXPECT_EQ(executors_.run_calls(), 3u);
+  ASSERT_EQ(executors_.run_count(), 1u);  // Only the run for kB reached an executor.
+  EXPECT_EQ(executors_.runs()[0].second.run_id(), started[0]);
+  EXPECT_EQ(Triggered("first", "error"), 2);
+  EXPECT_EQ(Triggered("manual", "started"), 1);
 
-  // Ten minutes later RunBatch is tried again (still old: Run again)...
-  clock_.Advance(absl::Minutes(10));
-  for (int64_t id : Dispatch({NewFire()})) ids.push_back(id);
+  const std::vector<int64_t> again = Dispatch({NewFire()});
+  ASSERT_EQ(again.size(), 1u);
   EXPECT_THAT(executors_.batch_calls(), ElementsAre(Pair(kA, 2), Pair(kB, 1), Pair(kA, 1)));
-  EXPECT_EQ(executors_.run_calls(), 4u);
-  // ... and once it is upgraded, it gets RunBatch.
-  executors_.SetLegacy(kA, false);
-  clock_.Advance(absl::Minutes(10) + absl::Seconds(1));
-  for (int64_t id : Dispatch({NewFire(), NewFire()})) ids.push_back(id);
-  EXPECT_THAT(executors_.batch_calls(),
-              ElementsAre(Pair(kA, 2), Pair(kB, 1), Pair(kA, 1), Pair(kA, 2)));
-  EXPECT_EQ(executors_.run_calls(), 4u);
+  EXPECT_EQ(Triggered("first", "error"), 3);
 
-  ASSERT_EQ(ids.size(), 7u);
-  EXPECT_EQ(executors_.run_count(), 7u);  // Every run reached an executor exactly once.
   Drain();
-  for (int64_t id : ids) {
-    EXPECT_EQ(RunById(dsn_, id).status, v1::RUN_STATUS_RUNNING) << id;
-    EXPECT_THAT(RunById(dsn_, id).trigger_message, HasSubstr("; executor: STARTED")) << id;
+  for (int64_t id : {failed[0], failed[1], again[0]}) {
+    EXPECT_EQ(RunById(dsn_, id).status, v1::RUN_STATUS_FAILED) << id;
+    EXPECT_THAT(RunById(dsn_, id).trigger_message,
+                HasSubstr("; trigger error: UNIMPLEMENTED: unknown method RunBatch"))
+        << id;
   }
+  EXPECT_EQ(RunById(dsn_, started[0]).status, v1::RUN_STATUS_RUNNING);
 }
 
 TEST_F(DispatcherBatchTest, JobsOfTheSlowPoolGoInTheirOwnBatch) {

@@ -15,13 +15,10 @@ namespace jobwheel::dispatcher {
 
 // How the Dispatcher core behaves (its flags share the fields' names).
 struct DispatcherOptions {
-  absl::Duration run_deadline = absl::Seconds(3);  // Of each Run or RunBatch call.
+  absl::Duration run_deadline = absl::Seconds(3);  // Of each RunBatch call.
   // The runs of one Dispatch call go to the executors as one RunBatch call per (executor,
   // trigger pool), split above this many runs (at most 1,000: the SDK's limit).
   size_t max_runs_per_batch = 256;
-  // An executor that answers RunBatch with UNIMPLEMENTED (an older SDK) gets one Run call
-  // per run for this long before RunBatch is tried on it again.
-  absl::Duration legacy_executor_ttl = absl::Minutes(10);
   // A longer result message is stored cut to this many bytes (at a UTF-8 boundary) with
   // " …(truncated)" appended, so one executor cannot fill the runs table.
   size_t max_result_message_bytes = 64 * 1024;
@@ -43,9 +40,7 @@ struct DispatcherOptions {
   // INVALID_ARGUMENT naming the flag of the first value out of range.
   absl::Status Validate() const;
 
-  TriggerSender::Options sender() const {
-    return {run_deadline, max_runs_per_batch, legacy_executor_ttl};
-  }
+  TriggerSender::Options sender() const { return {run_deadline, max_runs_per_batch}; }
   OutcomeWriter::Options writer() const {
     return {max_outcomes_per_write, write_retry, trigger_write_delay};
   }

@@ -17,23 +17,12 @@ namespace jobwheel::dispatcher {
 class ExecutorClients {
  public:
   virtual ~ExecutorClients() = default;
-  virtual absl::StatusOr<v1::RunResponse> Run(absl::string_view address,
-                                              const v1::RunRequest& request,
-                                              absl::Duration deadline) = 0;
-  // Run without blocking the calling thread: `done` gets the answer exactly once, possibly on
-  // another thread (or on this one, before RunAsync returns). The default calls Run().
-  using RunCallback = std::function<void(absl::StatusOr<v1::RunResponse>)>;
-  virtual void RunAsync(absl::string_view address, v1::RunRequest request, absl::Duration deadline,
-                        RunCallback done) {
-    done(Run(address, request, deadline));
-  }
-  // ExecutorService.RunBatch without blocking the calling thread, `done` as RunAsync. An
-  // executor that predates RunBatch answers UNIMPLEMENTED; so does this default.
+  // ExecutorService.RunBatch without blocking the calling thread: `done` gets the answer (or
+  // the call's error) exactly once, possibly on another thread (or on this one, before
+  // RunBatchAsync returns).
   using RunBatchCallback = std::function<void(absl::StatusOr<v1::RunBatchResponse>)>;
   virtual void RunBatchAsync(absl::string_view address, v1::RunBatchRequest request,
-                             absl::Duration deadline, RunBatchCallback done) {
-    done(absl::UnimplementedError("RunBatch is not implemented by this client"));
-  }
+                             absl::Duration deadline, RunBatchCallback done) = 0;
   // OK when the executor answered.
   virtual absl::Status Beat(absl::string_view address, absl::Duration deadline) = 0;
   virtual absl::StatusOr<v1::IdleBeatResponse> IdleBeat(absl::string_view address, int64_t job_id,

@@ -14,9 +14,9 @@
 namespace jobwheel::dispatcher {
 
 // Scripted executors for tests: addresses marked down fail every call with UNAVAILABLE, busy
-// ones say not idle, Run answers `disposition` (default STARTED) or what SetAnswer's function
-// says. RunBatch answers every run as Run would, except on addresses marked legacy (an older
-// SDK): UNIMPLEMENTED. Records the runs received (by Run or RunBatch) and the calls made.
+// ones say not idle, RunBatch answers each run `disposition` (default STARTED) or what
+// SetAnswer's function says, or fails with the error SetRunBatchError gave the address (the
+// runs then never reached it). Records the runs received and the RunBatch calls made.
 // Thread-safe.
 class FakeExecutorClients : public ExecutorClients {
  public:
@@ -46,15 +46,17 @@ class FakeExecutorClients : public ExecutorClients {
     absl::MutexLock lock(&mu_);
     answer_ = std::move(answer);
   }
-  void SetLegacy(const std::string& address, bool legacy) {
+  // RunBatch calls to `address` fail with `error` before any run reaches it (e.g.
+  // UNIMPLEMENTED); OK clears it.
+  void SetRunBatchError(const std::string& address, absl::Status error) {
     absl::MutexLock lock(&mu_);
-    if (legacy) {
-      legacy_.insert(address);
+    if (error.ok()) {
+      batch_error_.erase(address);
     } else {
-      legacy_.erase(address);
+      batch_error_[address] = std::move(error);
     }
   }
-  // Every run received, by Run or by RunBatch (not those of UNIMPLEMENTED RunBatch calls).
+  // Every run received (not those of calls failed by SetRunBatchError).
   std::vector<std::pair<std::string, v1::RunRequest>> runs() const {
     absl::MutexLock lock(&mu_);
     return runs_;
@@ -63,33 +65,21 @@ class FakeExecutorClients : public ExecutorClients {
     absl::MutexLock lock(&mu_);
     return runs_.size();
   }
-  // Run calls made.
-  size_t run_calls() const {
-    absl::MutexLock lock(&mu_);
-    return run_calls_;
-  }
-  // RunBatch calls made (UNIMPLEMENTED ones included): address and number of runs.
+  // RunBatch calls made (those failed by SetRunBatchError included): address and number of
+  // runs.
   std::vector<std::pair<std::string, int>> batch_calls() const {
     absl::MutexLock lock(&mu_);
     return batch_calls_;
   }
 
-  absl::StatusOr<v1::RunResponse> Run(absl::string_view address, const v1::RunRequest& request,
-                                      absl::Duration) override {
-    absl::MutexLock lock(&mu_);
-    ++run_calls_;
-    runs_.emplace_back(std::string(address), request);
-    if (down_.contains(address)) return absl::UnavailableError("connection refused");
-    return AnswerLocked(request);
-  }
   void RunBatchAsync(absl::string_view address, v1::RunBatchRequest request, absl::Duration,
                      RunBatchCallback done) override {
     absl::StatusOr<v1::RunBatchResponse> result;
     {
       absl::MutexLock lock(&mu_);
       batch_calls_.emplace_back(std::string(address), request.runs_size());
-      if (legacy_.contains(address)) {
-        result = absl::UnimplementedError("unknown method RunBatch");
+      if (auto error = batch_error_.find(address); error != batch_error_.end()) {
+        result = error->second;
       } else {
         for (const v1::RunRequest& r : request.runs()) runs_.emplace_back(std::string(address), r);
         if (down_.contains(address)) {
@@ -136,9 +126,8 @@ class FakeExecutorClients : public ExecutorClients {
     return r;
   }
 
-  absl::flat_hash_set<std::string> legacy_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, absl::Status> batch_error_ ABSL_GUARDED_BY(mu_);
   std::function<v1::RunResponse(const v1::RunRequest&)> answer_ ABSL_GUARDED_BY(mu_);
-  size_t run_calls_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::pair<std::string, int>> batch_calls_ ABSL_GUARDED_BY(mu_);
 };
 

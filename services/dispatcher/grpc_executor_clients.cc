@@ -14,23 +14,6 @@ absl::Status GrpcExecutorClients::Prepare(grpc::ClientContext& ctx, absl::string
   return AddCallerToken(ctx, signer_, address);
 }
 
-absl::StatusOr<v1::RunResponse> GrpcExecutorClients::Run(absl::string_view address,
-                                                         const v1::RunRequest& request,
-                                                         absl::Duration deadline) {
-  auto stub = stubs_.Get(address);
-  if (!stub.ok()) return stub.status();
-  grpc::ClientContext ctx;
-  if (absl::Status auth = Prepare(ctx, address, deadline); !auth.ok()) return auth;
-  // The executor is online (the registry says so), but after it restarted at the same address
-  // the cached channel may still be in reconnect backoff: wait for it within the deadline
-  // instead of failing at once.
-  ctx.set_wait_for_ready(true);
-  v1::RunResponse response;
-  grpc::Status s = (*stub)->Run(&ctx, request, &response);
-  if (!s.ok()) return FromGrpcStatus(s);
-  return response;
-}
-
 template <typename Request, typename Response, typename Start>
 void GrpcExecutorClients::CallAsync(absl::string_view address, Request request,
                                     absl::Duration deadline,
@@ -57,7 +40,10 @@ void GrpcExecutorClients::CallAsync(absl::string_view address, Request request,
     delete call;
     return;
   }
-  call->ctx.set_wait_for_ready(true);  // As Run(): ride out a reconnecting channel.
+  // The executor is online (the registry says so), but after it restarted at the same address
+  // the cached channel may still be in reconnect backoff: wait for it within the deadline
+  // instead of failing at once.
+  call->ctx.set_wait_for_ready(true);
   start(*call->stub, &call->ctx, &call->request, &call->response, [call](grpc::Status s) {
     if (s.ok()) {
       call->done(std::move(call->response));
@@ -66,16 +52,6 @@ void GrpcExecutorClients::CallAsync(absl::string_view address, Request request,
     }
     delete call;
   });
-}
-
-void GrpcExecutorClients::RunAsync(absl::string_view address, v1::RunRequest request,
-                                   absl::Duration deadline, RunCallback done) {
-  CallAsync<v1::RunRequest, v1::RunResponse>(
-      address, std::move(request), deadline, std::move(done),
-      [](v1::ExecutorService::Stub& stub, grpc::ClientContext* ctx, const v1::RunRequest* req,
-         v1::RunResponse* resp, std::function<void(grpc::Status)> on_done) {
-        stub.async()->Run(ctx, req, resp, std::move(on_done));
-      });
 }
 
 void GrpcExecutorClients::RunBatchAsync(absl::string_view address, v1::RunBatchRequest request,

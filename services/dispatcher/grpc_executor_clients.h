@@ -25,11 +25,7 @@ class GrpcExecutorClients : public ExecutorClients {
           return v1::ExecutorService::NewStub(channel);
         }) {}
 
-  absl::StatusOr<v1::RunResponse> Run(absl::string_view address, const v1::RunRequest& request,
-                                      absl::Duration deadline) override;
   // The callback API: no thread waits for the executor's answer.
-  void RunAsync(absl::string_view address, v1::RunRequest request, absl::Duration deadline,
-                RunCallback done) override;
   void RunBatchAsync(absl::string_view address, v1::RunBatchRequest request,
                      absl::Duration deadline, RunBatchCallback done) override;
   absl::Status Beat(absl::string_view address, absl::Duration deadline) override;
@@ -40,7 +36,7 @@ class GrpcExecutorClients : public ExecutorClients {
   absl::Status Prepare(grpc::ClientContext& ctx, absl::string_view address,
                        absl::Duration deadline) const;
   // One unary call on the callback API: `start(stub, ctx, request, response, on_done)` issues
-  // it (e.g. stub.async()->Run(...)); `done` gets the answer exactly once.
+  // it (e.g. stub.async()->RunBatch(...)); `done` gets the answer exactly once.
   template <typename Request, typename Response, typename Start>
   void CallAsync(absl::string_view address, Request request, absl::Duration deadline,
                  std::function<void(absl::StatusOr<Response>)> done, Start start);

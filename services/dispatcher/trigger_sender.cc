@@ -1,12 +1,11 @@
 #include "services/dispatcher/trigger_sender.h"
 
 #include <algorithm>
-#include <atomic>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "common/time/proto_time.h"
-#include "spdlog/spdlog.h"
 
 namespace jobwheel::dispatcher {
 
@@ -102,23 +101,12 @@ void TriggerSender::SendBatch(const std::string& address, TriggerPool pool,
   pools_.SubmitBatchAsync(
       pool, std::move(job_ids),
       [this, address, batch](std::function<void()> done) {
-        if (IsLegacy(address)) {
-          SendEach(address, batch, std::move(done));
-          return;
-        }
         v1::RunBatchRequest req;
         req.mutable_runs()->Reserve(static_cast<int>(batch->size()));
         for (const PendingRun& run : *batch) *req.add_runs() = run.request;
         executors_.RunBatchAsync(
             address, std::move(req), options_.run_deadline,
-            [this, address, batch,
-             done = std::move(done)](absl::StatusOr<v1::RunBatchResponse> r) mutable {
-              if (r.status().code() == absl::StatusCode::kUnimplemented) {
-                // An executor on an SDK without RunBatch (rolling upgrade): nothing ran.
-                MarkLegacy(address);
-                SendEach(address, batch, std::move(done));
-                return;
-              }
+            [this, batch, done = std::move(done)](absl::StatusOr<v1::RunBatchResponse> r) {
               if (r.ok() && static_cast<size_t>(r->responses_size()) != batch->size()) {
                 r = absl::InternalError(absl::StrCat("RunBatch of ", batch->size(),
                                                      " runs answered with ", r->responses_size(),
@@ -143,69 +131,11 @@ void TriggerSender::SendBatch(const std::string& address, TriggerPool pool,
   }
 }
 
-void TriggerSender::SendEach(const std::string& address,
-                             std::shared_ptr<const std::vector<PendingRun>> runs,
-                             std::function<void()> done) {
-  if (runs->empty()) {
-    done();
-    return;
-  }
-  struct Countdown {
-    std::atomic<size_t> left{0};
-    std::function<void()> done;
-  };
-  auto countdown = std::make_shared<Countdown>();
-  countdown->left = runs->size();
-  countdown->done = std::move(done);
-  for (size_t i = 0; i < runs->size(); ++i) {
-    executors_.RunAsync(address, (*runs)[i].request, options_.run_deadline,
-                        [this, runs, i, countdown](absl::StatusOr<v1::RunResponse> r) {
-                          Answer((*runs)[i], r);
-                          if (countdown->left.fetch_sub(1) == 1) countdown->done();
-                        });
-  }
-}
-
 void TriggerSender::Answer(const PendingRun& run, const absl::StatusOr<v1::RunResponse>& answer) {
   std::string label;
   TriggerOutcome o = OutcomeOf(run.request.run_id(), answer, clock_.Now(), &label);
   if (metrics_ != nullptr) metrics_->Triggered(run.strategy, label);
   answers_(std::move(o));
-}
-
-bool TriggerSender::IsLegacy(const std::string& address) {
-  absl::MutexLock lock(&legacy_mu_);
-  auto it = legacy_until_.find(address);
-  if (it == legacy_until_.end()) return false;
-  if (clock_.Now() < it->second) return true;
-  legacy_until_.erase(it);  // Time to try RunBatch again: it may have been upgraded.
-  return false;
-}
-
-void TriggerSender::MarkLegacy(const std::string& address) {
-  const absl::Time now = clock_.Now();
-  bool known = false;
-  {
-    absl::MutexLock lock(&legacy_mu_);
-    if (legacy_until_.size() >= 1024) {  // Executors that went away: forget expired entries.
-      for (auto it = legacy_until_.begin(); it != legacy_until_.end();) {
-        if (it->second <= now) {
-          legacy_until_.erase(it++);
-        } else {
-          ++it;
-        }
-      }
-    }
-    absl::Time& until = legacy_until_[address];
-    known = until > now;
-    until = now + options_.legacy_executor_ttl;
-  }
-  if (!known) {
-    spdlog::warn(
-        "executor {} does not implement RunBatch (an older SDK): one Run call per run "
-        "for it for the next {}",
-        address, absl::FormatDuration(options_.legacy_executor_ttl));
-  }
 }
 
 }  // namespace jobwheel::dispatcher

@@ -68,7 +68,7 @@ TEST_F(TriggerSenderTest, OneCallPerExecutorAndPoolSplitAtTheBatchLimit) {
   // Full groups go at once; the rest at the end, in the order the groups began.
   EXPECT_THAT(executors_.batch_calls(),
               ElementsAre(Pair(kA, 4), Pair(kA, 4), Pair(kA, 2), Pair(kB, 3), Pair(kA, 1)));
-  EXPECT_EQ(executors_.run_calls(), 0u);
+  EXPECT_EQ(executors_.run_count(), 14u);
   std::vector<TriggerOutcome> got = answers();
   ASSERT_EQ(got.size(), 14u);
   for (const TriggerOutcome& o : got) {
@@ -98,24 +98,36 @@ TEST_F(TriggerSenderTest, AFailedCallFailsEveryRunInIt) {
   EXPECT_EQ(failed, 2);
 }
 
-TEST_F(TriggerSenderTest, ExecutorWithoutRunBatchGetsRunCallsForAWhile) {
-  TriggerSender::Options options;
-  options.legacy_executor_ttl = absl::Minutes(10);
-  Make(options);
-  executors_.SetLegacy(kA, true);
-  sender_->Send({Run(1, kA), Run(2, kA)});
-  EXPECT_THAT(executors_.batch_calls(), ElementsAre(Pair(kA, 2)));
-  EXPECT_EQ(executors_.run_calls(), 2u);
-  sender_->Send({Run(3, kA)});  // Remembered: no RunBatch.
-  EXPECT_EQ(executors_.batch_calls().size(), 1u);
-  EXPECT_EQ(executors_.run_calls(), 3u);
-  executors_.SetLegacy(kA, false);
-  clock_.Advance(absl::Minutes(10));
-  sender_->Send({Run(4, kA)});  // Tried again, and upgraded meanwhile.
-  EXPECT_THAT(executors_.batch_calls(), ElementsAre(Pair(kA, 2), Pair(kA, 1)));
-  EXPECT_EQ(executors_.run_calls(), 3u);
-  EXPECT_EQ(executors_.run_count(), 4u);  // Every run reached the executor exactly once.
-  for (const TriggerOutcome& o : answers()) EXPECT_EQ(o.status, v1::RUN_STATUS_RUNNING);
+// Every executor implements RunBatch: one answering UNIMPLEMENTED fails its runs as any other
+// failed call does, with no other attempt (no Run calls), and gets RunBatch again next time.
+TEST_F(TriggerSenderTest, RunBatchUnimplementedFailsTheRunsLikeAnyFailedCall) {
+  Make(TriggerSender::Options());
+  executors_.SetRunBatchError(kA, absl::UnimplementedError("unknown method RunBatch"));
+  sender_->Send({Run(1, kA), Run(2, kA), Run(3, kB)});
+  EXPECT_THAT(executors_.batch_calls(), ElementsAre(Pair(kA, 2), Pair(kB, 1)));
+  ASSERT_EQ(executors_.run_count(), 1u);  // Only kB's run reached an executor.
+  EXPECT_EQ(executors_.runs()[0].second.run_id(), 3);
+  std::vector<TriggerOutcome> got = answers();
+  ASSERT_EQ(got.size(), 3u);
+  int failed = 0;
+  for (const TriggerOutcome& o : got) {
+    if (o.run_id == 3) {
+      EXPECT_EQ(o.status, v1::RUN_STATUS_RUNNING);
+      continue;
+    }
+    ++failed;
+    EXPECT_EQ(o.status, v1::RUN_STATUS_FAILED);
+    EXPECT_EQ(o.message_suffix, "; trigger error: UNIMPLEMENTED: unknown method RunBatch");
+  }
+  EXPECT_EQ(failed, 2);
+
+  sender_->Send({Run(4, kA)});  // Nothing remembered: RunBatch again.
+  EXPECT_THAT(executors_.batch_calls(), ElementsAre(Pair(kA, 2), Pair(kB, 1), Pair(kA, 1)));
+  EXPECT_EQ(executors_.run_count(), 1u);
+  got = answers();
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[3].run_id, 4);
+  EXPECT_EQ(got[3].status, v1::RUN_STATUS_FAILED);
 }
 
 TEST_F(TriggerSenderTest, RunsRefusedByStoppedPoolsAreAnsweredNotTriggered) {
