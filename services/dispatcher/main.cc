@@ -1,6 +1,5 @@
 // The dispatcher: turns fires into runs on executors and ingests their results.
 #include <signal.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <memory>
@@ -9,9 +8,8 @@
 
 #include "absl/flags/flag.h"
 #include "absl/random/random.h"
-#include "absl/strings/match.h"
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/auth/bearer.h"
 #include "common/auth/caller_token.h"
@@ -24,8 +22,9 @@
 #include "common/base/work_pool.h"
 #include "common/grpc/grpc_keep_warm.h"
 #include "common/grpc/grpc_server.h"
-#include "common/pg/migrations.h"
+#include "common/grpc/target_list.h"
 #include "common/pg/pg_pool.h"
+#include "common/server/server_main.h"
 #include "common/time/clock.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
@@ -62,7 +61,8 @@ ABSL_FLAG(int, db_pool_size, 8, "PostgreSQL connections (and database worker thr
 ABSL_FLAG(int, max_runs_per_batch, 256,
           "runs per ExecutorService.RunBatch call (one call per executor and trigger pool per "
           "Dispatch, split above this); 1..1000");
-ABSL_FLAG(absl::Duration, run_deadline, absl::Seconds(3), "deadline of Executor.Run calls");
+ABSL_FLAG(absl::Duration, run_deadline, absl::Seconds(3),
+          "deadline of ExecutorService.RunBatch calls");
 ABSL_FLAG(absl::Duration, max_trigger_hold, absl::Seconds(2),
           "Runs of a fire handed over ahead of its scheduled time (schedulers' --dispatch_lead) "
           "are held and triggered at that time, never earlier; a fire further ahead than this "
@@ -96,19 +96,9 @@ absl::StatusOr<DispatcherServerOptions> OptionsFromFlags() {
   c.listen = absl::GetFlag(FLAGS_listen);
   c.metrics_address = absl::GetFlag(FLAGS_metrics_address);
   c.db_dsn = absl::GetFlag(FLAGS_db_dsn);
-  c.registry_target = absl::GetFlag(FLAGS_registry_target);
   // "a:1,b:2" is a static list of replicas for gRPC's ipv4 resolver (round_robin over them).
-  if (absl::StrContains(c.registry_target, ",") && !absl::StrContains(c.registry_target, ":///") &&
-      !absl::StartsWith(c.registry_target, "ipv4:") &&
-      !absl::StartsWith(c.registry_target, "ipv6:")) {
-    c.registry_target = absl::StrCat("ipv4:", c.registry_target);
-  }
-  c.replica_id = absl::GetFlag(FLAGS_replica_id);
-  if (c.replica_id.empty()) {
-    char host[256] = {0};
-    gethostname(host, sizeof(host) - 1);
-    c.replica_id = absl::StrCat(host, "-", getpid());
-  }
+  c.registry_target = ChannelTarget(absl::GetFlag(FLAGS_registry_target));
+  c.replica_id = ReplicaIdOr(absl::GetFlag(FLAGS_replica_id));
   auto executor_token =
       ReadTokenFile(absl::GetFlag(FLAGS_executor_token_file), "--executor_token_file");
   if (!executor_token.ok()) return executor_token.status();
@@ -143,31 +133,14 @@ int Run(const DispatcherServerOptions& c) {
   if (c.insecure_dev) {
     spdlog::warn("--insecure_dev: accepting unauthenticated Dispatch and ReportResults calls");
   }
-  {
-    auto conn = PgPool::Connect(c.db_dsn);
-    if (!conn.ok()) {
-      spdlog::error("database: {}", conn.status().ToString());
-      return 1;
-    }
-    absl::Status migrated = ApplyMigrations(**conn);
-    if (!migrated.ok()) {
-      spdlog::error("migrations: {}", migrated.ToString());
-      return 1;
-    }
+  if (absl::Status s = ConnectAndMigrate(c.db_dsn); !s.ok()) {
+    return Fail(absl::Status(s.code(), absl::StrCat("database: ", s.message())));
   }
 
   auto registry = std::make_shared<prometheus::Registry>();
   DispatcherMetrics metrics(*registry);
-  std::unique_ptr<prometheus::Exposer> exposer;
-  if (!c.metrics_address.empty()) {
-    try {
-      exposer = std::make_unique<prometheus::Exposer>(c.metrics_address);
-    } catch (const std::exception& e) {
-      spdlog::error("--metrics_address {}: {}", c.metrics_address, e.what());
-      return 1;
-    }
-    exposer->RegisterCollectable(registry);
-  }
+  auto exposer = StartMetricsExposer(c.metrics_address, registry);
+  if (!exposer.ok()) return Fail(exposer.status());
 
   // Every statement of the store selects rows by key: plans made once, through indexes.
   PgPool pg(
@@ -181,8 +154,9 @@ int Run(const DispatcherServerOptions& c) {
 
   auto registry_channel = MakeChannel(c.registry_target, c.client_tls);
   if (!registry_channel.ok()) {
-    spdlog::error("--registry_target: {}", registry_channel.status().ToString());
-    return 1;
+    return Fail(
+        absl::Status(registry_channel.status().code(),
+                     absl::StrCat("--registry_target: ", registry_channel.status().message())));
   }
   std::unique_ptr<CallerTokenSigner> signer;
   if (!c.signing_key.empty()) {
@@ -190,8 +164,9 @@ int Run(const DispatcherServerOptions& c) {
     signer_options.issuer = std::string(kIssuerDispatcher);
     auto created = CallerTokenSigner::Create(c.signing_key, signer_options, RealClock::Get());
     if (!created.ok()) {
-      spdlog::error("--signing_key_file: {}", created.status().ToString());
-      return 2;
+      return Fail(absl::Status(created.status().code(),
+                               absl::StrCat("--signing_key_file: ", created.status().message())),
+                  2);
     }
     signer = std::move(*created);
   }
@@ -203,8 +178,10 @@ int Run(const DispatcherServerOptions& c) {
     verifier_options.audience = std::string(kAudienceDispatcher);
     auto created = CallerTokenVerifier::Create(verifier_options, RealClock::Get());
     if (!created.ok()) {
-      spdlog::error("--scheduler_public_key_file: {}", created.status().ToString());
-      return 2;
+      return Fail(
+          absl::Status(created.status().code(),
+                       absl::StrCat("--scheduler_public_key_file: ", created.status().message())),
+          2);
     }
     scheduler_verifier = std::move(*created);
   }
@@ -247,10 +224,10 @@ int Run(const DispatcherServerOptions& c) {
   int port = 0;
   auto server = StartGrpcServer(c.listen, {&service}, c.server_tls, &port);
   if (!server.ok()) {
-    spdlog::error("--listen: {}", server.status().ToString());
     watcher.Shutdown();
     dispatcher.Shutdown();
-    return 1;
+    return Fail(absl::Status(server.status().code(),
+                             absl::StrCat("--listen: ", server.status().message())));
   }
   spdlog::info("dispatcher {} listening on {} (port {}), registry {}", c.replica_id, c.listen, port,
                c.registry_target);
@@ -279,9 +256,6 @@ int main(int argc, char** argv) {
   jobwheel::InitLogging("dispatcher", absl::GetFlag(FLAGS_log_json),
                         absl::GetFlag(FLAGS_log_level));
   auto config = jobwheel::dispatcher::OptionsFromFlags();
-  if (!config.ok()) {
-    spdlog::error("{}", config.status().ToString());
-    return 2;
-  }
+  if (!config.ok()) return jobwheel::Fail(config.status(), 2);
   return jobwheel::dispatcher::Run(*config);
 }
