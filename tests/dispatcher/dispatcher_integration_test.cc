@@ -1,27 +1,28 @@
 // The dispatcher with real processes: PostgreSQL, the registry, the dispatcher and three demo
-// executors. The test plays the scheduler: it writes job and fire rows and calls Dispatch.
+// executors, started through testing::Stack (no scheduler). The test plays the scheduler: it
+// writes job and fire rows and calls Dispatch.
 #include <signal.h>
 
 #include <algorithm>
-#include <fstream>
+#include <cstdint>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/auth/bearer.h"
-#include "common/testing/caller_keys.h"
-#include "common/testing/pg_test_db.h"
 #include "common/testing/process.h"
+#include "common/testing/stack.h"
+#include "common/time/clock.h"
 #include "common/time/proto_time.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
 #include "jobwheel/v1/executor.grpc.pb.h"
-#include "jobwheel/v1/registry.grpc.pb.h"
 #include "pqxx/pqxx"
 #include "services/dispatcher/dispatch_test_util.h"
 
@@ -29,72 +30,42 @@ namespace jobwheel::dispatcher {
 namespace {
 
 using ::jobwheel::testing::Eventually;
-using ::jobwheel::testing::PickFreePort;
-using ::jobwheel::testing::Process;
-using ::jobwheel::testing::RunfilePath;
-using ::jobwheel::testing::WaitForServing;
+using ::jobwheel::testing::Stack;
 using namespace ::jobwheel::dispatcher::testing;  // NOLINT
 
-constexpr char kAdminToken[] = "it-admin-token";
-constexpr char kExecutorToken[] = "it-executor-token";
 constexpr absl::Duration kStartTimeout = absl::Seconds(30);
 constexpr absl::Duration kWait = absl::Seconds(60);
 
-std::string Addr(int port) { return absl::StrCat("127.0.0.1:", port); }
+absl::Time Now() { return RealClock::Get().Now(); }
 
 class DispatcherIntegrationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto dsn = jobwheel::testing::CreateMigratedTestDatabase();
-    ASSERT_TRUE(dsn.ok()) << dsn.status();
-    dsn_ = *dsn;
+    absl::BitGen gen;
+    Stack::Options o;
+    // The shared --executor_token_file of the registry, the dispatcher and the executors.
+    o.executor_token = absl::StrCat("it-executor-", absl::Hex(absl::Uniform<uint64_t>(gen)),
+                                    absl::Hex(absl::Uniform<uint64_t>(gen)));
+    // Long enough that a SIGSTOPped executor stays listed.
+    o.registry.extra_flags = {"--beat_deadline=30s", "--lease=60s"};
+    // Room for a fire handed over well ahead of its time.
+    o.dispatcher.extra_flags = {"--max_trigger_hold=10s"};
+    o.scheduler.replicas = 0;  // The test plays the scheduler.
+    o.serving_timeout = kStartTimeout;
+    stack_ = std::make_unique<Stack>(std::move(o));
+    ASSERT_TRUE(stack_->StartServices().ok()) << stack_->Logs();
+    dsn_ = stack_->dsn();
     db_ = std::make_unique<pqxx::connection>(dsn_);
-    dir_ = jobwheel::testing::TestTempDir(
-        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    admin_token_file_ = WriteFile("admin.token", kAdminToken);
-    auto keys = jobwheel::testing::WriteCallerKeys(dir_);
-    ASSERT_TRUE(keys.ok()) << keys.status();
-    keys_ = *keys;
-    executor_token_file_ = WriteFile("executor.token", kExecutorToken);
-
-    registry_port_ = PickFreePort();
-    ASSERT_TRUE(
-        registry_
-            .Start(RunfilePath("services/registry/registry"),
-                   {"--listen=" + Addr(registry_port_), "--db_dsn=" + dsn_,
-                    "--metrics_address=", "--dispatcher_public_key_file=" + keys_.dispatcher_pub,
-                    "--executor_token_file=" + executor_token_file_,
-                    "--admin_token_file=" + admin_token_file_,
-                    // Long enough that a SIGSTOPped executor stays listed.
-                    "--beat_deadline=30s", "--lease=60s"},
-                   dir_ + "/registry.log")
-            .ok());
-    ASSERT_TRUE(WaitForServing(Addr(registry_port_), kStartTimeout).ok());
-
-    dispatcher_port_ = PickFreePort();
-    StartDispatcher();
+    ConnectDispatcher();
 
     for (int i = 0; i < 3; ++i) {
-      const int port = PickFreePort();
-      executor_ports_.push_back(port);
-      auto p = std::make_unique<Process>();
-      const std::string name = absl::StrCat("executor", i);
-      ASSERT_TRUE(p->Start(RunfilePath("sdk/examples/demo_executor"),
-                           {"--listen=" + Addr(port), "--app=demo",
-                            "--registry_target=" + Addr(registry_port_),
-                            "--dispatcher_target=" + Addr(dispatcher_port_),
-                            "--dispatcher_public_key_file=" + keys_.dispatcher_pub,
-                            "--scheduler_public_key_file=" + keys_.scheduler_pub,
-                            "--executor_token_file=" + executor_token_file_,
-                            "--log_dir=" + dir_ + "/" + name + "/logs",
-                            "--spool_dir=" + dir_ + "/" + name + "/spool", "--metrics_address="},
-                           dir_ + "/" + name + ".log")
-                      .ok());
-      executors_.push_back(std::move(p));
+      Stack::ExecutorSpec spec;
+      spec.app = "demo";
+      auto index = stack_->AddExecutor(spec);
+      ASSERT_TRUE(index.ok()) << index.status() << "\n" << stack_->Logs();
     }
-    for (int port : executor_ports_) ASSERT_TRUE(WaitForServing(Addr(port), kStartTimeout).ok());
     addresses_.clear();
-    for (int port : executor_ports_) addresses_.push_back(Addr(port));
+    for (int i = 0; i < stack_->executor_count(); ++i) addresses_.push_back(stack_->executor(i));
     std::sort(addresses_.begin(), addresses_.end());  // The dispatcher's routing order.
 
     // Ready when the dispatcher's watch cache holds all three: a broadcast reaches each.
@@ -105,39 +76,23 @@ class DispatcherIntegrationTest : public ::testing::Test {
           return r.ok() && r->outcomes(0).run_ids_size() == 3;
         },
         kStartTimeout))
-        << "the dispatcher never saw three executors";
+        << "the dispatcher never saw three executors\n"
+        << stack_->Logs();
   }
 
   void TearDown() override {
-    for (auto& e : executors_) {
-      e->Signal(SIGCONT);
-      e->Kill();
+    if (stack_ == nullptr) return;
+    if (HasFailure()) std::cerr << stack_->Logs();
+    // A stopped executor would not act on the stack's SIGTERM.
+    for (int i = 0; i < stack_->executor_count(); ++i) {
+      jobwheel::testing::Process& e = stack_->executor_process(i);
+      if (e.pid() > 0 && e.running()) e.Signal(SIGCONT);
     }
-    dispatcher_.Kill();
-    registry_.Kill();
+    stack_->Stop();
   }
 
-  std::string WriteFile(const std::string& name, const std::string& content) {
-    const std::string path = dir_ + "/" + name;
-    std::ofstream(path) << content << "\n";
-    return path;
-  }
-
-  void StartDispatcher() {
-    ASSERT_TRUE(dispatcher_
-                    .Start(RunfilePath("services/dispatcher/dispatcher"),
-                           {"--listen=" + Addr(dispatcher_port_), "--db_dsn=" + dsn_,
-                            "--metrics_address=", "--registry_target=" + Addr(registry_port_),
-                            "--signing_key_file=" + keys_.dispatcher_key,
-                            "--scheduler_public_key_file=" + keys_.scheduler_pub,
-                            "--executor_token_file=" + executor_token_file_,
-                            // Room for a fire handed over well ahead of its time.
-                            "--max_trigger_hold=10s"},
-                           dir_ + "/dispatcher.log")
-                    .ok());
-    ASSERT_TRUE(WaitForServing(Addr(dispatcher_port_), kStartTimeout).ok());
-    dispatcher_stub_ = v1::DispatcherService::NewStub(
-        grpc::CreateChannel(Addr(dispatcher_port_), grpc::InsecureChannelCredentials()));
+  void ConnectDispatcher() {
+    dispatcher_stub_ = v1::DispatcherService::NewStub(stack_->Channel(stack_->dispatcher(0)));
   }
 
   // Records `n` fires of `job_id` and dispatches them in one call, as the scheduler would.
@@ -151,7 +106,7 @@ class DispatcherIntegrationTest : public ::testing::Test {
     v1::Job job = MakeJob(job_id, "demo", handler, strategy, block, timeout);
     job.set_param(param);
     for (int i = 0; i < n; ++i) {
-      v1::Fire f = MakeFire(InsertFire(dsn_, job_id), job, scheduled_.value_or(absl::Now()));
+      v1::Fire f = MakeFire(InsertFire(dsn_, job_id), job, scheduled_.value_or(Now()));
       if (override_param.has_value()) f.set_param(*override_param);
       *req.add_fires() = f;
     }
@@ -161,7 +116,7 @@ class DispatcherIntegrationTest : public ::testing::Test {
         [&] {
           grpc::ClientContext ctx;
           ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-          AddBearer(ctx, CallerToken("scheduler", "dispatcher"));
+          AddBearer(ctx, stack_->CallerToken("scheduler", "dispatcher"));
           last = dispatcher_stub_->Dispatch(&ctx, req, &resp);
           return last.error_code() != grpc::StatusCode::UNAVAILABLE;
         },
@@ -197,46 +152,31 @@ class DispatcherIntegrationTest : public ::testing::Test {
   }
 
   std::unique_ptr<v1::ExecutorService::Stub> ExecutorStub(const std::string& address) {
-    return v1::ExecutorService::NewStub(
-        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    return v1::ExecutorService::NewStub(stack_->Channel(address));
   }
 
   bool ExecutorIdle(const std::string& address, int64_t job_id) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-    AddBearer(ctx, CallerToken("dispatcher", address));
+    AddBearer(ctx, stack_->CallerToken("dispatcher", address));
     v1::IdleBeatRequest req;
     req.set_job_id(job_id);
     v1::IdleBeatResponse resp;
     return ExecutorStub(address)->IdleBeat(&ctx, req, &resp).ok() && resp.idle();
   }
 
-  int IndexOf(const std::string& address) {
-    for (size_t i = 0; i < executor_ports_.size(); ++i) {
-      if (Addr(executor_ports_[i]) == address) return static_cast<int>(i);
+  // The executor process listening on `address`.
+  jobwheel::testing::Process& ExecutorAt(const std::string& address) {
+    for (int i = 0; i < stack_->executor_count(); ++i) {
+      if (stack_->executor(i) == address) return stack_->executor_process(i);
     }
-    return -1;
+    ADD_FAILURE() << "no executor at " << address;
+    return stack_->executor_process(0);
   }
 
+  std::unique_ptr<Stack> stack_;
   std::string dsn_;
   std::unique_ptr<pqxx::connection> db_;
-  std::string dir_;
-  // A token as the scheduler or a dispatcher ("scheduler"/"dispatcher") signs it.
-  std::string CallerToken(absl::string_view issuer, absl::string_view audience) const {
-    auto token = jobwheel::testing::SignCallerToken(
-        issuer == "scheduler" ? keys_.scheduler_key : keys_.dispatcher_key, issuer, audience);
-    return token.ok() ? *token : std::string();
-  }
-
-  jobwheel::testing::CallerKeyFiles keys_;
-  std::string admin_token_file_;
-  std::string executor_token_file_;
-  int registry_port_ = 0;
-  int dispatcher_port_ = 0;
-  Process registry_;
-  Process dispatcher_;
-  std::vector<int> executor_ports_;
-  std::vector<std::unique_ptr<Process>> executors_;
   std::vector<std::string> addresses_;  // Sorted.
   int64_t probe_job_ = 0;
   // The scheduled time of the fires Dispatch sends (default: now, i.e. due).
@@ -296,7 +236,7 @@ TEST_F(DispatcherIntegrationTest, ShardingBroadcastReachesAllThree) {
 
 TEST_F(DispatcherIntegrationTest, FailoverSkipsDeadExecutors) {
   // Stopped (still listed by the registry, but not answering Beat): skipped by the probe.
-  executors_[IndexOf(addresses_[0])]->Signal(SIGSTOP);
+  ExecutorAt(addresses_[0]).Signal(SIGSTOP);
   const int64_t job = Job("echo", v1::ROUTING_STRATEGY_FAILOVER);
   auto r = Dispatch(job, "echo", v1::ROUTING_STRATEGY_FAILOVER, 1);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -308,7 +248,7 @@ TEST_F(DispatcherIntegrationTest, FailoverSkipsDeadExecutors) {
       << Run(run).trigger_message;
 
   // Killed: gone from the registry or refusing connections; either way not chosen.
-  executors_[IndexOf(addresses_[1])]->Kill();
+  ExecutorAt(addresses_[1]).Kill();
   r = Dispatch(job, "echo", v1::ROUTING_STRATEGY_FAILOVER, 1);
   ASSERT_TRUE(r.ok()) << r.status();
   const int64_t run2 = r->outcomes(0).run_ids(0);
@@ -321,7 +261,7 @@ TEST_F(DispatcherIntegrationTest, FailoverSkipsDeadExecutors) {
 TEST_F(DispatcherIntegrationTest, HeldRunMovesOffAnExecutorKilledBeforeItsTime) {
   const int64_t job = Job("echo", v1::ROUTING_STRATEGY_FIRST);
   // Seconds ahead, within --max_trigger_hold: the kill below is seen long before.
-  const absl::Time due = absl::Now() + absl::Seconds(4);
+  const absl::Time due = Now() + absl::Seconds(4);
   scheduled_ = due;
   auto r = Dispatch(job, "echo", v1::ROUTING_STRATEGY_FIRST, 1);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -329,7 +269,7 @@ TEST_F(DispatcherIntegrationTest, HeldRunMovesOffAnExecutorKilledBeforeItsTime) 
   const int64_t run = r->outcomes(0).run_ids(0);
   ASSERT_EQ(Run(run).address, addresses_[0]);
   ASSERT_EQ(Run(run).status, v1::RUN_STATUS_PENDING);
-  executors_[IndexOf(addresses_[0])]->Kill();
+  ExecutorAt(addresses_[0]).Kill();
   ASSERT_TRUE(RunReaches(run, v1::RUN_STATUS_SUCCEEDED)) << Run(run).trigger_message;
   EXPECT_EQ(Run(run).address, addresses_[1]);
   EXPECT_NE(Run(run).trigger_message.find(addresses_[0] + " left before the trigger"),
@@ -424,7 +364,7 @@ TEST_F(DispatcherIntegrationTest, KillAndTimeout) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     const std::string address = Run(killed).address;
-    AddBearer(ctx, CallerToken("scheduler", address));
+    AddBearer(ctx, stack_->CallerToken("scheduler", address));
     v1::KillRequest req;
     req.set_run_id(killed);
     req.set_reason("integration test");
@@ -453,8 +393,8 @@ TEST_F(DispatcherIntegrationTest, ResultsReportedWhileDispatcherDownArriveAfterR
   for (const auto& o : r->outcomes()) runs.push_back(o.run_ids(0));
   for (int64_t id : runs) ASSERT_TRUE(RunReaches(id, v1::RUN_STATUS_RUNNING, kWait)) << id;
 
-  dispatcher_.Signal(SIGKILL);
-  ASSERT_TRUE(dispatcher_.Wait(absl::Seconds(10)).ok() || !dispatcher_.running());
+  Stack::KillProcess(stack_->dispatcher_process(0));  // kill -9, reaped.
+  ASSERT_FALSE(stack_->dispatcher_process(0).proc->running());
   // The executors finish their runs with nobody to report to.
   ASSERT_TRUE(Eventually(
       [&] {
@@ -468,7 +408,9 @@ TEST_F(DispatcherIntegrationTest, ResultsReportedWhileDispatcherDownArriveAfterR
       Scalar(absl::StrCat("SELECT count(*) FROM runs WHERE job_id = ", job, " AND status >= 3")), 0)
       << "a result was recorded although the dispatcher was down";
 
-  StartDispatcher();  // Same port: the executors' spools deliver.
+  // Same flags and port: the executors' spools deliver.
+  ASSERT_TRUE(stack_->StartDispatcher(0).ok()) << stack_->Logs();
+  ConnectDispatcher();
   ASSERT_TRUE(Eventually(
       [&] {
         return Scalar(absl::StrCat("SELECT count(*) FROM runs WHERE job_id = ", job,
