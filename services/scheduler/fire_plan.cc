@@ -106,9 +106,12 @@ LatePlan PlanLateFires(const std::vector<jobwheel::v1::Fire>& fires, absl::Time 
     });
     const absl::Time first = FromProto(j.late.front()->scheduled_time());
     const absl::Time last = FromProto(j.late.back()->scheduled_time());
+    // "late:", not "misfire:": each row stands for its own scheduled time only (a claim-time
+    // misfire row stands for a range), so readers of the reason never count a second twice.
     const std::string range = absl::StrCat(
-        j.late.size(), " fire(s) from ", absl::FormatTime(first), " to ", absl::FormatTime(last),
-        " still pending more than ", absl::FormatDuration(threshold), " late (takeover or outage)");
+        j.late.size(), " pending fire(s) from ", absl::FormatTime(first), " to ",
+        absl::FormatTime(last), " more than ", absl::FormatDuration(threshold),
+        " late (takeover or outage)");
     plan.misfires.push_back({j.strategy, static_cast<int64_t>(j.late.size())});
     const bool once = j.strategy == jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW;
     // The one fired once: the earliest late fire not covered by an earlier fire-once.
@@ -126,11 +129,11 @@ LatePlan PlanLateFires(const std::vector<jobwheel::v1::Fire>& fires, absl::Time 
     if (fire_now != nullptr) {
       plan.fired_once.push_back(
           {fire_now->fire_id(), job_id,
-           absl::StrCat("misfire: ", range, "; fired once now (FIRE_ONCE_NOW)")});
+           absl::StrCat("late: ", range, "; fired once now (FIRE_ONCE_NOW)")});
     }
     const std::string reason =
-        once ? absl::StrCat("misfire: ", range, "; skipped, the job fired once (FIRE_ONCE_NOW)")
-             : absl::StrCat("misfire: ", range, "; skipped (DO_NOTHING)");
+        once ? absl::StrCat("late: ", range, "; skipped, the job fired once (FIRE_ONCE_NOW)")
+             : absl::StrCat("late: ", range, "; skipped (DO_NOTHING)");
     for (const jobwheel::v1::Fire* f : j.late) {
       if (f != fire_now) plan.skipped.push_back({f->fire_id(), job_id, reason});
     }

@@ -247,7 +247,7 @@ TEST(FirePlanTest, LateFiresOfADoNothingJobAreAllSkippedAndCounted) {
   ASSERT_EQ(plan.misfires.size(), 1u);
   EXPECT_EQ(plan.misfires[0].strategy, skip);
   EXPECT_EQ(plan.misfires[0].missed, 3);
-  EXPECT_TRUE(absl::StartsWith(plan.skipped[0].reason, "misfire: 3 fire(s) from "))
+  EXPECT_TRUE(absl::StartsWith(plan.skipped[0].reason, "late: 3 pending fire(s) from "))
       << plan.skipped[0].reason;
   EXPECT_TRUE(absl::StrContains(plan.skipped[0].reason, "skipped (DO_NOTHING)"));
   // Unspecified is DO_NOTHING.

@@ -356,13 +356,13 @@ TEST_F(PgFireStoreEngineTest, TakeoverSettlesLatePendingFiresByTheJobsMisfireStr
   auto leader = Elect("b", absl::Milliseconds(50), options);
   ASSERT_TRUE(Eventually([&] { return leader->engine->held() == 5u; })) << leader->engine->held();
   EXPECT_EQ(Count(absl::StrCat("SELECT count(*) FROM fires WHERE status = 3 AND job_id = ", skip,
-                               " AND reason LIKE 'misfire: % skipped (DO_NOTHING)'")),
+                               " AND reason LIKE 'late: % skipped (DO_NOTHING)'")),
             4);
   EXPECT_EQ(Count(absl::StrCat("SELECT count(*) FROM fires WHERE status = 3 AND job_id = ", once,
-                               " AND reason LIKE 'misfire: %(FIRE_ONCE_NOW)'")),
+                               " AND reason LIKE 'late: %(FIRE_ONCE_NOW)'")),
             3);
   EXPECT_EQ(Count(absl::StrCat("SELECT count(*) FROM fires WHERE status = 1 AND trigger_type = 4 "
-                               "AND reason LIKE 'misfire: % fired once now (FIRE_ONCE_NOW)'",
+                               "AND reason LIKE 'late: % fired once now (FIRE_ONCE_NOW)'",
                                at(once, -9))),
             1);
   EXPECT_EQ(Count("SELECT count(*) FROM fires WHERE status = 1 AND trigger_type = 1"), 4);
