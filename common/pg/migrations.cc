@@ -325,6 +325,17 @@ CREATE TABLE alarm_outbox (
 CREATE INDEX alarm_outbox_due ON alarm_outbox (next_attempt) WHERE sent_at IS NULL;
 ALTER TABLE jobs ADD COLUMN schedule_error TEXT;
 )sql"},
+      {7,
+       // runs (owner: dispatcher): written by the dispatcher when it creates a run and when it
+       // ingests its result.
+       R"sql(
+-- SHA-256 of the run's RunRequest.result_key: a result is recorded only with the key the
+-- run's executor was given. NULL for runs written before: their results need no key.
+ALTER TABLE runs ADD COLUMN result_key_hash BYTEA;
+-- A result that arrived after the run's status was decided (e.g. LOST after its executor was
+-- declared offline): kept in words, the decided status unchanged.
+ALTER TABLE runs ADD COLUMN late_result TEXT;
+)sql"},
   };
   return *migrations;
 }
