@@ -9,13 +9,13 @@ namespace jobwheel {
 
 absl::Status ReadinessOptions::Validate() const {
   if (db_check_interval <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("--db_check_interval must be positive");
+    return absl::InvalidArgumentError("--db_check_interval: must be positive");
   }
   if (db_check_timeout <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("--db_check_timeout must be positive");
+    return absl::InvalidArgumentError("--db_check_timeout: must be positive");
   }
   if (drain_delay < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("--drain_delay must not be negative");
+    return absl::InvalidArgumentError("--drain_delay: must not be negative");
   }
   return absl::OkStatus();
 }

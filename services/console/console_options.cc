@@ -20,6 +20,9 @@ absl::Status ConsoleOptions::Validate() const {
           "positive");
     }
   }
+  if (drain_delay < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--drain_delay: must not be negative");
+  }
   if (keep_alive_timeout < absl::Seconds(1)) {
     return absl::InvalidArgumentError("--keep_alive_timeout: must be at least 1s");
   }

@@ -24,6 +24,8 @@ struct ConsoleOptions {
   absl::Duration write_timeout;
   absl::Duration keep_alive_timeout;
   absl::Duration ready_timeout;
+  // On SIGTERM: how long GET /readyz answers 503 (draining) before the server shuts down.
+  absl::Duration drain_delay;
   ClientTls client_tls;
 
   // INVALID_ARGUMENT naming the flag of the first bad value.

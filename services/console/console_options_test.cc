@@ -41,6 +41,9 @@ TEST(ConsoleOptionsTest, EachBadValueNamesItsFlag) {
   o.read_timeout = absl::ZeroDuration();
   ExpectNames(o, "--read_timeout");
   o = Good();
+  o.drain_delay = -absl::Seconds(1);
+  ExpectNames(o, "--drain_delay");
+  o = Good();
   o.keep_alive_timeout = absl::Milliseconds(10);
   ExpectNames(o, "--keep_alive_timeout");
   o = Good();

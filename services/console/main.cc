@@ -16,6 +16,7 @@
 #include "common/base/signals.h"
 #include "common/grpc/channel.h"
 #include "common/grpc/target_list.h"
+#include "common/server/readiness.h"
 #include "common/server/server_main.h"
 #include "common/time/clock.h"
 #include "prometheus/exposer.h"
@@ -53,6 +54,9 @@ ABSL_FLAG(absl::Duration, keep_alive_timeout, absl::Seconds(5),
           "how long an idle keep-alive connection is kept open");
 ABSL_FLAG(absl::Duration, ready_timeout, absl::Seconds(1),
           "deadline of the backends' health checks behind GET /readyz");
+ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),
+          "on SIGTERM: how long GET /readyz answers 503 (draining) while requests are still "
+          "served, before the server shuts down");
 ABSL_FLAG(bool, log_json, false, "log one JSON object per line");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 ABSL_FLAG(std::string, tls_ca, "", "CA to verify the scheduler and registry; empty = plaintext");
@@ -87,6 +91,7 @@ absl::StatusOr<ConsoleOptions> OptionsFromFlags() {
   c.write_timeout = absl::GetFlag(FLAGS_write_timeout);
   c.keep_alive_timeout = absl::GetFlag(FLAGS_keep_alive_timeout);
   c.ready_timeout = absl::GetFlag(FLAGS_ready_timeout);
+  c.drain_delay = absl::GetFlag(FLAGS_drain_delay);
   c.client_tls = ClientTls{absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_client_cert),
                            absl::GetFlag(FLAGS_tls_client_key)};
   absl::Status valid = c.Validate();
@@ -116,6 +121,8 @@ int Run(const ConsoleOptions& c) {
   GrpcBackendCaller backends(*scheduler, *registry);
   BackendHealth health({{"scheduler", *scheduler}, {"registry", *registry}});
   Clock& clock = RealClock::Get();
+  // The console's own conditions: none but draining; its backends are asked on each /readyz.
+  Readiness readiness(clock);
   ConnectGateway::Options gateway_options;
   gateway_options.request_timeout = c.request_timeout;
   gateway_options.max_body_bytes = static_cast<size_t>(c.max_body_bytes);
@@ -132,7 +139,10 @@ int Run(const ConsoleOptions& c) {
   const absl::Duration ready_timeout = c.ready_timeout;
   ConsoleServer server(
       server_options, gateway, pages,
-      [&health, &clock, ready_timeout] { return health.Check(clock.Now() + ready_timeout); },
+      [&readiness, &health, &clock, ready_timeout] {
+        if (absl::Status own = readiness.ReadyStatus(); !own.ok()) return own;
+        return health.Check(clock.Now() + ready_timeout);
+      },
       metrics, clock);
   absl::Status started = server.Start();
   if (!started.ok()) {
@@ -143,7 +153,10 @@ int Run(const ConsoleOptions& c) {
                c.listen, server.port(), c.scheduler_target, c.registry_target, c.web_root);
 
   const int sig = WaitForTerminationSignal();
-  spdlog::info("signal {}: shutting down", sig);
+  spdlog::info("signal {}: draining for {}, then shutting down", sig,
+               absl::FormatDuration(c.drain_delay));
+  readiness.Drain(absl::StrCat("signal ", sig));
+  clock.SleepFor(c.drain_delay);
   server.Shutdown();  // Requests in progress finish first.
   spdlog::info("console stopped");
   return 0;

@@ -24,6 +24,8 @@
 #include "common/grpc/grpc_server.h"
 #include "common/grpc/target_list.h"
 #include "common/pg/pg_pool.h"
+#include "common/server/pg_readiness_check.h"
+#include "common/server/readiness.h"
 #include "common/server/server_main.h"
 #include "common/time/clock.h"
 #include "prometheus/exposer.h"
@@ -77,6 +79,13 @@ ABSL_FLAG(absl::Duration, trigger_write_delay, absl::Milliseconds(250),
           "answers at once");
 ABSL_FLAG(absl::Duration, probe_deadline, absl::Milliseconds(500),
           "deadline of Beat/IdleBeat calls of FAILOVER/BUSYOVER routing");
+ABSL_FLAG(absl::Duration, db_check_interval, absl::Seconds(5),
+          "how often readiness checks the database (SELECT 1); not ready while it fails");
+ABSL_FLAG(absl::Duration, db_check_timeout, absl::Seconds(2),
+          "a readiness database check without an answer after this long counts as failed");
+ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),
+          "on SIGTERM: how long the server answers health checks NOT_SERVING (and keeps serving "
+          "calls) before it shuts down");
 ABSL_FLAG(bool, log_json, false, "log one JSON object per line");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
 ABSL_FLAG(std::string, tls_cert, "",
@@ -129,7 +138,16 @@ absl::StatusOr<DispatcherServerOptions> OptionsFromFlags() {
   return c;
 }
 
-int Run(const DispatcherServerOptions& c) {
+absl::StatusOr<ReadinessOptions> ReadinessFromFlags() {
+  ReadinessOptions r;
+  r.db_check_interval = absl::GetFlag(FLAGS_db_check_interval);
+  r.db_check_timeout = absl::GetFlag(FLAGS_db_check_timeout);
+  r.drain_delay = absl::GetFlag(FLAGS_drain_delay);
+  if (absl::Status s = r.Validate(); !s.ok()) return s;
+  return r;
+}
+
+int Run(const DispatcherServerOptions& c, const ReadinessOptions& readiness_options) {
   if (c.insecure_dev) {
     spdlog::warn("--insecure_dev: accepting unauthenticated Dispatch and ReportResults calls");
   }
@@ -150,7 +168,17 @@ int Run(const DispatcherServerOptions& c) {
       },
       PgPool::PlanMode::kIndexLookups);
   PgDispatchStore store(pg);
-  ExecutorDirectory directory([&metrics](size_t n) { metrics.ExecutorsKnown(n); });
+  // Ready: the database answers and the first registry snapshot arrived (before it the
+  // dispatcher knows no executor and would fail every fire).
+  Readiness readiness(RealClock::Get(), registry.get(), "jobwheel_dispatcher");
+  AddDatabaseCheck(readiness, pg, readiness_options);
+  readiness.AddCondition(kRegistrySnapshotCondition);
+  // Every applied event comes after a snapshot; ready stays once a snapshot arrived (the
+  // cache keeps its last state while the watch reconnects).
+  ExecutorDirectory directory([&metrics, &readiness](size_t n) {
+    metrics.ExecutorsKnown(n);
+    readiness.Set(kRegistrySnapshotCondition, true);
+  });
 
   auto registry_channel = MakeChannel(c.registry_target, c.client_tls);
   if (!registry_channel.ok()) {
@@ -221,14 +249,18 @@ int Run(const DispatcherServerOptions& c) {
 
   dispatcher.Start();
   watcher.Start();
+  readiness.Start();
   int port = 0;
   auto server = StartGrpcServer(c.listen, {&service}, c.server_tls, &port);
   if (!server.ok()) {
+    readiness.Shutdown();
     watcher.Shutdown();
     dispatcher.Shutdown();
     return Fail(absl::Status(server.status().code(),
                              absl::StrCat("--listen: ", server.status().message())));
   }
+  readiness.Attach((*server)->GetHealthCheckService(),
+                   {v1::DispatcherService::service_full_name()});
   spdlog::info("dispatcher {} listening on {} (port {}), registry {}", c.replica_id, c.listen, port,
                c.registry_target);
   // Dispatch calls a second apart would often wait ~100 ms for gRPC's callback threads.
@@ -237,12 +269,16 @@ int Run(const DispatcherServerOptions& c) {
 
   int sig = 0;
   sigwait(&signals, &sig);
-  spdlog::info("signal {}: shutting down", sig);
+  spdlog::info("signal {}: draining for {}, then shutting down", sig,
+               absl::FormatDuration(readiness_options.drain_delay));
+  readiness.Drain(absl::StrCat("signal ", sig));
+  RealClock::Get().SleepFor(readiness_options.drain_delay);
   keep_warm.Shutdown();
   (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   db_work.Shutdown();
   dispatcher.Shutdown();  // Runs queued triggers and writes their answers.
   watcher.Shutdown();
+  readiness.Shutdown();
   spdlog::info("dispatcher stopped");
   return 0;
 }
@@ -257,5 +293,7 @@ int main(int argc, char** argv) {
                         absl::GetFlag(FLAGS_log_level));
   auto config = jobwheel::dispatcher::OptionsFromFlags();
   if (!config.ok()) return jobwheel::Fail(config.status(), 2);
-  return jobwheel::dispatcher::Run(*config);
+  auto readiness = jobwheel::dispatcher::ReadinessFromFlags();
+  if (!readiness.ok()) return jobwheel::Fail(readiness.status(), 2);
+  return jobwheel::dispatcher::Run(*config, *readiness);
 }

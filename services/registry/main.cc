@@ -20,6 +20,8 @@
 #include "common/base/work_pool.h"
 #include "common/grpc/grpc_server.h"
 #include "common/pg/pg_pool.h"
+#include "common/server/pg_readiness_check.h"
+#include "common/server/readiness.h"
 #include "common/server/server_main.h"
 #include "common/time/clock.h"
 #include "prometheus/registry.h"
@@ -62,6 +64,13 @@ ABSL_FLAG(std::string, admin_token_file, "",
           "Bootstrap admin token for AppAdminService; optional: ADMIN/OPERATOR/VIEWER tokens from "
           "TokenAdminService work without it");
 ABSL_FLAG(bool, insecure_dev, false, "Accept unauthenticated calls (development only)");
+ABSL_FLAG(absl::Duration, db_check_interval, absl::Seconds(5),
+          "How often readiness checks the database (SELECT 1); not ready while it fails");
+ABSL_FLAG(absl::Duration, db_check_timeout, absl::Seconds(2),
+          "A readiness database check without an answer after this long counts as failed");
+ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),
+          "On SIGTERM: the least time health checks answer NOT_SERVING (drain_grace included) "
+          "before the server shuts down");
 ABSL_FLAG(bool, log_json, false, "Log one JSON object per line");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 ABSL_FLAG(std::string, tls_cert, "", "Server certificate (PEM); plaintext when empty");
@@ -88,6 +97,9 @@ absl::StatusOr<RegistryServerOptions> OptionsFromFlags() {
   c.db_dsn = absl::GetFlag(FLAGS_db_dsn);
   c.db_pool_size = absl::GetFlag(FLAGS_db_pool_size);
   c.drain_grace = absl::GetFlag(FLAGS_drain_grace);
+  c.readiness.db_check_interval = absl::GetFlag(FLAGS_db_check_interval);
+  c.readiness.db_check_timeout = absl::GetFlag(FLAGS_db_check_timeout);
+  c.readiness.drain_delay = absl::GetFlag(FLAGS_drain_delay);
   c.registry.replica_id = ReplicaIdOr(absl::GetFlag(FLAGS_replica_id));
   c.registry.beat_interval = absl::GetFlag(FLAGS_beat_interval);
   c.registry.beat_deadline = absl::GetFlag(FLAGS_beat_deadline);
@@ -136,6 +148,10 @@ int Run(const RegistryServerOptions& config) {
   PgExecutorStore executor_store(pool);
   PgAppStore app_store(pool);
   Clock& clock = RealClock::Get();
+  // Ready while the database answers (the executors' leases and app admin live there).
+  Readiness readiness(clock, prom.get(), "jobwheel_registry");
+  AddDatabaseCheck(readiness, pool, config.readiness);
+  readiness.Start();
   ExecutorView view(&metrics, absl::ToUnixMicros(clock.Now()));
   ViewSyncer syncer(executor_store, std::make_unique<PgChangeFeed>(config.db_dsn), view, &metrics,
                     clock, ViewSyncer::Options());
@@ -184,6 +200,8 @@ int Run(const RegistryServerOptions& config) {
   int port = 0;
   auto server = StartGrpcServer(config.listen, {&registry_service, &app_admin}, config.tls, &port);
   if (!server.ok()) return Fail(server.status());
+  readiness.Attach((*server)->GetHealthCheckService(), {v1::RegistryService::service_full_name(),
+                                                        v1::AppAdminService::service_full_name()});
   spdlog::info("registry {} serving on {} (port {}), beat {} deadline {} lease {}",
                config.registry.replica_id, config.listen, port,
                absl::FormatDuration(config.registry.beat_interval),
@@ -192,6 +210,8 @@ int Run(const RegistryServerOptions& config) {
 
   const int sig = WaitForTerminationSignal();
   spdlog::info("signal {}, draining {} sessions", sig, registry.open_sessions());
+  readiness.Drain(absl::StrCat("signal ", sig));
+  const absl::Time drain_start = clock.Now();
 
   // Executors move to another replica; what is left after the grace period goes offline.
   registry.Drain(absl::StrCat("registry replica ", config.registry.replica_id, " shutting down"));
@@ -199,12 +219,15 @@ int Run(const RegistryServerOptions& config) {
   while (registry.open_sessions() > 0 && clock.Now() < grace_end) {
     clock.SleepFor(absl::Milliseconds(20));
   }
+  // Health checks see NOT_SERVING for at least --drain_delay before the server goes.
+  clock.SleepUntil(drain_start + config.readiness.drain_delay);
   registry.Shutdown();
   registry.TakeAllOffline();
   registry_service.CloseWatchers();
   (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   syncer.Shutdown();
   work.Shutdown();
+  readiness.Shutdown();
   spdlog::info("stopped");
   return 0;
 }

@@ -12,6 +12,7 @@ absl::Status RegistryServerOptions::Validate() const {
   if (drain_grace < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--drain_grace: must not be negative");
   }
+  if (absl::Status s = readiness.Validate(); !s.ok()) return s;
   if (!insecure_dev && dispatcher_public_keys.empty()) {
     return absl::InvalidArgumentError(
         "no credentials: --dispatcher_public_key_file is required (with "

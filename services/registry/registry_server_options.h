@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/grpc/grpc_server.h"
+#include "common/server/readiness.h"
 #include "services/registry/address_policy.h"
 #include "services/registry/registry.h"
 
@@ -19,6 +20,8 @@ struct RegistryServerOptions {
   std::string db_dsn;
   int db_pool_size = 8;
   absl::Duration drain_grace;
+  // --db_check_interval, --db_check_timeout, --drain_delay.
+  ReadinessOptions readiness;
   // replica_id, beat_interval, beat_deadline, lease and register_deadline come from flags.
   RegistryOptions registry;
   bool insecure_dev = false;
