@@ -33,6 +33,9 @@
 #   STACK_LOGS_ON_FAILURE=0  do not print the tail of every log when the script fails
 #   STACK_STOP_GRACE=15      seconds between SIGTERM and SIGKILL in stack_stop
 #   STACK_SAY_STOP=1         stack_stop prints "TAG: stopping" and "TAG: stopped"
+#   STACK_PREFIX[NAME]="CMD ARGS"  words put before NAME's command at every start and restart
+#                            (e.g. "ip netns exec NS": the process runs in that namespace; the
+#                            prefix must exec the command, so its pid is the service's)
 
 STACK_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 STACK_BIN="$STACK_ROOT/bazel-bin"
@@ -56,6 +59,7 @@ STACK_SCHEDULER=""
 STACK_STOPPED=0
 STACK_ORDER=()        # names in the order they were first started
 declare -A STACK_PID=() STACK_ADDR=() STACK_KIND=() STACK_CMD=()
+declare -A STACK_PREFIX=()
 
 # stack_say MESSAGE: one line prefixed with the script's tag.
 stack_say() { echo "$STACK_TAG: $*"; }
@@ -198,6 +202,11 @@ stack_spawn() {
   [ -n "${STACK_PID[$name]:-}" ] || STACK_ORDER+=("$name")
   STACK_KIND[$name]=$kind
   STACK_ADDR[$name]=$addr
+  if [ -n "${STACK_PREFIX[$name]:-}" ]; then
+    local -a _ss_prefix
+    read -r -a _ss_prefix <<<"${STACK_PREFIX[$name]}"
+    set -- "${_ss_prefix[@]}" "$@"
+  fi
   STACK_CMD[$name]=$(printf '%q ' "$@")
   "$@" >>"$STACK_LOGS/$name.log" 2>&1 &
   STACK_PID[$name]=$!
