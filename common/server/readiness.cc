@@ -68,8 +68,11 @@ void Readiness::SetLocked(const std::string& name, bool ready, absl::string_view
   c.reason = ready ? "" : std::string(reason);
   if (c.gauge != nullptr) c.gauge->Set(ready ? 1 : 0);
   if (changed) {
-    if (ready) {
+    if (ready && ReadyLocked()) {
       spdlog::info("readiness: {} ready", name);
+    } else if (ready) {
+      spdlog::info("readiness: {} ready, still NOT_SERVING ({})", name,
+                   std::string(ReadyStatusLocked().message()));
     } else {
       spdlog::warn("readiness: {} not ready: {}", name, std::string(reason));
     }
@@ -180,6 +183,10 @@ bool Readiness::ready() const {
 
 absl::Status Readiness::ReadyStatus() const {
   absl::MutexLock lock(&mu_);
+  return ReadyStatusLocked();
+}
+
+absl::Status Readiness::ReadyStatusLocked() const {
   if (draining_) return absl::UnavailableError(absl::StrCat("draining: ", drain_reason_));
   for (const auto& [name, c] : conditions_) {
     if (!c.ready) return absl::UnavailableError(absl::StrCat(name, ": ", c.reason));
@@ -200,7 +207,11 @@ void Readiness::PublishLocked() {
   if (serving_gauge_ != nullptr) serving_gauge_->Set(ready ? 1 : 0);
   if (ready == published_ready_) return;
   published_ready_ = ready;
-  spdlog::info("readiness: {}", ready ? "SERVING" : "NOT_SERVING");
+  if (ready) {
+    spdlog::info("readiness: SERVING");
+  } else {
+    spdlog::info("readiness: NOT_SERVING ({})", std::string(ReadyStatusLocked().message()));
+  }
   if (health_ == nullptr) return;
   // The named services first, the overall one last.
   for (const std::string& s : service_names_) health_->SetServingStatus(s, ready);

@@ -98,7 +98,7 @@ class Readiness {
  private:
   struct Condition {
     bool ready = false;
-    std::string reason = "not checked yet";
+    std::string reason = "not reported yet";
     prometheus::Gauge* gauge = nullptr;
   };
   struct Periodic {
@@ -118,6 +118,7 @@ class Readiness {
   Condition& ConditionLocked(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void SetLocked(const std::string& name, bool ready, absl::string_view reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ReadyStatusLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool ReadyLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Pushes the state to the health service and gauges and logs a change of the overall state.
   void PublishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
