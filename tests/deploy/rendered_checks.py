@@ -450,6 +450,31 @@ if EXPECT.get("tls"):
                 probs.append("%s: plaintext gRPC probe on a TLS port" % name(d))
     check("TLS: every Deployment mounts its certificate Secret and gets the TLS flags", probs)
 
+# ------------------------------------------------------------------ readiness probes
+# Registry and dispatcher: readiness asks the overall health service "" (database, registry
+# snapshot, draining); liveness and startup ask "liveness", which a database outage or a drain
+# leaves SERVING, so neither restarts a pod. With TLS every gRPC probe is a TCP check.
+probs = []
+for d in deployments:
+    comp = component(d)
+    if comp not in ("registry", "dispatcher"):
+        continue
+    for c in containers(d):
+        ready = c["readinessProbe"].get("grpc")
+        if ready is not None and ready.get("service", "") != "":
+            probs.append("%s: readiness asks service %r, not \"\"" % (name(d), ready.get("service")))
+        for probe in ("livenessProbe", "startupProbe"):
+            g = c[probe].get("grpc")
+            if g is not None and g.get("service") != "liveness":
+                probs.append("%s: %s asks service %r, not \"liveness\"" % (name(d), probe, g.get("service")))
+            if (g is None) != (ready is None):
+                probs.append("%s: %s and readinessProbe use different handlers" % (name(d), probe))
+        env = env_of(c)
+        if "JOBWHEEL_DRAIN_DELAY" not in env:
+            probs.append("%s: no JOBWHEEL_DRAIN_DELAY" % name(d))
+check("registry and dispatcher: readiness probes the overall health, liveness and startup the "
+      "\"liveness\" service; --drain_delay set", probs)
+
 # ------------------------------------------------------------------ replicas
 if EXPECT.get("replicas"):
     probs = []

@@ -202,6 +202,9 @@ Argument: dict root, c. The component's `config` map wins over the chart's own k
 {{- if has $c.key (list "dispatcher" "demoExecutor" "console") -}}
 {{- $_ := set $env "JOBWHEEL_REGISTRY_TARGET" (include "jobwheel.registryTarget" $root) -}}
 {{- end -}}
+{{- if has $c.key (include "jobwheel.drainingComponents" $root | splitList " ") -}}
+{{- $_ := set $env "JOBWHEEL_DRAIN_DELAY" (toString $root.Values.drainDelay) -}}
+{{- end -}}
 {{- if eq $c.key "console" -}}
 {{- $_ := set $env "JOBWHEEL_SCHEDULER_TARGET" (include "jobwheel.schedulerTarget" $root) -}}
 {{- $_ := set $env "JOBWHEEL_WEB_ROOT" (toString $v.webRoot) -}}
@@ -240,8 +243,16 @@ scheduler and registry, with a client certificate for mutual TLS. */ -}}
 {{- end -}}
 {{- end -}}
 
+{{/* Components whose health service follows their readiness (database, registry snapshot,
+draining) and answers the "liveness" name SERVING while the process serves; they take
+--drain_delay. */}}
+{{- define "jobwheel.drainingComponents" -}}registry dispatcher console{{- end -}}
+{{- define "jobwheel.readinessComponents" -}}registry dispatcher{{- end -}}
+
 {{/* Probe with jobwheel's handler: native gRPC health check, or TCP when the port speaks TLS;
-HTTP /healthz (liveness, startup) or /readyz (readiness) for the console.
+HTTP /healthz (liveness, startup) or /readyz (readiness) for the console. Readiness asks the
+overall service ""; liveness and startup of the readinessComponents ask "liveness", which stays
+SERVING while the database is down or the process drains (no restart for either).
 Argument: dict root, c, port, kind (liveness, readiness, startup), probe (timing). */}}
 {{- define "jobwheel.probe" -}}
 {{- if eq .c.port "http" }}
@@ -254,6 +265,9 @@ tcpSocket:
 {{- else }}
 grpc:
   port: {{ int .port }}
+  {{- if and (ne .kind "readiness") (has .c.key (include "jobwheel.readinessComponents" .root | splitList " ")) }}
+  service: liveness
+  {{- end }}
 {{- end }}
 {{- with .probe }}
 {{ toYaml . }}
