@@ -4,10 +4,12 @@
 Reads PostgreSQL through `psql` and the executors' run logs and spools from disk, prints detail
 lines and ends with
 
-  chaos: expected=N recorded=N lost=0 doubled=0 nonterminal=0 results_lost=0
+  chaos: expected=N recorded=N lost=0 doubled=0 nonterminal=0 results_lost=0 executed_twice=0 slow_lost=0 partitions=K
 
-Exit status 1 when lost, doubled, nonterminal, results_lost or nondispatched (PENDING fires, or
-failed/skipped fires without a reason, or dispatched fires without a run) is not 0.
+(and " faults_skipped=N" when faults of the run could not be injected). Exit status 1 when
+lost, doubled, nonterminal, results_lost, executed_twice, slow_lost or nondispatched (PENDING
+fires, or failed/skipped fires without a reason, or dispatched fires without a run) is not 0,
+on anomalies, and when faults were skipped and CI=true (a check that did not run is no pass).
 
 Definitions (docs/chaos.md explains them):
   expected  for each job of the app, every whole second s with create_time < s <= cut (the jobs
@@ -17,11 +19,20 @@ Definitions (docs/chaos.md explains them):
             "misfire: N fire(s) from A to B ..." covers A..B.
   lost      expected - recorded.
   doubled   expected seconds covered more than once, plus (fire, shard) pairs with more than one
-            run, plus fires whose runs an executor accepted more than once.
+            run.
   nonterminal  runs still PENDING (1) or RUNNING (2).
-  results_lost runs an executor finished (its run log has the "ended:" line the SDK writes just
-            before spooling the result) that are not terminal in the database, plus results
-            left in a spool (never acknowledged).
+  results_lost runs an executor finished (its run log has the "ended: STATUS" line the SDK
+            writes just before spooling the result) that are not terminal in the database, or
+            whose database status is not the executor's (unless the executor's result is kept
+            in runs.late_result), plus results left in a spool (journal records put and not
+            removed, see spool.py).
+  executed_twice  executions counted on the executors: the "run N started" line the SDK writes
+            when a run's handler starts (sdk/internal/run_execution.cc), over every executor's
+            run logs; every start of a run after its first, plus every run after the first
+            started for one fire (no job here broadcasts: one run per fire).
+  slow_lost runs RUNNING on an executor when it was killed (--kills) that were still not
+            terminal 2 s after the kill (the executor never ended them, so nothing but the
+            scheduler can end them).
 """
 import argparse
 import collections
@@ -32,6 +43,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import spool  # noqa: E402  (tests/chaos/spool.py)
+
 RUN_STATUS = {1: "PENDING", 2: "RUNNING", 3: "SUCCEEDED", 4: "FAILED", 5: "TIMED_OUT",
               6: "KILLED", 7: "LOST", 8: "DISCARDED"}
 FIRE_STATUS = {1: "PENDING", 2: "DISPATCHED", 3: "SKIPPED", 4: "FAILED"}
@@ -41,6 +55,10 @@ MISFIRE_RE = re.compile(r"misfire: (\d+) fire\(s\) from (\S+) to (\S+) ")
 LATE_RE = re.compile(r"^late: \d+ pending fire\(s\) from ")
 ACCEPTED_RE = re.compile(r" run (\d+) accepted: job (\d+), .*?, fire (\d+),")
 ENDED_RE = re.compile(r" run (\d+) ended: ([A-Z_]+) ")
+# The SDK's line when a run's handler or script starts: "run N started" [" (timeout D)"].
+STARTED_RE = re.compile(r" run (\d+) started(?: \(timeout [^)]*\))?$")
+LINE_TIME_RE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) ")
+SLOW_LOST_AFTER = 2.0  # seconds after an executor's kill by which its runs must be terminal
 
 
 def query(dsn, sql):
@@ -62,6 +80,9 @@ def main():
     ap.add_argument("--app", required=True)
     ap.add_argument("--cut", type=float, required=True, help="unix time the load was cut")
     ap.add_argument("--exec_dirs", default="", help="comma list of dirs with logs/ and spool/")
+    ap.add_argument("--kills", default="", help="file of 'NAME ADDRESS UNIX_TIME' executor kills")
+    ap.add_argument("--partitions", type=int, default=0, help="partitions injected (reported)")
+    ap.add_argument("--faults_skipped", default="", help="comma list of faults not injected")
     args = ap.parse_args()
     dsn, app, cut = args.psql, args.app, args.cut
     problems = []
@@ -163,52 +184,103 @@ def main():
         "GROUP BY fire_id, shard_index HAVING count(*) > 1) d")[0][0])
 
     # ------------------------------------------------------------------ invariant 4
-    runs = {int(r[0]): (int(r[1]), int(r[2]), r[3], r[4])
-            for r in query(dsn, "SELECT id, status, fire_id, result_message, executor_address FROM runs")}
+    has_late = bool(query(dsn, "SELECT 1 FROM information_schema.columns "
+                               "WHERE table_name = 'runs' AND column_name = 'late_result'"))
+    runs = {int(r[0]): (int(r[1]), int(r[2]), r[3], r[4], r[5])
+            for r in query(dsn, "SELECT id, status, fire_id, result_message, executor_address, "
+                                "%s FROM runs" % ("COALESCE(late_result, '')" if has_late else "''"))}
     ended = {}  # run id -> executor status
     accepted = collections.Counter()  # run id -> accepted lines
-    fire_runs = collections.defaultdict(set)  # fire id -> run ids accepted by executors
-    spooled = []
-    for d in [x for x in args.exec_dirs.split(",") if x]:
-        for path in glob.glob(os.path.join(d, "logs", "*", "*.log")):
+    fire_runs = collections.defaultdict(set)  # fire id -> run ids started on executors
+    started = collections.defaultdict(list)  # run id -> executor dirs where it started
+    spooled = []  # (executor dir, run id or description)
+    exec_dirs = [x for x in args.exec_dirs.split(",") if x]
+    for d in exec_dirs:
+        # Run logs: <log_dir>/<day>/seg-<n>.log, chunks of whole lines back to back (a chunk
+        # discarded by the index's tombstone belongs to a refused run, which logged nothing).
+        for path in sorted(glob.glob(os.path.join(d, "logs", "*", "*.log"))):
             try:
                 with open(path, errors="replace") as f:
                     for line in f:
+                        line = line.rstrip("\n")
                         m = ACCEPTED_RE.search(line)
                         if m:
                             accepted[int(m.group(1))] += 1
-                            fire_runs[int(m.group(3))].add(int(m.group(1)))
                             continue
                         m = ENDED_RE.search(line)
                         if m:
                             ended[int(m.group(1))] = m.group(2)
+                            continue
+                        m = STARTED_RE.search(line)
+                        if m:
+                            started[int(m.group(1))].append(os.path.basename(d))
             except OSError as e:
                 odd.append("cannot read %s: %s" % (path, e))
-        # *.tmp files are half-written results of a killed process; the SDK deletes them at
-        # start (they were never acknowledged to anyone, the run is in flight for the record).
-        for pattern in ("*.result", "*.bad"):
-            spooled.extend(glob.glob(os.path.join(d, "spool", pattern)))
+        live, other = spool.live_results(os.path.join(d, "spool"))
+        spooled.extend((os.path.basename(d), rid) for rid in sorted(live))
+        spooled.extend((os.path.basename(d), o) for o in other)
+    for rid in started:
+        db = runs.get(rid)
+        if db is not None:
+            fire_runs[db[1]].add(rid)
     lost_results = set()
     for run_id, st in ended.items():
         db = runs.get(run_id)
         if db is None or db[0] in (1, 2):
             lost_results.add(run_id)
-    for path in spooled:
-        m = re.match(r"(\d+)\.", os.path.basename(path))
-        lost_results.add(int(m.group(1)) if m else path)
-    overridden = collections.Counter()
+    for _, what in spooled:
+        lost_results.add(what)
+    overridden = collections.Counter()  # the database decided otherwise; the result is gone
+    late_kept = collections.Counter()  # ... and kept the executor's result in late_result
     for run_id, st in ended.items():
         db = runs.get(run_id)
-        if db is not None and db[0] not in (1, 2) and RUN_STATUS[db[0]] != st:
+        if db is None or db[0] in (1, 2) or RUN_STATUS[db[0]] == st:
+            continue
+        if db[4] and re.search(r"\b%s\b" % st, db[4]):
+            late_kept[(st, RUN_STATUS[db[0]])] += 1
+        else:
             overridden[(st, RUN_STATUS[db[0]], db[2][:60])] += 1
+            lost_results.add(run_id)
     accepted_not_ended = [r for r in accepted if r not in ended]
-    doubled_exec = sum(n - 1 for n in accepted.values() if n > 1)
-    # No job here broadcasts, so each fire has one run (shard 0): a fire whose run ids were
-    # accepted on executors more than once ran twice.
-    doubled_exec += sum(len(r) - 1 for r in fire_runs.values() if len(r) > 1)
+    accepted_twice = sum(n - 1 for n in accepted.values() if n > 1)
+    executed_twice_runs = {rid: where for rid, where in started.items() if len(where) > 1}
+    # No job here broadcasts, so each fire has one run (shard 0): a fire with more than one run
+    # started on executors ran twice.
+    executed_twice_fires = {f: r for f, r in fire_runs.items() if len(r) > 1}
+    executed_twice = (sum(len(w) - 1 for w in executed_twice_runs.values()) +
+                      sum(len(r) - 1 for r in executed_twice_fires.values()))
     succeeded_without_log = sum(1 for rid, v in runs.items() if v[0] == 3 and rid not in ended)
 
-    doubled = doubled_fires + doubled_runs + doubled_exec
+    # ------------------------------------------------------------------ executor kills
+    kills = []
+    if args.kills and os.path.exists(args.kills):
+        with open(args.kills) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 3:
+                    kills.append((parts[0], parts[1], float(parts[2])))
+    slow_lost = 0
+    slow_lines = []
+    for name, address, t in kills:
+        rows = query(dsn,
+            "SELECT id, status, COALESCE(EXTRACT(EPOCH FROM end_time)::TEXT, '') FROM runs "
+            "WHERE executor_address = '%s' AND start_time <= to_timestamp(%f) "
+            "AND (end_time IS NULL OR end_time > to_timestamp(%f))" % (address, t, t))
+        in_flight = [(int(r[0]), int(r[1]), float(r[2]) if r[2] else None) for r in rows
+                     if int(r[0]) not in ended]
+        slow = [(rid, st, e) for rid, st, e in in_flight if e is None or e - t > SLOW_LOST_AFTER]
+        slow_lost += len(slow)
+        delays = [e - t for _, _, e in in_flight if e is not None]
+        slow_lines.append("kill -9 of %s (%s) at %s: %d run(s) in flight, %d not terminal "
+                          "within %.0f s%s" % (
+                              name, address, iso(t), len(in_flight), len(slow), SLOW_LOST_AFTER,
+                              ", ended %.1f-%.1f s after the kill" % (min(delays), max(delays))
+                              if delays else ""))
+        for rid, st, e in slow[:3]:
+            slow_lines.append("  run %d: %s %s" % (rid, RUN_STATUS.get(st, st),
+                              "%.1f s after the kill" % (e - t) if e is not None else "never ended"))
+
+    doubled = doubled_fires + doubled_runs
     nondispatched = pending_fires + noreason + fires_without_runs
     results_lost = len(lost_results)
 
@@ -254,16 +326,32 @@ def main():
                             "ORDER BY id LIMIT 5"):
             detail("nonterminal run %s: %s on %s, triggered %s, started %s: %s" %
                    (r[0], RUN_STATUS[int(r[1])], r[2] or "-", r[3], r[4] or "-", r[5]))
-    detail("doubled runs per (fire, shard) %d, runs accepted twice by executors %d" %
-           (doubled_runs, doubled_exec))
+    detail("doubled runs per (fire, shard) %d" % doubled_runs)
+    for line in slow_lines:
+        detail(line)
+    print("no run executed twice (counted on the executors):")
+    detail("runs started on executors %d (run logs' \"run N started\"), runs accepted more "
+           "than once %d (requests repeated; not an execution)" % (len(started), accepted_twice))
+    for rid, where in sorted(executed_twice_runs.items())[:5]:
+        detail("run %d started %d times: %s" % (rid, len(where), ", ".join(where)))
+    for fid, rids in sorted(executed_twice_fires.items())[:5]:
+        detail("fire %d: runs %s all started" % (fid, ", ".join(str(r) for r in sorted(rids))))
     print("invariant 4 (no executor result lost):")
     detail("executor run logs: %d accepted, %d ended (result spooled), %d accepted but never "
            "ended (in flight when killed)" % (len(accepted), len(ended), len(accepted_not_ended)))
-    detail("results left in spools: %d; ended on an executor but not terminal in the database: %d"
-           % (len(spooled), len(lost_results) - len(spooled)))
+    detail("results left in spools (journal records put and not removed): %d%s" % (
+        len(spooled), " (%s)" % ", ".join("%s: %s" % s_ for s_ in spooled[:5]) if spooled else ""))
+    detail("ended on an executor but not terminal in the database: %d; terminal with another "
+           "status (result not kept): %d" % (
+               sum(1 for r in ended if r not in runs or runs[r][0] in (1, 2)),
+               sum(overridden.values())))
     for (est, dbst, msg), n in overridden.most_common(5):
-        detail("executor said %s but the database had already decided %s x%d: %s" %
-               (est, dbst, n, msg))
+        detail("executor said %s but the database decided %s x%d: %s" % (est, dbst, n, msg))
+    for (est, dbst), n in late_kept.most_common(5):
+        detail("executor said %s, the database decided %s and kept the result in late_result "
+               "x%d (documented)" % (est, dbst, n))
+    if not has_late:
+        detail("runs.late_result does not exist (migration 7 not applied)")
     detail("SUCCEEDED in the database without an executor log line: %d" % succeeded_without_log)
     if lost_results:
         ex = sorted(x for x in lost_results if isinstance(x, int))[:5]
@@ -279,12 +367,24 @@ def main():
     for o in odd[:12]:
         detail("anomaly: " + o)
 
-    summary = ("chaos: expected=%d recorded=%d lost=%d doubled=%d nonterminal=%d results_lost=%d"
-               % (expected, recorded, lost, doubled, nonterminal, results_lost))
-    extra = "skipped=%d fired_once_now=%d late_skipped=%d late_fired_once=%d nondispatched=%d" % (
-        skipped_secs, once_secs, late_skipped, late_once, nondispatched)
-    failed = lost or doubled or nonterminal or results_lost or nondispatched or odd
+    faults_skipped = [x for x in args.faults_skipped.split(",") if x]
+    summary = ("chaos: expected=%d recorded=%d lost=%d doubled=%d nonterminal=%d results_lost=%d "
+               "executed_twice=%d slow_lost=%d partitions=%d"
+               % (expected, recorded, lost, doubled, nonterminal, results_lost, executed_twice,
+                  slow_lost, args.partitions))
+    if faults_skipped:
+        summary += " faults_skipped=%d" % len(faults_skipped)
+    extra = ("skipped=%d fired_once_now=%d late_skipped=%d late_fired_once=%d nondispatched=%d "
+             "results_overridden=%d results_in_late_result=%d" % (
+                 skipped_secs, once_secs, late_skipped, late_once, nondispatched,
+                 sum(overridden.values()), sum(late_kept.values())))
+    ci_skip = bool(faults_skipped) and os.environ.get("CI") == "true"
+    failed = (lost or doubled or nonterminal or results_lost or executed_twice or slow_lost or
+              nondispatched or odd or ci_skip)
     print("details: " + extra + (" anomalies=%d" % len(odd) if odd else ""))
+    if faults_skipped:
+        print("faults skipped (not injected, not passed): %s%s" % (
+            ", ".join(faults_skipped), "; CI=true: a skip fails the run" if ci_skip else ""))
     print("result: " + ("FAIL" if failed else "PASS"))
     print(summary)
     return 1 if failed else 0
