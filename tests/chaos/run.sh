@@ -19,17 +19,27 @@
 #      must keep answering grpc.health.v1 and both registries must keep listing the executors
 #      from memory; then start it again and every service must recover
 #   6. SIGSTOP for 10 s, then SIGCONT: the leader scheduler, a dispatcher, an executor
+# Then faults in the network namespaces every process runs in (tests/chaos/net.sh):
+#   7. the leader scheduler partitioned from PostgreSQL (a standby must take over)
+#   8. an executor partitioned from both dispatchers while it runs a job
+#   9. a registry replica partitioned from the executors (they stay online through the other)
+#  10. PostgreSQL slowed by 200 ms per packet (tc netem, or tests/chaos/delay_proxy)
+#  11. an executor's spool directory full (its tmpfs filled up), then freed and the executor
+#      restarted with SIGTERM
+# Without namespaces (not root, no iproute2) the stack runs on loopback and faults 7-10 are
+# skipped (reported; under CI=true a skip fails the run).
 # Then: pause every job (the cut time is taken just before), wait for everything to settle
 # (no PENDING fire, no PENDING/RUNNING run, empty spools; bounded by CHAOS_SETTLE), count with
 # tests/chaos/check.py, and end with
-#   chaos: expected=N recorded=N lost=0 doubled=0 nonterminal=0 results_lost=0
+#   chaos: expected=N recorded=N lost=0 doubled=0 nonterminal=0 results_lost=0 executed_twice=0 slow_lost=0 partitions=K
 # Exit status 0 only when every invariant and every liveness check held.
 #
 # The stack is started, restarted and stopped through scripts/lib/stack.sh. Needs the binaries
 # built (scripts/chaos builds them), PostgreSQL's server binaries, psql, curl and python3. Knobs (environment): CHAOS_JOBS (250), CHAOS_SLOW_JOBS (10), CHAOS_SLOW_MS (1500),
 # CHAOS_GAP (12 s), CHAOS_WARMUP (15 s), CHAOS_PG_OUTAGE (12 s), CHAOS_STOP (10 s),
-# CHAOS_SETTLE (150 s), CHAOS_LOST_RUN_AFTER (15, seconds), CHAOS_KEEP_TMP (keep the directory
-# even when everything passed).
+# CHAOS_SETTLE (150 s), CHAOS_LOST_RUN_AFTER (15, seconds), CHAOS_PARTITION (15 s, each
+# partition), CHAOS_PG_SLOW (15 s), CHAOS_SPOOL_FULL (10 s), CHAOS_NO_NETNS (run on loopback,
+# network faults skipped), CHAOS_KEEP_TMP (keep the directory even when everything passed).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -47,6 +57,9 @@ STOP_FOR=${CHAOS_STOP:-10}
 SETTLE=${CHAOS_SETTLE:-150}
 LOST_RUN_AFTER=${CHAOS_LOST_RUN_AFTER:-15}
 EXEC_DOWN=$((LOST_RUN_AFTER + 5))
+PART_FOR=${CHAOS_PARTITION:-15}
+PG_SLOW_FOR=${CHAOS_PG_SLOW:-15}
+SPOOL_FULL_FOR=${CHAOS_SPOOL_FULL:-10}
 APP=chaos
 START=$SECONDS
 
@@ -62,7 +75,7 @@ die() { say "ABORT - $*"; echo "chaos: aborted: $*"; exit 1; }
 . "$ROOT/scripts/lib/stack.sh"
 stack_need_bins services/registry/registry services/dispatcher/dispatcher \
   services/scheduler/scheduler sdk/examples/demo_executor tools/jobwheelctl/jobwheelctl \
-  tests/chaos/health_probe || die "$STACK_ERROR: run scripts/chaos (it builds them)"
+  tests/chaos/health_probe tests/chaos/delay_proxy || die "$STACK_ERROR: run scripts/chaos (it builds them)"
 for tool in psql python3 curl; do
   command -v "$tool" >/dev/null || die "$tool is not installed (scripts/setup installs it)"
 done
@@ -85,15 +98,44 @@ NAMES=(reg1 reg2 disp1 disp2 sched1 sched2 exec1 exec2 exec3)
 stack_pick_ports PG_PORT p1 p2 p3 p4 p5 p6 p7 p8 p9 || die "$STACK_ERROR"
 i=1
 for n in "${NAMES[@]}"; do v=p$i; PORT[$n]=${!v}; i=$((i + 1)); done
-addr() { echo "127.0.0.1:${PORT[$1]}"; }
-REGS="127.0.0.1:${PORT[reg1]},127.0.0.1:${PORT[reg2]}"
-DISPS="127.0.0.1:${PORT[disp1]},127.0.0.1:${PORT[disp2]}"
+
+# Network namespaces: one per process (and one for PostgreSQL), on a private bridge.
+# shellcheck source=tests/chaos/net.sh
+. "$HERE/net.sh"
+NETNS=0
+FAULTS_SKIPPED=()
+PARTITIONS=0
+SPOOL_MNT=""
+KILLS="$TMP/kills.txt"
+: >"$KILLS"
+# The stack stops first, then the mount and the namespaces go (the EXIT trap of stack.sh then
+# finds nothing left to stop).
+trap 'rc=$?; stack_stop; [ -z "$SPOOL_MNT" ] || umount -l "$SPOOL_MNT" 2>/dev/null; net_cleanup; _stack_on_exit $rc' EXIT
+if [ -n "${CHAOS_NO_NETNS:-}" ]; then
+  NET_WHY="CHAOS_NO_NETNS is set"
+elif net_usable; then
+  if net_setup pg "${NAMES[@]}"; then NETNS=1; else net_cleanup; fi
+fi
+if [ "$NETNS" = 1 ]; then
+  for n in "${NAMES[@]}"; do STACK_PREFIX[$n]=${NET_EXEC[$n]}; done
+  STACK_PREFIX[pgproxy]=${NET_EXEC[pg]}
+  addr() { echo "${NET_IP[$1]}:${PORT[$1]}"; }
+  say "network namespaces: $NET_PREFIX.0/24, host side $NET_PREFIX.1, PostgreSQL ${NET_IP[pg]}"
+else
+  addr() { echo "127.0.0.1:${PORT[$1]}"; }
+  FAULTS_SKIPPED+=(partition_leader_pg partition_executor_dispatchers
+                   partition_registry_executors pg_slow)
+  say "no network namespaces (${NET_WHY:-setup failed}): all on loopback; network faults skipped"
+fi
+REGS="$(addr reg1),$(addr reg2)"
+DISPS="$(addr disp1),$(addr disp2)"
 
 PGDATA_DIR="$TMP/pg/pgdata"
 sql() { stack_sql "$1" 2>/dev/null; }
 now() { date +%s.%N; }
 
-CTL_BASE=("$BIN/tools/jobwheelctl/jobwheelctl" --registry="$(addr reg1)"
+# (bounded: a partitioned scheduler may not answer)
+CTL_BASE=(timeout 5 "$BIN/tools/jobwheelctl/jobwheelctl" --registry="$(addr reg1)"
           --token_file="$TOK/admin")
 ctl() {  # ctl SCHEDULER_NAME ARGS...
   local s=$1; shift
@@ -121,6 +163,8 @@ kill9() {  # kill9 NAME (at a random moment within the next second: fires come o
   local n=$1
   sleep "0.$((RANDOM % 10))"
   kill -KILL "${STACK_PID[$n]}" 2>/dev/null
+  # An executor's kill time: its runs in flight must be terminal soon after (slow_lost).
+  case $n in exec*) echo "$n $(addr "$n") $(now)" >>"$KILLS" ;; esac
   wait "${STACK_PID[$n]}" 2>/dev/null
   echo "=== chaos: kill -9 $(date -u +%FT%T.%3NZ)" >>"$STACK_LOGS/$n.log"
   say "kill -9 $n (pid ${STACK_PID[$n]})"
@@ -135,7 +179,7 @@ restart() {  # restart NAME: the same command again, and wait until it serves
 # A process that died by itself is a failure; it is restarted so the suite can go on.
 check_alive() {  # check_alive WHEN
   local n
-  for n in "${NAMES[@]}"; do
+  for n in "${NAMES[@]}" ${STACK_PID[pgproxy]:+pgproxy}; do
     if ! stack_alive "$n"; then
       wait "${STACK_PID[$n]}" 2>/dev/null; local rc=$?
       fail "$n exited by itself (status $rc) $1; last log lines:"
@@ -191,14 +235,39 @@ observe() {  # observe SECONDS: load keeps running; prints the recent rates
 
 ############################################################################ start the stack
 say "chaos: temporary directory $TMP"
-stack_pg_private "$PG_PORT" || die "$STACK_ERROR"
+# pg_up: PostgreSQL started (initialized the first time). With namespaces it runs in its own
+# (listening on that namespace's loopback) behind tests/chaos/delay_proxy on its address.
+pg_up() {
+  ip netns exec "${NET_NS[pg]}" bash -c '. "$1/scripts/lib/pg.sh" && pg_start "$2" "$3" &&
+    pg_ensure_db "$3" jobwheel' _ "$ROOT" "$TMP/pg" "$PG_PORT" >>"$TMP/logs/pg_start.log" 2>&1
+}
+if [ "$NETNS" = 1 ]; then
+  pg_up || { tail -n 20 "$TMP/logs/pg_start.log"; die "PostgreSQL did not start in its namespace"; }
+  STACK_PG_MODE=private  # stack_stop stops it
+  STACK_PG_PORT=$PG_PORT
+  stack_spawn pgproxy other "${NET_IP[pg]}:$PG_PORT" "$BIN/tests/chaos/delay_proxy" \
+    --listen="${NET_IP[pg]}:$PG_PORT" --upstream="127.0.0.1:$PG_PORT" --delay_ms=200
+  stack_wait_ready pgproxy 10 || die "the PostgreSQL proxy did not start"
+  STACK_DSN="host=${NET_IP[pg]} port=$PG_PORT user=postgres dbname=jobwheel"
+else
+  stack_pg_private "$PG_PORT" || die "$STACK_ERROR"
+fi
+CHECK_DSN=$STACK_DSN
 # Every service's connections give up after 3 s while PostgreSQL is down (phase 5).
 STACK_DSN="$STACK_DSN connect_timeout=3"
-say "PostgreSQL on 127.0.0.1:$PG_PORT"
+say "PostgreSQL on ${STACK_DSN%% user=*}"
 
 for n in reg1 reg2; do launch "$n"; wait_serving "$n" || die "$n did not start"; done
 for n in disp1 disp2; do launch "$n"; wait_serving "$n" || die "$n did not start"; done
 for n in sched1 sched2; do launch "$n"; wait_serving "$n" || die "$n did not start"; done
+# exec2's spool is a small tmpfs of its own, so phase 11 can fill it up.
+if mkdir -p "$TMP/executors/exec2/spool" &&
+   mount -t tmpfs -o size=16m,mode=0700 chaos-spool "$TMP/executors/exec2/spool" 2>/dev/null; then
+  SPOOL_MNT="$TMP/executors/exec2/spool"
+else
+  FAULTS_SKIPPED+=(spool_full)
+  say "cannot mount a tmpfs for exec2's spool: the spool-full fault is skipped"
+fi
 for n in exec1 exec2 exec3; do launch "$n"; wait_serving "$n" || die "$n did not start"; done
 say "stack up: registries $REGS, dispatchers $DISPS, schedulers $(addr sched1),$(addr sched2), executors $(addr exec1),$(addr exec2),$(addr exec3)"
 LEADER=$(wait_leader 15) || die "no scheduler became leader"
@@ -326,7 +395,8 @@ done
 rest=$(python3 -c "print(max(0.0, $PG_OUTAGE - ($(now) - $t_down)))")
 sleep "$rest"
 check_alive "while PostgreSQL was down"
-pg_start "$TMP/pg" "$PG_PORT" >>"$TMP/logs/pg_start.log" 2>&1 || die "PostgreSQL did not start again"
+if [ "$NETNS" = 1 ]; then pg_up; else pg_start "$TMP/pg" "$PG_PORT" >>"$TMP/logs/pg_start.log" 2>&1; fi ||
+  die "PostgreSQL did not start again"
 t_up=$(now)
 say "PostgreSQL up again after $(python3 -c "print(round($t_up - $t_down, 1))") s"
 expect_progress "after PostgreSQL restart" 30
@@ -365,6 +435,146 @@ done
 observe "$GAP"
 check_alive "after phase 6"
 
+# running_on NAME: ids of the runs RUNNING on NAME's address (space separated).
+running_on() {
+  sql "SELECT id FROM runs WHERE status = 2 AND executor_address = '$(addr "$1")' ORDER BY id" | tr '\n' ' '
+}
+# wait_terminal SECONDS IDS...: whether those runs are all terminal within the bound.
+wait_terminal() {
+  local deadline=$((SECONDS + $1)) list
+  shift
+  [ $# -gt 0 ] || return 0
+  list=$(IFS=,; echo "$*")
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    [ "$(sql "SELECT count(*) FROM runs WHERE id IN ($list) AND status IN (1, 2)")" = 0 ] && return 0
+    sleep 0.5
+  done
+  return 1
+}
+statuses() {  # statuses IDS...: "STATUS xN, ..." of those runs
+  [ $# -gt 0 ] || return 0
+  sql "SELECT status, count(*) FROM runs WHERE id IN ($(IFS=,; echo "$*")) GROUP BY 1 ORDER BY 1" |
+    python3 -c 'import sys; n={"1":"PENDING","2":"RUNNING","3":"SUCCEEDED","4":"FAILED","5":"TIMED_OUT","6":"KILLED","7":"LOST","8":"DISCARDED"}; print(", ".join("%s x%s" % (n.get(a, a), b) for a, b in (l.strip().split("|") for l in sys.stdin if l.strip())))'
+}
+
+if [ "$NETNS" = 1 ]; then
+  say "== phase 7: the leader scheduler partitioned from PostgreSQL for $PART_FOR s"
+  OLD=$(leader)
+  if [ -z "$OLD" ]; then
+    fail "phase 7: no leader to partition"
+  else
+    t_part=$(now)
+    net_partition "$OLD" pg && PARTITIONS=$((PARTITIONS + 1))
+    say "partition: $OLD | pg"
+    if NEW=$(wait_leader "$((PART_FOR + 15))" "$OLD"); then
+      ok "partition of $OLD from PostgreSQL: $NEW leads $(python3 -c "print(round($(now) - $t_part, 1))") s after the cut"
+      LEADER=$NEW
+      expect_progress "with $OLD partitioned from PostgreSQL" 15
+    else
+      fail "no standby became leader within $((PART_FOR + 15)) s of partitioning $OLD from PostgreSQL"
+    fi
+    rest=$(python3 -c "print(max(0.0, $PART_FOR - ($(now) - $t_part)))")
+    sleep "$rest"
+    net_heal
+    say "healed: $OLD | pg ($(python3 -c "print(round($(now) - $t_part, 1))") s)"
+    expect_progress "after healing $OLD | pg" 20
+  fi
+  observe "$GAP"
+  check_alive "after phase 7"
+
+  say "== phase 8: exec1 partitioned from both dispatchers for $PART_FOR s while it runs a job"
+  deadline=$((SECONDS + 10))
+  ids=$(running_on exec1)
+  while [ -z "$ids" ] && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; ids=$(running_on exec1); done
+  t_part=$(now)
+  net_partition exec1 disp1 disp2 && PARTITIONS=$((PARTITIONS + 1))
+  read -r -a in_flight <<<"$ids"
+  if [ ${#in_flight[@]} -gt 0 ]; then
+    ok "exec1 partitioned from disp1 and disp2 with ${#in_flight[@]} run(s) RUNNING on it"
+  else
+    fail "exec1 partitioned from the dispatchers but no run was RUNNING on it (10 s)"
+  fi
+  sleep 3
+  expect_progress "with exec1 partitioned from the dispatchers" 15
+  sleep "$(python3 -c "print(max(0.0, $PART_FOR - ($(now) - $t_part)))")"
+  net_heal
+  say "healed: exec1 | disp1 disp2"
+  if wait_terminal 30 "${in_flight[@]}"; then
+    ok "the runs RUNNING on exec1 at the partition are terminal within 30 s of the heal: $(statuses "${in_flight[@]}")"
+  else
+    fail "runs RUNNING on exec1 at the partition still not terminal 30 s after the heal: $(statuses "${in_flight[@]}")"
+  fi
+  observe "$GAP"
+  check_alive "after phase 8"
+
+  say "== phase 9: reg1 partitioned from the 3 executors for $PART_FOR s"
+  t_part=$(now)
+  net_partition reg1 exec1 exec2 exec3 && PARTITIONS=$((PARTITIONS + 1))
+  sleep "$PART_FOR"
+  # The lease (10 s) ran out meanwhile: each executor must have renewed it through reg2.
+  renewed=$(sql "SELECT count(*) FROM executors WHERE app = '$APP' AND online AND last_beat_time > to_timestamp($t_part + 3)")
+  if [ "$renewed" = 3 ]; then
+    ok "reg1 cut off from the executors: all 3 online, leases renewed through reg2"
+  else
+    fail "reg1 cut off from the executors: $renewed of 3 executors online with a lease renewed after the partition"
+  fi
+  expect_progress "with reg1 partitioned from the executors" 15
+  net_heal
+  say "healed: reg1 | exec1 exec2 exec3"
+  observe "$GAP"
+  check_alive "after phase 9"
+
+  say "== phase 10: PostgreSQL slowed by 200 ms per packet for $PG_SLOW_FOR s"
+  t0=$(now); sql "SELECT 1" >/dev/null; base=$(python3 -c "print(round($(now) - $t0, 3))")
+  if net_has_netem && ip netns exec "${NET_NS[pg]}" tc qdisc add dev eth0 root netem delay 200ms; then
+    how="tc netem on PostgreSQL's interface"
+  else
+    kill -USR1 "${STACK_PID[pgproxy]}"
+    how="delay_proxy (this kernel has no netem qdisc)"
+  fi
+  sleep 1
+  t_slow=$(now)
+  t0=$(now); sql "SELECT 1" >/dev/null; slow=$(python3 -c "print(round($(now) - $t0, 3))")
+  if python3 -c "import sys; sys.exit(0 if $slow >= 0.2 else 1)"; then
+    ok "PostgreSQL slowed through $how: psql SELECT 1 takes $slow s (was $base s)"
+  else
+    fail "PostgreSQL slowdown through $how not in effect: psql SELECT 1 takes $slow s (was $base s)"
+  fi
+  expect_progress "with PostgreSQL slowed" "$PG_SLOW_FOR"
+  rest=$(python3 -c "print(max(0.0, $PG_SLOW_FOR - ($(now) - $t_slow)))")
+  sleep "$rest"
+  ip netns exec "${NET_NS[pg]}" tc qdisc del dev eth0 root 2>/dev/null
+  kill -USR2 "${STACK_PID[pgproxy]}"
+  say "PostgreSQL at full speed again"
+  expect_progress "after the PostgreSQL slowdown" 20
+  observe "$GAP"
+  check_alive "after phase 10"
+fi
+
+if [ -n "$SPOOL_MNT" ]; then
+  say "== phase 11: exec2's spool directory full for $SPOOL_FULL_FOR s"
+  before=$(grep -c "cannot spool result" "$STACK_LOGS/exec2.log")
+  dd if=/dev/zero of="$SPOOL_MNT/chaos-filler" bs=64k >/dev/null 2>&1
+  say "spool full: $(df -h --output=avail "$SPOOL_MNT" | tail -n 1 | tr -d ' ') left on $SPOOL_MNT"
+  sleep "$SPOOL_FULL_FOR"
+  expect_progress "with exec2's spool full" 10
+  after=$(grep -c "cannot spool result" "$STACK_LOGS/exec2.log")
+  rm -f "$SPOOL_MNT/chaos-filler"
+  if [ "$((after - before))" -gt 0 ]; then
+    ok "spool full: exec2 could not spool $((after - before)) result(s) (kept in memory) and stayed up"
+  else
+    fail "spool full had no effect: exec2 logged no 'cannot spool result'"
+  fi
+  # Tombstones that could not be written leave acknowledged results in the journal: a restart
+  # sends them again (duplicates) and clears them. SIGTERM: in-flight runs finish first.
+  kill -TERM "${STACK_PID[exec2]}"
+  wait "${STACK_PID[exec2]}" 2>/dev/null
+  say "exec2 stopped with SIGTERM"
+  restart exec2
+  observe "$GAP"
+  check_alive "after phase 11"
+fi
+
 ############################################################################ stop the load
 CUT=$(now)
 say "== cut at $(date -u -d "@${CUT%.*}" +%FT%TZ): pausing every job"
@@ -384,7 +594,7 @@ calm=0
 last_print=0
 while [ "$SECONDS" -lt "$deadline" ]; do
   st=$(sql "SELECT (SELECT count(*) FROM fires WHERE status = 1), (SELECT count(*) FROM runs WHERE status = 1), (SELECT count(*) FROM runs WHERE status = 2)")
-  spooled=$(find "$TMP"/executors/*/spool -type f \( -name '*.result' -o -name '*.bad' \) 2>/dev/null | wc -l)
+  spooled=$(python3 "$HERE/spool.py" "$TMP"/executors/*/spool)
   IFS='|' read -r pf pr rr <<<"$st"
   if [ "$pf" = 0 ] && [ "$pr" = 0 ] && [ "$rr" = 0 ] && [ "$spooled" = 0 ]; then
     calm=$((calm + 1))
@@ -403,12 +613,18 @@ else say "not settled within $SETTLE s (pending fires $pf, pending runs $pr, run
 check_alive "at the end"
 
 ############################################################################ count
-python3 "$HERE/check.py" --psql="host=127.0.0.1 port=$PG_PORT user=postgres dbname=jobwheel" \
+python3 "$HERE/check.py" --psql="$CHECK_DSN" \
   --app="$APP" --cut="$CUT" --exec_dirs="$TMP/executors/exec1,$TMP/executors/exec2,$TMP/executors/exec3" \
+  --kills="$KILLS" --partitions="$PARTITIONS" --faults_skipped="$(IFS=,; echo "${FAULTS_SKIPPED[*]}")" \
   >"$TMP/check.out" 2>&1
 CHAOS_RESULT=$?
 CHECK_OUT=$(cat "$TMP/check.out" 2>/dev/null)
 stack_stop
+if [ -n "$SPOOL_MNT" ]; then  # (its files are kept with the directory)
+  cp -a "$SPOOL_MNT" "$SPOOL_MNT.tmpfs" 2>/dev/null
+  umount -l "$SPOOL_MNT" && SPOOL_MNT=""
+fi
+net_cleanup
 if [ "$CHAOS_RESULT" = 0 ] && [ "$CHECK_FAILED" = 0 ]; then stack_release_dir 0; else stack_release_dir 1; fi
 echo
 echo "liveness checks: $CHECK_PASSED passed, $CHECK_FAILED failed"
