@@ -336,6 +336,21 @@ ALTER TABLE runs ADD COLUMN result_key_hash BYTEA;
 -- declared offline): kept in words, the decided status unchanged.
 ALTER TABLE runs ADD COLUMN late_result TEXT;
 )sql"},
+      {8,
+       // executors (owner: registry): PgExecutorStore sets offline_since when it takes a row
+       // offline (stream closed, goodbye, missed beats, lease expired) and clears it when the row
+       // comes online; it sets instance_since when a registration brings another instance_id
+       // than the row held (a new executor process under the address). Read only by the
+       // scheduler leader (PgFireStore monitors): RUNNING runs on a row offline longer than the
+       // reconnect grace, or started before the row's current process registered, are LOST.
+       R"sql(
+-- When the registry took the row offline (NULL while online, and for rows taken offline
+-- before this column existed).
+ALTER TABLE executors ADD COLUMN offline_since TIMESTAMPTZ;
+-- When the row's current instance_id (executor process) first registered; a reconnect of the
+-- same process keeps it. NULL for rows registered before this column existed.
+ALTER TABLE executors ADD COLUMN instance_since TIMESTAMPTZ;
+)sql"},
   };
   return *migrations;
 }

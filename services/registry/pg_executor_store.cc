@@ -38,21 +38,24 @@ constexpr char kCreateAppSql[] =
 constexpr char kRegisterSql[] =
     "INSERT INTO executors (app, address, handlers, sdk_version, capacity, labels, "
     "allow_scripts, replica_id, session_id, online, lease_until, register_time, "
-    "last_beat_time, running, queued, instance_id) "
+    "last_beat_time, running, queued, instance_id, instance_since) "
     "VALUES ($1, $2, $3::text[], $4, $5, jsonb_object($6::text[], $7::text[]), $8, $9, $10, "
-    "true, now() + $11::bigint * interval '1 microsecond', now(), now(), 0, 0, NULLIF($12, '')) "
+    "true, now() + $11::bigint * interval '1 microsecond', now(), now(), 0, 0, NULLIF($12, ''), "
+    "now()) "
     "ON CONFLICT (app, address) DO UPDATE SET handlers = EXCLUDED.handlers, "
     "sdk_version = EXCLUDED.sdk_version, capacity = EXCLUDED.capacity, "
     "labels = EXCLUDED.labels, allow_scripts = EXCLUDED.allow_scripts, "
     "replica_id = EXCLUDED.replica_id, session_id = EXCLUDED.session_id, online = true, "
     "lease_until = EXCLUDED.lease_until, register_time = now(), last_beat_time = now(), "
-    "running = 0, queued = 0, instance_id = EXCLUDED.instance_id "
+    "running = 0, queued = 0, instance_id = EXCLUDED.instance_id, offline_since = NULL, "
+    "instance_since = CASE WHEN executors.instance_id IS NOT DISTINCT FROM EXCLUDED.instance_id "
+    "THEN executors.instance_since ELSE now() END "
     "WHERE NOT executors.online OR executors.lease_until < now() "
     "OR executors.instance_id = EXCLUDED.instance_id "
     "RETURNING (EXTRACT(EPOCH FROM register_time) * 1000000)::BIGINT, " JW_NOTIFY_EXECUTOR;
 
 constexpr char kMarkOfflineSql[] =
-    "WITH off AS (UPDATE executors SET online = false "
+    "WITH off AS (UPDATE executors SET online = false, offline_since = now() "
     "WHERE app = $1 AND address = $2 AND session_id = $3 AND online RETURNING "
     "app, address) "
     "SELECT " JW_NOTIFY_EXECUTOR " FROM off";
@@ -75,7 +78,7 @@ constexpr char kOwnersSql[] =
     "ON e.app = k.app AND e.address = k.address";
 
 constexpr char kExpireSql[] =
-    "WITH expired AS (UPDATE executors SET online = false "
+    "WITH expired AS (UPDATE executors SET online = false, offline_since = now() "
     "WHERE online AND lease_until < now() RETURNING app, address) "
     "SELECT " JW_NOTIFY_EXECUTOR " FROM expired";
 

@@ -351,6 +351,65 @@ void FakeFireStore::SetAlarmOutbox(FakeAlarmOutbox* outbox) {
   outbox_ = outbox == nullptr ? &own_outbox_ : outbox;
 }
 
+void FakeFireStore::EndLostRuns(const MonitorLimits& limits, MonitorResult& result) {
+  const absl::Time now = clock_.Now();
+  auto row_of = [&](const RunRow& r) -> const ExecutorRow* {
+    for (const ExecutorRow& e : executors_) {
+      if (e.app == r.app && e.address == r.executor_address) return &e;
+    }
+    return nullptr;
+  };
+  auto lose = [&](RunRow& r, LostReason reason, std::optional<absl::Duration> after_offline) {
+    r.status = jobwheel::v1::RUN_STATUS_LOST;
+    r.end_time = now;
+    r.result_message =
+        absl::StrCat("executor ", r.executor_address,
+                     reason == LostReason::kExecutorOffline ? " went offline" : " restarted",
+                     " while the run was RUNNING");
+    result.lost_runs.push_back({r.id, r.app, r.executor_address, reason, after_offline});
+  };
+  for (auto& [id, r] : runs_) {  // Offline at least the grace ago.
+    if (r.status != jobwheel::v1::RUN_STATUS_RUNNING) continue;
+    const ExecutorRow* e = row_of(r);
+    if (e == nullptr || e->online || !e->offline_since ||
+        *e->offline_since > now - limits.offline_grace) {
+      continue;
+    }
+    lose(r, LostReason::kExecutorOffline, now - *e->offline_since);
+  }
+  for (auto& [id, r] : runs_) {  // Offline since an unknown time: the long limit.
+    if (r.status != jobwheel::v1::RUN_STATUS_RUNNING || !r.start_time ||
+        *r.start_time >= limits.lost_started_before) {
+      continue;
+    }
+    const ExecutorRow* e = row_of(r);
+    if (e != nullptr && (e->online || e->offline_since)) continue;
+    lose(r, LostReason::kExecutorOffline, std::nullopt);
+  }
+  for (auto& [id, r] : runs_) {  // Restarted: another process registered after the run started.
+    if (r.status != jobwheel::v1::RUN_STATUS_RUNNING || !r.start_time) continue;
+    const ExecutorRow* e = row_of(r);
+    if (e == nullptr || !e->online || !e->instance_since ||
+        *r.start_time + absl::Seconds(1) >= *e->instance_since ||
+        *e->instance_since > now - limits.restart_grace) {
+      continue;
+    }
+    lose(r, LostReason::kExecutorRestarted, std::nullopt);
+  }
+  for (auto& [id, r] : runs_) {  // Restarted, by the process start label.
+    if (r.status != jobwheel::v1::RUN_STATUS_RUNNING || !r.start_time) continue;
+    const ExecutorRow* e = row_of(r);
+    if (e == nullptr || !e->online) continue;
+    const std::optional<int64_t> process_start = ProcessStartMicros(e->process_start_us);
+    if (!process_start || *process_start <= absl::ToUnixMicros(*r.start_time) + 1000000 ||
+        *process_start >= absl::ToUnixMicros(limits.restarted_before)) {
+      continue;
+    }
+    lose(r, LostReason::kExecutorRestarted, std::nullopt);
+  }
+  result.lost = static_cast<int>(result.lost_runs.size());
+}
+
 absl::StatusOr<FireStore::MonitorResult> FakeFireStore::RunMonitorPass(
     const MonitorLimits& limits, const FollowupPlanner& plan) {
   absl::MutexLock lock(&mu_);
@@ -360,6 +419,7 @@ absl::StatusOr<FireStore::MonitorResult> FakeFireStore::RunMonitorPass(
   for (const auto& [id, row] : jobs_) {
     if (row.job.enabled()) ++result.enabled_jobs;
   }
+  EndLostRuns(limits, result);
   std::vector<FinishedRun> finished;
   for (const auto& [id, r] : runs_) {
     if (static_cast<int>(finished.size()) >= limits.batch) break;
@@ -447,38 +507,6 @@ absl::StatusOr<FireStore::MonitorResult> FakeFireStore::RunMonitorPass(
   }
   for (const AlarmEvent& e : planned.alarms) {
     if (outbox_->Queue(e, now)) ++result.alarms_queued;
-  }
-  auto online = [&](const RunRow& r) -> const ExecutorRow* {
-    for (const ExecutorRow& e : executors_) {
-      if (e.app == r.app && e.address == r.executor_address && e.online) return &e;
-    }
-    return nullptr;
-  };
-  for (auto& [id, r] : runs_) {
-    if (r.status != jobwheel::v1::RUN_STATUS_RUNNING || !r.start_time ||
-        *r.start_time >= limits.lost_started_before || online(r) != nullptr) {
-      continue;
-    }
-    r.status = jobwheel::v1::RUN_STATUS_LOST;
-    r.end_time = now;
-    r.result_message =
-        absl::StrCat("executor ", r.executor_address, " went offline while the run was RUNNING");
-    ++result.lost;
-  }
-  for (auto& [id, r] : runs_) {
-    if (r.status != jobwheel::v1::RUN_STATUS_RUNNING || !r.start_time) continue;
-    const ExecutorRow* e = online(r);
-    if (e == nullptr) continue;
-    const std::optional<int64_t> process_start = ProcessStartMicros(e->process_start_us);
-    if (!process_start || *process_start <= absl::ToUnixMicros(*r.start_time) + 1000000 ||
-        *process_start >= absl::ToUnixMicros(limits.restarted_before)) {
-      continue;
-    }
-    r.status = jobwheel::v1::RUN_STATUS_LOST;
-    r.end_time = now;
-    r.result_message =
-        absl::StrCat("executor ", r.executor_address, " restarted while the run was RUNNING");
-    ++result.lost;
   }
   for (auto& [id, r] : runs_) {
     if (r.status != jobwheel::v1::RUN_STATUS_PENDING || r.trigger_time >= limits.pending_before) {

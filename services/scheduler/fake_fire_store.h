@@ -64,6 +64,9 @@ class FakeFireStore : public FireStore {
     bool online = true;
     // The label jobwheel.process_start_us, as the SDK writes it (any text).
     std::optional<std::string> process_start_us;
+    // executors.offline_since and instance_since.
+    std::optional<absl::Time> offline_since;
+    std::optional<absl::Time> instance_since;
   };
 
   explicit FakeFireStore(const Clock& clock) : clock_(clock) {}
@@ -127,6 +130,9 @@ class FakeFireStore : public FireStore {
   void ApplyLatePlan(const LatePlan& plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Inserts unless a unique index of the fires table would refuse it; returns its id or 0.
   int64_t InsertFire(FireRow fire) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends lost runs as PgFireStore's monitor pass does.
+  void EndLostRuns(const MonitorLimits& limits, MonitorResult& result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Clock& clock_;
   mutable absl::Mutex mu_;

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -93,13 +95,36 @@ class FireStore {
   struct MonitorLimits {
     // Finished runs followed up per pass.
     int batch = 500;
-    // A RUNNING run started before this on an executor that is not online becomes LOST.
+    // A RUNNING run on an executor that the registry took offline (executors.offline_since)
+    // at least this long ago by the database's clock becomes LOST, however recently it
+    // started: the same process reconnecting within it keeps its runs.
+    absl::Duration offline_grace = absl::Milliseconds(500);
+    // A RUNNING run on an online executor whose current process registered (instance_since,
+    // by the database's clock) more than a second after the run started, and at least this
+    // long ago, becomes LOST: the new process has had this long to replay the results its
+    // predecessor spooled.
+    absl::Duration restart_grace = absl::Seconds(1);
+    // A RUNNING run started before this on an executor that is not online, and that has no
+    // offline_since (a row taken offline before the column existed, or no row), becomes LOST.
     absl::Time lost_started_before;
     // A RUNNING run on an online executor whose process (label jobwheel.process_start_us)
     // started more than a second after the run did, and before this, becomes LOST.
     absl::Time restarted_before;
     // A PENDING run triggered before this becomes FAILED (its trigger never completed).
     absl::Time pending_before;
+  };
+  // Why a run became LOST.
+  enum class LostReason { kExecutorOffline, kExecutorRestarted };
+  // A run the pass made LOST, and where it ran (ExecutorService.Kill goes there should the
+  // executor come back).
+  struct LostRun {
+    int64_t run_id = 0;
+    std::string app;
+    std::string executor_address;
+    LostReason reason = LostReason::kExecutorOffline;
+    // For kExecutorOffline with a known offline_since: how long after the registry took the
+    // executor offline the run became LOST (by the database's clock).
+    std::optional<absl::Duration> after_offline;
   };
   struct MonitorResult {
     int64_t enabled_jobs = 0;
@@ -109,6 +134,8 @@ class FireStore {
     int children = 0;
     int lost = 0;
     int stale_pending = 0;
+    // The runs made LOST (lost of them).
+    std::vector<LostRun> lost_runs;
     // Alarms queued in the outbox (a key already there is not queued again); jobs stopped.
     int alarms_queued = 0;
     int stopped_jobs = 0;
@@ -120,8 +147,9 @@ class FireStore {
   // TIMED_OUT and LOST, their alarm sent); locks up to `batch` enabled jobs of kind CRON or
   // FIX_RATE with no next fire time and no schedule_error (skipping locked ones) for the plan
   // too, and stops the planned ones (enabled = false, schedule_error set); queues the planned
-  // alarms in the alarm outbox (ON CONFLICT on the key: nothing); then ends lost and stale
-  // runs per `limits`. It never sends an alarm (AlarmSender does).
+  // alarms in the alarm outbox (ON CONFLICT on the key: nothing); and ends stale runs per
+  // `limits`. Lost runs are ended first, per `limits`, so a run made LOST is followed up (its
+  // retry fire written) by the same pass. It never sends an alarm (AlarmSender does).
   virtual absl::StatusOr<MonitorResult> RunMonitorPass(const MonitorLimits& limits,
                                                        const FollowupPlanner& plan) = 0;
 

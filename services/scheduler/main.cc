@@ -37,6 +37,7 @@
 #include "services/scheduler/leadership_service.h"
 #include "services/scheduler/monitors.h"
 #include "services/scheduler/pg_fire_store.h"
+#include "services/scheduler/run_failover.h"
 #include "services/scheduler/webhook_alarm.h"
 #include "spdlog/spdlog.h"
 
@@ -67,7 +68,14 @@ ABSL_FLAG(absl::Duration, dispatch_lead, absl::Milliseconds(300),
 ABSL_FLAG(absl::Duration, misfire_threshold, absl::Seconds(5),
           "A fire later than this follows the job's misfire strategy");
 ABSL_FLAG(absl::Duration, lost_run_after, absl::Minutes(10),
-          "A RUNNING run on an offline executor older than this becomes LOST");
+          "A RUNNING run on an executor offline since an unknown time (no offline time "
+          "recorded) becomes LOST once it is older than this");
+ABSL_FLAG(absl::Duration, executor_offline_grace, absl::Milliseconds(500),
+          "RUNNING runs of an executor the registry took offline become LOST this long after "
+          "(the same process reconnecting within it keeps them)");
+ABSL_FLAG(absl::Duration, restart_grace, absl::Seconds(1),
+          "RUNNING runs of an executor that restarted (a new process under its address) become "
+          "LOST this long after the new process registered (it may replay spooled results)");
 ABSL_FLAG(int, retention_days, 30, "Fires and runs older than this are deleted");
 ABSL_FLAG(std::string, alarm_webhook_url, "",
           "https:// (or http://) URL that receives alarms as JSON, each with an Idempotency-Key "
@@ -222,6 +230,8 @@ int main(int argc, char** argv) {
   engine_options.misfire_threshold = absl::GetFlag(FLAGS_misfire_threshold);
   Monitors::Options monitor_options;
   monitor_options.lost_after = absl::GetFlag(FLAGS_lost_run_after);
+  monitor_options.offline_grace = absl::GetFlag(FLAGS_executor_offline_grace);
+  monitor_options.restart_grace = absl::GetFlag(FLAGS_restart_grace);
   monitor_options.retention = absl::Hours(24) * absl::GetFlag(FLAGS_retention_days);
 
   FireEngine* engine_ptr = nullptr;
@@ -244,6 +254,12 @@ int main(int argc, char** argv) {
   admin::PgJobStore job_store(pool);
   admin::GrpcExecutorClient executor_client(client_tls, signer.get(), {}, clock);
   admin::JobAdmin job_admin(job_store, executor_client, clock);
+  RunFailover run_failover(
+      dsn, monitors,
+      [&executor_client](const std::string& address, const jobwheel::v1::KillRequest& req) {
+        return executor_client.Kill(address, req);
+      },
+      clock, metrics);
   PgTokenStore token_store(pool);
   TokenAuthenticator::Options auth_options;
   auth_options.insecure_dev = insecure;
@@ -257,6 +273,7 @@ int main(int argc, char** argv) {
 
   engine.Start();
   monitors.Start();
+  run_failover.Start();
   alarm_sender.Start();
   // Before serving: Start returns after the first try of the lock, so GetLeader answers from
   // the first call on.
@@ -268,6 +285,7 @@ int main(int argc, char** argv) {
   if (!server.ok()) {
     elector.Shutdown();
     alarm_sender.Shutdown();
+    run_failover.Shutdown();
     monitors.Shutdown();
     engine.Shutdown();
     return Fail(server.status().ToString());
@@ -279,6 +297,7 @@ int main(int argc, char** argv) {
   spdlog::info("scheduler {} shutting down", replica);
   elector.Shutdown();  // Releases the lock so a standby takes over at once.
   alarm_sender.Shutdown();
+  run_failover.Shutdown();
   monitors.Shutdown();
   engine.Shutdown();
   (*server)->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));

@@ -1,5 +1,6 @@
 #include "services/scheduler/monitors.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "services/scheduler/followup_plan.h"
@@ -32,16 +33,44 @@ void Monitors::Shutdown() {
   thread_.join();
 }
 
+void Monitors::OnExecutorChanged() {
+  const absl::Time now = clock_.Now();
+  absl::MutexLock lock(&mu_);
+  wakes_.insert(now + options_.offline_grace + options_.wake_margin);
+  wakes_.insert(now + options_.restart_grace + options_.wake_margin);
+  ++wake_version_;
+}
+
+namespace {
+
+struct WakeWait {
+  const bool* stopping;
+  const int64_t* version;
+  int64_t seen;
+};
+
+bool StoppingOrNewWake(WakeWait* w) { return *w->stopping || *w->version != w->seen; }
+
+}  // namespace
+
+bool Monitors::WaitForPass(absl::Time sweep) {
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    const absl::Time due = wakes_.empty() ? sweep : std::min(sweep, *wakes_.begin());
+    WakeWait w{&stopping_, &wake_version_, wake_version_};
+    if (!clock_.AwaitWithDeadline(&mu_, absl::Condition(&StoppingOrNewWake, &w), due)) break;
+    if (stopping_) return false;
+    // A new wake-up: wait again, for whichever comes first now.
+  }
+  const absl::Time now = clock_.Now();
+  while (!wakes_.empty() && *wakes_.begin() <= now) wakes_.erase(wakes_.begin());
+  return true;
+}
+
 void Monitors::Loop() {
   absl::Time last_retention = clock_.Now();
   while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (clock_.AwaitWithDeadline(&mu_, absl::Condition(&stopping_),
-                                   clock_.Now() + options_.interval)) {
-        return;
-      }
-    }
+    if (!WaitForPass(clock_.Now() + options_.interval)) return;
     if (!store_.IsLeader()) {
       metrics_.jobs.Set(0);  // Only the leader counts enabled jobs.
       continue;
@@ -64,6 +93,8 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
   limits.batch = options_.batch;
   limits.lost_started_before = now - options_.lost_after;
   limits.restarted_before = now - options_.restart_grace;
+  limits.offline_grace = options_.offline_grace;
+  limits.restart_grace = options_.restart_grace;
   limits.pending_before = now - options_.pending_timeout;
   // The decision is pure (followup_plan.h); the store makes it inside the monitors'
   // transaction, on the runs it locked.
@@ -86,10 +117,23 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
   counts.stopped_jobs = result->stopped_jobs;
   counts.lost = result->lost;
   counts.stale_pending = result->stale_pending;
+  counts.lost_runs = result->lost_runs;
   metrics_.jobs.Set(static_cast<double>(result->enabled_jobs));
   metrics_.retries.Increment(counts.retries);
   metrics_.child_fires.Increment(counts.children);
   metrics_.lost_runs.Increment(counts.lost + counts.stale_pending);
+  int offline = 0, restarted = 0;
+  for (const FireStore::LostRun& run : result->lost_runs) {
+    const bool was_offline = run.reason == FireStore::LostReason::kExecutorOffline;
+    ++(was_offline ? offline : restarted);
+    if (run.after_offline) metrics_.OfflineToLost(*run.after_offline);
+    spdlog::warn("run {} LOST: executor {}/{} {}", run.run_id, run.app, run.executor_address,
+                 was_offline ? "went offline" : "restarted");
+  }
+  if (offline > 0) metrics_.RunsLost("executor_offline", offline);
+  if (restarted > 0) metrics_.RunsLost("executor_restarted", restarted);
+  if (counts.stale_pending > 0) metrics_.RunsLost("trigger_never_completed", counts.stale_pending);
+  if (!result->lost_runs.empty() && lost_listener_) lost_listener_(result->lost_runs);
   metrics_.alarms_queued.Increment(counts.alarms);
   for (const ScheduleStop& stop : plan.stops) {
     spdlog::error("job {} stopped: {}", stop.job_id, stop.error);

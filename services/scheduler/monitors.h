@@ -1,7 +1,11 @@
 #ifndef JOBWHEEL_SERVICES_SCHEDULER_MONITORS_H_
 #define JOBWHEEL_SERVICES_SCHEDULER_MONITORS_H_
 
+#include <cstdint>
+#include <functional>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -24,21 +28,36 @@ namespace jobwheel::scheduler {
 //    a fire that found no executor, a job stopped because its schedule cannot be computed.
 //  - stopped jobs: an enabled job whose stored schedule no longer parses is disabled with
 //    its schedule_error set.
-//  - lost runs: RUNNING longer than `lost_after` on an executor that is offline, or started
-//    before the executor's current process (it restarted) → LOST; PENDING
-//    (trigger never answered, e.g. its dispatcher died) longer than `pending_timeout` → FAILED.
+//  - lost runs (first, so the same pass writes their retries): RUNNING on an executor the
+//    registry took offline at least `offline_grace` ago, however recently started (the same
+//    process reconnecting within the grace keeps its runs), or on an executor whose current
+//    process registered at least `restart_grace` ago, after the run started (it restarted)
+//    → LOST; on an executor offline since an unknown time (no row, or no offline_since),
+//    RUNNING longer than `lost_after` → LOST; PENDING (trigger never answered, e.g. its
+//    dispatcher died) longer than `pending_timeout` → FAILED.
 //  - retention: fires and runs older than `retention` are deleted in small batches.
-// The retry and child fires are picked up and dispatched by the FireEngine. Time comes from
-// `clock`; the loop waits on it.
+// The retry and child fires are picked up and dispatched by the FireEngine. The loop runs a
+// pass every `interval` (the safety net) and, after OnExecutorChanged (the registry announced
+// an executor going offline or registering), once the offline grace and once the restart grace
+// have passed, so runs become LOST as soon as the rules allow. The runs each pass made LOST go
+// to the lost-runs listener (LostRunKiller tells their executors). Time comes from `clock`;
+// the loop waits on it.
 class Monitors {
  public:
   struct Options {
     absl::Duration interval = absl::Seconds(1);
+    // For executors offline since an unknown time.
     absl::Duration lost_after = absl::Minutes(10);
     absl::Duration pending_timeout = absl::Seconds(60);
+    // How long an executor the registry took offline has to reconnect (the same process)
+    // before its runs become LOST.
+    absl::Duration offline_grace = absl::Milliseconds(500);
     // How long a restarted executor has to replay its spooled results before its
     // predecessor's unfinished runs become LOST.
-    absl::Duration restart_grace = absl::Seconds(10);
+    absl::Duration restart_grace = absl::Seconds(1);
+    // Added to each grace before a woken pass: the database's clock, which dates the registry's
+    // change, may run a little ahead of ours.
+    absl::Duration wake_margin = absl::Milliseconds(50);
     absl::Duration retention = absl::Hours(24 * 30);
     absl::Duration retention_interval = absl::Minutes(10);
     int batch = 500;
@@ -51,10 +70,21 @@ class Monitors {
     int lost = 0;
     int stale_pending = 0;
     int deleted = 0;
+    // The runs made LOST (lost of them).
+    std::vector<FireStore::LostRun> lost_runs;
   };
+
+  // Gets the runs a pass made LOST, on the pass's thread.
+  using LostRunsListener = std::function<void(const std::vector<FireStore::LostRun>&)>;
 
   Monitors(Options options, FireStore& store, Clock& clock, SchedulerMetrics& metrics);
   ~Monitors();
+
+  // Before Start.
+  void SetLostRunsListener(LostRunsListener listener) { lost_listener_ = std::move(listener); }
+  // The registry announced a change of an executor row: passes follow once the offline grace
+  // and once the restart grace have passed (plus the margin).
+  void OnExecutorChanged();
 
   void Start();
   void Shutdown();
@@ -66,6 +96,9 @@ class Monitors {
 
  private:
   void Loop();
+  // Waits until the next periodic pass (`sweep`) or the earliest wake-up, whichever is first;
+  // false when stopping.
+  bool WaitForPass(absl::Time sweep);
 
   const Options options_;
   FireStore& store_;
@@ -73,6 +106,10 @@ class Monitors {
   SchedulerMetrics& metrics_;
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Times woken passes are due, and how often the set gained one (wakes a waiting loop).
+  std::set<absl::Time> wakes_ ABSL_GUARDED_BY(mu_);
+  int64_t wake_version_ ABSL_GUARDED_BY(mu_) = 0;
+  LostRunsListener lost_listener_;
   std::thread thread_;
 };
 

@@ -4,6 +4,8 @@
 #include "services/scheduler/monitors.h"
 
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -269,8 +271,8 @@ TEST_F(MonitorsTest, RunsOfAnExecutorThatRestartedBecomeLostAfterTheGrace) {
     e.process_start_us = std::to_string(absl::ToUnixMicros(clock_.Now() - process_age));
     store_.SetExecutors({e});
   };
-  // Within the grace (10 s) the new process may still replay its predecessor's results.
-  register_executor(absl::Seconds(5));
+  // Within the grace (1 s) the new process may still replay its predecessor's results.
+  register_executor(absl::Milliseconds(500));
   ASSERT_TRUE(monitors_->RunOnce().ok());
   EXPECT_EQ(store_.run(orphan)->status, jobwheel::v1::RUN_STATUS_RUNNING);
   register_executor(absl::Seconds(30));
@@ -329,6 +331,99 @@ TEST_F(MonitorsTest, TheLoopRunsEveryIntervalWhileLeading) {
   clock_.AwaitWaiters(1);
   EXPECT_EQ(FiresOf(jobwheel::v1::TRIGGER_TYPE_RETRY).size(), 1u);
   EXPECT_EQ(Counter("jobwheel_scheduler_jobs"), 1);
+  monitors_->Shutdown();
+}
+
+// An executor row as the registry leaves it: offline since `offline_since`, or online with its
+// current process registered at `instance_since`.
+FakeFireStore::ExecutorRow Executor(bool online, std::optional<absl::Time> offline_since,
+                                    std::optional<absl::Time> instance_since) {
+  FakeFireStore::ExecutorRow e;
+  e.address = "127.0.0.1:7200";  // Where Run() puts runs.
+  e.online = online;
+  e.offline_since = offline_since;
+  e.instance_since = instance_since;
+  return e;
+}
+
+TEST_F(MonitorsTest, RunsOfAnExecutorTakenOfflineAreLostAfterTheGraceAndRetriedInTheSamePass) {
+  std::vector<FireStore::LostRun> told;
+  monitors_->SetLostRunsListener([&](const std::vector<FireStore::LostRun>& runs) { told = runs; });
+  const int64_t job = Job(/*retries=*/1);
+  const int64_t run = Run(job, jobwheel::v1::RUN_STATUS_RUNNING);  // Started just now.
+  store_.SetExecutors({Executor(false, clock_.Now(), clock_.Now() - absl::Hours(1))});
+  clock_.Advance(options_.offline_grace - absl::Milliseconds(1));
+  ASSERT_TRUE(monitors_->RunOnce().ok());
+  EXPECT_EQ(store_.run(run)->status, jobwheel::v1::RUN_STATUS_RUNNING);  // Within the grace.
+  clock_.Advance(absl::Milliseconds(1));
+  auto counts = monitors_->RunOnce();
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->lost, 1);
+  EXPECT_EQ(counts->retries, 1);  // The same pass follows the LOST run up.
+  EXPECT_EQ(store_.run(run)->status, jobwheel::v1::RUN_STATUS_LOST);
+  ASSERT_EQ(FiresOf(jobwheel::v1::TRIGGER_TYPE_RETRY).size(), 1u);
+  EXPECT_EQ(FiresOf(jobwheel::v1::TRIGGER_TYPE_RETRY)[0].attempt, 1);
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_EQ(told[0].run_id, run);
+  EXPECT_EQ(told[0].executor_address, "127.0.0.1:7200");
+  EXPECT_EQ(told[0].reason, FireStore::LostReason::kExecutorOffline);
+  EXPECT_EQ(Counter("jobwheel_scheduler_runs_lost_total", "reason", "executor_offline"), 1);
+  EXPECT_EQ(Counter("jobwheel_scheduler_runs_lost_total", "reason", "executor_restarted"), 0);
+}
+
+TEST_F(MonitorsTest, TheSameProcessReconnectingWithinTheGraceKeepsItsRuns) {
+  const int64_t run = Run(Job(1), jobwheel::v1::RUN_STATUS_RUNNING);
+  const absl::Time registered = clock_.Now() - absl::Hours(1);
+  store_.SetExecutors({Executor(false, clock_.Now(), registered)});
+  clock_.Advance(options_.offline_grace / 2);
+  ASSERT_TRUE(monitors_->RunOnce().ok());
+  // Back online, the same process (instance_since unchanged, offline_since cleared).
+  store_.SetExecutors({Executor(true, std::nullopt, registered)});
+  clock_.Advance(absl::Minutes(1));
+  auto counts = monitors_->RunOnce();
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->lost, 0);
+  EXPECT_EQ(store_.run(run)->status, jobwheel::v1::RUN_STATUS_RUNNING);
+}
+
+TEST_F(MonitorsTest, ANewProcessUnderTheAddressLosesItsPredecessorsRunsAfterTheRestartGrace) {
+  const int64_t job = Job(0);
+  const int64_t orphan = Run(job, jobwheel::v1::RUN_STATUS_RUNNING);
+  clock_.Advance(absl::Seconds(2));
+  // A new process registered (faster than the offline grace: the row never looked offline).
+  store_.SetExecutors({Executor(true, std::nullopt, clock_.Now())});
+  clock_.Advance(absl::Seconds(2));
+  const int64_t current = Run(job, jobwheel::v1::RUN_STATUS_RUNNING);  // On the new process.
+  ASSERT_GE(options_.restart_grace, absl::Seconds(1));
+  store_.SetExecutors({Executor(true, std::nullopt,
+                                clock_.Now() - options_.restart_grace + absl::Milliseconds(1))});
+  ASSERT_TRUE(monitors_->RunOnce().ok());
+  EXPECT_EQ(store_.run(orphan)->status, jobwheel::v1::RUN_STATUS_RUNNING);  // Within the grace.
+  clock_.Advance(absl::Milliseconds(1));
+  auto counts = monitors_->RunOnce();
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->lost, 1);
+  EXPECT_EQ(store_.run(orphan)->status, jobwheel::v1::RUN_STATUS_LOST);
+  EXPECT_EQ(store_.run(current)->status, jobwheel::v1::RUN_STATUS_RUNNING);
+  EXPECT_EQ(Counter("jobwheel_scheduler_runs_lost_total", "reason", "executor_restarted"), 1);
+}
+
+TEST_F(MonitorsTest, AnExecutorChangeWakesAPassAfterTheGraceBeforeTheInterval) {
+  ASSERT_GT(options_.interval, options_.offline_grace + options_.wake_margin);
+  const int64_t run = Run(Job(1), jobwheel::v1::RUN_STATUS_RUNNING);
+  monitors_->Start();
+  clock_.AwaitWaiters(1);
+  store_.SetExecutors({Executor(false, clock_.Now(), clock_.Now() - absl::Hours(1))});
+  monitors_->OnExecutorChanged();
+  clock_.Advance(options_.offline_grace + options_.wake_margin);
+  // The periodic pass is still interval - grace away; only the wake-up makes the run LOST.
+  const absl::Time deadline = RealClock::Get().Now() + absl::Seconds(10);
+  while (store_.run(run)->status != jobwheel::v1::RUN_STATUS_LOST &&
+         RealClock::Get().Now() < deadline) {
+    RealClock::Get().SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_EQ(store_.run(run)->status, jobwheel::v1::RUN_STATUS_LOST);
+  EXPECT_LT(clock_.Now() - store_.run(run)->start_time.value(), options_.interval);
   monitors_->Shutdown();
 }
 

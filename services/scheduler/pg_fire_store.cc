@@ -59,6 +59,78 @@ void ApplyLatePlan(pqxx::work& tx, const LatePlan& plan) {
                ToPgIntArray(ids), ToPgIntArray(once), ToPgArray(reasons));
 }
 
+// Ends the RUNNING runs whose executor is gone (MonitorLimits says when) as LOST, and adds them
+// to `result`.
+void EndLostRuns(pqxx::work& tx, const FireStore::MonitorLimits& limits,
+                 FireStore::MonitorResult& result) {
+  using LostReason = FireStore::LostReason;
+  auto add = [&](const pqxx::result& rows, LostReason reason) {
+    for (const pqxx::row& r : rows) {
+      FireStore::LostRun run;
+      run.run_id = r[0].as<int64_t>();
+      run.app = r[1].as<std::string>();
+      run.executor_address = r[2].as<std::string>();
+      run.reason = reason;
+      if (rows.columns() > 3 && !r[3].is_null()) {
+        run.after_offline = absl::Microseconds(r[3].as<int64_t>());
+      }
+      result.lost_runs.push_back(std::move(run));
+    }
+  };
+  // Runs whose executor the registry took offline at least the grace ago (the same process
+  // reconnecting within it finds the row online again), however recently they started.
+  add(ExecPrepared(tx, "lose_runs_offline",
+                   "UPDATE runs r SET status = 7, end_time = now(), result_message = "
+                   "'executor ' || r.executor_address || ' went offline while the run was "
+                   "RUNNING' FROM executors e WHERE r.status = 2 AND e.app = r.app AND "
+                   "e.address = r.executor_address AND NOT e.online AND e.offline_since <= "
+                   "now() - $1::bigint * interval '1 microsecond' RETURNING r.id, r.app, "
+                   "r.executor_address, "
+                   "(EXTRACT(EPOCH FROM (now() - e.offline_since)) * 1000000)::BIGINT",
+                   absl::ToInt64Microseconds(limits.offline_grace)),
+      LostReason::kExecutorOffline);
+  // Runs on an executor not online that tells no offline time (no row, or taken offline
+  // before executors.offline_since existed): after the long limit.
+  add(ExecPrepared(tx, "lose_runs_offline_unknown",
+                   "UPDATE runs r SET status = 7, end_time = now(), result_message = "
+                   "'executor ' || r.executor_address || ' went offline while the run was "
+                   "RUNNING' WHERE r.status = 2 AND r.start_time < $1::timestamptz AND NOT "
+                   "EXISTS (SELECT 1 FROM executors e WHERE e.app = r.app AND "
+                   "e.address = r.executor_address AND (e.online OR e.offline_since IS NOT "
+                   "NULL)) RETURNING r.id, r.app, r.executor_address",
+                   ToPgTimestamp(limits.lost_started_before)),
+      LostReason::kExecutorOffline);
+  // Runs whose executor restarted while they ran: the address is online again with another
+  // process, registered (instance_since) more than a second after the run started (start times
+  // may come from the executor's clock), so nobody will report them. The new process has had
+  // its grace to replay the results its predecessor spooled, which win over this.
+  add(ExecPrepared(tx, "lose_runs_restarted",
+                   "UPDATE runs r SET status = 7, end_time = now(), result_message = "
+                   "'executor ' || r.executor_address || ' restarted while the run was RUNNING' "
+                   "FROM executors e WHERE r.status = 2 AND e.app = r.app AND "
+                   "e.address = r.executor_address AND e.online AND "
+                   "r.start_time + interval '1 second' < e.instance_since AND "
+                   "e.instance_since <= now() - $1::bigint * interval '1 microsecond' "
+                   "RETURNING r.id, r.app, r.executor_address",
+                   absl::ToInt64Microseconds(limits.restart_grace)),
+      LostReason::kExecutorRestarted);
+  // The same for rows registered before instance_since existed, by the process start time
+  // the SDK sets as label jobwheel.process_start_us.
+  add(ExecPrepared(tx, "lose_runs_restarted_label",
+                   "UPDATE runs r SET status = 7, end_time = now(), result_message = "
+                   "'executor ' || r.executor_address || ' restarted while the run was RUNNING' "
+                   "FROM executors e WHERE r.status = 2 AND e.app = r.app AND "
+                   "e.address = r.executor_address AND e.online AND "
+                   "(e.labels->>'jobwheel.process_start_us') ~ '^[0-9]{1,18}$' AND "
+                   "(e.labels->>'jobwheel.process_start_us')::BIGINT > "
+                   "(EXTRACT(EPOCH FROM r.start_time) * 1000000)::BIGINT + 1000000 AND "
+                   "(e.labels->>'jobwheel.process_start_us')::BIGINT < $1 "
+                   "RETURNING r.id, r.app, r.executor_address",
+                   absl::ToUnixMicros(limits.restarted_before)),
+      LostReason::kExecutorRestarted);
+  result.lost = static_cast<int>(result.lost_runs.size());
+}
+
 }  // namespace
 
 absl::StatusOr<FireStore::ClaimResult> PgFireStore::ClaimDueJobs(absl::Time horizon, int limit,
@@ -267,6 +339,8 @@ absl::StatusOr<FireStore::MonitorResult> PgFireStore::RunMonitorPass(const Monit
   absl::Status s = elector_.RunFenced("monitors", [&](pqxx::work& tx) {
     result = MonitorResult();
     result.enabled_jobs = tx.exec1("SELECT count(*) FROM jobs WHERE enabled")[0].as<int64_t>();
+    // Lost runs first: the follow-ups below then see them (a retry is written at once).
+    EndLostRuns(tx, limits, result);
     pqxx::result rows = tx.exec_params(
         "SELECT r.id, r.job_id, r.status, r.attempt, r.shard_index, r.shard_total, "
         "r.result_message, r.trigger_message, f.param, f.trigger_type, j.id IS NULL, "
@@ -383,30 +457,6 @@ absl::StatusOr<FireStore::MonitorResult> PgFireStore::RunMonitorPass(const Monit
     // Queued, never sent here: AlarmSender delivers them after this commits.
     result.alarms_queued = QueueAlarms(tx, planned.alarms);
 
-    // Runs whose executor went offline while they ran.
-    pqxx::result lost = tx.exec_params(
-        "UPDATE runs r SET status = 7, end_time = now(), result_message = "
-        "'executor ' || r.executor_address || ' went offline while the run was RUNNING' "
-        "WHERE r.status = 2 AND r.start_time < $1::timestamptz AND NOT EXISTS ("
-        "SELECT 1 FROM executors e WHERE e.app = r.app AND e.address = r.executor_address "
-        "AND e.online) RETURNING r.id",
-        ToPgTimestamp(limits.lost_started_before));
-    result.lost = static_cast<int>(lost.size());
-    // Runs whose executor restarted while they ran: the address is online again, but its
-    // process (label jobwheel.process_start_us, set by the SDK) started after the run did, so
-    // nobody will report them. The new process has had its grace to replay the results its
-    // predecessor spooled, which win over this.
-    pqxx::result restarted = tx.exec_params(
-        "UPDATE runs r SET status = 7, end_time = now(), result_message = "
-        "'executor ' || r.executor_address || ' restarted while the run was RUNNING' "
-        "FROM executors e WHERE r.status = 2 AND e.app = r.app AND "
-        "e.address = r.executor_address AND e.online AND "
-        "(e.labels->>'jobwheel.process_start_us') ~ '^[0-9]{1,18}$' AND "
-        "(e.labels->>'jobwheel.process_start_us')::BIGINT > "
-        "(EXTRACT(EPOCH FROM r.start_time) * 1000000)::BIGINT + 1000000 AND "
-        "(e.labels->>'jobwheel.process_start_us')::BIGINT < $1 RETURNING r.id",
-        absl::ToUnixMicros(limits.restarted_before));
-    result.lost += static_cast<int>(restarted.size());
     // Runs whose trigger never completed (their dispatcher died between commit and call).
     pqxx::result stale = tx.exec_params(
         "UPDATE runs SET status = 4, end_time = now(), result_message = "

@@ -695,7 +695,7 @@ TEST_F(PgFireStoreMonitorsTest, RunsOfAnExecutorThatRestartedBecomeLostAfterTheG
         absl::ToUnixMicros(clock_.Now() - process_age), "'))"));
   };
   // Within the grace the new process may still replay its predecessor's spooled results.
-  register_executor(absl::Seconds(5));
+  register_executor(absl::Milliseconds(500));
   ASSERT_TRUE(monitors_->RunOnce().ok());
   EXPECT_EQ(Exec(absl::StrCat("SELECT status FROM runs WHERE id = ", orphan)), 2);
   register_executor(absl::Seconds(30));
@@ -706,6 +706,74 @@ TEST_F(PgFireStoreMonitorsTest, RunsOfAnExecutorThatRestartedBecomeLostAfterTheG
             jobwheel::v1::RUN_STATUS_LOST);
   EXPECT_EQ(Exec(absl::StrCat("SELECT status FROM runs WHERE id = ", current)),
             jobwheel::v1::RUN_STATUS_RUNNING);
+}
+
+TEST_F(PgFireStoreMonitorsTest, RunsOfAnExecutorTakenOfflineAreLostAfterTheGraceAndRetried) {
+  const int64_t job = Job(1);
+  // Started a second ago: far from --lost_run_after, which no longer matters here.
+  const int64_t run = Run(job, jobwheel::v1::RUN_STATUS_RUNNING, 0,
+                          ", now() - interval '1 second', now() - interval '1 second'");
+  auto executor = [&](const std::string& online, const std::string& offline_since) {
+    Exec("DELETE FROM executors");
+    Exec(absl::StrCat(
+        "INSERT INTO executors (app, address, replica_id, session_id, lease_until, online, "
+        "offline_since, instance_since) VALUES ('demo', '127.0.0.1:7200', 'r', 's', now(), ",
+        online, ", ", offline_since, ", now() - interval '1 hour')"));
+  };
+  executor("false", "now() - interval '400 milliseconds'");  // Within the 500 ms grace.
+  auto counts = monitors_->RunOnce();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(counts->lost, 0);
+  // The same process reconnected: online again, offline_since cleared.
+  executor("true", "NULL");
+  ASSERT_TRUE(monitors_->RunOnce().ok());
+  EXPECT_EQ(Exec(absl::StrCat("SELECT status FROM runs WHERE id = ", run)), 2);
+  executor("false", "now() - interval '600 milliseconds'");
+  counts = monitors_->RunOnce();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(counts->lost, 1);
+  EXPECT_EQ(counts->retries, 1);  // Followed up by the same pass.
+  ASSERT_EQ(counts->lost_runs.size(), 1u);
+  EXPECT_EQ(counts->lost_runs[0].run_id, run);
+  EXPECT_EQ(counts->lost_runs[0].app, "demo");
+  EXPECT_EQ(counts->lost_runs[0].executor_address, "127.0.0.1:7200");
+  ASSERT_TRUE(counts->lost_runs[0].after_offline.has_value());
+  EXPECT_GE(*counts->lost_runs[0].after_offline, absl::Milliseconds(600));
+  EXPECT_EQ(Exec(absl::StrCat("SELECT status FROM runs WHERE id = ", run)),
+            jobwheel::v1::RUN_STATUS_LOST);
+  EXPECT_EQ(Exec(absl::StrCat("SELECT count(*) FROM fires WHERE trigger_type = 5 AND "
+                              "attempt = 1 AND parent_run_id = ",
+                              run)),
+            1);
+}
+
+TEST_F(PgFireStoreMonitorsTest, ANewProcessUnderTheAddressLosesItsPredecessorsRuns) {
+  const int64_t job = Job(0);
+  const int64_t orphan = Run(job, jobwheel::v1::RUN_STATUS_RUNNING, 0,
+                             ", now() - interval '10 seconds', now() - interval '10 seconds'");
+  const int64_t current = Run(job, jobwheel::v1::RUN_STATUS_RUNNING, 0,
+                              ", now() - interval '1 second', now() - interval '1 second'");
+  auto registered = [&](const std::string& ago) {
+    Exec("DELETE FROM executors");
+    Exec(absl::StrCat(
+        "INSERT INTO executors (app, address, replica_id, session_id, lease_until, "
+        "instance_since) VALUES ('demo', '127.0.0.1:7200', 'r', 's', now() + interval '1 hour', "
+        "now() - interval '",
+        ago, "')"));
+  };
+  registered("900 milliseconds");  // Within the 1 s restart grace.
+  ASSERT_TRUE(monitors_->RunOnce().ok());
+  EXPECT_EQ(Exec(absl::StrCat("SELECT status FROM runs WHERE id = ", orphan)), 2);
+  registered("1100 milliseconds");
+  auto counts = monitors_->RunOnce();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(counts->lost, 1);
+  ASSERT_EQ(counts->lost_runs.size(), 1u);
+  EXPECT_EQ(counts->lost_runs[0].reason, FireStore::LostReason::kExecutorRestarted);
+  EXPECT_EQ(Exec(absl::StrCat("SELECT status FROM runs WHERE id = ", orphan)),
+            jobwheel::v1::RUN_STATUS_LOST);
+  // Started after the new process registered (its clock a second ahead at most): kept.
+  EXPECT_EQ(Exec(absl::StrCat("SELECT status FROM runs WHERE id = ", current)), 2);
 }
 
 TEST_F(PgFireStoreMonitorsTest, PendingRunWhoseTriggerNeverCompletedFails) {

@@ -76,6 +76,11 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry& registry)
                .Help("Enabled jobs.")
                .Register(registry)
                .Add({})),
+      executor_events(prometheus::BuildCounter()
+                          .Name("jobwheel_scheduler_executor_events_total")
+                          .Help("Executor changes announced by the registry, seen by the leader.")
+                          .Register(registry)
+                          .Add({})),
       fires_(prometheus::BuildCounter()
                  .Name("jobwheel_scheduler_fires_total")
                  .Help("Fires handed to a dispatcher, by trigger type and outcome.")
@@ -102,7 +107,27 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry& registry)
       db_errors_(prometheus::BuildCounter()
                      .Name("jobwheel_scheduler_db_errors_total")
                      .Help("Failed PostgreSQL round trips by operation.")
-                     .Register(registry)) {
+                     .Register(registry)),
+      runs_lost_(prometheus::BuildCounter()
+                     .Name("jobwheel_scheduler_runs_lost_total")
+                     .Help("Runs ended by the monitors, by reason.")
+                     .Register(registry)),
+      offline_to_lost_(prometheus::BuildHistogram()
+                           .Name("jobwheel_scheduler_offline_to_lost_seconds")
+                           .Help("From the registry taking an executor offline to its runs "
+                                 "becoming LOST.")
+                           .Register(registry)
+                           .Add({}, LatenessBuckets())),
+      lost_run_kills_(prometheus::BuildCounter()
+                          .Name("jobwheel_scheduler_lost_run_kills_total")
+                          .Help("Kill calls for LOST runs to their executors, by outcome.")
+                          .Register(registry)) {
+  for (const char* reason : {"executor_offline", "executor_restarted", "trigger_never_completed"}) {
+    runs_lost_.Add({{"reason", reason}});
+  }
+  for (const char* outcome : {"killed", "not_running", "retried", "gave_up"}) {
+    lost_run_kills_.Add({{"outcome", outcome}});
+  }
   for (auto t : {jobwheel::v1::TRIGGER_TYPE_CRON, jobwheel::v1::TRIGGER_TYPE_FIX_RATE,
                  jobwheel::v1::TRIGGER_TYPE_MANUAL, jobwheel::v1::TRIGGER_TYPE_MISFIRE,
                  jobwheel::v1::TRIGGER_TYPE_RETRY, jobwheel::v1::TRIGGER_TYPE_PARENT}) {
@@ -135,6 +160,18 @@ void SchedulerMetrics::DbQuery(absl::string_view op, absl::Duration d, bool ok) 
   // round trip: rate() and alerts need a series before the first error.
   prometheus::Counter& errors = db_errors_.Add({{"op", label}});
   if (!ok) errors.Increment();
+}
+
+void SchedulerMetrics::RunsLost(absl::string_view reason, int64_t n) {
+  runs_lost_.Add({{"reason", std::string(reason)}}).Increment(static_cast<double>(n));
+}
+
+void SchedulerMetrics::OfflineToLost(absl::Duration d) {
+  offline_to_lost_.Observe(std::max(0.0, absl::ToDoubleSeconds(d)));
+}
+
+void SchedulerMetrics::LostRunKill(absl::string_view outcome) {
+  lost_run_kills_.Add({{"outcome", std::string(outcome)}}).Increment();
 }
 
 }  // namespace jobwheel::scheduler

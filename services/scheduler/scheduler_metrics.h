@@ -23,6 +23,15 @@ class SchedulerMetrics {
   void DispatchLatency(absl::Duration d) { dispatch_latency_.Observe(absl::ToDoubleSeconds(d)); }
   void Misfires(jobwheel::v1::MisfireStrategy strategy, int64_t n);
   void DbQuery(absl::string_view op, absl::Duration d, bool ok);
+  // jobwheel_scheduler_runs_lost_total{reason}: executor_offline, executor_restarted,
+  // trigger_never_completed (PENDING runs made FAILED).
+  void RunsLost(absl::string_view reason, int64_t n);
+  // jobwheel_scheduler_offline_to_lost_seconds: from the registry taking an executor offline
+  // to its runs becoming LOST.
+  void OfflineToLost(absl::Duration d);
+  // jobwheel_scheduler_lost_run_kills_total{outcome}: killed, not_running (the executor
+  // answered without the run), retried (an attempt that found it unreachable), gave_up.
+  void LostRunKill(absl::string_view outcome);
 
   prometheus::Counter& retries;
   prometheus::Counter& child_fires;
@@ -36,6 +45,8 @@ class SchedulerMetrics {
   prometheus::Counter& leader_changes;
   prometheus::Gauge& wheel_entries;
   prometheus::Gauge& jobs;
+  // Executor changes the registry announced (each may wake the monitor pass).
+  prometheus::Counter& executor_events;
 
  private:
   prometheus::Family<prometheus::Counter>& fires_;
@@ -44,6 +55,9 @@ class SchedulerMetrics {
   prometheus::Family<prometheus::Counter>& misfires_;
   prometheus::Family<prometheus::Histogram>& db_duration_;
   prometheus::Family<prometheus::Counter>& db_errors_;
+  prometheus::Family<prometheus::Counter>& runs_lost_;
+  prometheus::Histogram& offline_to_lost_;
+  prometheus::Family<prometheus::Counter>& lost_run_kills_;
 };
 
 // Lower-case trigger type name for labels ("cron", "manual", ...).
