@@ -1,9 +1,10 @@
-// health_probe: asks each target's grpc.health.v1.Health/Check (service "") once, with a
+// health_probe: asks each target's grpc.health.v1.Health/Check (service --service, default "",
+// the whole server's readiness; "liveness" where a server reports it) once, with a
 // deadline, and prints one line per target. Exit 0 when every target answered SERVING, 1 when
 // any did not, 2 on bad usage. The chaos suite uses it to show that services keep answering
 // health checks while PostgreSQL is down.
 //
-//   health_probe [--timeout=2s] 127.0.0.1:7101 127.0.0.1:7102 ...
+//   health_probe [--timeout=2s] [--service=NAME] 127.0.0.1:7101 127.0.0.1:7102 ...
 #include <chrono>
 #include <iostream>
 #include <string>
@@ -17,11 +18,12 @@
 #include "grpcpp/grpcpp.h"
 
 ABSL_FLAG(absl::Duration, timeout, absl::Seconds(2), "Deadline of each Check call");
+ABSL_FLAG(std::string, service, "", "HealthCheckRequest.service of each Check call");
 
 int main(int argc, char** argv) {
   std::vector<char*> targets = absl::ParseCommandLine(argc, argv);
   if (targets.size() < 2) {
-    std::cerr << "usage: health_probe [--timeout=2s] HOST:PORT...\n";
+    std::cerr << "usage: health_probe [--timeout=2s] [--service=NAME] HOST:PORT...\n";
     return 2;
   }
   const absl::Duration timeout = absl::GetFlag(FLAGS_timeout);
@@ -34,6 +36,7 @@ int main(int argc, char** argv) {
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(clock.Now() + timeout));
     grpc::health::v1::HealthCheckRequest req;
+    req.set_service(absl::GetFlag(FLAGS_service));
     grpc::health::v1::HealthCheckResponse resp;
     const absl::Time start = clock.Now();
     grpc::Status s = stub->Check(&ctx, req, &resp);

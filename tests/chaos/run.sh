@@ -372,12 +372,17 @@ say "PostgreSQL stopped"
 sleep 2
 # While the database is down: every service answers health checks, the registries list the
 # executors from memory, and the processes stay up.
+# Registries and dispatchers report readiness (service "": NOT_SERVING without their database)
+# and liveness (service "liveness": SERVING while the process serves); the schedulers and
+# executors answer "" for both.
 targets=()
-for n in "${NAMES[@]}"; do targets+=("$(addr "$n")"); done
-if out=$(probe "${targets[@]}" 2>&1); then
-  ok "PostgreSQL down: all 9 services answer grpc.health.v1 SERVING"
+for n in sched1 sched2 exec1 exec2 exec3; do targets+=("$(addr "$n")"); done
+live=()
+for n in reg1 reg2 disp1 disp2; do live+=("$(addr "$n")"); done
+if out=$(probe "${targets[@]}" 2>&1) && out2=$(probe --service=liveness "${live[@]}" 2>&1); then
+  ok "PostgreSQL down: all 9 services answer grpc.health.v1 SERVING (registries and dispatchers: liveness)"
 else
-  fail "PostgreSQL down: health checks: $(tr '\n' ';' <<<"$out")"
+  fail "PostgreSQL down: health checks: $(tr '\n' ';' <<<"$out ${out2:-}")"
 fi
 for r in reg1 reg2; do
   out=$("${CTL_BASE[@]}" --registry="$(addr "$r")" --scheduler="$(addr sched1)" executors list --app="$APP" 2>&1)
