@@ -9,12 +9,20 @@
 
 namespace jobwheel::sdk {
 
+// A dispatcher's answer to a ReportResults call.
+struct ReportAnswer {
+  // Recorded durably (or already recorded): done.
+  std::vector<int64_t> acked;
+  // Refused for good (no such run, or a missing or wrong result key): never recorded, however
+  // often sent.
+  std::vector<int64_t> refused;
+};
+
 // Delivers run results to a dispatcher (the seam tests fake).
 class DispatcherClient {
  public:
   virtual ~DispatcherClient() = default;
-  // The run ids the dispatcher acknowledged (recorded durably, or already recorded).
-  virtual absl::StatusOr<std::vector<int64_t>> ReportResults(
+  virtual absl::StatusOr<ReportAnswer> ReportResults(
       const std::vector<jobwheel::v1::RunResult>& results) = 0;
 };
 

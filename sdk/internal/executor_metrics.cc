@@ -27,6 +27,12 @@ ExecutorMetrics::ExecutorMetrics(prometheus::Registry& registry)
                      .Help("Results spooled, not yet acknowledged")
                      .Register(registry)
                      .Add({})),
+      results_refused(prometheus::BuildCounter()
+                          .Name("jobwheel_executor_results_refused_total")
+                          .Help("Results the dispatcher refused for good (no such run, or a "
+                                "missing or wrong result key), dropped from the spool")
+                          .Register(registry)
+                          .Add({})),
       heartbeat_connected(prometheus::BuildGauge()
                               .Name("jobwheel_executor_heartbeat_connected")
                               .Help("1 while the registry stream is up")

@@ -23,6 +23,9 @@ class ExecutorMetrics {
   prometheus::Gauge& queue_depth;
   prometheus::Gauge& running;
   prometheus::Gauge& spool_size;
+  // Results the dispatcher refused for good (no such run, or a missing or wrong result key):
+  // dropped from the spool.
+  prometheus::Counter& results_refused;
   prometheus::Gauge& heartbeat_connected;
 
  private:

@@ -12,7 +12,7 @@ GrpcDispatcherClient::GrpcDispatcherClient(
     std::string executor_token, absl::Duration timeout, const Clock& clock)
     : stub_(std::move(stub)), token_(std::move(executor_token)), timeout_(timeout), clock_(clock) {}
 
-absl::StatusOr<std::vector<int64_t>> GrpcDispatcherClient::ReportResults(
+absl::StatusOr<ReportAnswer> GrpcDispatcherClient::ReportResults(
     const std::vector<jobwheel::v1::RunResult>& results) {
   jobwheel::v1::ReportResultsRequest request;
   for (const auto& r : results) *request.add_results() = r;
@@ -22,7 +22,10 @@ absl::StatusOr<std::vector<int64_t>> GrpcDispatcherClient::ReportResults(
   AddBearer(ctx, token_);
   grpc::Status status = stub_->ReportResults(&ctx, request, &response);
   if (!status.ok()) return FromGrpcStatus(status);
-  return std::vector<int64_t>(response.acked_run_ids().begin(), response.acked_run_ids().end());
+  ReportAnswer answer;
+  answer.acked.assign(response.acked_run_ids().begin(), response.acked_run_ids().end());
+  answer.refused.assign(response.refused_run_ids().begin(), response.refused_run_ids().end());
+  return answer;
 }
 
 }  // namespace jobwheel::sdk

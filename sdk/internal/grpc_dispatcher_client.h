@@ -19,7 +19,7 @@ class GrpcDispatcherClient : public DispatcherClient {
                        std::string executor_token, absl::Duration timeout = absl::Seconds(5),
                        const Clock& clock = RealClock::Get());
 
-  absl::StatusOr<std::vector<int64_t>> ReportResults(
+  absl::StatusOr<ReportAnswer> ReportResults(
       const std::vector<jobwheel::v1::RunResult>& results) override;
 
  private:

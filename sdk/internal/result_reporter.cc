@@ -135,7 +135,7 @@ void ResultReporter::Loop() {
     }
 
     mu_.Unlock();
-    absl::StatusOr<std::vector<int64_t>> acked = client_->ReportResults(batch);
+    absl::StatusOr<ReportAnswer> acked = client_->ReportResults(batch);
     mu_.Lock();
 
     const absl::Time after = clock_.Now();
@@ -157,10 +157,23 @@ void ResultReporter::Loop() {
       failures_ = 0;
       backoff_.Reset();
       next_attempt_ = absl::InfinitePast();
-      for (int64_t id : *acked) {
+      for (int64_t id : acked->acked) {
         auto it = pending_.find(id);
         // A result re-submitted while in flight is kept: it may differ from what was acked.
         if (it == pending_.end() || !it->second.in_flight) continue;
+        pending_.erase(it);
+        absl::Status st = spool_->Remove(id);
+        if (!st.ok()) spdlog::warn("result spool: {}", st.ToString());
+      }
+      for (int64_t id : acked->refused) {
+        auto it = pending_.find(id);
+        if (it == pending_.end() || !it->second.in_flight) continue;
+        // Refused for good: sending it again would be refused again. Logged once, here.
+        spdlog::error(
+            "run {}: the dispatcher refused its {} result for good (no such run, or "
+            "a missing or wrong result key); dropped",
+            id, jobwheel::v1::RunStatus_Name(it->second.result.status()));
+        metrics_.results_refused.Increment();
         pending_.erase(it);
         absl::Status st = spool_->Remove(id);
         if (!st.ok()) spdlog::warn("result spool: {}", st.ToString());

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,13 +28,12 @@ using ::testing::UnorderedElementsAre;
 constexpr absl::Duration kWait = absl::Seconds(10);
 
 // Fails the first `failures` calls with UNAVAILABLE, then acknowledges everything except the
-// run ids in `never_ack`.
+// run ids in `never_ack` (not answered) and `refuse` (refused for good).
 class FakeDispatcherClient : public DispatcherClient {
  public:
   explicit FakeDispatcherClient(int failures = 0) : failures_(failures) {}
 
-  absl::StatusOr<std::vector<int64_t>> ReportResults(
-      const std::vector<RunResult>& results) override {
+  absl::StatusOr<ReportAnswer> ReportResults(const std::vector<RunResult>& results) override {
     absl::MutexLock lock(&mu_);
     ++calls_;
     max_batch_ = std::max(max_batch_, results.size());
@@ -41,15 +41,28 @@ class FakeDispatcherClient : public DispatcherClient {
       if (failures_ > 0) --failures_;
       return absl::UnavailableError("dispatcher down");
     }
-    std::vector<int64_t> acked;
+    ReportAnswer answer;
     for (const auto& r : results) {
       received_.push_back(r.run_id());
-      if (never_ack_.count(r.run_id()) == 0) {
-        acked.push_back(r.run_id());
+      keys_[r.run_id()] = r.result_key();
+      if (refuse_.count(r.run_id()) > 0) {
+        answer.refused.push_back(r.run_id());
+      } else if (never_ack_.count(r.run_id()) == 0) {
+        answer.acked.push_back(r.run_id());
         delivered_.insert(r.run_id());
       }
     }
-    return acked;
+    return answer;
+  }
+  void Refuse(int64_t run_id) {
+    absl::MutexLock lock(&mu_);
+    refuse_.insert(run_id);
+  }
+  // The result key last received for `run_id`.
+  std::string key(int64_t run_id) const {
+    absl::MutexLock lock(&mu_);
+    auto it = keys_.find(run_id);
+    return it == keys_.end() ? "" : it->second;
   }
   void SetDown(bool down) {
     absl::MutexLock lock(&mu_);
@@ -83,6 +96,8 @@ class FakeDispatcherClient : public DispatcherClient {
   int calls_ = 0;
   size_t max_batch_ = 0;
   std::set<int64_t> never_ack_;
+  std::set<int64_t> refuse_;
+  std::map<int64_t, std::string> keys_;
   std::set<int64_t> delivered_;
   std::vector<int64_t> received_;
 };
@@ -181,6 +196,44 @@ TEST_F(ResultReporterTest, KeepsUnacknowledgedResults) {
   EXPECT_EQ(SpooledIds(spool_), (std::set<int64_t>{2}));
   EXPECT_EQ(reporter.pending(), 1u);
   EXPECT_EQ(client.received(1), 1);
+}
+
+TEST_F(ResultReporterTest, RefusedResultsAreDroppedFromTheSpoolAndCounted) {
+  FakeDispatcherClient client;
+  client.Refuse(2);
+  ResultReporter reporter(&spool_, &client, RealClock::Get(), metrics_, options_);
+  ASSERT_TRUE(reporter.Start().ok());
+  reporter.Submit(Result(1));
+  reporter.Submit(Result(2));
+  ASSERT_TRUE(Eventually([&] { return reporter.pending() == 0; }, kWait));
+  EXPECT_EQ(client.delivered(), (std::set<int64_t>{1}));
+  EXPECT_EQ(client.received(2), 1);  // Not retried.
+  EXPECT_TRUE(SpooledIds(spool_).empty());
+  EXPECT_EQ(metrics_.results_refused.Value(), 1);
+  EXPECT_EQ(metrics_.spool_size.Value(), 0);
+}
+
+// The result key rides with the result through the spool: a result replayed by a restarted
+// executor still carries it.
+TEST_F(ResultReporterTest, ReplayedResultsKeepTheirKey) {
+  const std::string key(32, '\x5a');
+  {
+    FakeDispatcherClient down;
+    down.SetDown(true);
+    ResultReporter reporter(&spool_, &down, RealClock::Get(), metrics_, options_);
+    ASSERT_TRUE(reporter.Start().ok());
+    RunResult r = Result(7);
+    r.set_result_key(key);
+    reporter.Submit(r);
+    reporter.Shutdown();
+  }  // "Process exit".
+  FakeDispatcherClient client;
+  ResultSpool reopened(dir_);
+  ASSERT_TRUE(reopened.Init().ok());
+  ResultReporter reporter(&reopened, &client, RealClock::Get(), metrics_, options_);
+  ASSERT_TRUE(reporter.Start().ok());
+  ASSERT_TRUE(Eventually([&] { return reporter.pending() == 0; }, kWait));
+  EXPECT_EQ(client.key(7), key);
 }
 
 TEST_F(ResultReporterTest, SendsBatchesOfAtMostMaxBatch) {

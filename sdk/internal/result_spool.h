@@ -26,7 +26,10 @@ namespace jobwheel::sdk {
 // crash mid-append — is ignored; that Put never returned) and compacts the live results
 // into a fresh segment. Result files of the earlier one-file-per-run format
 // (<run_id>.result) are read and migrated; unreadable ones are renamed to *.bad.
-// Thread-safe.
+// A result's result_key (its run's secret, see RunRequest.result_key) is kept with it, so a
+// result resent after a restart still carries it: the directory is private (0700, files 0600).
+// Records from before results carried a key load without one; the dispatcher then refuses them
+// for runs that have a key (and the reporter drops them). Thread-safe.
 class ResultSpool {
  public:
   explicit ResultSpool(std::string dir, size_t max_segment_bytes = 8 << 20);

@@ -171,6 +171,32 @@ TEST_F(ResultSpoolTest, ResultFilesOfTheFormerFormatAreMigrated) {
   EXPECT_EQ(Reopen(), (std::set<int64_t>{41}));
 }
 
+// A result keeps its run's result key through the journal, its compaction and a restart;
+// records written before results carried keys (the same format, without the field) load with
+// an empty key, as they were sent then.
+TEST_F(ResultSpoolTest, ResultKeysSurviveRestartsAndOldRecordsLoadWithout) {
+  const std::string key = std::string("\x00\x01\xff", 3) + std::string(29, '\x7f');
+  {
+    ResultSpool spool(dir_);
+    ASSERT_TRUE(spool.Init().ok());
+    jobwheel::v1::RunResult keyed = Result(1);
+    keyed.set_result_key(key);
+    ASSERT_TRUE(spool.Put(keyed).ok());
+    ASSERT_TRUE(spool.Put(Result(2)).ok());  // No key: as an older executor wrote it.
+  }
+  for (int restart = 0; restart < 2; ++restart) {  // The second one reads the compacted journal.
+    ResultSpool spool(dir_);
+    ASSERT_TRUE(spool.Init().ok());
+    auto all = spool.LoadAll();
+    ASSERT_TRUE(all.ok()) << all.status();
+    ASSERT_EQ(all->size(), 2u);
+    EXPECT_EQ((*all)[0].run_id(), 1);
+    EXPECT_EQ((*all)[0].result_key(), key);
+    EXPECT_EQ((*all)[1].run_id(), 2);
+    EXPECT_TRUE((*all)[1].result_key().empty());
+  }
+}
+
 TEST_F(ResultSpoolTest, RejectsANonPositiveRunId) {
   ResultSpool spool(dir_);
   ASSERT_TRUE(spool.Init().ok());

@@ -60,6 +60,8 @@ RunResult RunResults::Make(const RunState& run, RunStatus status, int code,
   r.set_status(status);
   r.set_code(code);
   r.set_message(message);
+  // The run's key from its RunRequest: the dispatcher records the result only with it.
+  r.set_result_key(run.request.result_key());
   if (run.started != absl::InfinitePast()) *r.mutable_start_time() = ToProto(run.started);
   *r.mutable_end_time() = ToProto(clock_.Now());
   absl::MutexLock lock(&mu_);

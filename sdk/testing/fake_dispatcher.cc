@@ -1,5 +1,7 @@
 #include "sdk/testing/fake_dispatcher.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "common/auth/bearer.h"
 #include "common/grpc/grpc_server.h"
@@ -39,6 +41,12 @@ grpc::Status FakeDispatcher::ReportResults(grpc::ServerContext* ctx,
   if (down_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "dispatcher down");
   for (const auto& r : request->results()) {
     ++received_;
+    auto key = keys_.find(r.run_id());
+    if (key != keys_.end() && key->second != r.result_key()) {
+      ++refused_;
+      response->add_refused_run_ids(r.run_id());
+      continue;
+    }
     results_[r.run_id()] = r;
     response->add_acked_run_ids(r.run_id());
   }
@@ -48,6 +56,16 @@ grpc::Status FakeDispatcher::ReportResults(grpc::ServerContext* ctx,
 void FakeDispatcher::SetDown(bool down) {
   absl::MutexLock lock(&mu_);
   down_ = down;
+}
+
+void FakeDispatcher::RequireKey(int64_t run_id, std::string key) {
+  absl::MutexLock lock(&mu_);
+  keys_[run_id] = std::move(key);
+}
+
+int FakeDispatcher::refused() const {
+  absl::MutexLock lock(&mu_);
+  return refused_;
 }
 
 std::map<int64_t, jobwheel::v1::RunResult> FakeDispatcher::results() const {

@@ -14,8 +14,9 @@
 
 namespace jobwheel::sdk::testing {
 
-// An in-process DispatcherService that records ReportResults (acknowledging every result)
-// or fails with UNAVAILABLE while told to. Dispatch is not implemented. Thread-safe.
+// An in-process DispatcherService that records ReportResults (acknowledging every result,
+// except those refused: see RequireKey) or fails with UNAVAILABLE while told to. Dispatch is
+// not implemented. Thread-safe.
 class FakeDispatcher final : public jobwheel::v1::DispatcherService::Service {
  public:
   explicit FakeDispatcher(std::string token = "");
@@ -30,6 +31,10 @@ class FakeDispatcher final : public jobwheel::v1::DispatcherService::Service {
                              jobwheel::v1::ReportResultsResponse* response) override;
 
   void SetDown(bool down);
+  // Results for `run_id` are recorded only with this result key; others are refused
+  // (refused_run_ids), as a dispatcher does.
+  void RequireKey(int64_t run_id, std::string key);
+  int refused() const;  // Results refused so far.
   // The last result received per run id.
   std::map<int64_t, jobwheel::v1::RunResult> results() const;
   bool Has(int64_t run_id) const;
@@ -45,6 +50,8 @@ class FakeDispatcher final : public jobwheel::v1::DispatcherService::Service {
   std::map<int64_t, jobwheel::v1::RunResult> results_ ABSL_GUARDED_BY(mu_);
   int calls_ ABSL_GUARDED_BY(mu_) = 0;
   int received_ ABSL_GUARDED_BY(mu_) = 0;
+  int refused_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<int64_t, std::string> keys_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace jobwheel::sdk::testing

@@ -22,6 +22,9 @@ struct PlannedRun {
   int32_t shard_total = 1;
   v1::RunStatus status = v1::RUN_STATUS_PENDING;  // PENDING, or FAILED for a failed fire.
   std::string trigger_message;
+  // The run's RunRequest.result_key (see result_key.h): the store keeps only its SHA-256
+  // (and makes one if empty, so no run it creates is without). Never logged.
+  std::string result_key;
 };
 
 // What to do with a PENDING fire: DISPATCHED with its runs, or FAILED with a reason (and one
@@ -71,8 +74,18 @@ struct Reroute {
   std::string message_suffix;  // Appended to trigger_message.
 };
 
-// kForbidden: the run belongs to an app outside the reporter's scope (not recorded, not acked).
-enum class ResultDisposition { kRecorded, kDuplicate, kUnknown, kForbidden };
+// What became of one reported result.
+//   kRecorded:  the run was PENDING or RUNNING and takes the result.
+//   kDuplicate: the run's status was already decided as reported (or a late result was already
+//               kept): nothing changes; acknowledged.
+//   kLate:      the run's status was already decided otherwise (e.g. LOST, FAILED): the result is
+//               kept in words in runs.late_result, the status unchanged; acknowledged.
+//   kUnknown:   no such run: refused.
+//   kBadKey:    the run has a result key hash and the result's key is missing or wrong: refused,
+//               the run untouched.
+//   kForbidden: the run belongs to an app outside the reporter's scope: not recorded, not
+//               acknowledged, not refused (a reporter with the right token may still report it).
+enum class ResultDisposition { kRecorded, kDuplicate, kLate, kUnknown, kBadKey, kForbidden };
 
 // The apps a reporter's token covers; nullopt: every app.
 using AppScope = std::optional<std::vector<std::string>>;
@@ -108,9 +121,12 @@ class DispatchStore {
       const std::vector<Reroute>& reroutes) = 0;
 
   // Records terminal results on runs still PENDING or RUNNING (start_time: the executor's, else
-  // the trigger's, else end_time); others are duplicates, ids
-  // without a row are unknown, runs of apps outside `scope` forbidden (untouched). `results`
-  // must have distinct run ids.
+  // the trigger's, else end_time). Runs of apps outside `scope` are forbidden, then results
+  // whose run has a result_key_hash that SHA-256(result_key) does not match (constant-time
+  // comparison) are kBadKey; neither touches the run. A run already decided with another status
+  // keeps it and gets the result in late_result ("SUCCEEDED code 0 at <end> from <address>:
+  // <message>") unless it has one: kLate; otherwise a decided run is a duplicate. Ids without a
+  // row are unknown. `results` must have distinct run ids.
   //
   // `answers`: trigger answers of some of these runs that were not written yet (the dispatcher
   // holds STARTED/QUEUED answers briefly, see Dispatcher), at most one per run. The same

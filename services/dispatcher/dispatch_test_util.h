@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/time/proto_time.h"
@@ -77,6 +78,8 @@ struct RunRow {
   bool has_start = false;
   bool has_end = false;
   absl::Time trigger_time;
+  std::string late_result;      // RunById only; empty when NULL.
+  std::string result_key_hash;  // RunById only (raw bytes); empty when NULL.
 };
 
 inline std::vector<RunRow> RunsOf(const std::string& dsn, int64_t fire_id) {
@@ -101,7 +104,8 @@ inline RunRow RunById(const std::string& dsn, int64_t run_id) {
   pqxx::row r = tx.exec1(absl::StrCat(
       "SELECT id, status, executor_address, shard_index, shard_total, trigger_message, "
       "result_code, result_message, start_time IS NOT NULL, end_time IS NOT NULL, "
-      "(EXTRACT(EPOCH FROM trigger_time) * 1000000)::BIGINT FROM runs WHERE id = ",
+      "(EXTRACT(EPOCH FROM trigger_time) * 1000000)::BIGINT, COALESCE(late_result, ''), "
+      "encode(COALESCE(result_key_hash, ''::bytea), 'hex') FROM runs WHERE id = ",
       run_id));
   return RunRow{r[0].as<int64_t>(),
                 r[1].as<int>(),
@@ -113,7 +117,9 @@ inline RunRow RunById(const std::string& dsn, int64_t run_id) {
                 r[7].as<std::string>(),
                 r[8].as<bool>(),
                 r[9].as<bool>(),
-                absl::FromUnixMicros(r[10].as<int64_t>())};
+                absl::FromUnixMicros(r[10].as<int64_t>()),
+                r[11].as<std::string>(),
+                absl::HexStringToBytes(r[12].as<std::string>())};
 }
 
 // (status, reason, dispatch_time set) of a fire.

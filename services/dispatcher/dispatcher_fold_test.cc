@@ -74,6 +74,7 @@ class DispatcherFoldTest : public ::testing::Test {
     v1::RunResult* res = req.add_results();
     res->set_run_id(run_id);
     res->set_status(v1::RUN_STATUS_SUCCEEDED);
+    res->set_result_key(store_.key(run_id));
     return dispatcher_->ReportResults(req);
   }
 

@@ -38,7 +38,14 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry)
                     .Register(registry)),
       results_(prometheus::BuildCounter()
                    .Name("jobwheel_dispatcher_results_total")
-                   .Help("Results received via ReportResults (recorded, duplicate, unknown).")
+                   .Help("Results received via ReportResults (recorded, duplicate, late: kept "
+                         "beside a status already decided, refused: see "
+                         "jobwheel_dispatcher_results_refused_total).")
+                   .Register(registry)),
+      refused_(prometheus::BuildCounter()
+                   .Name("jobwheel_dispatcher_results_refused_total")
+                   .Help("Results refused for good, by reason (bad_key: missing or wrong result "
+                         "key; no_run: no such run). The run is left untouched.")
                    .Register(registry)),
       folded_(prometheus::BuildCounter()
                   .Name("jobwheel_dispatcher_trigger_answers_folded_total")
@@ -83,9 +90,10 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry)
   for (const char* outcome : {"dispatched", "failed", "duplicate", "not_found"}) {
     fires_.Add({{"outcome", outcome}});
   }
-  for (const char* outcome : {"recorded", "duplicate", "unknown"}) {
+  for (const char* outcome : {"recorded", "duplicate", "late", "refused"}) {
     results_.Add({{"outcome", outcome}});
   }
+  for (const char* reason : {"bad_key", "no_run"}) refused_.Add({{"reason", reason}});
   for (v1::RunStatus status :
        {v1::RUN_STATUS_SUCCEEDED, v1::RUN_STATUS_FAILED, v1::RUN_STATUS_TIMED_OUT,
         v1::RUN_STATUS_KILLED, v1::RUN_STATUS_LOST, v1::RUN_STATUS_DISCARDED}) {

@@ -40,9 +40,14 @@ class DispatcherMetrics {
     pool_depth_.Add({{"pool", std::string(pool)}}).Set(static_cast<double>(depth));
   }
   void RunFinished(v1::RunStatus status);
-  // outcome: recorded, duplicate, unknown.
+  // outcome: recorded, duplicate, late, refused.
   void Result(absl::string_view outcome) {
     results_.Add({{"outcome", std::string(outcome)}}).Increment();
+  }
+  // A refused result (also counted as Result("refused")); reason: bad_key, no_run.
+  void ResultRefused(absl::string_view reason) {
+    Result("refused");
+    refused_.Add({{"reason", std::string(reason)}}).Increment();
   }
   // STARTED/QUEUED answers written by their run's result write instead of on their own.
   void TriggerAnswersFolded(size_t n) { folded_.Increment(static_cast<double>(n)); }
@@ -67,6 +72,7 @@ class DispatcherMetrics {
   prometheus::Family<prometheus::Gauge>& pool_depth_;
   prometheus::Family<prometheus::Counter>& finished_;
   prometheus::Family<prometheus::Counter>& results_;
+  prometheus::Family<prometheus::Counter>& refused_;
   prometheus::Counter& folded_;
   prometheus::Histogram& trigger_lateness_;
   prometheus::Gauge& runs_held_;

@@ -105,6 +105,14 @@ class DispatcherTest : public ::testing::Test {
     return CounterValue(registry_, name, labels);
   }
 
+  // The result key the executor received for `run_id` (empty if it received none).
+  std::string KeyOf(int64_t run_id) {
+    for (const auto& [address, request] : executors_.runs()) {
+      if (request.run_id() == run_id) return request.result_key();
+    }
+    return "";
+  }
+
   std::string dsn_;
   FakeClock clock_;
   std::mt19937_64 gen_{1};
@@ -138,6 +146,10 @@ TEST_F(DispatcherTest, DispatchRoutesTriggersAndMarksRunning) {
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].first, "127.0.0.1:7203");
   EXPECT_EQ(calls[0].second.run_id(), run_id);
+  // The run's result key went to its executor; only its SHA-256 is in the row.
+  EXPECT_EQ(calls[0].second.result_key().size(), 32u);
+  EXPECT_EQ(row.result_key_hash.size(), 32u);
+  EXPECT_NE(row.result_key_hash, calls[0].second.result_key());
   EXPECT_EQ(calls[0].second.param(), "p1");
   EXPECT_EQ(calls[0].second.handler(), "echo");
   EXPECT_EQ(calls[0].second.fire_id(), fire.fire_id());
@@ -426,6 +438,8 @@ TEST_F(DispatcherTest, LongResultMessagesAreCutAtACharacterBoundary) {
   v1::RunResult* res = req.add_results();
   res->set_run_id(run_id);
   res->set_status(v1::RUN_STATUS_FAILED);
+  ASSERT_TRUE(Eventually([&] { return !KeyOf(run_id).empty(); }, kWait));
+  res->set_result_key(KeyOf(run_id));
   // "€" is 3 bytes; after "xy" they start at 2 + 3k, so byte 64 Ki is inside one.
   std::string huge = "xy";
   while (huge.size() < 200 * 1024) huge += "\xE2\x82\xAC";
@@ -447,7 +461,7 @@ TEST_F(DispatcherTest, NotReadyBeforeFirstSnapshot) {
   EXPECT_EQ(d.Dispatch(req).status().code(), absl::StatusCode::kUnavailable);
 }
 
-TEST_F(DispatcherTest, ReportResultsAcksEverythingAndCounts) {
+TEST_F(DispatcherTest, ReportResultsAcksKnownRunsRefusesOthersAndCounts) {
   auto r = Dispatch({NewFire(v1::ROUTING_STRATEGY_FIRST)});
   ASSERT_TRUE(r.ok());
   const int64_t run_id = r->outcomes(0).run_ids(0);
@@ -458,18 +472,40 @@ TEST_F(DispatcherTest, ReportResultsAcksEverythingAndCounts) {
     res->set_run_id(id);
     res->set_status(v1::RUN_STATUS_SUCCEEDED);
     res->set_message("ok");
+    res->set_result_key(KeyOf(run_id));
   }
   auto ack = dispatcher_->ReportResults(req);
   ASSERT_TRUE(ack.ok()) << ack.status();
   EXPECT_THAT(std::vector<int64_t>(ack->acked_run_ids().begin(), ack->acked_run_ids().end()),
-              ::testing::UnorderedElementsAre(run_id, 999999));
+              ::testing::ElementsAre(run_id));
+  EXPECT_THAT(std::vector<int64_t>(ack->refused_run_ids().begin(), ack->refused_run_ids().end()),
+              ::testing::ElementsAre(999999));
   EXPECT_EQ(RunById(dsn_, run_id).status, v1::RUN_STATUS_SUCCEEDED);
   ack = dispatcher_->ReportResults(req);  // The executor's spool retried: a duplicate.
   ASSERT_TRUE(ack.ok());
   EXPECT_EQ(Counter("jobwheel_dispatcher_results_total", {{"outcome", "recorded"}}), 1);
   EXPECT_EQ(Counter("jobwheel_dispatcher_results_total", {{"outcome", "duplicate"}}), 1);
-  EXPECT_EQ(Counter("jobwheel_dispatcher_results_total", {{"outcome", "unknown"}}), 2);
+  EXPECT_EQ(Counter("jobwheel_dispatcher_results_refused_total", {{"reason", "no_run"}}), 2);
   EXPECT_EQ(Counter("jobwheel_dispatcher_runs_finished_total", {{"status", "succeeded"}}), 1);
+}
+
+TEST_F(DispatcherTest, AResultWithoutTheRunsKeyLeavesTheRunRunning) {
+  auto r = Dispatch({NewFire(v1::ROUTING_STRATEGY_FIRST)});
+  ASSERT_TRUE(r.ok());
+  const int64_t run_id = r->outcomes(0).run_ids(0);
+  ASSERT_TRUE(RunHasStatus(run_id, v1::RUN_STATUS_RUNNING));
+  v1::ReportResultsRequest req;
+  v1::RunResult* res = req.add_results();
+  res->set_run_id(run_id);
+  res->set_status(v1::RUN_STATUS_SUCCEEDED);
+  res->set_message("forged");
+  auto ack = dispatcher_->ReportResults(req);
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  EXPECT_EQ(ack->acked_run_ids_size(), 0);
+  EXPECT_THAT(std::vector<int64_t>(ack->refused_run_ids().begin(), ack->refused_run_ids().end()),
+              ::testing::ElementsAre(run_id));
+  EXPECT_EQ(RunById(dsn_, run_id).status, v1::RUN_STATUS_RUNNING);
+  EXPECT_EQ(Counter("jobwheel_dispatcher_results_refused_total", {{"reason", "bad_key"}}), 1);
 }
 
 }  // namespace

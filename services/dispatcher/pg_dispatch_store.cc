@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/model/proto_enums.h"
@@ -13,6 +14,8 @@
 #include "common/pg/sql_enums.h"
 #include "common/time/proto_time.h"
 #include "pqxx/pqxx"
+#include "services/dispatcher/late_result.h"
+#include "services/dispatcher/result_key.h"
 
 namespace jobwheel::dispatcher {
 namespace {
@@ -107,6 +110,7 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
     // The runs to insert, column by column.
     std::vector<int64_t> r_fire, r_job;
     std::vector<std::string> r_app, r_handler, r_address, r_message, r_param;
+    std::vector<std::string> r_key_hash;  // Hex: decoded to bytea by the insert.
     std::vector<int> r_trigger, r_attempt, r_shard_index, r_shard_total, r_routing, r_status;
     std::vector<absl::optional<absl::Time>> r_scheduled, r_end, r_trigger_time;
     // The fires' new status and reason.
@@ -156,6 +160,9 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
                                                                      : job.routing_strategy());
       for (PlannedRun& run : p.runs) {
         const bool failed = run.status != v1::RUN_STATUS_PENDING;
+        // Every run gets a key, FAILED ones too: no result can be made up for any of them.
+        if (run.result_key.empty()) run.result_key = NewResultKey();
+        r_key_hash.push_back(absl::BytesToHexString(ResultKeyHash(run.result_key)));
         r_fire.push_back(f.fire_id());
         r_job.push_back(job.id());
         r_app.push_back(job.app());
@@ -186,22 +193,25 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
                tx, "insert_runs",
                "INSERT INTO runs (fire_id, job_id, app, handler, trigger_type, attempt, "
                "shard_index, shard_total, executor_address, routing_strategy, status, "
-               "trigger_message, param, scheduled_time, trigger_time, end_time) "
+               "trigger_message, param, scheduled_time, trigger_time, end_time, "
+               "result_key_hash) "
                "SELECT u.fire_id, u.job_id, u.app, u.handler, u.trigger_type, u.attempt, "
                "u.shard_index, u.shard_total, u.address, u.routing, u.status, u.message, u.param, "
-               "u.scheduled, u.triggered, u.ended FROM unnest($1::bigint[], $2::bigint[], "
+               "u.scheduled, u.triggered, u.ended, decode(u.key_hash, 'hex') FROM unnest("
+               "$1::bigint[], $2::bigint[], "
                "$3::text[], $4::text[], $5::int[], $6::int[], $7::int[], $8::int[], $9::text[], "
                "$10::int[], $11::int[], $12::text[], $13::text[], $14::timestamptz[], "
-               "$15::timestamptz[], $16::timestamptz[]) AS u(fire_id, job_id, app, handler, "
-               "trigger_type, attempt, shard_index, shard_total, address, routing, status, "
-               "message, param, scheduled, ended, triggered) ON CONFLICT (fire_id, shard_index) DO "
-               "NOTHING "
+               "$15::timestamptz[], $16::timestamptz[], $17::text[]) AS u(fire_id, job_id, app, "
+               "handler, trigger_type, attempt, shard_index, shard_total, address, routing, "
+               "status, message, param, scheduled, ended, triggered, key_hash) "
+               "ON CONFLICT (fire_id, shard_index) DO NOTHING "
                "RETURNING id, fire_id, shard_index",
                ToPgIntArray(r_fire), ToPgIntArray(r_job), ToPgArray(r_app), ToPgArray(r_handler),
                ToPgIntArray(r_trigger), ToPgIntArray(r_attempt), ToPgIntArray(r_shard_index),
                ToPgIntArray(r_shard_total), ToPgArray(r_address), ToPgIntArray(r_routing),
                ToPgIntArray(r_status), ToPgArray(r_message), ToPgArray(r_param),
-               ToPgTimeArray(r_scheduled), ToPgTimeArray(r_end), ToPgTimeArray(r_trigger_time))) {
+               ToPgTimeArray(r_scheduled), ToPgTimeArray(r_end), ToPgTimeArray(r_trigger_time),
+               ToPgArray(r_key_hash))) {
         inserted_ids[{r[1].as<int64_t>(), r[2].as<int32_t>()}] = r[0].as<int64_t>();
       }
     }
@@ -359,18 +369,43 @@ absl::StatusOr<std::vector<ResultRecord>> PgDispatchStore::RecordResults(
     // runs it records. (A single statement that also tested `status IN (1, 2)` let the
     // planner scan the whole open-runs index, dead entries included, for every batch.)
     absl::flat_hash_map<int64_t, ResultDisposition> disposition;
+    absl::flat_hash_map<int64_t, const v1::RunResult*> result_of;
+    for (const v1::RunResult& r : results) result_of.emplace(r.run_id(), &r);
+    std::vector<int64_t> late_ids;
+    std::vector<std::string> late_texts;
     for (const auto& row :
          ExecPrepared(tx, "lock_result_runs",
-                      "SELECT id, status, app FROM runs WHERE id = ANY($1::bigint[]) ORDER BY id "
-                      "FOR UPDATE",
+                      "SELECT id, status, app, result_key_hash, late_result IS NOT NULL "
+                      "FROM runs WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE",
                       ToPgIntArray(all_ids))) {
+      const int64_t id = row[0].as<int64_t>();
       const auto run_status = static_cast<v1::RunStatus>(row[1].as<int>());
       const std::string app = row[2].as<std::string>();
+      const v1::RunResult& result = *result_of.at(id);
       const bool in_scope =
           !scope.has_value() || std::find(scope->begin(), scope->end(), app) != scope->end();
-      disposition[row[0].as<int64_t>()] = !in_scope                ? ResultDisposition::kForbidden
-                                          : IsTerminal(run_status) ? ResultDisposition::kDuplicate
-                                                                   : ResultDisposition::kRecorded;
+      ResultDisposition d;
+      if (!in_scope) {
+        d = ResultDisposition::kForbidden;
+      } else if (!row[3].is_null() &&
+                 !ResultKeyMatches(result.result_key(), pqxx::binarystring(row[3]).str())) {
+        d = ResultDisposition::kBadKey;
+      } else if (!IsTerminal(run_status)) {
+        d = ResultDisposition::kRecorded;
+      } else if (run_status == result.status() || row[4].as<bool>()) {
+        d = ResultDisposition::kDuplicate;
+      } else {
+        d = ResultDisposition::kLate;
+        late_ids.push_back(id);
+        late_texts.push_back(LateResultText(result, now));
+      }
+      disposition[id] = d;
+    }
+    if (!late_ids.empty()) {
+      ExecPrepared(tx, "record_late_results",
+                   "UPDATE runs r SET late_result = v.text "
+                   "FROM unnest($1::bigint[], $2::text[]) AS v(id, text) WHERE r.id = v.id",
+                   ToPgIntArray(late_ids), ToPgArray(late_texts));
     }
     std::vector<int64_t> ids;
     std::vector<int> statuses, codes;

@@ -1,6 +1,8 @@
 #include "services/dispatcher/pg_dispatch_store.h"
 
 #include <atomic>
+#include <map>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "common/pg/pg_pool.h"
@@ -8,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "services/dispatcher/dispatch_test_util.h"
+#include "services/dispatcher/result_key.h"
 
 namespace jobwheel::dispatcher {
 namespace {
@@ -38,6 +41,7 @@ class PgDispatchStoreTest : public ::testing::Test {
       return p;
     });
     EXPECT_TRUE(r.ok()) << r.status();
+    keys_[(*r)[0].created[0].run_id] = (*r)[0].created[0].planned.result_key;
     return (*r)[0].created[0].run_id;
   }
 
@@ -47,8 +51,18 @@ class PgDispatchStoreTest : public ::testing::Test {
     r.set_status(status);
     r.set_code(code);
     r.set_message(msg);
+    r.set_executor_address("h:1");
     *r.mutable_end_time() = ToProto(now_ + absl::Seconds(1));
+    auto key = keys_.find(run_id);  // The key the run's executor was given.
+    if (key != keys_.end()) r.set_result_key(key->second);
     return r;
+  }
+
+  void Sql(const std::string& statement) {
+    pqxx::connection conn(dsn_);
+    pqxx::work tx(conn);
+    tx.exec(statement);
+    tx.commit();
   }
 
   std::string dsn_;
@@ -56,6 +70,7 @@ class PgDispatchStoreTest : public ::testing::Test {
   std::unique_ptr<PgDispatchStore> store_;
   v1::Job job_;
   absl::Time now_ = absl::FromUnixSeconds(1800000000);
+  std::map<int64_t, std::string> keys_;  // Result keys of the runs PendingRun made.
 };
 
 TEST_F(PgDispatchStoreTest, DispatchIsIdempotentPerFire) {
@@ -233,7 +248,7 @@ TEST_F(PgDispatchStoreTest, TriggerOutcomesNeverOverwriteTerminal) {
   EXPECT_EQ(f.trigger_message, "route FIRST; executor: STARTED");
 }
 
-TEST_F(PgDispatchStoreTest, ResultsRecordedOnceDuplicatesAndUnknownAcked) {
+TEST_F(PgDispatchStoreTest, ResultsRecordedOnceDuplicatesAndLateKeptUnknownRefused) {
   const int64_t a = PendingRun();
   const int64_t b = PendingRun();
   ASSERT_TRUE(store_
@@ -255,13 +270,14 @@ TEST_F(PgDispatchStoreTest, ResultsRecordedOnceDuplicatesAndUnknownAcked) {
   EXPECT_TRUE(ra.has_start);  // Never started per the trigger: start = end.
   EXPECT_TRUE(ra.has_end);
 
-  // A duplicate (or a conflicting late result) changes nothing.
-  auto dup = store_->RecordResults(
-      {Result(a, v1::RUN_STATUS_FAILED, 5, "late"), Result(b, v1::RUN_STATUS_SUCCEEDED, 0, "late")},
-      now_, std::nullopt, {});
+  // A duplicate changes nothing; a conflicting late result is kept beside the decided status.
+  auto dup = store_->RecordResults({Result(a, v1::RUN_STATUS_SUCCEEDED, 0, "done"),
+                                    Result(b, v1::RUN_STATUS_SUCCEEDED, 0, "late")},
+                                   now_, std::nullopt, {});
   ASSERT_TRUE(dup.ok()) << dup.status();
   EXPECT_EQ((*dup)[0].disposition, ResultDisposition::kDuplicate);
-  EXPECT_EQ((*dup)[1].disposition, ResultDisposition::kDuplicate);
+  EXPECT_EQ((*dup)[1].disposition, ResultDisposition::kLate);
+  EXPECT_EQ(RunById(dsn_, a).late_result, "");
   ra = RunById(dsn_, a);
   EXPECT_EQ(ra.status, v1::RUN_STATUS_SUCCEEDED);
   EXPECT_EQ(ra.result_code, 0);
@@ -355,7 +371,7 @@ TEST_F(PgDispatchStoreTest, ResultWriteCarriesHeldTriggerAnswers) {
   EXPECT_EQ((*rec)[0].disposition, ResultDisposition::kRecorded);
   EXPECT_EQ((*rec)[1].disposition, ResultDisposition::kRecorded);
   EXPECT_EQ((*rec)[2].disposition, ResultDisposition::kRecorded);
-  EXPECT_EQ((*rec)[3].disposition, ResultDisposition::kDuplicate);
+  EXPECT_EQ((*rec)[3].disposition, ResultDisposition::kLate);
   const absl::Time end = now_ + absl::Seconds(1);  // Result()'s end_time.
 
   RunRow q = RunById(dsn_, queued);
@@ -378,6 +394,7 @@ TEST_F(PgDispatchStoreTest, ResultWriteCarriesHeldTriggerAnswers) {
   RunRow f = RunById(dsn_, finished);
   EXPECT_EQ(f.status, v1::RUN_STATUS_KILLED);
   EXPECT_EQ(f.trigger_message, "route FIRST");  // The caller writes this answer itself.
+  EXPECT_THAT(f.late_result, HasSubstr("SUCCEEDED code 0"));
 }
 
 // A held answer written after its run's result was recorded elsewhere (another replica) adds
@@ -468,6 +485,7 @@ TEST_F(PgDispatchStoreTest, CachedPlansLookRowsUpByIndex) {
   ASSERT_TRUE(dispatched.ok()) << dispatched.status();
   ASSERT_TRUE(store.DispatchFires({fire}, now_, plan).ok());  // Duplicate: looks its runs up.
   const int64_t run = (*dispatched)[0].created.at(0).run_id;
+  keys_[run] = (*dispatched)[0].created.at(0).planned.result_key;
   auto moved = store.RerouteRuns({Reroute{run, "h:2", "; moved"}});
   ASSERT_TRUE(moved.ok()) << moved.status();
   EXPECT_THAT(*moved, ElementsAre(run));
@@ -476,6 +494,10 @@ TEST_F(PgDispatchStoreTest, CachedPlansLookRowsUpByIndex) {
   ASSERT_TRUE(
       store.RecordResults({Result(run, v1::RUN_STATUS_SUCCEEDED, 0, "ok")}, now_, std::nullopt, {})
           .ok());
+  auto late =
+      store.RecordResults({Result(run, v1::RUN_STATUS_FAILED, 1, "late")}, now_, std::nullopt, {});
+  ASSERT_TRUE(late.ok()) << late.status();
+  ASSERT_EQ((*late)[0].disposition, ResultDisposition::kLate);
 
   const std::string ids = "'{1,2}'";
   const std::string at = "now()";
@@ -490,6 +512,7 @@ TEST_F(PgDispatchStoreTest, CachedPlansLookRowsUpByIndex) {
       {"lock_result_runs", ids},
       {"record_results", ids + ", '{3,3}', '{0,0}', '{a,b}', ARRAY[now(), now()], "
                                "ARRAY[now(), now()], '{\"\",\"\"}', ARRAY[now(), now()]"},
+      {"record_late_results", ids + ", '{a,b}'"},
   };
   ASSERT_TRUE(one.Run("explain",
                       [&](pqxx::connection& conn) {
@@ -513,6 +536,116 @@ TEST_F(PgDispatchStoreTest, CachedPlansLookRowsUpByIndex) {
                         }
                       })
                   .ok());
+}
+
+}  // namespace
+}  // namespace jobwheel::dispatcher
+
+namespace jobwheel::dispatcher {
+namespace {
+
+// Every created run gets a result key; only its SHA-256 is stored, in the insert itself.
+TEST_F(PgDispatchStoreTest, EveryCreatedRunHasItsKeysHash) {
+  const int64_t run = PendingRun();
+  ASSERT_EQ(keys_[run].size(), 32u);
+  EXPECT_EQ(RunById(dsn_, run).result_key_hash, ResultKeyHash(keys_[run]));
+  // A FAILED run (no executor) has one too: no result can be made up for it.
+  auto r = store_->DispatchFires({NewFire()}, now_, [](const v1::Fire&) {
+    FirePlan p;
+    p.status = v1::FIRE_STATUS_FAILED;
+    p.reason = "no executor online";
+    p.runs.push_back(PlannedRun{"", 0, 1, v1::RUN_STATUS_FAILED, p.reason});
+    return p;
+  });
+  ASSERT_TRUE(r.ok()) << r.status();
+  const CreatedRun& failed = (*r)[0].created[0];
+  EXPECT_EQ(RunById(dsn_, failed.run_id).result_key_hash, ResultKeyHash(failed.planned.result_key));
+}
+
+TEST_F(PgDispatchStoreTest, ResultsWithoutTheRunsKeyAreRefusedAndLeaveTheRun) {
+  const int64_t run = PendingRun();
+  ASSERT_TRUE(store_
+                  ->RecordTriggerOutcomes(
+                      {TriggerOutcome{run, v1::RUN_STATUS_RUNNING, "; executor: STARTED", now_}})
+                  .ok());
+  v1::RunResult forged = Result(run, v1::RUN_STATUS_SUCCEEDED, 0, "forged");
+  forged.clear_result_key();
+  v1::RunResult wrong = forged;
+  std::string key = keys_[run];
+  key[17] ^= 0x40;
+  wrong.set_result_key(key);
+  v1::RunResult hash_as_key = forged;  // What a database reader could know.
+  hash_as_key.set_result_key(ResultKeyHash(keys_[run]));
+  for (const v1::RunResult& bad : {forged, wrong, hash_as_key}) {
+    auto rec = store_->RecordResults({bad}, now_, std::nullopt,
+                                     {TriggerOutcome{run, v1::RUN_STATUS_RUNNING, "; held", now_}});
+    ASSERT_TRUE(rec.ok()) << rec.status();
+    EXPECT_EQ((*rec)[0].disposition, ResultDisposition::kBadKey);
+  }
+  RunRow row = RunById(dsn_, run);
+  EXPECT_EQ(row.status, v1::RUN_STATUS_RUNNING);
+  EXPECT_EQ(row.result_message, "");
+  EXPECT_EQ(row.trigger_message, "route FIRST; executor: STARTED");  // Answers not applied.
+  EXPECT_FALSE(row.has_end);
+  EXPECT_EQ(row.late_result, "");
+
+  auto rec = store_->RecordResults({Result(run, v1::RUN_STATUS_SUCCEEDED, 0, "real")}, now_,
+                                   std::nullopt, {});
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  EXPECT_EQ((*rec)[0].disposition, ResultDisposition::kRecorded);
+  EXPECT_EQ(RunById(dsn_, run).result_message, "real");
+  // After it is decided, a keyless result is still refused (not kept as late).
+  rec = store_->RecordResults({forged}, now_, std::nullopt, {});
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  EXPECT_EQ((*rec)[0].disposition, ResultDisposition::kBadKey);
+  EXPECT_EQ(RunById(dsn_, run).late_result, "");
+}
+
+// Runs written before result keys (no hash) take results without one.
+TEST_F(PgDispatchStoreTest, RunsWithoutAKeyHashTakeResultsWithoutAKey) {
+  const int64_t run = PendingRun();
+  Sql(absl::StrCat("UPDATE runs SET result_key_hash = NULL WHERE id = ", run));
+  v1::RunResult r = Result(run, v1::RUN_STATUS_FAILED, 1, "old executor");
+  r.clear_result_key();
+  auto rec = store_->RecordResults({r}, now_, std::nullopt, {});
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  EXPECT_EQ((*rec)[0].disposition, ResultDisposition::kRecorded);
+  EXPECT_EQ(RunById(dsn_, run).status, v1::RUN_STATUS_FAILED);
+}
+
+// A run declared LOST (its executor went offline) keeps LOST; its executor's result, arriving
+// later, is kept in words; the same result again changes nothing, nor does another.
+TEST_F(PgDispatchStoreTest, LateResultsAreKeptBesideTheDecidedStatusOnce) {
+  const int64_t run = PendingRun();
+  Sql(absl::StrCat("UPDATE runs SET status = ", static_cast<int>(v1::RUN_STATUS_LOST),
+                   ", result_message = 'executor offline' WHERE id = ", run));
+  const v1::RunResult late = Result(run, v1::RUN_STATUS_SUCCEEDED, 0, "done after all");
+  auto rec = store_->RecordResults({late}, now_, std::nullopt, {});
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  EXPECT_EQ((*rec)[0].disposition, ResultDisposition::kLate);
+  RunRow row = RunById(dsn_, run);
+  EXPECT_EQ(row.status, v1::RUN_STATUS_LOST);
+  EXPECT_EQ(row.result_message, "executor offline");
+  EXPECT_EQ(row.late_result, "SUCCEEDED code 0 at 2027-01-15T08:00:01Z from h:1: done after all");
+
+  rec = store_->RecordResults({late}, now_ + absl::Minutes(1), std::nullopt, {});
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  EXPECT_EQ((*rec)[0].disposition, ResultDisposition::kDuplicate);
+  rec = store_->RecordResults({Result(run, v1::RUN_STATUS_FAILED, 2, "other")}, now_, std::nullopt,
+                              {});
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  EXPECT_EQ((*rec)[0].disposition, ResultDisposition::kDuplicate);
+  row = RunById(dsn_, run);
+  EXPECT_EQ(row.status, v1::RUN_STATUS_LOST);
+  EXPECT_EQ(row.late_result, "SUCCEEDED code 0 at 2027-01-15T08:00:01Z from h:1: done after all");
+  // The same status as decided is a plain duplicate (no late result for it).
+  const int64_t lost = PendingRun();
+  Sql(absl::StrCat("UPDATE runs SET status = ", static_cast<int>(v1::RUN_STATUS_LOST),
+                   " WHERE id = ", lost));
+  rec = store_->RecordResults({Result(lost, v1::RUN_STATUS_LOST, 1, "x")}, now_, std::nullopt, {});
+  ASSERT_TRUE(rec.ok()) << rec.status();
+  EXPECT_EQ((*rec)[0].disposition, ResultDisposition::kDuplicate);
+  EXPECT_EQ(RunById(dsn_, lost).late_result, "");
 }
 
 }  // namespace

@@ -150,6 +150,7 @@ PendingRun Planner::MakePendingRun(const v1::Fire& fire, const CreatedRun& run) 
   req.set_script_version(job.script_version());
   *req.mutable_scheduled_time() = fire.scheduled_time();
   req.set_attempt(fire.attempt());
+  req.set_result_key(run.planned.result_key);  // Made by the store with the run.
   p.strategy = fire.executor_address().empty() ? StrategyName(job.routing_strategy()) : "manual";
   return p;
 }

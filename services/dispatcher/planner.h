@@ -37,7 +37,7 @@ class Planner {
              std::vector<RoutedRun>* now_runs,
              std::vector<std::pair<RoutedRun, absl::Time>>* held) const;
 
-  // The Run request of a created run.
+  // The Run request of a created run, with its result key (made by the store).
   static PendingRun MakePendingRun(const v1::Fire& fire, const CreatedRun& run);
 
  private:

@@ -165,6 +165,7 @@ TEST_F(PlannerTest, CreatedRunsGoNowOrAreHeldWithTheirFire) {
     p.executor_address = absl::StrCat("127.0.0.1:720", i + 1);
     p.shard_index = i;
     p.shard_total = 3;
+    p.result_key = std::string(32, static_cast<char>('a' + i));
     result.created.push_back(CreatedRun{100 + i, p});
   }
   result.created[1].planned.status = v1::RUN_STATUS_FAILED;  // Not sent.
@@ -181,6 +182,9 @@ TEST_F(PlannerTest, CreatedRunsGoNowOrAreHeldWithTheirFire) {
   EXPECT_EQ(now_runs[0].run.strategy, "sharding_broadcast");
   EXPECT_EQ(now_runs[1].run.request.run_id(), 102);
   EXPECT_EQ(now_runs[1].run.request.shard_index(), 2);
+  // Each run's request carries its own result key.
+  EXPECT_EQ(now_runs[0].run.request.result_key(), std::string(32, 'a'));
+  EXPECT_EQ(now_runs[1].run.request.result_key(), std::string(32, 'c'));
   EXPECT_EQ(now_runs[0].fire, nullptr);
 
   now_runs.clear();

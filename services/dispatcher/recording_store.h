@@ -2,18 +2,23 @@
 #define JOBWHEEL_SERVICES_DISPATCHER_RECORDING_STORE_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "services/dispatcher/dispatch_store.h"
+#include "services/dispatcher/result_key.h"
 
 namespace jobwheel::dispatcher::testing {
 
 // An in-memory DispatchStore that records every write, for tests of the dispatcher's
-// parts without PostgreSQL. Runs get ids from 100 up.
+// parts without PostgreSQL. Runs get ids from 100 up, and result keys as PgDispatchStore gives
+// them (key(run_id) tells a run's key): a result with a wrong key is kBadKey, one for a run
+// decided with another status kLate (once), as in PgDispatchStore.
 class RecordingStore : public DispatchStore {
  public:
   struct ResultWrite {
@@ -32,8 +37,10 @@ class RecordingStore : public DispatchStore {
       r.status = p.status;
       absl::MutexLock lock(&mu_);
       for (PlannedRun& run : p.runs) {
+        if (run.result_key.empty()) run.result_key = NewResultKey();
         CreatedRun c{next_run_id_++, std::move(run)};
         runs_.insert(c.run_id);
+        keys_[c.run_id] = c.planned.result_key;
         if (c.planned.status != v1::RUN_STATUS_PENDING) finished_.insert(c.run_id);
         r.run_ids.push_back(c.run_id);
         r.created.push_back(std::move(c));
@@ -50,6 +57,7 @@ class RecordingStore : public DispatchStore {
     for (const TriggerOutcome& o : outcomes) {
       trigger_writes_.push_back(o);
       if (o.status != v1::RUN_STATUS_RUNNING && finished_.insert(o.run_id).second) {
+        status_[o.run_id] = o.status;
         done.push_back(o.run_id);
       }
     }
@@ -80,21 +88,47 @@ class RecordingStore : public DispatchStore {
     if (fail_results_) return absl::UnavailableError("database down");
     std::vector<ResultRecord> out;
     for (const v1::RunResult& r : results) {
-      ResultDisposition d = !runs_.contains(r.run_id())           ? ResultDisposition::kUnknown
-                            : finished_.insert(r.run_id()).second ? ResultDisposition::kRecorded
-                                                                  : ResultDisposition::kDuplicate;
+      ResultDisposition d;
+      auto key = keys_.find(r.run_id());
+      if (!runs_.contains(r.run_id())) {
+        d = ResultDisposition::kUnknown;
+      } else if (key != keys_.end() && key->second != r.result_key()) {
+        d = ResultDisposition::kBadKey;
+      } else if (finished_.insert(r.run_id()).second) {
+        d = ResultDisposition::kRecorded;
+        status_[r.run_id()] = r.status();
+      } else {
+        auto decided = status_.find(r.run_id());
+        const bool late = decided != status_.end() && decided->second != r.status() &&
+                          late_.insert(r.run_id()).second;
+        d = late ? ResultDisposition::kLate : ResultDisposition::kDuplicate;
+      }
       out.push_back(ResultRecord{r.run_id(), d, r.status()});
     }
     return out;
+  }
+
+  // The result key the store gave `run_id` (empty for runs it did not create).
+  std::string key(int64_t run_id) const {
+    absl::MutexLock lock(&mu_);
+    auto it = keys_.find(run_id);
+    return it == keys_.end() ? std::string() : it->second;
+  }
+  // Whether a late result was kept for `run_id`.
+  bool late(int64_t run_id) const {
+    absl::MutexLock lock(&mu_);
+    return late_.contains(run_id);
   }
 
   void FailResults(bool fail) {
     absl::MutexLock lock(&mu_);
     fail_results_ = fail;
   }
-  void Finish(int64_t run_id) {
+  // The run is decided (as `status`, when given: a differing result is then late).
+  void Finish(int64_t run_id, v1::RunStatus status = v1::RUN_STATUS_UNSPECIFIED) {
     absl::MutexLock lock(&mu_);
     finished_.insert(run_id);
+    if (status != v1::RUN_STATUS_UNSPECIFIED) status_[run_id] = status;
   }
   // The next RecordResults calls stop inside until `gate` is notified; entered() then fires.
   void HoldResultsAt(absl::Notification* gate) {
@@ -124,6 +158,9 @@ class RecordingStore : public DispatchStore {
   int64_t next_run_id_ ABSL_GUARDED_BY(mu_) = 100;
   absl::flat_hash_set<int64_t> runs_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<int64_t> finished_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int64_t, std::string> keys_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int64_t, v1::RunStatus> status_ ABSL_GUARDED_BY(mu_);  // Decided ones.
+  absl::flat_hash_set<int64_t> late_ ABSL_GUARDED_BY(mu_);
   std::vector<TriggerOutcome> trigger_writes_ ABSL_GUARDED_BY(mu_);
   std::vector<ResultWrite> result_writes_ ABSL_GUARDED_BY(mu_);
   bool fail_results_ ABSL_GUARDED_BY(mu_) = false;

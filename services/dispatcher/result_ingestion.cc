@@ -3,7 +3,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::dispatcher {
@@ -62,29 +64,51 @@ absl::StatusOr<v1::ReportResultsResponse> ResultIngestion::Report(
     }
     answers_.EndFold(taken, std::move(put_back));
   }
+  absl::flat_hash_map<int64_t, const v1::RunResult*> result_of;
+  for (const v1::RunResult& r : distinct) result_of.emplace(r.run_id(), &r);
   for (const ResultRecord& rec : *records) {
-    if (rec.disposition == ResultDisposition::kForbidden) {
-      spdlog::warn("result for run {} refused: its app is not on the reporting executor's token",
-                   rec.run_id);
-      continue;  // Not acknowledged: an executor with the right token may still report it.
-    }
-    response.add_acked_run_ids(rec.run_id);
+    // What is logged of a result: never its key.
+    auto from = [&] {
+      const v1::RunResult& r = *result_of.at(rec.run_id);
+      return absl::StrCat(v1::RunStatus_Name(r.status()), " from ",
+                          r.executor_address().empty() ? "(no address)" : r.executor_address());
+    };
     switch (rec.disposition) {
+      case ResultDisposition::kForbidden:
+        // Not acknowledged: an executor with the right token may still report it.
+        spdlog::warn("result for run {} refused: its app is not on the reporting executor's token",
+                     rec.run_id);
+        break;
       case ResultDisposition::kRecorded:
+        response.add_acked_run_ids(rec.run_id);
         if (metrics_ != nullptr) {
           metrics_->Result("recorded");
           metrics_->RunFinished(rec.status);
         }
         break;
       case ResultDisposition::kDuplicate:
+        response.add_acked_run_ids(rec.run_id);
         if (metrics_ != nullptr) metrics_->Result("duplicate");
         break;
-      case ResultDisposition::kUnknown:
-        spdlog::warn("result for unknown run {}: acknowledged and dropped", rec.run_id);
-        if (metrics_ != nullptr) metrics_->Result("unknown");
+      case ResultDisposition::kLate:
+        response.add_acked_run_ids(rec.run_id);
+        spdlog::warn(
+            "late result for run {} ({}): its status was already decided; kept as its "
+            "late result",
+            rec.run_id, from());
+        if (metrics_ != nullptr) metrics_->Result("late");
         break;
-      case ResultDisposition::kForbidden:
-        break;  // Handled above.
+      case ResultDisposition::kUnknown:
+        response.add_refused_run_ids(rec.run_id);
+        spdlog::warn("result for run {} ({}) refused: no such run", rec.run_id, from());
+        if (metrics_ != nullptr) metrics_->ResultRefused("no_run");
+        break;
+      case ResultDisposition::kBadKey:
+        response.add_refused_run_ids(rec.run_id);
+        spdlog::warn("result for run {} ({}) refused: {} result key", rec.run_id, from(),
+                     result_of.at(rec.run_id)->result_key().empty() ? "no" : "wrong");
+        if (metrics_ != nullptr) metrics_->ResultRefused("bad_key");
+        break;
     }
   }
   return response;

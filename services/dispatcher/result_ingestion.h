@@ -18,9 +18,13 @@ namespace jobwheel::dispatcher {
 // `max_message_bytes` is stored cut (at a UTF-8 boundary) with " …(truncated)" appended, so one
 // executor cannot fill the runs table. Held trigger answers of these runs (OutcomeWriter) ride
 // along in the same write; the ones whose result was not recorded go back to the writer.
-// Results of runs outside `scope` are neither recorded nor acknowledged; duplicates and unknown
-// runs are acknowledged. Retries and child jobs are not started here: the scheduler leader's
-// monitors own them. Thread-safe.
+// Results of runs outside `scope` are neither recorded nor acknowledged. A result whose run
+// has a result key hash is recorded only with its run's key (RunRequest.result_key); one with
+// a missing or wrong key, or for a run that does not exist, is refused (refused_run_ids: the
+// executor drops it), counted and logged (never with the key), the run untouched. Duplicates
+// are acknowledged; a result for a run already decided with another status (e.g. LOST) is
+// acknowledged and kept only as the run's late result. Retries and child jobs are not started here:
+// the scheduler leader's monitors own them. Thread-safe.
 class ResultIngestion {
  public:
   ResultIngestion(DispatchStore& store, OutcomeWriter& answers, DispatcherMetrics* metrics,

@@ -41,15 +41,26 @@ class ResultIngestionTest : public ::testing::Test {
     });
     return (*r)[0].run_ids[0];
   }
+  // Each run's result with the key the store gave it.
   absl::StatusOr<v1::ReportResultsResponse> Report(const std::vector<int64_t>& runs,
                                                    const std::string& message = "ok") {
     v1::ReportResultsRequest req;
-    for (int64_t id : runs) {
-      v1::RunResult* r = req.add_results();
-      r->set_run_id(id);
-      r->set_status(v1::RUN_STATUS_SUCCEEDED);
-      r->set_message(message);
-    }
+    for (int64_t id : runs) *req.add_results() = Result(id, message);
+    return ingestion_->Report(req, std::nullopt);
+  }
+  v1::RunResult Result(int64_t run, const std::string& message = "ok",
+                       v1::RunStatus status = v1::RUN_STATUS_SUCCEEDED) {
+    v1::RunResult r;
+    r.set_run_id(run);
+    r.set_status(status);
+    r.set_message(message);
+    r.set_executor_address("10.0.0.1:9999");
+    r.set_result_key(store_.key(run));
+    return r;
+  }
+  absl::StatusOr<v1::ReportResultsResponse> ReportOne(const v1::RunResult& r) {
+    v1::ReportResultsRequest req;
+    *req.add_results() = r;
     return ingestion_->Report(req, std::nullopt);
   }
   void Started(int64_t run) {
@@ -81,18 +92,71 @@ class ResultIngestionTest : public ::testing::Test {
   int64_t fire_id_ = 0;
 };
 
-TEST_F(ResultIngestionTest, RecordsEachRunOnceAndAcksEveryKnownAndUnknownRun) {
+TEST_F(ResultIngestionTest, RecordsEachRunOnceAcksItAndRefusesUnknownRuns) {
   const int64_t run = NewRun();
   auto ack = Report({run, run, 999999});
   ASSERT_TRUE(ack.ok()) << ack.status();
   EXPECT_THAT(std::vector<int64_t>(ack->acked_run_ids().begin(), ack->acked_run_ids().end()),
-              UnorderedElementsAre(run, 999999));
+              ElementsAre(run));
+  EXPECT_THAT(std::vector<int64_t>(ack->refused_run_ids().begin(), ack->refused_run_ids().end()),
+              ElementsAre(999999));
   ASSERT_EQ(store_.result_writes().size(), 1u);
   EXPECT_THAT(store_.result_writes()[0].run_ids, ElementsAre(run, 999999));
   ASSERT_TRUE(Report({run}).ok());  // The executor's spool retried: a duplicate, acked.
   EXPECT_EQ(Counter("jobwheel_dispatcher_results_total", {{"outcome", "recorded"}}), 1);
   EXPECT_EQ(Counter("jobwheel_dispatcher_results_total", {{"outcome", "duplicate"}}), 1);
-  EXPECT_EQ(Counter("jobwheel_dispatcher_results_total", {{"outcome", "unknown"}}), 1);
+  EXPECT_EQ(Counter("jobwheel_dispatcher_results_total", {{"outcome", "refused"}}), 1);
+  EXPECT_EQ(Counter("jobwheel_dispatcher_results_refused_total", {{"reason", "no_run"}}), 1);
+  EXPECT_EQ(Counter("jobwheel_dispatcher_results_refused_total", {{"reason", "bad_key"}}), 0);
+}
+
+TEST_F(ResultIngestionTest, ResultsWithoutTheRunsKeyAreRefusedAndChangeNothing) {
+  const int64_t run = NewRun();
+  ASSERT_EQ(store_.key(run).size(), 32u);
+  Started(run);
+  v1::RunResult forged = Result(run, "forged");
+  forged.clear_result_key();
+  auto ack = ReportOne(forged);
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  EXPECT_EQ(ack->acked_run_ids_size(), 0);
+  EXPECT_THAT(std::vector<int64_t>(ack->refused_run_ids().begin(), ack->refused_run_ids().end()),
+              ElementsAre(run));
+  EXPECT_EQ(writer_->held(), 1u);  // The held answer was not written with it: held again.
+
+  std::string wrong = store_.key(run);
+  wrong[0] ^= 0x01;
+  forged.set_result_key(wrong);
+  ack = ReportOne(forged);
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  EXPECT_THAT(std::vector<int64_t>(ack->refused_run_ids().begin(), ack->refused_run_ids().end()),
+              ElementsAre(run));
+  EXPECT_EQ(Counter("jobwheel_dispatcher_results_refused_total", {{"reason", "bad_key"}}), 2);
+  EXPECT_EQ(Counter("jobwheel_dispatcher_results_total", {{"outcome", "recorded"}}), 0);
+
+  // The run is still open: its executor's result (with the key) is recorded.
+  ack = Report({run});
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  EXPECT_THAT(std::vector<int64_t>(ack->acked_run_ids().begin(), ack->acked_run_ids().end()),
+              ElementsAre(run));
+  EXPECT_EQ(ack->refused_run_ids_size(), 0);
+  EXPECT_EQ(Counter("jobwheel_dispatcher_results_total", {{"outcome", "recorded"}}), 1);
+}
+
+TEST_F(ResultIngestionTest, ALateResultIsAckedKeptAsLateAndCounted) {
+  const int64_t run = NewRun();
+  store_.Finish(run, v1::RUN_STATUS_LOST);  // Its executor was declared offline.
+  auto ack = Report({run});
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  EXPECT_THAT(std::vector<int64_t>(ack->acked_run_ids().begin(), ack->acked_run_ids().end()),
+              ElementsAre(run));
+  EXPECT_TRUE(store_.late(run));
+  EXPECT_EQ(Counter("jobwheel_dispatcher_results_total", {{"outcome", "late"}}), 1);
+  // The same result again (a spool replay): a duplicate, still acked.
+  ack = Report({run});
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  EXPECT_EQ(ack->acked_run_ids_size(), 1);
+  EXPECT_EQ(Counter("jobwheel_dispatcher_results_total", {{"outcome", "late"}}), 1);
+  EXPECT_EQ(Counter("jobwheel_dispatcher_results_total", {{"outcome", "duplicate"}}), 1);
 }
 
 TEST_F(ResultIngestionTest, HeldAnswerRidesWithTheResultWrite) {

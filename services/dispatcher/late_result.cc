@@ -1,0 +1,41 @@
+#include "services/dispatcher/late_result.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
+#include "common/time/proto_time.h"
+
+namespace jobwheel::dispatcher {
+namespace {
+
+constexpr size_t kAddressBytes = 256;
+
+std::string Cut(absl::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return std::string(s);
+  size_t cut = max_bytes;
+  // Never split a UTF-8 sequence: back up over continuation bytes.
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return absl::StrCat(s.substr(0, cut), " \xE2\x80\xA6(truncated)");
+}
+
+absl::string_view StatusWord(v1::RunStatus status) {
+  absl::string_view name = v1::RunStatus_Name(status);
+  absl::ConsumePrefix(&name, "RUN_STATUS_");
+  return name;
+}
+
+}  // namespace
+
+std::string LateResultText(const v1::RunResult& result, absl::Time received) {
+  const bool has_end =
+      result.has_end_time() && (result.end_time().seconds() != 0 || result.end_time().nanos() != 0);
+  const absl::Time at = has_end ? FromProto(result.end_time()) : received;
+  const std::string address = result.executor_address().empty()
+                                  ? "an unnamed executor"
+                                  : Cut(result.executor_address(), kAddressBytes);
+  return absl::StrCat(StatusWord(result.status()), " code ", result.code(), " at ",
+                      absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", at, absl::UTCTimeZone()), " from ",
+                      address, ": ", Cut(result.message(), kLateResultMessageBytes));
+}
+
+}  // namespace jobwheel::dispatcher
