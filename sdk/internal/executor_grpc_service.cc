@@ -25,6 +25,7 @@ absl::string_view ExecutorRpcIssuer(ExecutorRpc rpc) {
     case ExecutorRpc::kRunBatch:
     case ExecutorRpc::kBeat:
     case ExecutorRpc::kIdleBeat:
+    case ExecutorRpc::kGetRuns:
       return kIssuerDispatcher;
     case ExecutorRpc::kKill:
     case ExecutorRpc::kLog:
@@ -47,6 +48,8 @@ absl::string_view ExecutorRpcName(ExecutorRpc rpc) {
       return "IdleBeat";
     case ExecutorRpc::kLog:
       return "Log";
+    case ExecutorRpc::kGetRuns:
+      return "GetRuns";
   }
   return "?";
 }
@@ -192,6 +195,30 @@ grpc::ServerUnaryReactor* ExecutorGrpcService::Log(grpc::CallbackServerContext* 
   response->set_from_line(page->from_line);
   response->set_to_line(page->to_line);
   response->set_end(page->eof && !active);
+  return Finish(ctx, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* ExecutorGrpcService::GetRuns(grpc::CallbackServerContext* ctx,
+                                                       const jobwheel::v1::GetRunsRequest* request,
+                                                       jobwheel::v1::GetRunsResponse* response) {
+  absl::Status auth =
+      AuthorizeExecutorCall(ctx->client_metadata(), callers_, ExecutorRpc::kGetRuns);
+  if (!auth.ok()) return Finish(ctx, auth);
+  if (request->run_ids_size() > kMaxGetRuns) {
+    return Finish(
+        ctx, absl::InvalidArgumentError(absl::StrCat("run_ids: at most ", kMaxGetRuns,
+                                                     " per call, got ", request->run_ids_size())));
+  }
+  std::vector<int64_t> ids(request->run_ids().begin(), request->run_ids().end());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] <= 0) {
+      return Finish(ctx, absl::InvalidArgumentError(
+                             absl::StrCat("run_ids[", i, "]: must be positive, got ", ids[i])));
+    }
+  }
+  std::vector<jobwheel::v1::RunPresenceState> states = runs_->Presence(ids, request->fence());
+  response->mutable_runs()->Reserve(static_cast<int>(states.size()));
+  for (auto& state : states) *response->add_runs() = std::move(state);
   return Finish(ctx, absl::OkStatus());
 }
 

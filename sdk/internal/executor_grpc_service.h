@@ -16,7 +16,7 @@ namespace jobwheel::sdk {
 
 // Who may call ExecutorService: caller tokens (common/auth/caller_token.h) for this executor's
 // address, each issuer only on the RPCs it makes:
-//  - the dispatcher (kIssuerDispatcher): Run, RunBatch, Beat, IdleBeat;
+//  - the dispatcher (kIssuerDispatcher): Run, RunBatch, Beat, IdleBeat, GetRuns;
 //  - the scheduler (kIssuerScheduler): Kill, Log (its admin API's kill and log viewer).
 // A missing, malformed, forged or expired token is UNAUTHENTICATED; a valid token of an issuer
 // on an RPC it may not call is PERMISSION_DENIED. `insecure_dev` accepts any call.
@@ -25,7 +25,7 @@ struct ExecutorCallers {
   std::shared_ptr<const CallerTokenVerifier> verifier;
 };
 
-enum class ExecutorRpc { kRun, kRunBatch, kKill, kBeat, kIdleBeat, kLog };
+enum class ExecutorRpc { kRun, kRunBatch, kKill, kBeat, kIdleBeat, kLog, kGetRuns };
 
 // The issuer whose tokens `rpc` accepts.
 absl::string_view ExecutorRpcIssuer(ExecutorRpc rpc);
@@ -47,6 +47,8 @@ class ExecutorGrpcService final : public jobwheel::v1::ExecutorService::Callback
   static constexpr int kMaxLogLines = 10000;
   // RunBatch: more runs than this in one call is INVALID_ARGUMENT.
   static constexpr int kMaxBatchRuns = 1000;
+  // GetRuns: more run ids than this in one call is INVALID_ARGUMENT.
+  static constexpr int kMaxGetRuns = 1000;
 
   ExecutorGrpcService(RunManager* runs, RunLogStore* logs, ExecutorCallers callers);
 
@@ -70,6 +72,12 @@ class ExecutorGrpcService final : public jobwheel::v1::ExecutorService::Callback
   grpc::ServerUnaryReactor* Log(grpc::CallbackServerContext* ctx,
                                 const jobwheel::v1::LogRequest* request,
                                 jobwheel::v1::LogResponse* response) override;
+  // What this executor knows of each run id (RunManager::Presence), fencing unseen ones when
+  // asked. More than kMaxGetRuns ids is INVALID_ARGUMENT naming `run_ids`, and so is an id
+  // that is not positive.
+  grpc::ServerUnaryReactor* GetRuns(grpc::CallbackServerContext* ctx,
+                                    const jobwheel::v1::GetRunsRequest* request,
+                                    jobwheel::v1::GetRunsResponse* response) override;
 
  private:
   RunManager* const runs_;

@@ -39,6 +39,10 @@ class CountingSink : public ResultSink {
     absl::MutexLock lock(&mu_);
     return std::find(ids_.begin(), ids_.end(), id) != ids_.end();
   }
+  int Count(int64_t id) const {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int>(std::count(ids_.begin(), ids_.end(), id));
+  }
 
  private:
   mutable absl::Mutex mu_;
@@ -292,6 +296,86 @@ TEST(ExecutorRpcIssuerTest, DispatcherRunsAndProbesSchedulerKillsAndReadsLogs) {
   EXPECT_EQ(ExecutorRpcIssuer(ExecutorRpc::kIdleBeat), kIssuerDispatcher);
   EXPECT_EQ(ExecutorRpcIssuer(ExecutorRpc::kKill), kIssuerScheduler);
   EXPECT_EQ(ExecutorRpcIssuer(ExecutorRpc::kLog), kIssuerScheduler);
+  EXPECT_EQ(ExecutorRpcIssuer(ExecutorRpc::kGetRuns), kIssuerDispatcher);
+}
+
+TEST_F(ExecutorGrpcServiceTest, DuplicateRunBatchOfOneRunIdRunsItOnce) {
+  jobwheel::v1::RunBatchRequest batch;
+  *batch.add_runs() = MakeRun(71, 40, "lines");
+  *batch.add_runs() = MakeRun(71, 40, "lines");  // The same id twice in one batch.
+  jobwheel::v1::RunBatchResponse resp;
+  ASSERT_TRUE(stub_->RunBatch(Ctx().get(), batch, &resp).ok());
+  ASSERT_EQ(resp.responses_size(), 2);
+  EXPECT_EQ(resp.responses(0).disposition(), jobwheel::v1::RUN_DISPOSITION_STARTED);
+  EXPECT_NE(resp.responses(1).disposition(), jobwheel::v1::RUN_DISPOSITION_REJECTED);
+  ASSERT_TRUE(Eventually([&] { return sink_.Has(71) && !runs_->IsActive(71); }, absl::Seconds(10)));
+  // The trigger sent again (its first answer lost): answered, not run again.
+  ASSERT_TRUE(stub_->RunBatch(Ctx().get(), batch, &resp).ok());
+  EXPECT_THAT(resp.responses(0).message(), HasSubstr("already ran"));
+  auto page = logs_.Read(71, 1, 1000);
+  ASSERT_TRUE(page.ok()) << page.status();
+  int payloads = 0;
+  for (const std::string& line : page->lines)
+    payloads += line.find("payload 1") != std::string::npos;
+  EXPECT_EQ(payloads, 1);
+  EXPECT_EQ(sink_.Count(71), 1);
+}
+
+TEST_F(ExecutorGrpcServiceTest, GetRunsFencesThenALateRunBatchIsRejected) {
+  jobwheel::v1::GetRunsRequest get;
+  get.add_run_ids(81);
+  get.add_run_ids(82);
+  get.set_fence(true);
+  jobwheel::v1::RunBatchRequest first;
+  *first.add_runs() = MakeRun(82, 41, "wait");
+  jobwheel::v1::RunBatchResponse batch_resp;
+  ASSERT_TRUE(stub_->RunBatch(Ctx().get(), first, &batch_resp).ok());
+  jobwheel::v1::GetRunsResponse resp;
+  grpc::Status s = stub_->GetRuns(Ctx().get(), get, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(resp.runs_size(), 2);
+  EXPECT_EQ(resp.runs(0).run_id(), 81);
+  EXPECT_EQ(resp.runs(0).presence(), jobwheel::v1::RUN_PRESENCE_FENCED);
+  EXPECT_EQ(resp.runs(1).run_id(), 82);
+  // Accepted: queued for a run thread or running already.
+  EXPECT_THAT(resp.runs(1).presence(), ::testing::AnyOf(jobwheel::v1::RUN_PRESENCE_QUEUED,
+                                                        jobwheel::v1::RUN_PRESENCE_RUNNING));
+
+  // The trigger that was lost on its way arrives late: refused, never run.
+  jobwheel::v1::RunBatchRequest late;
+  *late.add_runs() = MakeRun(81, 42, "lines");
+  ASSERT_TRUE(stub_->RunBatch(Ctx().get(), late, &batch_resp).ok());
+  ASSERT_EQ(batch_resp.responses_size(), 1);
+  EXPECT_EQ(batch_resp.responses(0).disposition(), jobwheel::v1::RUN_DISPOSITION_REJECTED);
+  EXPECT_THAT(batch_resp.responses(0).message(), HasSubstr("fenced"));
+  EXPECT_FALSE(runs_->IsActive(81));
+  EXPECT_FALSE(logs_.Read(81, 1, 10).ok());
+  EXPECT_FALSE(sink_.Has(81));
+}
+
+TEST_F(ExecutorGrpcServiceTest, GetRunsValidatesAndIsTheDispatchersRpc) {
+  jobwheel::v1::GetRunsRequest get;
+  for (int i = 1; i <= ExecutorGrpcService::kMaxGetRuns + 1; ++i) get.add_run_ids(i);
+  jobwheel::v1::GetRunsResponse resp;
+  grpc::Status s = stub_->GetRuns(Ctx().get(), get, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("run_ids"));
+  jobwheel::v1::GetRunsRequest bad;
+  bad.add_run_ids(5);
+  bad.add_run_ids(-1);
+  s = stub_->GetRuns(Ctx().get(), bad, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("run_ids[1]"));
+  jobwheel::v1::GetRunsRequest ok;
+  ok.add_run_ids(5);
+  EXPECT_EQ(stub_->GetRuns(SchedulerCtx().get(), ok, &resp).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(stub_->GetRuns(Ctx("").get(), ok, &resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  s = stub_->GetRuns(Ctx().get(), ok, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(resp.runs_size(), 1);
+  EXPECT_EQ(resp.runs(0).presence(), jobwheel::v1::RUN_PRESENCE_NOT_SEEN);
 }
 
 TEST_F(ExecutorGrpcServiceTest, RunBatchAnswersEveryRunInOrder) {

@@ -26,7 +26,9 @@ RunManager::RunManager(RunManagerOptions options, HandlerMap handlers, RunLogSto
       metrics_(metrics),
       life_(std::make_shared<Lifeline>()),
       mu_(life_->mu),
-      results_(sink, clock, metrics, options_.executor_address),
+      ledger_(options_.recent_runs, options_.fenced_runs),
+      ledger_sink_(&ledger_, sink),
+      results_(&ledger_sink_, clock, metrics, options_.executor_address),
       runs_(options_.recent_runs),
       watchdog_(mu_, clock, results_, options_.cancel_grace, options_.watchdog_interval),
       threads_(clock, RunThreadsOptions{options_.worker_idle_timeout, options_.max_threads},
@@ -58,28 +60,43 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
   }
   const int64_t run_id = request.run_id();
   const int64_t job_id = request.job_id();
+  {
+    absl::MutexLock lock(&mu_);
+    if (std::optional<SubmitOutcome> known = KnownLocked(run_id)) return *known;
+  }
+  // Not known in memory: a log on disk means it ran here before (an earlier process).
+  if (Logged(run_id)) {
+    absl::MutexLock lock(&mu_);
+    // Accepted meanwhile by a concurrent call: answered from memory.
+    if (std::optional<SubmitOutcome> known = KnownLocked(run_id)) return *known;
+    ledger_.Ended(run_id, jobwheel::v1::RUN_STATUS_UNSPECIFIED,
+                  "ran here before (its run log exists)");
+    return SubmitOutcome{
+        jobwheel::v1::RUN_DISPOSITION_STARTED,
+        absl::StrCat("run ", run_id, " already ran here (its run log exists); not run again")};
+  }
   if (IsScript(request.glue_type())) {
     if (!options_.allow_scripts || scripts_ == nullptr) {
-      return SubmitOutcome{jobwheel::v1::RUN_DISPOSITION_REJECTED,
-                           "scripts are disabled on this executor"};
+      return Refuse(run_id, jobwheel::v1::RUN_DISPOSITION_REJECTED,
+                    "scripts are disabled on this executor");
     }
   } else if (!handlers_.contains(request.handler())) {
     std::vector<std::string> names;
     for (const auto& [name, fn] : handlers_) names.push_back(name);
     std::sort(names.begin(), names.end());
-    return SubmitOutcome{jobwheel::v1::RUN_DISPOSITION_REJECTED,
-                         absl::StrCat("handler \"", request.handler(),
-                                      "\" is not registered on this executor (has: ",
-                                      absl::StrJoin(names, ", "), ")")};
+    return Refuse(run_id, jobwheel::v1::RUN_DISPOSITION_REJECTED,
+                  absl::StrCat("handler \"", request.handler(),
+                               "\" is not registered on this executor (has: ",
+                               absl::StrJoin(names, ", "), ")"));
   }
 
   // The run's log is made before taking the lock (no I/O: its file is created at its first
   // write). A run refused below gets its new log discarded again, so it leaves no file.
   bool created_log = false;
   auto log = logs_->Create(run_id, &created_log);
-  auto refuse = [&](SubmitOutcome refusal) {
+  auto refuse = [&](jobwheel::v1::RunDisposition disposition, std::string message) {
     if (created_log) logs_->Remove(run_id);
-    return refusal;
+    return Refuse(run_id, disposition, std::move(message));
   };
 
   std::vector<RunResult> to_report;
@@ -89,25 +106,17 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
     absl::ReleasableMutexLock lock(&mu_);
     if (!accepting_) {
       lock.Release();
-      return refuse(SubmitOutcome{jobwheel::v1::RUN_DISPOSITION_REJECTED, "shutting down"});
+      return refuse(jobwheel::v1::RUN_DISPOSITION_REJECTED, "shutting down");
     }
-    if (std::shared_ptr<RunState> known = runs_.Find(run_id)) {
-      return SubmitOutcome{known->phase == RunPhase::kQueued
-                               ? jobwheel::v1::RUN_DISPOSITION_QUEUED
-                               : jobwheel::v1::RUN_DISPOSITION_STARTED,
-                           absl::StrCat("run ", run_id, " already accepted")};
-    }
-    if (runs_.Ended(run_id)) {
-      return SubmitOutcome{
-          jobwheel::v1::RUN_DISPOSITION_STARTED,
-          absl::StrCat("run ", run_id, " already ran here; its result is reported")};
-    }
+    // Checked again under the lock that admits the run: a concurrent call of the same id, or a
+    // fence, may have come first.
+    if (std::optional<SubmitOutcome> known = KnownLocked(run_id)) return *known;
     Admission admission = lanes_.Admit(job_id, request.block_strategy());
     if (admission.kind == Admission::Kind::kDiscard) {
       lock.Release();
-      return refuse(SubmitOutcome{jobwheel::v1::RUN_DISPOSITION_DISCARDED,
-                                  absl::StrCat("block strategy DISCARD_LATER: job ", job_id,
-                                               " is busy with run ", admission.blocker)});
+      return refuse(jobwheel::v1::RUN_DISPOSITION_DISCARDED,
+                    absl::StrCat("block strategy DISCARD_LATER: job ", job_id, " is busy with run ",
+                                 admission.blocker));
     }
     const absl::Time now = clock_.Now();
     std::string covered;
@@ -158,6 +167,113 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
   CloseLogs(to_close);
   results_.Report(to_report);
   return outcome;
+}
+
+std::optional<RunManager::SubmitOutcome> RunManager::KnownLocked(int64_t run_id) {
+  if (std::shared_ptr<RunState> known = runs_.Find(run_id)) {
+    return SubmitOutcome{known->phase == RunPhase::kQueued ? jobwheel::v1::RUN_DISPOSITION_QUEUED
+                                                           : jobwheel::v1::RUN_DISPOSITION_STARTED,
+                         absl::StrCat("run ", run_id, " already accepted")};
+  }
+  std::optional<RunLedger::Entry> entry = ledger_.Find(run_id);
+  if (entry.has_value() && entry->kind == RunLedger::Kind::kFenced) {
+    return SubmitOutcome{jobwheel::v1::RUN_DISPOSITION_REJECTED,
+                         absl::StrCat("run ", run_id, " was fenced (GetRuns): never run here")};
+  }
+  if (entry.has_value() && entry->kind == RunLedger::Kind::kRefused) {
+    return SubmitOutcome{entry->disposition,
+                         absl::StrCat("run ", run_id, " already refused here: ", entry->message)};
+  }
+  if (entry.has_value() || runs_.Ended(run_id)) {
+    return SubmitOutcome{jobwheel::v1::RUN_DISPOSITION_STARTED,
+                         absl::StrCat("run ", run_id, " already ran here; its result is reported")};
+  }
+  return std::nullopt;
+}
+
+RunManager::SubmitOutcome RunManager::Refuse(int64_t run_id,
+                                             jobwheel::v1::RunDisposition disposition,
+                                             std::string message) {
+  ledger_.Refused(run_id, disposition, message);
+  return SubmitOutcome{disposition, std::move(message)};
+}
+
+bool RunManager::Logged(int64_t run_id) {
+  if (logs_ == nullptr) return false;
+  absl::StatusOr<RunLogStore::Page> page = logs_->Read(run_id, 1, 1);
+  return page.ok() && !page->lines.empty();
+}
+
+jobwheel::v1::RunPresenceState RunManager::PresenceLocked(int64_t run_id) {
+  jobwheel::v1::RunPresenceState state;
+  state.set_run_id(run_id);
+  std::optional<RunLedger::Entry> entry = ledger_.Find(run_id);
+  std::shared_ptr<RunState> run = runs_.Find(run_id);
+  if (run != nullptr && !run->reported) {
+    state.set_presence(run->phase == RunPhase::kQueued ? jobwheel::v1::RUN_PRESENCE_QUEUED
+                                                       : jobwheel::v1::RUN_PRESENCE_RUNNING);
+    return state;
+  }
+  if (entry.has_value()) {
+    switch (entry->kind) {
+      case RunLedger::Kind::kFenced:
+        state.set_presence(jobwheel::v1::RUN_PRESENCE_FENCED);
+        break;
+      case RunLedger::Kind::kRefused:
+        state.set_presence(jobwheel::v1::RUN_PRESENCE_REFUSED);
+        break;
+      case RunLedger::Kind::kEnded:
+        state.set_presence(jobwheel::v1::RUN_PRESENCE_ENDED);
+        break;
+    }
+    state.set_status(entry->status);
+    state.set_message(entry->message);
+    return state;
+  }
+  // Reported (its result being handed over) or ended and forgotten by the ledger.
+  if (run != nullptr || runs_.Ended(run_id)) {
+    state.set_presence(jobwheel::v1::RUN_PRESENCE_ENDED);
+    return state;
+  }
+  state.set_presence(jobwheel::v1::RUN_PRESENCE_NOT_SEEN);
+  return state;
+}
+
+std::vector<jobwheel::v1::RunPresenceState> RunManager::Presence(
+    const std::vector<int64_t>& run_ids, bool fence) {
+  std::vector<jobwheel::v1::RunPresenceState> states;
+  states.reserve(run_ids.size());
+  std::vector<size_t> unseen;
+  {
+    absl::MutexLock lock(&mu_);
+    for (int64_t id : run_ids) {
+      states.push_back(PresenceLocked(id));
+      if (states.back().presence() == jobwheel::v1::RUN_PRESENCE_NOT_SEEN) {
+        unseen.push_back(states.size() - 1);
+      }
+    }
+  }
+  if (unseen.empty()) return states;
+  // Unknown in memory: a log on disk means it ran here before (an earlier process).
+  std::vector<bool> logged(unseen.size());
+  for (size_t i = 0; i < unseen.size(); ++i) logged[i] = Logged(run_ids[unseen[i]]);
+  absl::MutexLock lock(&mu_);
+  for (size_t i = 0; i < unseen.size(); ++i) {
+    const int64_t id = run_ids[unseen[i]];
+    jobwheel::v1::RunPresenceState& state = states[unseen[i]];
+    // Looked at again under the lock that fences: a Run of it may have come meanwhile.
+    state = PresenceLocked(id);
+    if (state.presence() != jobwheel::v1::RUN_PRESENCE_NOT_SEEN) continue;
+    if (logged[i]) {
+      ledger_.Ended(id, jobwheel::v1::RUN_STATUS_UNSPECIFIED,
+                    "ran here before (its run log exists)");
+      state = PresenceLocked(id);
+    } else if (fence) {
+      ledger_.Fence(id);
+      state.set_presence(jobwheel::v1::RUN_PRESENCE_FENCED);
+    }
+  }
+  return states;
 }
 
 void RunManager::CancelQueued(const std::shared_ptr<RunState>& run, CancelReason reason,
@@ -235,6 +351,8 @@ void RunManager::RunLane(const std::shared_ptr<Lifeline>& life, const std::share
 }
 
 void RunManager::Forget(RunState& run) {
+  // Its status is noted already when its result went through ledger_sink_.
+  ledger_.Ended(run.run_id(), jobwheel::v1::RUN_STATUS_UNSPECIFIED, "");
   runs_.Forget(run);
   watchdog_.Unwatch(run);
   UpdateGauges();

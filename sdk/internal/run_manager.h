@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "sdk/internal/lane.h"
 #include "sdk/internal/result_sink.h"
 #include "sdk/internal/run_execution.h"
+#include "sdk/internal/run_ledger.h"
 #include "sdk/internal/run_log_store.h"
 #include "sdk/internal/run_results.h"
 #include "sdk/internal/run_state.h"
@@ -39,8 +41,11 @@ struct RunManagerOptions {
   // How often, at least, timeouts and cancel graces are checked against the clock while a
   // run has one.
   absl::Duration watchdog_interval = absl::Milliseconds(20);
-  // Run ids remembered after they end, so a repeated Run call is not executed twice.
+  // Run ids remembered after they end or are refused, so a repeated Run call is not executed
+  // twice (older ones are still recognised by their run log on disk).
   size_t recent_runs = 10000;
+  // Run ids fenced by GetRuns remembered (refused for good), least recently used dropped.
+  size_t fenced_runs = 100000;
 };
 
 // Accepts runs and executes them, applying each job's block strategy (Lanes: SERIAL_EXECUTION
@@ -58,6 +63,12 @@ struct RunManagerOptions {
 // and reported when the handler returns or `cancel_grace` later, whichever comes first; a
 // handler result after that is dropped. The run thread stays busy until the handler
 // returns, so later runs of that job wait for it (except under COVER_EARLY).
+//
+// A run id is executed at most once: a Run or RunBatch carrying an id that is queued, running,
+// ended or was refused here is answered from what is known of it (RunLedger, a bounded
+// memory), and so is an id whose run log exists on disk (it ran in an earlier process of this
+// executor). GetRuns reports what is known of run ids and may fence unseen ones: refused for
+// good (see RunLedger).
 //
 // This class coordinates those parts under one mutex (which guards the runs, the lanes and
 // the watchdog's list). Every wait (idle threads, timeouts, shutdown grace) is on the injected
@@ -110,6 +121,13 @@ class RunManager {
   // Whether the run is queued or running here (its log may still grow).
   bool IsActive(int64_t run_id) const;
 
+  // What this executor knows of each run id (ids must be positive), in order: QUEUED,
+  // RUNNING, ENDED (its status when known), REFUSED (DISCARDED or REJECTED, never ran),
+  // FENCED, or NOT_SEEN. With `fence`, an id never seen here is fenced (FENCED): a Run of it
+  // arriving later is REJECTED.
+  std::vector<jobwheel::v1::RunPresenceState> Presence(const std::vector<int64_t>& run_ids,
+                                                       bool fence);
+
   // Run threads alive (idle ones included, until worker_idle_timeout).
   size_t WorkerThreads() const;
 
@@ -141,6 +159,15 @@ class RunManager {
                     absl::string_view note_after, std::vector<jobwheel::v1::RunResult>* to_report,
                     std::vector<std::shared_ptr<RunLogFile>>* to_close)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The answer for a run id already known here (queued, running, ended, refused or fenced).
+  std::optional<SubmitOutcome> KnownLocked(int64_t run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What is known here of a run id, without looking at the disk; NOT_SEEN when nothing.
+  jobwheel::v1::RunPresenceState PresenceLocked(int64_t run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a run log of `run_id` exists (written by this or an earlier process). No lock held.
+  bool Logged(int64_t run_id);
+  // A refusal, remembered so that a repeated call gets the same answer.
+  SubmitOutcome Refuse(int64_t run_id, jobwheel::v1::RunDisposition disposition,
+                       std::string message);
   // The run ended: forgotten by the table and the watchdog.
   void Forget(RunState& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateGauges() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -155,6 +182,8 @@ class RunManager {
 
   const std::shared_ptr<Lifeline> life_;
   absl::Mutex& mu_;
+  RunLedger ledger_;
+  LedgerSink ledger_sink_;  // Notes each result in ledger_, then hands it to the sink.
   RunResults results_;
   RunTable runs_ ABSL_GUARDED_BY(mu_);
   Lanes lanes_ ABSL_GUARDED_BY(mu_);

@@ -24,8 +24,11 @@ Dispatcher::Dispatcher(DispatchStore& store, const ExecutorDirectory& directory,
       options_(options),
       planner_(directory, router, pools, options.trigger_tick),
       writer_(store, metrics, clock, options.writer()),
-      sender_(executors, pools, metrics, clock, options.sender(),
-              [this](TriggerOutcome o) { writer_.Enqueue(std::move(o)); }),
+      resolver_(executors, clock, options.resolver(),
+                [this](TriggerOutcome o) { writer_.Enqueue(std::move(o)); }),
+      sender_(
+          executors, pools, metrics, clock, options.sender(),
+          [this](TriggerOutcome o) { writer_.Enqueue(std::move(o)); }, &resolver_),
       results_(store, writer_, metrics, clock, options.max_result_message_bytes),
       held_(clock, options.max_trigger_hold, metrics,
             [this](std::vector<RoutedRun> due) { SendDue(std::move(due)); }) {}
@@ -34,15 +37,17 @@ Dispatcher::~Dispatcher() { Shutdown(); }
 
 void Dispatcher::Start() {
   writer_.Start();
+  resolver_.Start();
   held_.Start();
 }
 
 void Dispatcher::Shutdown() {
-  // Held runs are sent first (when due); calls in flight finish; their answers reach the
-  // writer before it stops.
+  // Held runs are sent first (when due); calls in flight finish; lost answers are settled (or
+  // left unknown); their answers reach the writer before it stops.
   held_.Shutdown();
   reroute_pool_.Shutdown();
   pools_.Shutdown();
+  resolver_.Shutdown();
   writer_.Shutdown();
 }
 

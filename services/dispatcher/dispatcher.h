@@ -20,6 +20,7 @@
 #include "services/dispatcher/result_ingestion.h"
 #include "services/dispatcher/router.h"
 #include "services/dispatcher/trigger_pools.h"
+#include "services/dispatcher/trigger_resolver.h"
 #include "services/dispatcher/trigger_sender.h"
 
 namespace jobwheel::dispatcher {
@@ -34,7 +35,10 @@ namespace jobwheel::dispatcher {
 // due, never earlier, so neither the hand-off nor the commit delays them. A held run whose
 // executor left meanwhile is routed again (its row moved first), or FAILED with the reason.
 // Duplicated fires trigger nothing. Trigger answers are written back in batches
-// (OutcomeWriter), STARTED/QUEUED ones held briefly for their result to carry them.
+// (OutcomeWriter), STARTED/QUEUED ones held briefly for their result to carry them. A RunBatch
+// call whose answer is lost (deadline, cut connection) does not fail its runs: the executor is
+// asked what became of them (TriggerResolver: GetRuns with fence), and they are FAILED only
+// when it fenced them, so no run executes twice.
 //
 // ReportResults: ResultIngestion.
 //
@@ -62,6 +66,8 @@ class Dispatcher {
 
   // Trigger answers received but not yet written, held ones included (for tests and shutdown).
   size_t pending_outcomes() const { return writer_.pending(); }
+  // RunBatch calls whose lost answers are being settled with the executor.
+  size_t unresolved_triggers() const { return resolver_.pending(); }
   // Of those, the ones held for trigger_write_delay.
   size_t held_outcomes() const { return writer_.held(); }
   // Runs recorded and waiting for their scheduled time to be triggered.
@@ -84,6 +90,7 @@ class Dispatcher {
 
   Planner planner_;
   OutcomeWriter writer_;
+  TriggerResolver resolver_;
   TriggerSender sender_;
   ResultIngestion results_;
   // Re-routes held runs whose executor left (RerouteHeld), off the timer's thread.

@@ -25,6 +25,13 @@ absl::Status DispatcherOptions::Validate() const {
     return absl::InvalidArgumentError(
         "--trigger_write_delay: must be between 0 and 10s (runs show PENDING meanwhile)");
   }
+  if (get_runs_attempts < 1 || get_runs_attempts > 20) {
+    return absl::InvalidArgumentError("--get_runs_attempts: must be between 1 and 20");
+  }
+  if (get_runs_deadline < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--get_runs_deadline: must not be negative (0: --run_deadline's)");
+  }
   if (max_outcomes_per_write < 1) {
     return absl::InvalidArgumentError("max_outcomes_per_write: must be at least 1");
   }

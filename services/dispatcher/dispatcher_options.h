@@ -9,6 +9,7 @@
 #include "common/grpc/grpc_server.h"
 #include "services/dispatcher/outcome_writer.h"
 #include "services/dispatcher/request_validation.h"
+#include "services/dispatcher/trigger_resolver.h"
 #include "services/dispatcher/trigger_sender.h"
 
 namespace jobwheel::dispatcher {
@@ -36,6 +37,12 @@ struct DispatcherOptions {
   // each (at 5,000 fires/s spread over the second: p99 lateness 27 ms with 2 ms ticks,
   // 9 ms with 5 ms, the executors being less busy). Whole seconds (cron) are exact.
   absl::Duration trigger_tick = absl::Milliseconds(5);
+  // A RunBatch call whose answer is lost (deadline, cut connection) leaves its runs to be
+  // settled by asking the executor (GetRuns with fence, see TriggerResolver): up to this many
+  // attempts, each with this deadline (zero: run_deadline's), with backoff between them. An
+  // executor that cannot be asked leaves the runs RUNNING ("trigger answer unknown").
+  int get_runs_attempts = 4;
+  absl::Duration get_runs_deadline = absl::ZeroDuration();
 
   // INVALID_ARGUMENT naming the flag of the first value out of range.
   absl::Status Validate() const;
@@ -43,6 +50,12 @@ struct DispatcherOptions {
   TriggerSender::Options sender() const { return {run_deadline, max_runs_per_batch}; }
   OutcomeWriter::Options writer() const {
     return {max_outcomes_per_write, write_retry, trigger_write_delay};
+  }
+  TriggerResolver::Options resolver() const {
+    TriggerResolver::Options o;
+    o.attempts = get_runs_attempts;
+    o.call_deadline = get_runs_deadline > absl::ZeroDuration() ? get_runs_deadline : run_deadline;
+    return o;
   }
 };
 

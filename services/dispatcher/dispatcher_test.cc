@@ -508,5 +508,107 @@ TEST_F(DispatcherTest, AResultWithoutTheRunsKeyLeavesTheRunRunning) {
   EXPECT_EQ(Counter("jobwheel_dispatcher_results_refused_total", {{"reason", "bad_key"}}), 1);
 }
 
+// The RunBatch reached the executor, which started the run, but its answer was lost (the
+// call's deadline passed): the run is the executor's, RUNNING, and takes its real result.
+TEST_F(DispatcherTest, LostAnswerOfAStartedRunLeavesItRunningForItsResult) {
+  for (const char* a : {"127.0.0.1:7201", "127.0.0.1:7202", "127.0.0.1:7203"}) {
+    executors_.SetLostAnswer(a, absl::DeadlineExceededError("Deadline Exceeded"));
+  }
+  auto r = Dispatch({NewFire(v1::ROUTING_STRATEGY_FIRST)});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const int64_t run_id = r->outcomes(0).run_ids(0);
+  ASSERT_TRUE(RunHasStatus(run_id, v1::RUN_STATUS_RUNNING));
+  EXPECT_THAT(RunById(dsn_, run_id).trigger_message,
+              HasSubstr("trigger answer lost (DEADLINE_EXCEEDED: Deadline Exceeded); executor "
+                        "(GetRuns): RUNNING"));
+  EXPECT_GE(executors_.get_runs_calls(), 1u);
+  EXPECT_EQ(executors_.run_count(), 1u);
+
+  v1::ReportResultsRequest req;
+  v1::RunResult* res = req.add_results();
+  res->set_run_id(run_id);
+  res->set_status(v1::RUN_STATUS_SUCCEEDED);
+  res->set_message("done on the executor");
+  res->set_result_key(KeyOf(run_id));
+  auto ack = dispatcher_->ReportResults(req);
+  ASSERT_TRUE(ack.ok()) << ack.status();
+  ASSERT_EQ(ack->acked_run_ids_size(), 1);
+  const RunRow row = RunById(dsn_, run_id);
+  EXPECT_EQ(row.status, v1::RUN_STATUS_SUCCEEDED);
+  EXPECT_EQ(row.result_message, "done on the executor");
+  EXPECT_EQ(executors_.run_count(), 1u);  // Executed once: no retry was triggered.
+}
+
+// The answer was lost and the run already ended on the executor (its result not in yet): the
+// run is RUNNING, then its result decides it.
+TEST_F(DispatcherTest, LostAnswerOfAnEndedRunWaitsForItsResult) {
+  for (const char* a : {"127.0.0.1:7201", "127.0.0.1:7202", "127.0.0.1:7203"}) {
+    executors_.SetLostAnswer(a, absl::InternalError("stream cut"));
+  }
+  executors_.SetEnded(v1::RUN_STATUS_SUCCEEDED);
+  auto r = Dispatch({NewFire(v1::ROUTING_STRATEGY_FIRST)});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const int64_t run_id = r->outcomes(0).run_ids(0);
+  ASSERT_TRUE(RunHasStatus(run_id, v1::RUN_STATUS_RUNNING));
+  EXPECT_THAT(RunById(dsn_, run_id).trigger_message, HasSubstr("(GetRuns): ENDED SUCCEEDED"));
+}
+
+// The RunBatch never reached the executor (its deadline passed on the way): GetRuns fences the
+// run, which is FAILED as a trigger error (the scheduler's retry follows), and a late trigger
+// of it is refused by the executor.
+TEST_F(DispatcherTest, LostTriggerThatNeverArrivedIsFencedAndFailed) {
+  for (const char* a : {"127.0.0.1:7201", "127.0.0.1:7202", "127.0.0.1:7203"}) {
+    executors_.SetRunBatchError(a, absl::DeadlineExceededError("Deadline Exceeded"));
+  }
+  auto r = Dispatch({NewFire(v1::ROUTING_STRATEGY_FIRST)});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const int64_t run_id = r->outcomes(0).run_ids(0);
+  ASSERT_TRUE(RunHasStatus(run_id, v1::RUN_STATUS_FAILED));
+  EXPECT_THAT(RunById(dsn_, run_id).trigger_message,
+              HasSubstr("trigger error: DEADLINE_EXCEEDED: Deadline Exceeded; executor (GetRuns): "
+                        "FENCED"));
+  EXPECT_EQ(executors_.run_count(), 0u);
+  // The lost call arrives after all: refused, not run.
+  const std::string address = executors_.batch_calls().at(0).first;
+  executors_.SetRunBatchError(address, absl::OkStatus());
+  v1::RunBatchRequest late;
+  late.add_runs()->set_run_id(run_id);
+  absl::Notification answered;
+  executors_.RunBatchAsync(
+      address, late, absl::Seconds(1), [&](absl::StatusOr<v1::RunBatchResponse> resp) {
+        ASSERT_TRUE(resp.ok());
+        EXPECT_EQ(resp->responses(0).disposition(), v1::RUN_DISPOSITION_REJECTED);
+        answered.Notify();
+      });
+  ASSERT_TRUE(answered.HasBeenNotified());
+  EXPECT_EQ(executors_.run_count(), 0u);
+}
+
+// Neither the trigger's answer nor GetRuns get through: after its attempts (with backoff on
+// the clock) the run is left RUNNING, saying so; the executor's result or its loss decides.
+TEST_F(DispatcherTest, UnreachableExecutorLeavesTheRunRunningWithAnUnknownAnswer) {
+  for (const char* a : {"127.0.0.1:7201", "127.0.0.1:7202", "127.0.0.1:7203"}) {
+    executors_.SetRunBatchError(a, absl::UnavailableError("Socket closed"));
+    executors_.SetGetRunsError(a, absl::DeadlineExceededError("Deadline Exceeded"));
+  }
+  auto r = Dispatch({NewFire(v1::ROUTING_STRATEGY_FIRST)});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const int64_t run_id = r->outcomes(0).run_ids(0);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        clock_.Advance(absl::Seconds(1));  // The backoff between attempts.
+        return RunById(dsn_, run_id).trigger_message.find("trigger answer unknown") !=
+               std::string::npos;
+      },
+      kWait));
+  const RunRow row = RunById(dsn_, run_id);
+  EXPECT_EQ(row.status, v1::RUN_STATUS_RUNNING);
+  EXPECT_THAT(row.trigger_message,
+              HasSubstr("trigger answer unknown: UNAVAILABLE: Socket closed (GetRuns failed 4 "
+                        "time(s), last: DEADLINE_EXCEEDED: Deadline Exceeded)"));
+  EXPECT_EQ(executors_.get_runs_calls(), 4u);
+  EXPECT_EQ(dispatcher_->unresolved_triggers(), 0u);
+}
+
 }  // namespace
 }  // namespace jobwheel::dispatcher

@@ -27,6 +27,11 @@ class ExecutorClients {
   virtual absl::Status Beat(absl::string_view address, absl::Duration deadline) = 0;
   virtual absl::StatusOr<v1::IdleBeatResponse> IdleBeat(absl::string_view address, int64_t job_id,
                                                         absl::Duration deadline) = 0;
+  // ExecutorService.GetRuns (blocking): what the executor knows of the runs, fencing the
+  // unseen ones when request.fence() (see TriggerResolver).
+  virtual absl::StatusOr<v1::GetRunsResponse> GetRuns(absl::string_view address,
+                                                      const v1::GetRunsRequest& request,
+                                                      absl::Duration deadline) = 0;
 };
 
 }  // namespace jobwheel::dispatcher

@@ -16,8 +16,11 @@ namespace jobwheel::dispatcher {
 // Scripted executors for tests: addresses marked down fail every call with UNAVAILABLE, busy
 // ones say not idle, RunBatch answers each run `disposition` (default STARTED) or what
 // SetAnswer's function says, or fails with the error SetRunBatchError gave the address (the
-// runs then never reached it). Records the runs received and the RunBatch calls made.
-// Thread-safe.
+// runs then never reached it), or with the error SetLostAnswer gave it after the runs were
+// taken (the answer lost on its way back). Records the runs received and the RunBatch calls
+// made. GetRuns answers from the runs each address took (RUNNING, or ENDED after
+// SetEnded), fences the others when asked (a later RunBatch of a fenced id is REJECTED and
+// not received), or fails with SetGetRunsError's error. Thread-safe.
 class FakeExecutorClients : public ExecutorClients {
  public:
   void SetDown(const std::string& address, bool down) {
@@ -56,6 +59,34 @@ class FakeExecutorClients : public ExecutorClients {
       batch_error_[address] = std::move(error);
     }
   }
+  // RunBatch calls to `address` take their runs (as the executor would: received, answered)
+  // and then fail with `error`, as a lost answer; OK clears it.
+  void SetLostAnswer(const std::string& address, absl::Status error) {
+    absl::MutexLock lock(&mu_);
+    if (error.ok()) {
+      lost_answer_.erase(address);
+    } else {
+      lost_answer_[address] = std::move(error);
+    }
+  }
+  // GetRuns calls to `address` fail with `error`; OK clears it.
+  void SetGetRunsError(const std::string& address, absl::Status error) {
+    absl::MutexLock lock(&mu_);
+    if (error.ok()) {
+      get_runs_error_.erase(address);
+    } else {
+      get_runs_error_[address] = std::move(error);
+    }
+  }
+  // GetRuns says every run taken ENDED with `status` (UNSPECIFIED: RUNNING, the default).
+  void SetEnded(v1::RunStatus status) {
+    absl::MutexLock lock(&mu_);
+    ended_ = status;
+  }
+  size_t get_runs_calls() const {
+    absl::MutexLock lock(&mu_);
+    return get_runs_calls_;
+  }
   // Every run received (not those of calls failed by SetRunBatchError).
   std::vector<std::pair<std::string, v1::RunRequest>> runs() const {
     absl::MutexLock lock(&mu_);
@@ -80,16 +111,27 @@ class FakeExecutorClients : public ExecutorClients {
       batch_calls_.emplace_back(std::string(address), request.runs_size());
       if (auto error = batch_error_.find(address); error != batch_error_.end()) {
         result = error->second;
-      } else {
+      } else if (down_.contains(address)) {
         for (const v1::RunRequest& r : request.runs()) runs_.emplace_back(std::string(address), r);
-        if (down_.contains(address)) {
-          result = absl::UnavailableError("connection refused");
-        } else {
-          v1::RunBatchResponse response;
-          for (const v1::RunRequest& r : request.runs()) {
-            *response.add_responses() = AnswerLocked(r);
+        result = absl::UnavailableError("connection refused");
+      } else {
+        v1::RunBatchResponse response;
+        for (const v1::RunRequest& r : request.runs()) {
+          const std::pair<std::string, int64_t> key(std::string(address), r.run_id());
+          if (fenced_.contains(key)) {
+            v1::RunResponse refused;
+            refused.set_disposition(v1::RUN_DISPOSITION_REJECTED);
+            refused.set_message("fenced");
+            *response.add_responses() = refused;
+            continue;
           }
-          result = std::move(response);
+          runs_.emplace_back(std::string(address), r);
+          taken_.insert(key);
+          *response.add_responses() = AnswerLocked(r);
+        }
+        result = std::move(response);
+        if (auto lost = lost_answer_.find(address); lost != lost_answer_.end()) {
+          result = lost->second;
         }
       }
     }
@@ -99,6 +141,36 @@ class FakeExecutorClients : public ExecutorClients {
     absl::MutexLock lock(&mu_);
     if (down_.contains(address)) return absl::UnavailableError("connection refused");
     return absl::OkStatus();
+  }
+  absl::StatusOr<v1::GetRunsResponse> GetRuns(absl::string_view address,
+                                              const v1::GetRunsRequest& request,
+                                              absl::Duration) override {
+    absl::MutexLock lock(&mu_);
+    ++get_runs_calls_;
+    if (auto error = get_runs_error_.find(address); error != get_runs_error_.end()) {
+      return error->second;
+    }
+    if (down_.contains(address)) return absl::UnavailableError("connection refused");
+    v1::GetRunsResponse response;
+    for (int64_t id : request.run_ids()) {
+      const std::pair<std::string, int64_t> key(std::string(address), id);
+      v1::RunPresenceState* state = response.add_runs();
+      state->set_run_id(id);
+      if (taken_.contains(key)) {
+        if (ended_ != v1::RUN_STATUS_UNSPECIFIED) {
+          state->set_presence(v1::RUN_PRESENCE_ENDED);
+          state->set_status(ended_);
+        } else {
+          state->set_presence(v1::RUN_PRESENCE_RUNNING);
+        }
+      } else if (fenced_.contains(key) || request.fence()) {
+        fenced_.insert(key);
+        state->set_presence(v1::RUN_PRESENCE_FENCED);
+      } else {
+        state->set_presence(v1::RUN_PRESENCE_NOT_SEEN);
+      }
+    }
+    return response;
   }
   absl::StatusOr<v1::IdleBeatResponse> IdleBeat(absl::string_view address, int64_t,
                                                 absl::Duration) override {
@@ -129,6 +201,12 @@ class FakeExecutorClients : public ExecutorClients {
   absl::flat_hash_map<std::string, absl::Status> batch_error_ ABSL_GUARDED_BY(mu_);
   std::function<v1::RunResponse(const v1::RunRequest&)> answer_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<std::string, int>> batch_calls_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, absl::Status> lost_answer_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, absl::Status> get_runs_error_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::pair<std::string, int64_t>> taken_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::pair<std::string, int64_t>> fenced_ ABSL_GUARDED_BY(mu_);
+  v1::RunStatus ended_ ABSL_GUARDED_BY(mu_) = v1::RUN_STATUS_UNSPECIFIED;
+  size_t get_runs_calls_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace jobwheel::dispatcher

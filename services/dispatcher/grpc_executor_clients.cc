@@ -88,4 +88,18 @@ absl::StatusOr<v1::IdleBeatResponse> GrpcExecutorClients::IdleBeat(absl::string_
   return response;
 }
 
+absl::StatusOr<v1::GetRunsResponse> GrpcExecutorClients::GetRuns(absl::string_view address,
+                                                                 const v1::GetRunsRequest& request,
+                                                                 absl::Duration deadline) {
+  auto stub = stubs_.Get(address);
+  if (!stub.ok()) return stub.status();
+  grpc::ClientContext ctx;
+  if (absl::Status auth = Prepare(ctx, address, deadline); !auth.ok()) return auth;
+  ctx.set_wait_for_ready(true);
+  v1::GetRunsResponse response;
+  grpc::Status s = (*stub)->GetRuns(&ctx, request, &response);
+  if (!s.ok()) return FromGrpcStatus(s);
+  return response;
+}
+
 }  // namespace jobwheel::dispatcher

@@ -31,6 +31,10 @@ class GrpcExecutorClients : public ExecutorClients {
   absl::Status Beat(absl::string_view address, absl::Duration deadline) override;
   absl::StatusOr<v1::IdleBeatResponse> IdleBeat(absl::string_view address, int64_t job_id,
                                                 absl::Duration deadline) override;
+  // Waits for a connection within the deadline (as RunBatchAsync does).
+  absl::StatusOr<v1::GetRunsResponse> GetRuns(absl::string_view address,
+                                              const v1::GetRunsRequest& request,
+                                              absl::Duration deadline) override;
 
  private:
   absl::Status Prepare(grpc::ClientContext& ctx, absl::string_view address,

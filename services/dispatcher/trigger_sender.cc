@@ -52,13 +52,14 @@ TriggerOutcome OutcomeOf(int64_t run_id, const absl::StatusOr<v1::RunResponse>& 
 
 TriggerSender::TriggerSender(ExecutorClients& executors, TriggerPools& pools,
                              DispatcherMetrics* metrics, Clock& clock, Options options,
-                             AnswerSink answers)
+                             AnswerSink answers, TriggerResolver* resolver)
     : executors_(executors),
       pools_(pools),
       metrics_(metrics),
       clock_(clock),
       options_(options),
-      answers_(std::move(answers)) {}
+      answers_(std::move(answers)),
+      resolver_(resolver) {}
 
 void TriggerSender::Send(std::vector<RoutedRun> runs) {
   struct Group {
@@ -106,11 +107,23 @@ void TriggerSender::SendBatch(const std::string& address, TriggerPool pool,
         for (const PendingRun& run : *batch) *req.add_runs() = run.request;
         executors_.RunBatchAsync(
             address, std::move(req), options_.run_deadline,
-            [this, batch, done = std::move(done)](absl::StatusOr<v1::RunBatchResponse> r) {
+            [this, address, batch, done = std::move(done)](absl::StatusOr<v1::RunBatchResponse> r) {
               if (r.ok() && static_cast<size_t>(r->responses_size()) != batch->size()) {
                 r = absl::InternalError(absl::StrCat("RunBatch of ", batch->size(),
                                                      " runs answered with ", r->responses_size(),
                                                      " responses"));
+              }
+              if (!r.ok() && resolver_ != nullptr && TriggerAnswerUnknown(r.status())) {
+                // The executor may have started them: never FAILED before it is asked.
+                std::vector<int64_t> ids;
+                ids.reserve(batch->size());
+                for (const PendingRun& run : *batch) {
+                  ids.push_back(run.request.run_id());
+                  if (metrics_ != nullptr) metrics_->Triggered(run.strategy, "unknown");
+                }
+                resolver_->Resolve(address, std::move(ids), r.status());
+                done();
+                return;
               }
               for (size_t i = 0; i < batch->size(); ++i) {
                 if (r.ok()) {

@@ -16,15 +16,18 @@
 #include "services/dispatcher/executor_clients.h"
 #include "services/dispatcher/routed_run.h"
 #include "services/dispatcher/trigger_pools.h"
+#include "services/dispatcher/trigger_resolver.h"
 
 namespace jobwheel::dispatcher {
 
 // Sends runs to their executors: one asynchronous ExecutorService.RunBatch call per (executor,
 // trigger pool), split above max_runs_per_batch, each in one slot of its pool; no thread waits
-// for an executor. Each run's answer (or the call's error, whatever it is: UNAVAILABLE,
-// DEADLINE_EXCEEDED, UNIMPLEMENTED...) becomes its TriggerOutcome, handed to `answers` (on the
-// thread that completes the call), with its metric. Runs refused by shut-down pools are
-// answered FAILED "not triggered". Thread-safe.
+// for an executor. Each run's answer (or the call's error: UNIMPLEMENTED, a refused
+// connection...) becomes its TriggerOutcome, handed to `answers` (on the thread that completes
+// the call), with its metric. A call whose answer is unknown (TriggerAnswerUnknown: a deadline,
+// a cut connection; the executor may have started its runs) is handed to `resolver` instead,
+// which asks the executor (metric outcome "unknown"); without a resolver such runs are FAILED
+// too. Runs refused by shut-down pools are answered FAILED "not triggered". Thread-safe.
 class TriggerSender {
  public:
   struct Options {
@@ -33,8 +36,10 @@ class TriggerSender {
   };
   using AnswerSink = std::function<void(TriggerOutcome)>;
 
+  // `resolver` (may be null) must outlive the calls in flight.
   TriggerSender(ExecutorClients& executors, TriggerPools& pools, DispatcherMetrics* metrics,
-                Clock& clock, Options options, AnswerSink answers);
+                Clock& clock, Options options, AnswerSink answers,
+                TriggerResolver* resolver = nullptr);
 
   // Sends `runs` grouped by (executor, trigger pool) in the order the runs come; a group that
   // reaches max_runs_per_batch goes out at once, the rest at the end.
@@ -52,6 +57,7 @@ class TriggerSender {
   Clock& clock_;
   const Options options_;
   const AnswerSink answers_;
+  TriggerResolver* const resolver_;
 };
 
 // The run's new state from the executor's answer for it (one RunResponse of a RunBatch); *label is
