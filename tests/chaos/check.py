@@ -43,6 +43,7 @@ import re
 import subprocess
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import spool  # noqa: E402  (tests/chaos/spool.py)
 
