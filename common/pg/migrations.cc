@@ -53,7 +53,8 @@ constexpr int64_t kMigrationLockKey = 0x6a6f62776865656c;  // "jobwheel"
 // scheduler's schedule lock ("jwsched1", session level, LeaderElector: the leader writes only
 // through the connection that holds it); the child-job graph lock ("jwchild", transaction level,
 // admin API). Notifications: the registry announces apps and executors rows it changes on channel
-// jobwheel_executors (registry replicas follow it); no other service notifies.
+// jobwheel_executors (registry replicas follow it, and so does the scheduler leader to fail
+// over the runs of executors taken offline); no other service notifies.
 
 struct Migration {
   int version;

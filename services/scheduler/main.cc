@@ -20,6 +20,8 @@
 #include "common/grpc/grpc_server.h"
 #include "common/pg/migrations.h"
 #include "common/pg/pg_pool.h"
+#include "common/server/pg_readiness_check.h"
+#include "common/server/readiness.h"
 #include "common/time/clock.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
@@ -101,6 +103,12 @@ ABSL_FLAG(
     std::string, tls_client_cert, "",
     "Client certificate (PEM) for mutual TLS to dispatchers and executors; default --tls_cert");
 ABSL_FLAG(std::string, tls_client_key, "", "Private key of --tls_client_cert; default --tls_key");
+ABSL_FLAG(absl::Duration, db_check_interval, absl::Seconds(5),
+          "How often readiness checks the database (SELECT 1); not ready while it fails");
+ABSL_FLAG(absl::Duration, db_check_timeout, absl::Seconds(2),
+          "A readiness database check without an answer after this long counts as failed");
+ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),
+          "On SIGTERM: how long health checks answer NOT_SERVING before the server shuts down");
 ABSL_FLAG(bool, log_json, false, "Log JSON lines instead of text");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 
@@ -194,6 +202,15 @@ int main(int argc, char** argv) {
   PgPool pool(dsn, 8, [&metrics](absl::string_view op, absl::Duration d, bool ok) {
     metrics.DbQuery(op, d, ok);
   });
+  // Ready while the database answers; a standby is ready too (no leader condition).
+  ReadinessOptions readiness_options;
+  readiness_options.db_check_interval = absl::GetFlag(FLAGS_db_check_interval);
+  readiness_options.db_check_timeout = absl::GetFlag(FLAGS_db_check_timeout);
+  readiness_options.drain_delay = absl::GetFlag(FLAGS_drain_delay);
+  if (absl::Status s = readiness_options.Validate(); !s.ok()) return Fail(s.ToString());
+  Readiness readiness(RealClock::Get(), registry.get(), "jobwheel_scheduler");
+  AddDatabaseCheck(readiness, pool, readiness_options);
+  readiness.Start();
 
   const ClientTls client_tls = ClientTls::WithServerFallback(
       absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_client_cert),
@@ -288,11 +305,18 @@ int main(int argc, char** argv) {
     run_failover.Shutdown();
     monitors.Shutdown();
     engine.Shutdown();
+    readiness.Shutdown();
     return Fail(server.status().ToString());
   }
+  readiness.Attach((*server)->GetHealthCheckService(),
+                   {jobwheel::v1::JobAdminService::service_full_name(),
+                    jobwheel::v1::TokenAdminService::service_full_name(),
+                    jobwheel::v1::LeadershipService::service_full_name()});
   spdlog::info("scheduler {} serving on {}", replica, absl::GetFlag(FLAGS_listen));
 
-  jobwheel::WaitForTerminationSignal();
+  const int sig = jobwheel::WaitForTerminationSignal();
+  readiness.Drain(absl::StrCat("signal ", sig));
+  RealClock::Get().SleepFor(readiness_options.drain_delay);
 
   spdlog::info("scheduler {} shutting down", replica);
   elector.Shutdown();  // Releases the lock so a standby takes over at once.
@@ -301,5 +325,6 @@ int main(int argc, char** argv) {
   monitors.Shutdown();
   engine.Shutdown();
   (*server)->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  readiness.Shutdown();
   return 0;
 }

@@ -246,8 +246,8 @@ scheduler and registry, with a client certificate for mutual TLS. */ -}}
 {{/* Components whose health service follows their readiness (database, registry snapshot,
 draining) and answers the "liveness" name SERVING while the process serves; they take
 --drain_delay. */}}
-{{- define "jobwheel.drainingComponents" -}}registry dispatcher console{{- end -}}
-{{- define "jobwheel.readinessComponents" -}}registry dispatcher{{- end -}}
+{{- define "jobwheel.drainingComponents" -}}scheduler registry dispatcher console{{- end -}}
+{{- define "jobwheel.readinessComponents" -}}scheduler registry dispatcher{{- end -}}
 
 {{/* Probe with jobwheel's handler: native gRPC health check, or TCP when the port speaks TLS;
 HTTP /healthz (liveness, startup) or /readyz (readiness) for the console. Readiness asks the
