@@ -12,6 +12,20 @@
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::dispatcher {
+namespace {
+
+TriggerResolver::Options ResolverOptions(const DispatcherOptions& options,
+                                         DispatcherMetrics* metrics) {
+  TriggerResolver::Options o = options.resolver();
+  if (metrics != nullptr) {
+    o.on_settled = [metrics](absl::string_view presence, size_t runs) {
+      metrics->LostTriggersSettled(presence, runs);
+    };
+  }
+  return o;
+}
+
+}  // namespace
 
 Dispatcher::Dispatcher(DispatchStore& store, const ExecutorDirectory& directory, Router& router,
                        ExecutorClients& executors, TriggerPools& pools, DispatcherMetrics* metrics,
@@ -24,7 +38,7 @@ Dispatcher::Dispatcher(DispatchStore& store, const ExecutorDirectory& directory,
       options_(options),
       planner_(directory, router, pools, options.trigger_tick),
       writer_(store, metrics, clock, options.writer()),
-      resolver_(executors, clock, options.resolver(),
+      resolver_(executors, clock, ResolverOptions(options, metrics),
                 [this](TriggerOutcome o) { writer_.Enqueue(std::move(o)); }),
       sender_(
           executors, pools, metrics, clock, options.sender(),

@@ -47,6 +47,12 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry)
                    .Help("Results refused for good, by reason (bad_key: missing or wrong result "
                          "key; no_run: no such run). The run is left untouched.")
                    .Register(registry)),
+      lost_triggers_(prometheus::BuildCounter()
+                         .Name("jobwheel_dispatcher_lost_triggers_settled_total")
+                         .Help("Runs of RunBatch calls whose answer was lost, by how GetRuns "
+                               "settled them (unknown: the executor could not be asked; the "
+                               "runs stay RUNNING).")
+                         .Register(registry)),
       folded_(prometheus::BuildCounter()
                   .Name("jobwheel_dispatcher_trigger_answers_folded_total")
                   .Help("Executor STARTED/QUEUED answers written together with their run's "
@@ -94,6 +100,9 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry)
     results_.Add({{"outcome", outcome}});
   }
   for (const char* reason : {"bad_key", "no_run"}) refused_.Add({{"reason", reason}});
+  for (const char* presence : {"fenced", "queued", "running", "ended", "refused", "unknown"}) {
+    lost_triggers_.Add({{"presence", presence}});
+  }
   for (v1::RunStatus status :
        {v1::RUN_STATUS_SUCCEEDED, v1::RUN_STATUS_FAILED, v1::RUN_STATUS_TIMED_OUT,
         v1::RUN_STATUS_KILLED, v1::RUN_STATUS_LOST, v1::RUN_STATUS_DISCARDED}) {

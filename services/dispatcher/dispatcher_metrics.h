@@ -49,6 +49,11 @@ class DispatcherMetrics {
     Result("refused");
     refused_.Add({{"reason", std::string(reason)}}).Increment();
   }
+  // Runs of RunBatch calls whose answer was lost, by how GetRuns settled them (fenced,
+  // queued, running, ended, refused; unknown: the executor could not be asked).
+  void LostTriggersSettled(absl::string_view presence, size_t runs) {
+    lost_triggers_.Add({{"presence", std::string(presence)}}).Increment(static_cast<double>(runs));
+  }
   // STARTED/QUEUED answers written by their run's result write instead of on their own.
   void TriggerAnswersFolded(size_t n) { folded_.Increment(static_cast<double>(n)); }
   // When a run's trigger call starts, minus its fire's scheduled time.
@@ -73,6 +78,7 @@ class DispatcherMetrics {
   prometheus::Family<prometheus::Counter>& finished_;
   prometheus::Family<prometheus::Counter>& results_;
   prometheus::Family<prometheus::Counter>& refused_;
+  prometheus::Family<prometheus::Counter>& lost_triggers_;
   prometheus::Counter& folded_;
   prometheus::Histogram& trigger_lateness_;
   prometheus::Gauge& runs_held_;

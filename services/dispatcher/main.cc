@@ -65,6 +65,11 @@ ABSL_FLAG(int, max_runs_per_batch, 256,
           "Dispatch, split above this); 1..1000");
 ABSL_FLAG(absl::Duration, run_deadline, absl::Seconds(3),
           "deadline of ExecutorService.RunBatch calls");
+ABSL_FLAG(int, get_runs_attempts, 4,
+          "GetRuns attempts to settle a RunBatch whose answer was lost (deadline, cut "
+          "connection); the runs stay RUNNING when none gets through");
+ABSL_FLAG(absl::Duration, get_runs_deadline, absl::ZeroDuration(),
+          "Deadline of each such GetRuns call (0: --run_deadline)");
 ABSL_FLAG(absl::Duration, max_trigger_hold, absl::Seconds(2),
           "Runs of a fire handed over ahead of its scheduled time (schedulers' --dispatch_lead) "
           "are held and triggered at that time, never earlier; a fire further ahead than this "
@@ -125,6 +130,8 @@ absl::StatusOr<DispatcherServerOptions> OptionsFromFlags() {
   const int max_runs_per_batch = absl::GetFlag(FLAGS_max_runs_per_batch);
   c.dispatcher.max_runs_per_batch = static_cast<size_t>(std::max(0, max_runs_per_batch));
   c.dispatcher.run_deadline = absl::GetFlag(FLAGS_run_deadline);
+  c.dispatcher.get_runs_attempts = absl::GetFlag(FLAGS_get_runs_attempts);
+  c.dispatcher.get_runs_deadline = absl::GetFlag(FLAGS_get_runs_deadline);
   c.dispatcher.trigger_write_delay = absl::GetFlag(FLAGS_trigger_write_delay);
   c.dispatcher.max_trigger_hold = absl::GetFlag(FLAGS_max_trigger_hold);
   c.dispatcher.trigger_tick = absl::GetFlag(FLAGS_trigger_tick);

@@ -254,7 +254,10 @@ bool TriggerResolver::Attempt(Job& job, bool last_attempt) {
     answers_(std::move(*o));
   }
   std::vector<std::string> parts;
-  for (const auto& [presence, n] : counts) parts.push_back(absl::StrCat(presence, "=", n));
+  for (const auto& [presence, n] : counts) {
+    parts.push_back(absl::StrCat(presence, "=", n));
+    if (options_.on_settled) options_.on_settled(absl::AsciiStrToLower(presence), n);
+  }
   if (!parts.empty()) {
     spdlog::info("RunBatch to {} failed ({}); GetRuns settled {} of {} runs: {}", job.address,
                  Describe(job.error), job.run_ids.size() - unresolved.size(), job.run_ids.size(),
@@ -271,6 +274,7 @@ bool TriggerResolver::Attempt(Job& job, bool last_attempt) {
 void TriggerResolver::AnswerUnknown(const Job& job, const std::string& why) {
   const absl::Time now = clock_.Now();
   for (int64_t id : job.run_ids) answers_(UnknownOutcome(id, job.error, why, now));
+  if (options_.on_settled) options_.on_settled("unknown", job.run_ids.size());
 }
 
 }  // namespace jobwheel::dispatcher

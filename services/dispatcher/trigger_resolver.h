@@ -57,6 +57,9 @@ class TriggerResolver {
     absl::Duration backoff_initial = absl::Milliseconds(250);
     absl::Duration backoff_max = absl::Seconds(4);
     int threads = 2;
+    // Told how the runs of each settled call ended up: presence is a RunPresence short name
+    // (fenced, queued, running, ended, refused) or "unknown" (left RUNNING). For metrics.
+    std::function<void(absl::string_view presence, size_t runs)> on_settled;
   };
   using AnswerSink = std::function<void(TriggerOutcome)>;
 

@@ -1,5 +1,6 @@
 #include "services/dispatcher/trigger_resolver.h"
 
+#include <map>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -80,6 +81,26 @@ class Collected {
   std::vector<TriggerOutcome> outcomes_ ABSL_GUARDED_BY(mu_);
 };
 
+// Counts what the resolver reports through Options::on_settled (the dispatcher's metric).
+class Settled {
+ public:
+  TriggerResolver::Options Observe(TriggerResolver::Options o) {
+    o.on_settled = [this](absl::string_view presence, size_t runs) {
+      absl::MutexLock lock(&mu_);
+      counts_[std::string(presence)] += runs;
+    };
+    return o;
+  }
+  std::map<std::string, size_t> counts() {
+    absl::MutexLock lock(&mu_);
+    return counts_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::map<std::string, size_t> counts_ ABSL_GUARDED_BY(mu_);
+};
+
 TEST(TriggerResolverTest, FencesUnseenRunsAndKeepsTakenOnesRunning) {
   FakeExecutorClients executors;
   executors.SetLostAnswer(kAddress, absl::DeadlineExceededError("late"));
@@ -88,7 +109,8 @@ TEST(TriggerResolverTest, FencesUnseenRunsAndKeepsTakenOnesRunning) {
   executors.RunBatchAsync(kAddress, batch, absl::Seconds(1), [](auto) {});
   SimulatedClock clock;
   Collected got;
-  TriggerResolver resolver(executors, clock, TriggerResolver::Options(),
+  Settled settled;
+  TriggerResolver resolver(executors, clock, settled.Observe(TriggerResolver::Options()),
                            [&](TriggerOutcome o) { got.Add(std::move(o)); });
   resolver.Start();
   resolver.Resolve(kAddress, {1, 2}, absl::DeadlineExceededError("late"));
@@ -100,6 +122,7 @@ TEST(TriggerResolverTest, FencesUnseenRunsAndKeepsTakenOnesRunning) {
   EXPECT_EQ(outcomes[1].status, v1::RUN_STATUS_FAILED);
   resolver.Shutdown();
   EXPECT_EQ(executors.get_runs_calls(), 1u);
+  EXPECT_EQ(settled.counts(), (std::map<std::string, size_t>{{"fenced", 1}, {"running", 1}}));
 }
 
 TEST(TriggerResolverTest, RetriesWithBackoffThenLeavesTheRunsUnknown) {
@@ -109,6 +132,8 @@ TEST(TriggerResolverTest, RetriesWithBackoffThenLeavesTheRunsUnknown) {
   Collected got;
   TriggerResolver::Options options;
   options.attempts = 3;
+  Settled settled;
+  options = settled.Observe(options);
   TriggerResolver resolver(executors, clock, options,
                            [&](TriggerOutcome o) { got.Add(std::move(o)); });
   resolver.Start();
@@ -127,6 +152,7 @@ TEST(TriggerResolverTest, RetriesWithBackoffThenLeavesTheRunsUnknown) {
   EXPECT_THAT(o.message_suffix, HasSubstr("trigger answer unknown: DEADLINE_EXCEEDED: late"));
   EXPECT_THAT(o.message_suffix, HasSubstr("GetRuns failed 3 time(s)"));
   resolver.Shutdown();
+  EXPECT_EQ(settled.counts(), (std::map<std::string, size_t>{{"unknown", 1}}));
 }
 
 TEST(TriggerResolverTest, ShutdownAnswersWhatIsLeft) {
