@@ -99,7 +99,16 @@ class AlarmDeliveryTest : public ::testing::Test {
     job.set_fail_retry_count(retries);
     return store_.AddJob(job);
   }
-  int64_t FailedRun(int64_t job) {
+  int64_t ParentJob(int64_t child) {
+    jobwheel::v1::Job job;
+    job.set_app("demo");
+    job.set_name("parent");
+    job.set_enabled(true);
+    job.add_child_job_ids(child);
+    return store_.AddJob(job);
+  }
+  int64_t FailedRun(int64_t job) { return EndedRun(job, jobwheel::v1::RUN_STATUS_FAILED); }
+  int64_t EndedRun(int64_t job, jobwheel::v1::RunStatus status) {
     FakeFireStore::FireRow fire;
     fire.job_id = job;
     fire.scheduled = clock_.Now();
@@ -107,15 +116,16 @@ class AlarmDeliveryTest : public ::testing::Test {
     FakeFireStore::RunRow run;
     run.fire_id = store_.AddFire(fire);
     run.job_id = job;
-    run.status = jobwheel::v1::RUN_STATUS_FAILED;
+    run.status = status;
     run.trigger_time = clock_.Now();
     return store_.AddRun(run);
   }
-  size_t RetryFires() {
+  size_t FiresOf(jobwheel::v1::TriggerType type) {
     size_t n = 0;
-    for (const auto& f : store_.fires()) n += f.trigger_type == jobwheel::v1::TRIGGER_TYPE_RETRY;
+    for (const auto& f : store_.fires()) n += f.trigger_type == type;
     return n;
   }
+  size_t RetryFires() { return FiresOf(jobwheel::v1::TRIGGER_TYPE_RETRY); }
   // Moves time by a second and waits until both loops are waiting again.
   void Tick() {
     clock_.Advance(absl::Seconds(1));
@@ -146,18 +156,36 @@ TEST_F(AlarmDeliveryTest, AReceiverThatIsDownThenUpGetsEveryAlarmOncePerKey) {
   sender.Start();
   clock_.AwaitWaiters(2);
 
-  // Three runs fail for good while the receiver is down.
+  // The receiver is down for 60 s. Meanwhile three runs fail for good (alarms), and each
+  // ten seconds a run with retries left fails and a parent run succeeds: their retry and child
+  // fires keep coming on the monitors' next pass, whatever the sender is doing.
   for (int i = 0; i < 3; ++i) FailedRun(Job(0));
-  for (int i = 0; i < 4; ++i) Tick();
+  const int64_t child = Job(0);
+  const int64_t parent = ParentJob(child);
+  const int64_t retried = Job(100);
+  for (int second = 1; second <= 60; ++second) {
+    if (second % 10 == 0) {
+      const size_t retries = RetryFires(), children = FiresOf(jobwheel::v1::TRIGGER_TYPE_PARENT);
+      FailedRun(retried);
+      EndedRun(parent, jobwheel::v1::RUN_STATUS_SUCCEEDED);
+      Tick();
+      EXPECT_EQ(RetryFires(), retries + 1) << "second " << second;
+      EXPECT_EQ(FiresOf(jobwheel::v1::TRIGGER_TYPE_PARENT), children + 1) << "second " << second;
+    } else {
+      Tick();
+    }
+  }
   auto rows = outbox_.rows();
   ASSERT_EQ(rows.size(), 3u);
-  EXPECT_GE(rows[0].attempts, 1);  // Tried and failed, not sent.
-  for (const auto& r : rows) EXPECT_FALSE(r.sent_at.has_value());
-
-  // Meanwhile the monitors go on: a failure with retries left gets its retry fire.
-  FailedRun(Job(2));
-  Tick();
-  EXPECT_EQ(RetryFires(), 1u);
+  // One alarm probes the receiver each backoff window (the others wait behind it, not
+  // counted as attempts): tried again and again over the minute, nothing sent.
+  int attempts = 0;
+  for (const auto& r : rows) {
+    attempts += r.attempts;
+    EXPECT_FALSE(r.sent_at.has_value()) << r.event.key;
+  }
+  EXPECT_GE(attempts, 60 / 4);  // At least once per max_backoff (4 s).
+  EXPECT_EQ(RetryFires(), 6u);
 
   // The receiver comes up on the same port; within the (capped) backoff everything arrives.
   Receiver receiver(port);
