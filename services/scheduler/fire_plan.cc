@@ -108,10 +108,10 @@ LatePlan PlanLateFires(const std::vector<jobwheel::v1::Fire>& fires, absl::Time 
     const absl::Time last = FromProto(j.late.back()->scheduled_time());
     // "late:", not "misfire:": each row stands for its own scheduled time only (a claim-time
     // misfire row stands for a range), so readers of the reason never count a second twice.
-    const std::string range = absl::StrCat(
-        j.late.size(), " pending fire(s) from ", absl::FormatTime(first), " to ",
-        absl::FormatTime(last), " more than ", absl::FormatDuration(threshold),
-        " late (takeover or outage)");
+    const std::string range =
+        absl::StrCat(j.late.size(), " pending fire(s) from ", absl::FormatTime(first), " to ",
+                     absl::FormatTime(last), " more than ", absl::FormatDuration(threshold),
+                     " late (takeover or outage)");
     plan.misfires.push_back({j.strategy, static_cast<int64_t>(j.late.size())});
     const bool once = j.strategy == jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW;
     // The one fired once: the earliest late fire not covered by an earlier fire-once.
