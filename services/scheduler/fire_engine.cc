@@ -138,14 +138,27 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
   // the jobs it locked.
   ClaimPlan plan;
   const absl::Time start = clock_.Now();
-  absl::StatusOr<FireStore::ClaimResult> claimed =
-      store_.ClaimDueJobs(ClaimHorizon(now, window), options_.claim_batch,
-                          [&](const std::vector<Job>& jobs) -> const ClaimPlan& {
-                            plan = PlanClaim(jobs, now, window);
-                            return plan;
-                          });
-  metrics_.DbQuery("claim", clock_.Now() - start, claimed.ok());
-  if (!claimed.ok()) return claimed.status();
+  absl::StatusOr<FireStore::ClaimResult> claimed;
+  {
+    // One plan at a time with the late-fire plans: a FIRE_ONCE_NOW job fires once per outage,
+    // whether the takeover load (late pending fires) or the claim (a next fire time long past)
+    // sees the missed times first.
+    absl::MutexLock late_lock(&late_mu_);
+    StartLatePlanLocked();
+    claimed = store_.ClaimDueJobs(ClaimHorizon(now, window), options_.claim_batch,
+                                  [&](const std::vector<Job>& jobs) -> const ClaimPlan& {
+                                    plan = PlanClaim(jobs, now, window, fired_once_through_);
+                                    return plan;
+                                  });
+    metrics_.DbQuery("claim", clock_.Now() - start, claimed.ok());
+    if (!claimed.ok()) return claimed.status();
+    // A claim-time fire-once covers the job's late pending fires up to the threshold.
+    for (const PlannedFire& f : plan.fires) {
+      if (f.trigger_type != jobwheel::v1::TRIGGER_TYPE_MISFIRE) continue;
+      absl::Time& t = fired_once_through_[f.job_id];
+      t = std::max(t, now - options_.misfire_threshold);
+    }
+  }
   for (const auto& [job_id, status] : plan.invalid) {
     spdlog::error("job {}: stored schedule is invalid, not firing: {}", job_id, status.ToString());
   }

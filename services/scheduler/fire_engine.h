@@ -119,11 +119,11 @@ class FireEngine {
   SchedulerMetrics& metrics_;
 
   TimerQueue timer_;
-  // Late fires are judged one plan at a time (a load's page or a settle), so two plans never
-  // both fire a FIRE_ONCE_NOW job once for the same late fires. Taken before mu_.
+  // Late fires are judged one plan at a time (a load's page, a settle or a claim), so two plans
+  // never both fire a FIRE_ONCE_NOW job once for the same outage. Taken before mu_.
   absl::Mutex late_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   // Per FIRE_ONCE_NOW job that fired once this term: its late fires scheduled up to this time
-  // were covered by that fire (PlanLateFires).
+  // were covered by that fire (PlanLateFires, PlanClaim).
   absl::flat_hash_map<int64_t, absl::Time> fired_once_through_ ABSL_GUARDED_BY(late_mu_);
   // Terms started (elected or deposed) and the term fired_once_through_ belongs to.
   std::atomic<int64_t> terms_{0};

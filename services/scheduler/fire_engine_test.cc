@@ -588,6 +588,53 @@ TEST_F(FireEngineTest, AFailedSettleKeepsTheLateFiresForTheNextTry) {
   EXPECT_TRUE(dispatcher_.requests().empty());
 }
 
+// A takeover after an outage longer than the claim-ahead: the old leader's PENDING fires are
+// late (the takeover load), and so are the jobs' next fire times (the claim). A FIRE_ONCE_NOW
+// job fires once for the whole outage: the claim's misfire row is SKIPPED as already fired
+// once, and every missed time is counted.
+TEST_F(FireEngineTest, TakeoverAfterAnOutageFiresOnceNowOnceAcrossLoadAndClaim) {
+  const absl::Time now = clock_.Now();
+  // The old leader claimed now-30 .. now-21 and advanced next_fire_at to now-20.
+  const int64_t skip = AddJob(now - absl::Seconds(20), jobwheel::v1::MISFIRE_STRATEGY_DO_NOTHING);
+  const int64_t once =
+      AddJob(now - absl::Seconds(20), jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW);
+  for (int s = 30; s >= 21; --s) {
+    AddPendingFire(skip, now - absl::Seconds(s));
+    AddPendingFire(once, now - absl::Seconds(s));
+  }
+  FireEngine& engine = Engine();
+  engine.OnElected(2);
+  ASSERT_TRUE(engine.ClaimOnce().ok());
+  int misfire_fires = 0;
+  for (const auto& f : store_.fires()) {
+    if (f.job_id != once) continue;
+    if (f.trigger_type == jobwheel::v1::TRIGGER_TYPE_MISFIRE) ++misfire_fires;
+    if (f.scheduled == now - absl::Seconds(20)) {
+      EXPECT_EQ(f.status, jobwheel::v1::FIRE_STATUS_SKIPPED);
+      EXPECT_EQ(f.trigger_type, jobwheel::v1::TRIGGER_TYPE_CRON);
+      EXPECT_TRUE(absl::StartsWith(f.reason, "misfire: 15 fire(s) from ")) << f.reason;
+      EXPECT_TRUE(absl::EndsWith(f.reason, "skipped, the job fired once (FIRE_ONCE_NOW)"))
+          << f.reason;
+    }
+  }
+  EXPECT_EQ(misfire_fires, 1);  // The earliest late pending fire, from the load.
+  // 10 late pending fires + 15 missed times (now-20 .. now-6) per job.
+  EXPECT_EQ(Misfires("do_nothing"), 25);
+  EXPECT_EQ(Misfires("fire_once_now"), 25);
+
+  // Another outage later in the same term (the claim did not run for a minute) fires once again.
+  clock_.Advance(absl::Seconds(60));
+  store_.UpdateJob(once, [&](jobwheel::v1::Job& j) {
+    *j.mutable_next_fire_time() = ToProto(clock_.Now() - absl::Seconds(20));
+  });
+  ASSERT_TRUE(engine.ClaimOnce().ok());
+  misfire_fires = 0;
+  for (const auto& f : store_.fires()) {
+    misfire_fires += f.job_id == once && f.trigger_type == jobwheel::v1::TRIGGER_TYPE_MISFIRE;
+  }
+  EXPECT_EQ(misfire_fires, 2);
+}
+
 TEST_F(FireEngineTest, DeposedInsideAStoreCallDoesNotDeadlock) {
   // A fenced transaction that finds leadership lost calls on_deposed on the calling thread,
   // which may be inside a store call the engine made holding its late-fire lock.

@@ -16,7 +16,8 @@ absl::Time ClaimHorizon(absl::Time now, const ClaimWindow& window) {
   return now + window.preread_window;
 }
 
-ClaimPlan PlanClaim(const std::vector<Job>& jobs, absl::Time now, const ClaimWindow& window) {
+ClaimPlan PlanClaim(const std::vector<Job>& jobs, absl::Time now, const ClaimWindow& window,
+                    const absl::flat_hash_map<int64_t, absl::Time>& fired_once_through) {
   ClaimPlan plan;
   const absl::Time fill_until = ClaimHorizon(now, window) + window.claim_ahead;
   const absl::Time misfire_before = now - window.misfire_threshold;
@@ -43,7 +44,15 @@ ClaimPlan PlanClaim(const std::vector<Job>& jobs, absl::Time now, const ClaimWin
       if (t && *t < misfire_before) {
         t = schedule->NextAfter(misfire_before - absl::Seconds(1));
       }
-      const bool once = job.misfire_strategy() == jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW;
+      const bool once_strategy =
+          job.misfire_strategy() == jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW;
+      // A fire-once of this term that covers the first missed time stands for this range too:
+      // the takeover load fired once for the late fires an outage left, and the times missed
+      // after them belong to the same outage.
+      auto covered = fired_once_through.find(job.id());
+      const bool already_once =
+          once_strategy && covered != fired_once_through.end() && first <= covered->second;
+      const bool once = once_strategy && !already_once;
       plan.misfires.push_back({job.misfire_strategy(), missed});
       PlannedFire f;
       f.job_id = job.id();
@@ -53,7 +62,9 @@ ClaimPlan PlanClaim(const std::vector<Job>& jobs, absl::Time now, const ClaimWin
       f.reason =
           absl::StrCat("misfire: ", missed, " fire(s) from ", absl::FormatTime(first), " to ",
                        absl::FormatTime(last),
-                       once ? " missed; fired once now (FIRE_ONCE_NOW)" : " skipped (DO_NOTHING)");
+                       once           ? " missed; fired once now (FIRE_ONCE_NOW)"
+                       : already_once ? " missed; skipped, the job fired once (FIRE_ONCE_NOW)"
+                                      : " skipped (DO_NOTHING)");
       plan.fires.push_back(std::move(f));
     }
     while (t && *t <= fill_until) {

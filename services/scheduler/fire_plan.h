@@ -71,10 +71,14 @@ inline constexpr int64_t kMaxMissedCounted = 100000;
 //    a MISFIRE fire (FIRE_ONCE_NOW) or a SKIPPED row of the job's type (DO_NOTHING), whose
 //    reason names how many were missed (counting stops at kMaxMissedCounted, and the next
 //    fire time then jumps to the first one after the threshold);
+//    a FIRE_ONCE_NOW job whose first missed time is at or before `fired_once_through[job]`
+//    (it fired once this term for late fires up to there, e.g. those a takeover found pending:
+//    the same outage) gets a SKIPPED row instead, its misfire counted all the same;
 //  - every due time from there up to ClaimHorizon + claim_ahead gets a PENDING fire;
 //  - the next fire time is the first one after that.
 ClaimPlan PlanClaim(const std::vector<jobwheel::v1::Job>& jobs, absl::Time now,
-                    const ClaimWindow& window);
+                    const ClaimWindow& window,
+                    const absl::flat_hash_map<int64_t, absl::Time>& fired_once_through = {});
 
 // --- Late pending fires ---
 // Fires recorded PENDING that are handed off late: those an old leader had claimed, found by a

@@ -109,6 +109,38 @@ TEST(FirePlanTest, MisfireFireOnceNowFiresOnceAsMisfire) {
   EXPECT_TRUE(absl::EndsWith(row.reason, " missed; fired once now (FIRE_ONCE_NOW)"));
 }
 
+TEST(FirePlanTest, MisfireFireOnceNowAlreadyFiredOnceForTheOutageIsSkipped) {
+  const Job job = CronJob(1, kNow - absl::Seconds(60), "* * * * * ?",
+                          jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW);
+  // Fired once this term for late fires up to now-60 (or later): the same outage.
+  for (const absl::Duration through : {absl::Seconds(60), absl::Seconds(5)}) {
+    const ClaimPlan plan = PlanClaim({job}, kNow, ClaimWindow{}, {{1, kNow - through}});
+    ASSERT_EQ(plan.misfires.size(), 1u);
+    EXPECT_EQ(plan.misfires[0].missed, 55);  // Counted all the same.
+    EXPECT_EQ(plan.misfires[0].strategy, jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW);
+    const PlannedFire& row = plan.fires.front();
+    EXPECT_TRUE(row.skipped);
+    EXPECT_EQ(row.trigger_type, jobwheel::v1::TRIGGER_TYPE_CRON);
+    EXPECT_EQ(row.scheduled, kNow - absl::Seconds(60));
+    EXPECT_TRUE(absl::StartsWith(row.reason, "misfire: 55 fire(s) from ")) << row.reason;
+    EXPECT_TRUE(absl::EndsWith(row.reason, " missed; skipped, the job fired once (FIRE_ONCE_NOW)"))
+        << row.reason;
+    EXPECT_EQ(plan.fires.size(), 1u + 16u);
+  }
+  // A fire-once of an earlier outage (through before the first missed time), or of another
+  // job, does not cover it.
+  for (const auto& [id, through] : {std::make_pair(int64_t{1}, absl::Seconds(61)),
+                                    std::make_pair(int64_t{2}, absl::Seconds(5))}) {
+    const ClaimPlan plan = PlanClaim({job}, kNow, ClaimWindow{}, {{id, kNow - through}});
+    EXPECT_FALSE(plan.fires.front().skipped);
+    EXPECT_EQ(plan.fires.front().trigger_type, jobwheel::v1::TRIGGER_TYPE_MISFIRE);
+  }
+  // DO_NOTHING is skipped either way, with its own reason.
+  const ClaimPlan plan =
+      PlanClaim({CronJob(1, kNow - absl::Seconds(60))}, kNow, ClaimWindow{}, {{1, kNow}});
+  EXPECT_TRUE(absl::EndsWith(plan.fires.front().reason, " skipped (DO_NOTHING)"));
+}
+
 TEST(FirePlanTest, HugeMisfireStopsCountingAndJumpsPastTheThreshold) {
   // Every second for ~3 years: more than kMaxMissedCounted missed times.
   const absl::Time next = kNow - absl::Hours(24 * 365 * 3);
