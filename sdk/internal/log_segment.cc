@@ -379,6 +379,17 @@ absl::StatusOr<std::vector<LogChunk>> LogSegments::Chunks(int day_fd, absl::stri
   return out;
 }
 
+absl::StatusOr<int64_t> LogSegments::MaxRunId(int day_fd, absl::string_view day) {
+  absl::StatusOr<std::vector<uint32_t>> segments = ListSegments(day_fd, /*all=*/false);
+  if (!segments.ok()) return segments.status();
+  int64_t max = 0;
+  for (uint32_t n : *segments) {
+    const Info info = Refresh(day_fd, day, n);
+    if (info.index_bytes > 0) max = std::max(max, info.max_run);
+  }
+  return max;
+}
+
 absl::StatusOr<std::string> LogSegments::ChunkReader::Read(const LogChunk& chunk) {
   if (!fd_.valid() || segment_ != chunk.segment) {
     const std::string name = SegmentDataName(chunk.segment);

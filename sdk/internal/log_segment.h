@@ -87,6 +87,8 @@ class LogSegments {
   // run_id's chunks in the day folder (opened by OpenDay), in the order they were written,
   // without discarded ones and records that point past their data file's end.
   absl::StatusOr<std::vector<LogChunk>> Chunks(int day_fd, absl::string_view day, int64_t run_id);
+  // The largest run id with a chunk in the day folder (opened by OpenDay); 0 when none.
+  absl::StatusOr<int64_t> MaxRunId(int day_fd, absl::string_view day);
   // Reads a chunk's bytes. Keeps the last segment's data file open for the next chunk.
   class ChunkReader {
    public:

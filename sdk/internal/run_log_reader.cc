@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <utility>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/civil_time.h"
 #include "spdlog/spdlog.h"
@@ -198,6 +200,38 @@ RunLogPage RunLogReader::ReadPage(OnDisk& disk, const std::string* buffered, int
     if (OfferLines(page, &rest)) return page.Finish(rest.empty());
   }
   return page.Finish(true);
+}
+
+absl::StatusOr<int64_t> RunLogReader::MaxRunId() {
+  if (state_->segments == nullptr) {
+    return absl::FailedPreconditionError("the run log store was not initialized");
+  }
+  int64_t max = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(state_->canonical_dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    absl::CivilDay civil;
+    const std::string day = it->path().filename().string();
+    if (!ParseDayFolder(day, &civil)) continue;
+    absl::StatusOr<UniqueFd> day_fd = state_->segments->OpenDay(day);
+    if (!day_fd.ok()) continue;  // Gone meanwhile, or not a plain folder: holds no log of ours.
+    absl::StatusOr<int64_t> in_segments = state_->segments->MaxRunId(day_fd->get(), day);
+    if (!in_segments.ok()) return in_segments.status();
+    max = std::max(max, *in_segments);
+    // Single-file logs, named "<run id>.log".
+    std::error_code day_ec;
+    for (fs::directory_iterator f(it->path(), day_ec), fend; !day_ec && f != fend;
+         f.increment(day_ec)) {
+      const std::string name = f->path().filename().string();
+      int64_t id = 0;
+      if (absl::EndsWith(name, ".log") &&
+          absl::SimpleAtoi(absl::string_view(name).substr(0, name.size() - 4), &id)) {
+        max = std::max(max, id);
+      }
+    }
+  }
+  if (ec) return absl::InternalError(absl::StrCat(state_->canonical_dir, ": ", ec.message()));
+  return max;
 }
 
 absl::StatusOr<RunLogPage> RunLogReader::Read(int64_t run_id, int from_line, int max_lines) {

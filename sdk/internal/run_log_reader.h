@@ -36,6 +36,9 @@ class RunLogReader {
   // PERMISSION_DENIED when its day folder or old per-run file is a symlink (which could lead
   // outside log_dir).
   absl::StatusOr<RunLogPage> Read(int64_t run_id, int from_line, int max_lines);
+  // The largest run id with a log on disk (segments and single-file logs of every day
+  // folder); 0 when there is none. Reads each segment's index summary, not the logs.
+  absl::StatusOr<int64_t> MaxRunId();
 
  private:
   // What one day folder holds of a run's log.

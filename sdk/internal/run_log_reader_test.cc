@@ -97,6 +97,34 @@ TEST_F(RunLogTest, FindsLogsOfAnEarlierProcessOnLaterDays) {
   EXPECT_THAT(page->lines, ElementsAre(HasSubstr("from yesterday")));
 }
 
+TEST_F(RunLogTest, MaxRunIdSpansDaysSegmentsAndOldFormatFiles) {
+  auto none = store_.MaxRunId();
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(*none, 0);
+  for (int64_t id : {40, 7, 23}) {
+    auto file = store_.Create(id);
+    ASSERT_TRUE(file.ok());
+    (*file)->Append("x");
+    (*file)->Close();
+  }
+  clock_.Advance(absl::Hours(24));
+  auto later = store_.Create(12);  // A smaller id on a later day.
+  ASSERT_TRUE(later.ok());
+  (*later)->Append("y");
+  (*later)->Close();
+  store_.FlushAll();
+  RunLogStore fresh(dir_ + "/logs", clock_, ManualFlush());
+  ASSERT_TRUE(fresh.Init().ok());
+  auto max = fresh.MaxRunId();
+  ASSERT_TRUE(max.ok()) << max.status();
+  EXPECT_EQ(*max, 40);
+  fs::create_directories(dir_ + "/logs/2026-03-08");
+  std::ofstream(LegacyPath(55, "2026-03-08")) << "2026-03-09 10:00:00.000 a\n";
+  max = fresh.MaxRunId();
+  ASSERT_TRUE(max.ok()) << max.status();
+  EXPECT_EQ(*max, 55);
+}
+
 TEST_F(RunLogTest, RefusesAPathThatResolvesOutsideTheLogDir) {
   const std::string outside = dir_ + "/secret.txt";
   std::ofstream(outside) << "secret\n";

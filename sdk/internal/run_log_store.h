@@ -47,6 +47,7 @@ class RunLogStore {
   absl::StatusOr<Page> Read(int64_t run_id, int from_line, int max_lines) {
     return reader_.Read(run_id, from_line, max_lines);
   }
+  absl::StatusOr<int64_t> MaxRunId() { return reader_.MaxRunId(); }
 
  private:
   RunLogWriter writer_;  // Shut down (its flusher joined) when the store is destroyed.
