@@ -1,6 +1,7 @@
 #include "services/dispatcher/dispatcher_metrics.h"
 
 #include "absl/strings/ascii.h"
+#include "common/model/proto_enums.h"
 
 namespace jobwheel::dispatcher {
 
@@ -117,11 +118,7 @@ const prometheus::Histogram::BucketBoundaries& DispatcherMetrics::LatencyBuckets
 }
 
 std::string DispatcherMetrics::StatusLabel(v1::RunStatus status) {
-  std::string name = v1::RunStatus_Name(status);
-  constexpr absl::string_view kPrefix = "RUN_STATUS_";
-  if (absl::string_view(name).substr(0, kPrefix.size()) == kPrefix)
-    name = name.substr(kPrefix.size());
-  return absl::AsciiStrToLower(name);
+  return absl::AsciiStrToLower(RunStatusShortName(status));
 }
 
 void DispatcherMetrics::RunFinished(v1::RunStatus status) {

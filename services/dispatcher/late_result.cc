@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "common/model/proto_enums.h"
 #include "common/time/proto_time.h"
 
 namespace jobwheel::dispatcher {
@@ -18,12 +19,6 @@ std::string Cut(absl::string_view s, size_t max_bytes) {
   return absl::StrCat(s.substr(0, cut), " \xE2\x80\xA6(truncated)");
 }
 
-absl::string_view StatusWord(v1::RunStatus status) {
-  absl::string_view name = v1::RunStatus_Name(status);
-  absl::ConsumePrefix(&name, "RUN_STATUS_");
-  return name;
-}
-
 }  // namespace
 
 std::string LateResultText(const v1::RunResult& result, absl::Time received) {
@@ -33,7 +28,7 @@ std::string LateResultText(const v1::RunResult& result, absl::Time received) {
   const std::string address = result.executor_address().empty()
                                   ? "an unnamed executor"
                                   : Cut(result.executor_address(), kAddressBytes);
-  return absl::StrCat(StatusWord(result.status()), " code ", result.code(), " at ",
+  return absl::StrCat(RunStatusShortName(result.status()), " code ", result.code(), " at ",
                       absl::FormatTime("%Y-%m-%dT%H:%M:%E*SZ", at, absl::UTCTimeZone()), " from ",
                       address, ": ", Cut(result.message(), kLateResultMessageBytes));
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/model/proto_enums.h"
 
 namespace jobwheel::dispatcher {
 namespace {
@@ -23,12 +24,9 @@ std::string Over(v1::RoutingStrategy strategy, size_t n) {
 
 std::string StrategyName(v1::RoutingStrategy strategy) {
   if (strategy == v1::ROUTING_STRATEGY_UNSPECIFIED) strategy = v1::ROUTING_STRATEGY_FIRST;
-  std::string name = v1::RoutingStrategy_Name(strategy);
-  constexpr absl::string_view kPrefix = "ROUTING_STRATEGY_";
+  const std::string& name = v1::RoutingStrategy_Name(strategy);
   if (name.empty()) return absl::StrCat("strategy_", static_cast<int>(strategy));
-  if (absl::string_view(name).substr(0, kPrefix.size()) == kPrefix)
-    name = name.substr(kPrefix.size());
-  return absl::AsciiStrToLower(name);
+  return absl::AsciiStrToLower(ShortEnumName(name, "ROUTING_STRATEGY_"));
 }
 
 Router::Router(Clock& clock, absl::BitGenRef gen, ExecutorClients& probes, Options options)

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "common/model/proto_enums.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::dispatcher {
@@ -17,29 +18,9 @@ std::string Describe(const absl::Status& s) {
   return absl::StrCat(absl::StatusCodeToString(s.code()), ": ", s.message());
 }
 
-absl::string_view PresenceName(v1::RunPresence p) {
-  switch (p) {
-    case v1::RUN_PRESENCE_NOT_SEEN:
-      return "NOT_SEEN";
-    case v1::RUN_PRESENCE_FENCED:
-      return "FENCED";
-    case v1::RUN_PRESENCE_QUEUED:
-      return "QUEUED";
-    case v1::RUN_PRESENCE_RUNNING:
-      return "RUNNING";
-    case v1::RUN_PRESENCE_ENDED:
-      return "ENDED";
-    case v1::RUN_PRESENCE_REFUSED:
-      return "REFUSED";
-    default:
-      return "UNSPECIFIED";
-  }
-}
-
-std::string StatusName(v1::RunStatus s) {
-  absl::string_view name = v1::RunStatus_Name(s);
-  absl::ConsumePrefix(&name, "RUN_STATUS_");
-  return std::string(name);
+std::string PresenceName(v1::RunPresence p) {
+  const std::string& name = v1::RunPresence_Name(p);
+  return name.empty() ? "UNSPECIFIED" : ShortEnumName(name, "RUN_PRESENCE_");
 }
 
 // GetRuns errors that no retry mends.
@@ -78,9 +59,9 @@ std::optional<TriggerOutcome> ResolvedOutcome(const v1::RunPresenceState& state,
   TriggerOutcome o;
   o.run_id = state.run_id();
   o.at = at;
-  std::string said = std::string(PresenceName(state.presence()));
+  std::string said = PresenceName(state.presence());
   if (state.status() != v1::RUN_STATUS_UNSPECIFIED) {
-    absl::StrAppend(&said, " ", StatusName(state.status()));
+    absl::StrAppend(&said, " ", RunStatusShortName(state.status()));
   }
   if (!state.message().empty()) absl::StrAppend(&said, " (", state.message(), ")");
   switch (state.presence()) {
@@ -250,7 +231,7 @@ bool TriggerResolver::Attempt(Job& job, bool last_attempt) {
       unresolved.push_back(job.run_ids[i]);
       continue;
     }
-    ++counts[std::string(PresenceName(state.presence()))];
+    ++counts[PresenceName(state.presence())];
     answers_(std::move(*o));
   }
   std::vector<std::string> parts;
