@@ -6,14 +6,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/model/proto_enums.h"
 #include "common/time/proto_time.h"
 
 namespace jobwheel::dispatcher {
 namespace {
-
-bool IsScript(v1::GlueType glue) {
-  return glue == v1::GLUE_TYPE_SCRIPT_SHELL || glue == v1::GLUE_TYPE_SCRIPT_PYTHON;
-}
 
 // A FAILED fire, with one FAILED run carrying the reason (so run listings show it).
 FirePlan Failed(const v1::Fire& fire, std::string reason) {

@@ -3,13 +3,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/model/proto_enums.h"
 
 namespace jobwheel::dispatcher {
 namespace {
-
-bool IsScript(v1::GlueType glue) {
-  return glue == v1::GLUE_TYPE_SCRIPT_SHELL || glue == v1::GLUE_TYPE_SCRIPT_PYTHON;
-}
 
 absl::Status ValidateFire(const v1::Fire& f, int i) {
   const std::string at = absl::StrCat("fires[", i, "]");
