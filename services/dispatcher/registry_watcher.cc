@@ -1,10 +1,11 @@
 #include "services/dispatcher/registry_watcher.h"
 
 #include <algorithm>
-#include <random>
 #include <utility>
 
+#include "absl/random/random.h"
 #include "common/auth/bearer.h"
+#include "common/base/backoff.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::dispatcher {
@@ -34,8 +35,8 @@ bool RegistryWatcher::connected() const {
 }
 
 void RegistryWatcher::Loop() {
-  std::minstd_rand jitter(std::random_device{}());
-  absl::Duration backoff = options_.initial_backoff;
+  absl::BitGen gen;
+  Backoff backoff(options_.initial_backoff, options_.max_backoff);
   while (true) {
     grpc::ClientContext ctx;
     // Fails only if signing fails, which a loaded key does not.
@@ -57,7 +58,7 @@ void RegistryWatcher::Loop() {
                      event.version(), event.executors_size());
         absl::MutexLock lock(&mu_);
         connected_ = true;
-        backoff = options_.initial_backoff;
+        backoff.Reset();
       }
       if (!directory_.Apply(event)) {
         spdlog::debug("registry watch: ignored event version {} type {}", event.version(),
@@ -73,18 +74,16 @@ void RegistryWatcher::Loop() {
       stopping = stopping_;
     }
     if (stopping) return;
+    const absl::Duration wait = backoff.Next(gen);
     spdlog::warn("registry watch: stream ended ({} {}); reconnecting in {}",
                  static_cast<int>(status.error_code()), status.error_message(),
-                 absl::FormatDuration(backoff));
+                 absl::FormatDuration(wait));
     // Interruptible backoff: Shutdown() wakes it.
-    const absl::Duration wait =
-        backoff + absl::Milliseconds(jitter() % (1 + absl::ToInt64Milliseconds(backoff) / 2));
     {
       absl::MutexLock lock(&mu_);
       clock_.AwaitWithDeadline(&mu_, absl::Condition(&stopping_), clock_.Now() + wait);
       if (stopping_) return;
     }
-    backoff = std::min(backoff * 2, options_.max_backoff);
   }
 }
 
