@@ -92,7 +92,7 @@ absl::optional<std::vector<std::string>> ReadableApps(const Principal& p) {
 }
 
 absl::StatusOr<Principal> TokenAuthenticator::Authorize(
-    const absl::optional<std::string>& authorization, std::initializer_list<Role> roles,
+    const absl::optional<std::string>& authorization, absl::Span<const Role> roles,
     absl::string_view service, absl::string_view peer) {
   absl::StatusOr<Principal> p = Authenticate(authorization, peer);
   if (!p.ok()) return p.status();
@@ -101,7 +101,7 @@ absl::StatusOr<Principal> TokenAuthenticator::Authorize(
   return p;
 }
 
-absl::Status RequireRole(const Principal& p, std::initializer_list<Role> roles,
+absl::Status RequireRole(const Principal& p, absl::Span<const Role> roles,
                          absl::string_view service) {
   if (p.insecure_dev) return absl::OkStatus();
   for (Role r : roles) {

@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
+#include "absl/types/span.h"
 #include "common/auth/failed_auth_limiter.h"
 #include "common/base/lru_map.h"
 #include "common/time/clock.h"
@@ -70,7 +71,7 @@ absl::optional<std::vector<std::string>> ReadableApps(const Principal& p);
 // UNAUTHENTICATED unless p's role is one of `roles` (the token is not a credential this
 // service accepts at all, e.g. an admin token presented to an executor); OK otherwise.
 // Insecure-dev principals always pass.
-absl::Status RequireRole(const Principal& p, std::initializer_list<Role> roles,
+absl::Status RequireRole(const Principal& p, absl::Span<const Role> roles,
                          absl::string_view service);
 // PERMISSION_DENIED "<what>: needs <need>; token <name> is <ROLE>[ for apps a, b]".
 absl::Status PermissionDenied(const Principal& p, absl::string_view what, absl::string_view need);
@@ -155,7 +156,7 @@ class TokenAuthenticator {
   // Authenticate, then RequireRole(principal, roles, service): the principal of a token this
   // service accepts at all.
   absl::StatusOr<Principal> Authorize(const absl::optional<std::string>& authorization,
-                                      std::initializer_list<Role> roles, absl::string_view service,
+                                      absl::Span<const Role> roles, absl::string_view service,
                                       absl::string_view peer = {});
 
   Stats stats() const;

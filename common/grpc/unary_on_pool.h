@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -19,6 +20,11 @@ namespace jobwheel {
 // at once, so an overload is visible to clients instead of queuing without bound.
 grpc::ServerUnaryReactor* AuthorizeOnPool(grpc::CallbackServerContext* ctx, WorkPool& pool,
                                           TokenAuthenticator& auth, absl::string_view service,
+                                          std::function<absl::Status(const Principal&)> work);
+// The same for callers of other roles (e.g. executors reporting results).
+grpc::ServerUnaryReactor* AuthorizeOnPool(grpc::CallbackServerContext* ctx, WorkPool& pool,
+                                          TokenAuthenticator& auth, absl::string_view service,
+                                          std::vector<Role> roles,
                                           std::function<absl::Status(const Principal&)> work);
 
 // The overload answer of AuthorizeOnPool, for handlers that submit to a pool themselves.

@@ -125,7 +125,8 @@ bool Eventually(const std::function<bool()>& condition, absl::Duration timeout) 
   }
 }
 
-absl::Status WaitForServing(const std::string& target, absl::Duration timeout) {
+absl::Status WaitForServing(const std::string& target, absl::Duration timeout,
+                            const std::string& service) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 20);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 20);
@@ -138,6 +139,7 @@ absl::Status WaitForServing(const std::string& target, absl::Duration timeout) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
     grpc::health::v1::HealthCheckRequest req;
+    req.set_service(service);
     grpc::health::v1::HealthCheckResponse resp;
     grpc::Status s = stub->Check(&ctx, req, &resp);
     if (s.ok() && resp.status() == grpc::health::v1::HealthCheckResponse::SERVING) {

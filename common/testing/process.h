@@ -47,8 +47,10 @@ int PickFreePort();
 // Polls `condition` every 10 ms until it is true or `timeout` passes; returns whether it held.
 bool Eventually(const std::function<bool()>& condition, absl::Duration timeout);
 
-// Waits until the gRPC server at `target` answers a health check with SERVING.
-absl::Status WaitForServing(const std::string& target, absl::Duration timeout);
+// Waits until the gRPC server at `target` answers a health check of `service` ("" is the
+// whole server: its readiness; "liveness" where the server tells it apart) with SERVING.
+absl::Status WaitForServing(const std::string& target, absl::Duration timeout,
+                            const std::string& service = "");
 
 // A scratch directory unique to this test process (under TEST_TMPDIR when set).
 std::string TestTempDir(const std::string& name);

@@ -64,7 +64,7 @@ void Append(std::vector<std::string>& to, const std::vector<std::string>& flags)
 }  // namespace
 
 absl::Status WaitForServingTls(const std::string& target, const ClientTls& tls,
-                               absl::Duration timeout) {
+                               absl::Duration timeout, const std::string& service) {
   // Wait for the listening socket first: a health check sent before the server listens puts
   // the gRPC channel into reconnect backoff, which cost ~5 s per process started.
   const absl::Time start = RealClock::Get().Now();
@@ -72,7 +72,7 @@ absl::Status WaitForServingTls(const std::string& target, const ClientTls& tls,
     return absl::DeadlineExceededError(absl::StrCat(target, " never listened"));
   }
   timeout -= RealClock::Get().Now() - start;
-  if (tls.ca_file.empty()) return WaitForServing(target, timeout);
+  if (tls.ca_file.empty()) return WaitForServing(target, timeout, service);
   grpc::SslCredentialsOptions opts;
   opts.pem_root_certs = ReadFile(tls.ca_file);
   if (!tls.cert_file.empty()) {
@@ -91,8 +91,10 @@ absl::Status WaitForServingTls(const std::string& target, const ClientTls& tls,
         grpc::ClientContext ctx;
         ctx.set_wait_for_ready(true);
         ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(1000));
+        grpc::health::v1::HealthCheckRequest req;
+        req.set_service(service);
         grpc::health::v1::HealthCheckResponse resp;
-        grpc::Status s = stub->Check(&ctx, {}, &resp);
+        grpc::Status s = stub->Check(&ctx, req, &resp);
         if (s.ok() && resp.status() == grpc::health::v1::HealthCheckResponse::SERVING) {
           return true;
         }
@@ -311,7 +313,8 @@ absl::Status Stack::Start(StackProcess& p) {
     std::ofstream(options_.pids_file, std::ios::app) << p.proc->pid() << "\n";
   }
   if (!p.serves) return absl::OkStatus();
-  absl::Status serving = WaitForServingTls(p.address(), client_tls(), options_.serving_timeout);
+  absl::Status serving =
+      WaitForServingTls(p.address(), client_tls(), options_.serving_timeout, p.health_service);
   if (!serving.ok()) {
     return absl::DeadlineExceededError(absl::StrCat(
         p.name, " did not serve on ", p.address(), " within ",

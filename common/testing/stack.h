@@ -35,9 +35,9 @@ std::string WriteFile(const std::string& path, const std::string& content);
 std::string ReadFile(const std::string& path);
 
 // Waits until something listens on the port of `target`, then until it answers a health check
-// SERVING over `tls` (plaintext when tls.ca_file is empty).
+// of `service` SERVING over `tls` (plaintext when tls.ca_file is empty).
 absl::Status WaitForServingTls(const std::string& target, const ClientTls& tls,
-                               absl::Duration timeout);
+                               absl::Duration timeout, const std::string& service = "");
 
 // Adds `authorization: Bearer <token>` (when non-empty) and a 10 s deadline.
 std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token);
@@ -59,6 +59,9 @@ struct StackProcess {
   int metrics_port = 0;  // 0: --metrics_address= (no metrics listener).
   // False for a process that is no gRPC server: Start() does not wait for it to serve.
   bool serves = true;
+  // The health service name Start() waits for: "" (ready) by default; "liveness" for a server
+  // that is up but cannot be ready (e.g. a dispatcher without a registry).
+  std::string health_service;
   std::unique_ptr<Process> proc = std::make_unique<Process>();
 
   std::string address() const { return Addr(port); }

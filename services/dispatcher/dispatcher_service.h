@@ -18,9 +18,9 @@ namespace jobwheel::dispatcher {
 // bootstrap one or a per-app API token, resolved on the pool, with failed authentications
 // limited per peer host), checks the request (INVALID_ARGUMENT naming the field, see
 // request_validation.h), then runs the core call on `db_work`, a bounded pool sized to the
-// database pool, so reactor threads never block on PostgreSQL. A full pool answers UNAVAILABLE
-// (the caller retries). With a per-app executor token only results for runs of its apps are
-// recorded and acknowledged.
+// database pool, so reactor threads never block on PostgreSQL. A full pool answers
+// RESOURCE_EXHAUSTED at once, like every service (PoolFullStatus; the callers retry). With a
+// per-app executor token only results for runs of its apps are recorded and acknowledged.
 class DispatcherServiceImpl final : public v1::DispatcherService::CallbackService {
  public:
   // `executor_auth` must outlive this service.

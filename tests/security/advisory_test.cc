@@ -292,6 +292,8 @@ TEST_F(AdvisoryTest, NoBinaryStartsWithoutCredentialsUnlessInsecureDevWhichItAnn
     b.args[0] = "--listen=" + p.address();
     b.args.push_back("--insecure_dev");
     p.args = b.args;
+    // With no registry to snapshot a dispatcher is up but never ready: wait for it to live.
+    if (b.name == "dispatcher") p.health_service = "liveness";
     const absl::Status serving = stack_->Start(p);
     EXPECT_TRUE(serving.ok()) << serving << "\n" << ReadFile(p.log);
     // A warning-level line ("<date> <time> W <component>: ...") that names insecure mode.
