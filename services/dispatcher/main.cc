@@ -26,6 +26,7 @@
 #include "common/pg/pg_pool.h"
 #include "common/server/pg_readiness_check.h"
 #include "common/server/readiness.h"
+#include "common/server/readiness_flags.h"
 #include "common/server/server_main.h"
 #include "common/time/clock.h"
 #include "prometheus/exposer.h"
@@ -84,13 +85,6 @@ ABSL_FLAG(absl::Duration, trigger_write_delay, absl::Milliseconds(250),
           "answers at once");
 ABSL_FLAG(absl::Duration, probe_deadline, absl::Milliseconds(500),
           "deadline of Beat/IdleBeat calls of FAILOVER/BUSYOVER routing");
-ABSL_FLAG(absl::Duration, db_check_interval, absl::Seconds(5),
-          "how often readiness checks the database (SELECT 1); not ready while it fails");
-ABSL_FLAG(absl::Duration, db_check_timeout, absl::Seconds(2),
-          "a readiness database check without an answer after this long counts as failed");
-ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),
-          "on SIGTERM: how long the server answers health checks NOT_SERVING (and keeps serving "
-          "calls) before it shuts down");
 ABSL_FLAG(bool, log_json, false, "log one JSON object per line");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
 ABSL_FLAG(std::string, tls_cert, "",
@@ -143,15 +137,6 @@ absl::StatusOr<DispatcherServerOptions> OptionsFromFlags() {
   absl::Status valid = c.Validate();
   if (!valid.ok()) return valid;
   return c;
-}
-
-absl::StatusOr<ReadinessOptions> ReadinessFromFlags() {
-  ReadinessOptions r;
-  r.db_check_interval = absl::GetFlag(FLAGS_db_check_interval);
-  r.db_check_timeout = absl::GetFlag(FLAGS_db_check_timeout);
-  r.drain_delay = absl::GetFlag(FLAGS_drain_delay);
-  if (absl::Status s = r.Validate(); !s.ok()) return s;
-  return r;
 }
 
 int Run(const DispatcherServerOptions& c, const ReadinessOptions& readiness_options) {
@@ -300,7 +285,7 @@ int main(int argc, char** argv) {
                         absl::GetFlag(FLAGS_log_level));
   auto config = jobwheel::dispatcher::OptionsFromFlags();
   if (!config.ok()) return jobwheel::Fail(config.status(), 2);
-  auto readiness = jobwheel::dispatcher::ReadinessFromFlags();
-  if (!readiness.ok()) return jobwheel::Fail(readiness.status(), 2);
-  return jobwheel::dispatcher::Run(*config, *readiness);
+  const jobwheel::ReadinessOptions readiness = jobwheel::ReadinessOptionsFromFlags();
+  if (absl::Status s = readiness.Validate(); !s.ok()) return jobwheel::Fail(s, 2);
+  return jobwheel::dispatcher::Run(*config, readiness);
 }

@@ -22,6 +22,7 @@
 #include "common/pg/pg_pool.h"
 #include "common/server/pg_readiness_check.h"
 #include "common/server/readiness.h"
+#include "common/server/readiness_flags.h"
 #include "common/server/server_main.h"
 #include "common/time/clock.h"
 #include "prometheus/registry.h"
@@ -64,13 +65,6 @@ ABSL_FLAG(std::string, admin_token_file, "",
           "Bootstrap admin token for AppAdminService; optional: ADMIN/OPERATOR/VIEWER tokens from "
           "TokenAdminService work without it");
 ABSL_FLAG(bool, insecure_dev, false, "Accept unauthenticated calls (development only)");
-ABSL_FLAG(absl::Duration, db_check_interval, absl::Seconds(5),
-          "How often readiness checks the database (SELECT 1); not ready while it fails");
-ABSL_FLAG(absl::Duration, db_check_timeout, absl::Seconds(2),
-          "A readiness database check without an answer after this long counts as failed");
-ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),
-          "On SIGTERM: the least time health checks answer NOT_SERVING (drain_grace included) "
-          "before the server shuts down");
 ABSL_FLAG(bool, log_json, false, "Log one JSON object per line");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 ABSL_FLAG(std::string, tls_cert, "", "Server certificate (PEM); plaintext when empty");
@@ -97,9 +91,7 @@ absl::StatusOr<RegistryServerOptions> OptionsFromFlags() {
   c.db_dsn = absl::GetFlag(FLAGS_db_dsn);
   c.db_pool_size = absl::GetFlag(FLAGS_db_pool_size);
   c.drain_grace = absl::GetFlag(FLAGS_drain_grace);
-  c.readiness.db_check_interval = absl::GetFlag(FLAGS_db_check_interval);
-  c.readiness.db_check_timeout = absl::GetFlag(FLAGS_db_check_timeout);
-  c.readiness.drain_delay = absl::GetFlag(FLAGS_drain_delay);
+  c.readiness = ReadinessOptionsFromFlags();
   c.registry.replica_id = ReplicaIdOr(absl::GetFlag(FLAGS_replica_id));
   c.registry.beat_interval = absl::GetFlag(FLAGS_beat_interval);
   c.registry.beat_deadline = absl::GetFlag(FLAGS_beat_deadline);

@@ -22,6 +22,7 @@
 #include "common/pg/pg_pool.h"
 #include "common/server/pg_readiness_check.h"
 #include "common/server/readiness.h"
+#include "common/server/readiness_flags.h"
 #include "common/time/clock.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
@@ -103,12 +104,6 @@ ABSL_FLAG(
     std::string, tls_client_cert, "",
     "Client certificate (PEM) for mutual TLS to dispatchers and executors; default --tls_cert");
 ABSL_FLAG(std::string, tls_client_key, "", "Private key of --tls_client_cert; default --tls_key");
-ABSL_FLAG(absl::Duration, db_check_interval, absl::Seconds(5),
-          "How often readiness checks the database (SELECT 1); not ready while it fails");
-ABSL_FLAG(absl::Duration, db_check_timeout, absl::Seconds(2),
-          "A readiness database check without an answer after this long counts as failed");
-ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),
-          "On SIGTERM: how long health checks answer NOT_SERVING before the server shuts down");
 ABSL_FLAG(bool, log_json, false, "Log JSON lines instead of text");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 
@@ -203,10 +198,7 @@ int main(int argc, char** argv) {
     metrics.DbQuery(op, d, ok);
   });
   // Ready while the database answers; a standby is ready too (no leader condition).
-  ReadinessOptions readiness_options;
-  readiness_options.db_check_interval = absl::GetFlag(FLAGS_db_check_interval);
-  readiness_options.db_check_timeout = absl::GetFlag(FLAGS_db_check_timeout);
-  readiness_options.drain_delay = absl::GetFlag(FLAGS_drain_delay);
+  const ReadinessOptions readiness_options = ReadinessOptionsFromFlags();
   if (absl::Status s = readiness_options.Validate(); !s.ok()) return Fail(s.ToString());
   Readiness readiness(RealClock::Get(), registry.get(), "jobwheel_scheduler");
   AddDatabaseCheck(readiness, pool, readiness_options);
