@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/pg/pg_arrays.h"
 #include "common/pg/pg_prepared.h"
 #include "common/time/proto_time.h"
@@ -59,6 +60,21 @@ void ApplyLatePlan(pqxx::work& tx, const LatePlan& plan) {
                ToPgIntArray(ids), ToPgIntArray(once), ToPgArray(reasons));
 }
 
+// The UPDATE that ends RUNNING runs as LOST ("executor <address> <what> while the run was
+// RUNNING") where `condition` holds, with their executor row as `e` when `join_executor`;
+// returns id, app, executor_address and then `extra_returned`.
+std::string LoseRunsSql(absl::string_view what, bool join_executor, absl::string_view condition,
+                        absl::string_view extra_returned = "") {
+  return absl::StrCat(
+      "UPDATE runs r SET status = 7, end_time = now(), result_message = "
+      "'executor ' || r.executor_address || ' ",
+      what, " while the run was RUNNING'",
+      join_executor ? " FROM executors e WHERE r.status = 2 AND e.app = r.app AND "
+                      "e.address = r.executor_address AND "
+                    : " WHERE r.status = 2 AND ",
+      condition, " RETURNING r.id, r.app, r.executor_address", extra_returned);
+}
+
 // Ends the RUNNING runs whose executor is gone (MonitorLimits says when) as LOST, and adds them
 // to `result`.
 void EndLostRuns(pqxx::work& tx, const FireStore::MonitorLimits& limits,
@@ -77,55 +93,46 @@ void EndLostRuns(pqxx::work& tx, const FireStore::MonitorLimits& limits,
       result.lost_runs.push_back(std::move(run));
     }
   };
+  // Built once: the monitor pass runs every second.
   // Runs whose executor the registry took offline at least the grace ago (the same process
   // reconnecting within it finds the row online again), however recently they started.
-  add(ExecPrepared(tx, "lose_runs_offline",
-                   "UPDATE runs r SET status = 7, end_time = now(), result_message = "
-                   "'executor ' || r.executor_address || ' went offline while the run was "
-                   "RUNNING' FROM executors e WHERE r.status = 2 AND e.app = r.app AND "
-                   "e.address = r.executor_address AND NOT e.online AND e.offline_since <= "
-                   "now() - $1::bigint * interval '1 microsecond' RETURNING r.id, r.app, "
-                   "r.executor_address, "
-                   "(EXTRACT(EPOCH FROM (now() - e.offline_since)) * 1000000)::BIGINT",
-                   absl::ToInt64Microseconds(limits.offline_grace)),
-      LostReason::kExecutorOffline);
+  static const std::string* const kOffline = new std::string(LoseRunsSql(
+      "went offline", true,
+      "NOT e.online AND e.offline_since <= now() - $1::bigint * interval '1 microsecond'",
+      ", (EXTRACT(EPOCH FROM (now() - e.offline_since)) * 1000000)::BIGINT"));
   // Runs on an executor not online that tells no offline time (no row, or taken offline
   // before executors.offline_since existed): after the long limit.
-  add(ExecPrepared(tx, "lose_runs_offline_unknown",
-                   "UPDATE runs r SET status = 7, end_time = now(), result_message = "
-                   "'executor ' || r.executor_address || ' went offline while the run was "
-                   "RUNNING' WHERE r.status = 2 AND r.start_time < $1::timestamptz AND NOT "
-                   "EXISTS (SELECT 1 FROM executors e WHERE e.app = r.app AND "
-                   "e.address = r.executor_address AND (e.online OR e.offline_since IS NOT "
-                   "NULL)) RETURNING r.id, r.app, r.executor_address",
-                   ToPgTimestamp(limits.lost_started_before)),
-      LostReason::kExecutorOffline);
+  static const std::string* const kOfflineUnknown = new std::string(LoseRunsSql(
+      "went offline", false,
+      "r.start_time < $1::timestamptz AND NOT EXISTS (SELECT 1 FROM executors e WHERE "
+      "e.app = r.app AND e.address = r.executor_address AND (e.online OR e.offline_since IS "
+      "NOT NULL))"));
   // Runs whose executor restarted while they ran: the address is online again with another
   // process, registered (instance_since) more than a second after the run started (start times
   // may come from the executor's clock), so nobody will report them. The new process has had
   // its grace to replay the results its predecessor spooled, which win over this.
-  add(ExecPrepared(tx, "lose_runs_restarted",
-                   "UPDATE runs r SET status = 7, end_time = now(), result_message = "
-                   "'executor ' || r.executor_address || ' restarted while the run was RUNNING' "
-                   "FROM executors e WHERE r.status = 2 AND e.app = r.app AND "
-                   "e.address = r.executor_address AND e.online AND "
-                   "r.start_time + interval '1 second' < e.instance_since AND "
-                   "e.instance_since <= now() - $1::bigint * interval '1 microsecond' "
-                   "RETURNING r.id, r.app, r.executor_address",
-                   absl::ToInt64Microseconds(limits.restart_grace)),
-      LostReason::kExecutorRestarted);
+  static const std::string* const kRestarted = new std::string(
+      LoseRunsSql("restarted", true,
+                  "e.online AND r.start_time + interval '1 second' < e.instance_since AND "
+                  "e.instance_since <= now() - $1::bigint * interval '1 microsecond'"));
   // The same for rows registered before instance_since existed, by the process start time
   // the SDK sets as label jobwheel.process_start_us.
-  add(ExecPrepared(tx, "lose_runs_restarted_label",
-                   "UPDATE runs r SET status = 7, end_time = now(), result_message = "
-                   "'executor ' || r.executor_address || ' restarted while the run was RUNNING' "
-                   "FROM executors e WHERE r.status = 2 AND e.app = r.app AND "
-                   "e.address = r.executor_address AND e.online AND "
-                   "(e.labels->>'jobwheel.process_start_us') ~ '^[0-9]{1,18}$' AND "
-                   "(e.labels->>'jobwheel.process_start_us')::BIGINT > "
-                   "(EXTRACT(EPOCH FROM r.start_time) * 1000000)::BIGINT + 1000000 AND "
-                   "(e.labels->>'jobwheel.process_start_us')::BIGINT < $1 "
-                   "RETURNING r.id, r.app, r.executor_address",
+  static const std::string* const kRestartedLabel = new std::string(
+      LoseRunsSql("restarted", true,
+                  "e.online AND (e.labels->>'jobwheel.process_start_us') ~ '^[0-9]{1,18}$' AND "
+                  "(e.labels->>'jobwheel.process_start_us')::BIGINT > "
+                  "(EXTRACT(EPOCH FROM r.start_time) * 1000000)::BIGINT + 1000000 AND "
+                  "(e.labels->>'jobwheel.process_start_us')::BIGINT < $1"));
+  add(ExecPrepared(tx, "lose_runs_offline", *kOffline,
+                   absl::ToInt64Microseconds(limits.offline_grace)),
+      LostReason::kExecutorOffline);
+  add(ExecPrepared(tx, "lose_runs_offline_unknown", *kOfflineUnknown,
+                   ToPgTimestamp(limits.lost_started_before)),
+      LostReason::kExecutorOffline);
+  add(ExecPrepared(tx, "lose_runs_restarted", *kRestarted,
+                   absl::ToInt64Microseconds(limits.restart_grace)),
+      LostReason::kExecutorRestarted);
+  add(ExecPrepared(tx, "lose_runs_restarted_label", *kRestartedLabel,
                    absl::ToUnixMicros(limits.restarted_before)),
       LostReason::kExecutorRestarted);
   result.lost = static_cast<int>(result.lost_runs.size());
