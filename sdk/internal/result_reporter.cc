@@ -157,27 +157,25 @@ void ResultReporter::Loop() {
       failures_ = 0;
       backoff_.Reset();
       next_attempt_ = absl::InfinitePast();
-      for (int64_t id : acked->acked) {
+      // Acked or refused for good: done with, off the spool. A result re-submitted while in
+      // flight is kept: it may differ from what was answered.
+      auto settle = [&](int64_t id, bool refused) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         auto it = pending_.find(id);
-        // A result re-submitted while in flight is kept: it may differ from what was acked.
-        if (it == pending_.end() || !it->second.in_flight) continue;
+        if (it == pending_.end() || !it->second.in_flight) return;
+        if (refused) {
+          // Sending it again would be refused again. Logged once, here.
+          spdlog::error(
+              "run {}: the dispatcher refused its {} result for good (no such run, or "
+              "a missing or wrong result key); dropped",
+              id, jobwheel::v1::RunStatus_Name(it->second.result.status()));
+          metrics_.results_refused.Increment();
+        }
         pending_.erase(it);
         absl::Status st = spool_->Remove(id);
         if (!st.ok()) spdlog::warn("result spool: {}", st.ToString());
-      }
-      for (int64_t id : acked->refused) {
-        auto it = pending_.find(id);
-        if (it == pending_.end() || !it->second.in_flight) continue;
-        // Refused for good: sending it again would be refused again. Logged once, here.
-        spdlog::error(
-            "run {}: the dispatcher refused its {} result for good (no such run, or "
-            "a missing or wrong result key); dropped",
-            id, jobwheel::v1::RunStatus_Name(it->second.result.status()));
-        metrics_.results_refused.Increment();
-        pending_.erase(it);
-        absl::Status st = spool_->Remove(id);
-        if (!st.ok()) spdlog::warn("result spool: {}", st.ToString());
-      }
+      };
+      for (int64_t id : acked->acked) settle(id, /*refused=*/false);
+      for (int64_t id : acked->refused) settle(id, /*refused=*/true);
       for (const auto& r : batch) {
         auto it = pending_.find(r.run_id());
         if (it == pending_.end() || !it->second.in_flight) continue;

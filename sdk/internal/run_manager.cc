@@ -27,9 +27,9 @@ RunManager::RunManager(RunManagerOptions options, HandlerMap handlers, RunLogSto
       life_(std::make_shared<Lifeline>()),
       mu_(life_->mu),
       ledger_(options_.recent_runs, options_.fenced_runs),
+      earlier_(logs),
       ledger_sink_(&ledger_, sink),
       results_(&ledger_sink_, clock, metrics, options_.executor_address),
-      runs_(options_.recent_runs),
       watchdog_(mu_, clock, results_, options_.cancel_grace, options_.watchdog_interval),
       threads_(clock, RunThreadsOptions{options_.worker_idle_timeout, options_.max_threads},
                [this, life = life_](std::shared_ptr<Lane> lane) { RunLane(life, lane); }) {}
@@ -65,12 +65,11 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
     if (std::optional<SubmitOutcome> known = KnownLocked(run_id)) return *known;
   }
   // Not known in memory: a log on disk means it ran here before (an earlier process).
-  if (Logged(run_id)) {
+  if (earlier_.Logged(run_id)) {
     absl::MutexLock lock(&mu_);
     // Accepted meanwhile by a concurrent call: answered from memory.
     if (std::optional<SubmitOutcome> known = KnownLocked(run_id)) return *known;
-    ledger_.Ended(run_id, jobwheel::v1::RUN_STATUS_UNSPECIFIED,
-                  "ran here before (its run log exists)");
+    NoteEarlierRunLocked(run_id);
     return SubmitOutcome{
         jobwheel::v1::RUN_DISPOSITION_STARTED,
         absl::StrCat("run ", run_id, " already ran here (its run log exists); not run again")};
@@ -184,7 +183,7 @@ std::optional<RunManager::SubmitOutcome> RunManager::KnownLocked(int64_t run_id)
     return SubmitOutcome{entry->disposition,
                          absl::StrCat("run ", run_id, " already refused here: ", entry->message)};
   }
-  if (entry.has_value() || runs_.Ended(run_id)) {
+  if (entry.has_value()) {
     return SubmitOutcome{jobwheel::v1::RUN_DISPOSITION_STARTED,
                          absl::StrCat("run ", run_id, " already ran here; its result is reported")};
   }
@@ -198,25 +197,9 @@ RunManager::SubmitOutcome RunManager::Refuse(int64_t run_id,
   return SubmitOutcome{disposition, std::move(message)};
 }
 
-int64_t RunManager::DiskFloor() {
-  absl::call_once(disk_floor_once_, [this] {
-    absl::StatusOr<int64_t> max = logs_->MaxRunId();
-    if (max.ok()) {
-      disk_floor_ = *max;
-    } else {
-      // Unknown: every id is looked up on disk (slower, never wrong).
-      spdlog::warn("run logs: cannot read the largest logged run id: {}", max.status().ToString());
-      disk_floor_ = INT64_MAX;
-    }
-  });
-  return disk_floor_;
-}
-
-bool RunManager::Logged(int64_t run_id) {
-  if (logs_ == nullptr) return false;
-  if (run_id > DiskFloor()) return false;
-  absl::StatusOr<RunLogStore::Page> page = logs_->Read(run_id, 1, 1);
-  return page.ok() && !page->lines.empty();
+void RunManager::NoteEarlierRunLocked(int64_t run_id) {
+  ledger_.Ended(run_id, jobwheel::v1::RUN_STATUS_UNSPECIFIED,
+                "ran here before (its run log exists)");
 }
 
 jobwheel::v1::RunPresenceState RunManager::PresenceLocked(int64_t run_id) {
@@ -245,8 +228,8 @@ jobwheel::v1::RunPresenceState RunManager::PresenceLocked(int64_t run_id) {
     state.set_message(entry->message);
     return state;
   }
-  // Reported (its result being handed over) or ended and forgotten by the ledger.
-  if (run != nullptr || runs_.Ended(run_id)) {
+  // Reported (its result being handed over).
+  if (run != nullptr) {
     state.set_presence(jobwheel::v1::RUN_PRESENCE_ENDED);
     return state;
   }
@@ -271,7 +254,7 @@ std::vector<jobwheel::v1::RunPresenceState> RunManager::Presence(
   if (unseen.empty()) return states;
   // Unknown in memory: a log on disk means it ran here before (an earlier process).
   std::vector<bool> logged(unseen.size());
-  for (size_t i = 0; i < unseen.size(); ++i) logged[i] = Logged(run_ids[unseen[i]]);
+  for (size_t i = 0; i < unseen.size(); ++i) logged[i] = earlier_.Logged(run_ids[unseen[i]]);
   absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < unseen.size(); ++i) {
     const int64_t id = run_ids[unseen[i]];
@@ -280,8 +263,7 @@ std::vector<jobwheel::v1::RunPresenceState> RunManager::Presence(
     state = PresenceLocked(id);
     if (state.presence() != jobwheel::v1::RUN_PRESENCE_NOT_SEEN) continue;
     if (logged[i]) {
-      ledger_.Ended(id, jobwheel::v1::RUN_STATUS_UNSPECIFIED,
-                    "ran here before (its run log exists)");
+      NoteEarlierRunLocked(id);
       state = PresenceLocked(id);
     } else if (fence) {
       ledger_.Fence(id);

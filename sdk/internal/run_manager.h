@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/call_once.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
@@ -15,6 +14,7 @@
 #include "common/time/clock.h"
 #include "jobwheel/v1/dispatcher.pb.h"
 #include "jobwheel/v1/executor.pb.h"
+#include "sdk/internal/earlier_run_logs.h"
 #include "sdk/internal/executor_metrics.h"
 #include "sdk/internal/lane.h"
 #include "sdk/internal/result_sink.h"
@@ -164,13 +164,8 @@ class RunManager {
   std::optional<SubmitOutcome> KnownLocked(int64_t run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What is known here of a run id, without looking at the disk; NOT_SEEN when nothing.
   jobwheel::v1::RunPresenceState PresenceLocked(int64_t run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether an earlier process left a run log of `run_id` (ids above DiskFloor() are not looked
-  // up). No lock held.
-  bool Logged(int64_t run_id);
-  // The largest run id logged on disk by earlier processes, read once before this process
-  // logs its first run: a larger id never ran here before, so Logged() skips the disk for it
-  // (runs of this process are known in memory: runs_ and ledger_).
-  int64_t DiskFloor();
+  // A run id not known in memory whose run log an earlier process left: remembered as ended.
+  void NoteEarlierRunLocked(int64_t run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A refusal, remembered so that a repeated call gets the same answer.
   SubmitOutcome Refuse(int64_t run_id, jobwheel::v1::RunDisposition disposition,
                        std::string message);
@@ -189,8 +184,7 @@ class RunManager {
   const std::shared_ptr<Lifeline> life_;
   absl::Mutex& mu_;
   RunLedger ledger_;
-  absl::once_flag disk_floor_once_;
-  int64_t disk_floor_ = 0;  // Set once under disk_floor_once_.
+  EarlierRunLogs earlier_;  // Looked up without holding mu_.
   LedgerSink ledger_sink_;  // Notes each result in ledger_, then hands it to the sink.
   RunResults results_;
   RunTable runs_ ABSL_GUARDED_BY(mu_);

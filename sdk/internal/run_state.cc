@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
+
 namespace jobwheel::sdk {
 
 std::shared_ptr<RunState> RunTable::Find(int64_t run_id) const {
@@ -31,13 +33,6 @@ void RunTable::Forget(RunState& run) {
   const int64_t id = run.run_id();
   auto it = runs_.find(id);
   if (it != runs_.end() && it->second.get() == &run) runs_.erase(it);
-  if (recent_.insert(id).second) {
-    recent_order_.push_back(id);
-    while (recent_order_.size() > recent_runs_) {
-      recent_.erase(recent_order_.front());
-      recent_order_.pop_front();
-    }
-  }
 }
 
 RunTable::Counts RunTable::JobCounts(int64_t job_id) const {

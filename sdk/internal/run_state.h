@@ -2,12 +2,10 @@
 #define JOBWHEEL_SDK_INTERNAL_RUN_STATE_H_
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "jobwheel/cancellation.h"
@@ -41,24 +39,19 @@ struct RunState {
   }
 };
 
-// The runs queued or running here by id, how many of each, and the ids of runs that ended
-// (the most recent `recent_runs`), so a repeated Run call is not executed twice. Not
-// thread-safe: the RunManager's mutex guards it.
+// The runs queued or running here by id, and how many of each (what is known of run ids that
+// ended is the RunLedger's). Not thread-safe: the RunManager's mutex guards it.
 class RunTable {
  public:
-  explicit RunTable(size_t recent_runs) : recent_runs_(recent_runs) {}
-
   // The queued or running run, or null.
   std::shared_ptr<RunState> Find(int64_t run_id) const;
-  // Whether the run ended here recently.
-  bool Ended(int64_t run_id) const { return recent_.contains(run_id); }
   bool empty() const { return runs_.empty(); }
 
   // Adds a new (queued) run.
   void Add(std::shared_ptr<RunState> run);
   // Moves a run to `phase`, keeping the counts.
   void SetPhase(RunState& run, RunPhase phase);
-  // The run ended: removed, its id remembered.
+  // The run ended: removed.
   void Forget(RunState& run);
 
   int queued() const { return queued_; }
@@ -77,12 +70,9 @@ class RunTable {
   std::vector<std::shared_ptr<RunState>> Running() const;
 
  private:
-  const size_t recent_runs_;
   absl::flat_hash_map<int64_t, std::shared_ptr<RunState>> runs_;
   int queued_ = 0;
   int running_ = 0;
-  absl::flat_hash_set<int64_t> recent_;
-  std::deque<int64_t> recent_order_;
 };
 
 }  // namespace jobwheel::sdk
