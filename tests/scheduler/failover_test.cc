@@ -38,6 +38,7 @@
 #include "jobwheel/v1/leadership.grpc.pb.h"
 #include "pqxx/pqxx"
 #include "services/scheduler/schedule.h"
+#include "tests/scheduler/stack_test.h"
 
 namespace jobwheel {
 namespace {
@@ -63,7 +64,7 @@ struct Scheduler {
   std::unique_ptr<jobwheel::v1::LeadershipService::Stub> leadership;
 };
 
-class SchedulerFailoverTest : public ::testing::Test {
+class SchedulerFailoverTest : public SchedulerStackTest {
  protected:
   void SetUp() override {
     // Registry and dispatcher now; the replicas sched-a and sched-b when a test says so. The
@@ -78,20 +79,11 @@ class SchedulerFailoverTest : public ::testing::Test {
     // machine; these tests count every fire, so late ones must still fire (the misfire policy
     // for late fires has tests of its own).
     options.scheduler.extra_flags = {"--misfire_threshold=15s"};
-    stack_ = std::make_unique<Stack>(options);
-    const absl::Status s = stack_->StartServices();
-    ASSERT_TRUE(s.ok()) << s << "\n" << stack_->Logs();
-    db_ = std::make_unique<pqxx::connection>(stack_->dsn());
+    ASSERT_NO_FATAL_FAILURE(StartStack(options));
     a_.index = 0;
     a_.id = "sched-a";
     b_.index = 1;
     b_.id = "sched-b";
-  }
-
-  void TearDown() override {
-    if (stack_ == nullptr) return;
-    stack_->Stop();
-    if (HasFailure()) std::cerr << stack_->Logs();
   }
 
   void StartScheduler(Scheduler& s) {
@@ -193,8 +185,6 @@ class SchedulerFailoverTest : public ::testing::Test {
     return r[0][0].is_null() ? absl::InfinitePast() : FromMicros(r[0][0].as<int64_t>());
   }
 
-  std::unique_ptr<Stack> stack_;
-  std::unique_ptr<pqxx::connection> db_;
   int64_t probe_job_ = 0;
   Scheduler a_, b_;
 };

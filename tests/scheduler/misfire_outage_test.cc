@@ -43,6 +43,7 @@
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "jobwheel/v1/leadership.grpc.pb.h"
 #include "pqxx/pqxx"
+#include "tests/scheduler/stack_test.h"
 
 namespace jobwheel {
 namespace {
@@ -84,7 +85,7 @@ int64_t SecondsStoodFor(const std::string& reason) {
   return !words.empty() && absl::SimpleAtoi(words[0], &n) ? n : -1;
 }
 
-class MisfireOutageTest : public ::testing::Test {
+class MisfireOutageTest : public SchedulerStackTest {
  protected:
   void SetUp() override {
     Stack::Options options;
@@ -96,23 +97,7 @@ class MisfireOutageTest : public ::testing::Test {
     options.scheduler.start_later = true;
     options.scheduler.extra_flags = {"--misfire_threshold=5s", "--preread_window=5s",
                                      "--claim_ahead=5s"};
-    stack_ = std::make_unique<Stack>(options);
-    const absl::Status s = stack_->StartServices();
-    ASSERT_TRUE(s.ok()) << s << "\n" << stack_->Logs();
-    db_ = std::make_unique<pqxx::connection>(stack_->dsn());
-  }
-
-  void TearDown() override {
-    if (stack_ == nullptr) return;
-    stack_->Stop();
-    if (HasFailure()) std::cerr << stack_->Logs();
-  }
-
-  std::unique_ptr<grpc::ClientContext> Ctx() {
-    auto c = std::make_unique<grpc::ClientContext>();
-    c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    c->AddMetadata("authorization", "Bearer " + stack_->admin_token());
-    return c;
+    ASSERT_NO_FATAL_FAILURE(StartStack(options));
   }
 
   std::shared_ptr<grpc::Channel> SchedulerChannel(int i) {
@@ -200,9 +185,6 @@ class MisfireOutageTest : public ::testing::Test {
     }
     return -1;
   }
-
-  std::unique_ptr<Stack> stack_;
-  std::unique_ptr<pqxx::connection> db_;
 };
 
 TEST_F(MisfireOutageTest, TakeoverAfterAnOutageSkipsDoNothingAndFiresOnceNowOnce) {

@@ -29,6 +29,7 @@
 #include "gtest/gtest.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "pqxx/pqxx"
+#include "tests/scheduler/stack_test.h"
 
 namespace jobwheel {
 namespace {
@@ -42,7 +43,7 @@ constexpr int kLost = 7;
 
 std::string Ms(absl::Duration d) { return absl::StrCat(absl::ToInt64Milliseconds(d), " ms"); }
 
-class RunFailoverTest : public ::testing::Test {
+class RunFailoverTest : public SchedulerStackTest {
  protected:
   void SetUp() override {
     Stack::Options options;
@@ -51,25 +52,9 @@ class RunFailoverTest : public ::testing::Test {
     // Beats every 200 ms, an executor silent for 1 s is offline.
     options.registry.extra_flags = {"--beat_interval=200ms", "--beat_deadline=1s"};
     options.scheduler.extra_flags = {"--executor_offline_grace=500ms"};
-    stack_ = std::make_unique<Stack>(options);
-    const absl::Status s = stack_->StartServices();
-    ASSERT_TRUE(s.ok()) << s << "\n" << stack_->Logs();
-    db_ = std::make_unique<pqxx::connection>(stack_->dsn());
+    ASSERT_NO_FATAL_FAILURE(StartStack(options));
     admin_ = jobwheel::v1::JobAdminService::NewStub(
         grpc::CreateChannel(stack_->scheduler(0), grpc::InsecureChannelCredentials()));
-  }
-
-  void TearDown() override {
-    if (stack_ == nullptr) return;
-    stack_->Stop();
-    if (HasFailure()) std::cerr << stack_->Logs();
-  }
-
-  std::unique_ptr<grpc::ClientContext> Ctx() {
-    auto c = std::make_unique<grpc::ClientContext>();
-    c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    c->AddMetadata("authorization", "Bearer " + stack_->admin_token());
-    return c;
   }
 
   // A job sleeping 30 s per run, triggered by hand only.
@@ -140,8 +125,6 @@ class RunFailoverTest : public ::testing::Test {
     return r[0][0].is_null() ? absl::InfinitePast() : FromMicros(r[0][0].as<int64_t>());
   }
 
-  std::unique_ptr<Stack> stack_;
-  std::unique_ptr<pqxx::connection> db_;
   std::unique_ptr<jobwheel::v1::JobAdminService::Stub> admin_;
 };
 
