@@ -23,14 +23,6 @@ bool Unreachable(const absl::Status& s) {
   }
 }
 
-struct Wait {
-  const bool* stopping;
-  const int64_t* version;
-  int64_t seen;
-};
-
-bool StoppingOrSooner(Wait* w) { return *w->stopping || *w->version != w->seen; }
-
 }  // namespace
 
 LostRunKiller::LostRunKiller(Options options, KillFn kill, Clock& clock, SchedulerMetrics& metrics)
@@ -164,8 +156,11 @@ void LostRunKiller::Loop() {
       while (true) {
         absl::Time due = absl::InfiniteFuture();
         for (const auto& [key, t] : targets_) due = std::min(due, t.due);
-        Wait w{&stopping_, &version_, version_};
-        if (!clock_.AwaitWithDeadline(&mu_, absl::Condition(&StoppingOrSooner, &w), due)) break;
+        const int64_t seen = version_;
+        auto stopping_or_sooner = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return stopping_ || version_ != seen;
+        };
+        if (!clock_.AwaitWithDeadline(&mu_, absl::Condition(&stopping_or_sooner), due)) break;
         if (stopping_) return;
       }
     }

@@ -41,24 +41,15 @@ void Monitors::OnExecutorChanged() {
   ++wake_version_;
 }
 
-namespace {
-
-struct WakeWait {
-  const bool* stopping;
-  const int64_t* version;
-  int64_t seen;
-};
-
-bool StoppingOrNewWake(WakeWait* w) { return *w->stopping || *w->version != w->seen; }
-
-}  // namespace
-
 bool Monitors::WaitForPass(absl::Time sweep) {
   absl::MutexLock lock(&mu_);
   while (true) {
     const absl::Time due = wakes_.empty() ? sweep : std::min(sweep, *wakes_.begin());
-    WakeWait w{&stopping_, &wake_version_, wake_version_};
-    if (!clock_.AwaitWithDeadline(&mu_, absl::Condition(&StoppingOrNewWake, &w), due)) break;
+    const int64_t seen = wake_version_;
+    auto stopping_or_new_wake = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stopping_ || wake_version_ != seen;
+    };
+    if (!clock_.AwaitWithDeadline(&mu_, absl::Condition(&stopping_or_new_wake), due)) break;
     if (stopping_) return false;
     // A new wake-up: wait again, for whichever comes first now.
   }
