@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "common/auth/failed_auth_limiter.h"
 #include "common/grpc/grpc_status.h"
@@ -16,26 +17,27 @@ grpc::Status PoolFullStatus(absl::string_view service) {
 grpc::ServerUnaryReactor* AuthorizeOnPool(grpc::CallbackServerContext* ctx, WorkPool& pool,
                                           TokenAuthenticator& auth, absl::string_view service,
                                           std::function<absl::Status(const Principal&)> work) {
-  return AuthorizeOnPool(ctx, pool, auth, service, {Role::kAdmin, Role::kOperator, Role::kViewer},
-                         std::move(work));
+  static constexpr Role kAnyAdminRole[] = {Role::kAdmin, Role::kOperator, Role::kViewer};
+  return AuthorizeOnPool(ctx, pool, auth, service, kAnyAdminRole, std::move(work));
 }
 
 grpc::ServerUnaryReactor* AuthorizeOnPool(grpc::CallbackServerContext* ctx, WorkPool& pool,
                                           TokenAuthenticator& auth, absl::string_view service,
-                                          std::vector<Role> roles,
+                                          absl::Span<const Role> roles,
                                           std::function<absl::Status(const Principal&)> work) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   // Copied now: the context's metadata is not to be read from another thread.
   absl::optional<std::string> authorization = AuthorizationHeader(ctx->client_metadata());
   std::string peer = PeerHost(ctx->peer());
-  const bool queued = pool.Submit(
-      [reactor, &auth, service = std::string(service), roles = std::move(roles),
-       authorization = std::move(authorization), peer = std::move(peer), work = std::move(work)] {
-        absl::StatusOr<Principal> p = auth.Authorize(authorization, roles, service, peer);
-        absl::Status status = p.status();
-        if (status.ok()) status = work(*p);
-        reactor->Finish(ToGrpcStatus(status));
-      });
+  const bool queued = pool.Submit([reactor, &auth, service = std::string(service),
+                                   roles = absl::InlinedVector<Role, 4>(roles.begin(), roles.end()),
+                                   authorization = std::move(authorization), peer = std::move(peer),
+                                   work = std::move(work)] {
+    absl::StatusOr<Principal> p = auth.Authorize(authorization, roles, service, peer);
+    absl::Status status = p.status();
+    if (status.ok()) status = work(*p);
+    reactor->Finish(ToGrpcStatus(status));
+  });
   if (!queued) reactor->Finish(PoolFullStatus(service));
   return reactor;
 }

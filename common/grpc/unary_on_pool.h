@@ -3,10 +3,10 @@
 
 #include <functional>
 #include <string>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "common/auth/token_authenticator.h"
 #include "common/base/work_pool.h"
 #include "grpcpp/grpcpp.h"
@@ -21,10 +21,10 @@ namespace jobwheel {
 grpc::ServerUnaryReactor* AuthorizeOnPool(grpc::CallbackServerContext* ctx, WorkPool& pool,
                                           TokenAuthenticator& auth, absl::string_view service,
                                           std::function<absl::Status(const Principal&)> work);
-// The same for callers of other roles (e.g. executors reporting results).
+// The same for callers of other roles (e.g. executors reporting results); `roles` is copied.
 grpc::ServerUnaryReactor* AuthorizeOnPool(grpc::CallbackServerContext* ctx, WorkPool& pool,
                                           TokenAuthenticator& auth, absl::string_view service,
-                                          std::vector<Role> roles,
+                                          absl::Span<const Role> roles,
                                           std::function<absl::Status(const Principal&)> work);
 
 // The overload answer of AuthorizeOnPool, for handlers that submit to a pool themselves.
