@@ -108,10 +108,7 @@ void Readiness::Loop(Periodic* p) {
   auto stopping = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
   while (!stopping_) {
     // A check still running (hung) is awaited, not started a second time.
-    if (!p->running) {
-      p->running = true;
-      ++p->requested;
-    }
+    if (p->finished == p->requested) ++p->requested;
     const uint64_t want = p->requested;
     auto answered = [this, p, want]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return stopping_ || p->finished >= want;
@@ -144,7 +141,6 @@ void Readiness::Worker(Periodic* p) {
     mu_.Lock();
     p->result = std::move(result);
     p->finished = done;
-    p->running = false;
   }
   mu_.Unlock();
 }

@@ -106,10 +106,10 @@ class Readiness {
     Check check;
     absl::Duration interval;
     absl::Duration timeout;
-    // Guarded by mu_: checks requested and finished, whether one runs, the last result.
+    // Guarded by mu_: checks requested and finished (one runs while requested > finished),
+    // the last result.
     uint64_t requested = 0;
     uint64_t finished = 0;
-    bool running = false;
     absl::Status result;
     std::thread loop;
     std::thread worker;

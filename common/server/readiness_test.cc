@@ -140,22 +140,24 @@ TEST(ReadinessTest, ServingOnlyWhenEveryConditionIsReady) {
   EXPECT_NE(readiness.ReadyStatus().message().find("connection refused"), std::string::npos);
 }
 
-TEST(ReadinessTest, AttachPublishesTheStateReachedBefore) {
+// A readiness whose database was reported ready before it was attached to `health` as "a.B".
+class AttachedReadinessTest : public ::testing::Test {
+ protected:
+  AttachedReadinessTest() {
+    readiness.Set(kDatabaseCondition, true);
+    readiness.Attach(&health, {"a.B"});
+  }
   SimulatedClock clock;
   FakeHealth health;
-  Readiness readiness(clock);
-  readiness.Set(kDatabaseCondition, true);
-  readiness.Attach(&health, {"a.B"});
+  Readiness readiness{clock};
+};
+
+TEST_F(AttachedReadinessTest, AttachPublishesTheStateReachedBefore) {
   EXPECT_EQ(health.Of(""), "SERVING");
   EXPECT_EQ(health.Of("a.B"), "SERVING");
 }
 
-TEST(ReadinessTest, DrainingIsNotServingForGood) {
-  SimulatedClock clock;
-  FakeHealth health;
-  Readiness readiness(clock);
-  readiness.Set(kDatabaseCondition, true);
-  readiness.Attach(&health, {"a.B"});
+TEST_F(AttachedReadinessTest, DrainingIsNotServingForGood) {
   ASSERT_EQ(health.Of(""), "SERVING");
 
   readiness.Drain("signal 15");
