@@ -5,6 +5,7 @@
 #include "absl/strings/strip.h"
 #include "common/model/proto_enums.h"
 #include "common/time/proto_time.h"
+#include "services/dispatcher/result_message.h"
 
 namespace jobwheel::dispatcher {
 namespace {
@@ -12,11 +13,9 @@ namespace {
 constexpr size_t kAddressBytes = 256;
 
 std::string Cut(absl::string_view s, size_t max_bytes) {
-  if (s.size() <= max_bytes) return std::string(s);
-  size_t cut = max_bytes;
-  // Never split a UTF-8 sequence: back up over continuation bytes.
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return absl::StrCat(s.substr(0, cut), " \xE2\x80\xA6(truncated)");
+  std::string cut(s);
+  TruncateResultMessage(&cut, max_bytes);
+  return cut;
 }
 
 }  // namespace

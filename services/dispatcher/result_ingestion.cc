@@ -6,18 +6,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "services/dispatcher/result_message.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::dispatcher {
-
-void TruncateResultMessage(std::string* msg, size_t max_bytes) {
-  if (msg->size() <= max_bytes) return;
-  size_t cut = max_bytes;
-  // Never split a UTF-8 sequence: back up over continuation bytes.
-  while (cut > 0 && (static_cast<unsigned char>((*msg)[cut]) & 0xC0) == 0x80) --cut;
-  msg->resize(cut);
-  msg->append(" \xE2\x80\xA6(truncated)");
-}
 
 ResultIngestion::ResultIngestion(DispatchStore& store, OutcomeWriter& answers,
                                  DispatcherMetrics* metrics, Clock& clock, size_t max_message_bytes)

@@ -42,10 +42,6 @@ class ResultIngestion {
   const size_t max_message_bytes_;
 };
 
-// Cuts `message` to at most `max_bytes` (never inside a UTF-8 sequence) and appends
-// " …(truncated)"; shorter messages are left alone.
-void TruncateResultMessage(std::string* message, size_t max_bytes);
-
 }  // namespace jobwheel::dispatcher
 
 #endif  // JOBWHEEL_SERVICES_DISPATCHER_RESULT_INGESTION_H_
