@@ -48,6 +48,23 @@ class TriggerSenderTest : public ::testing::Test {
     return answers_;
   }
 
+  // The answers of runs 1 and 2 (to kA, whose call failed) and 3 (to kB): run 3 is RUNNING,
+  // the other two FAILED with `failed_suffix`.
+  static void ExpectRun3RunningOthersFailed(const std::vector<TriggerOutcome>& got,
+                                            const std::string& failed_suffix) {
+    int failed = 0;
+    for (const TriggerOutcome& o : got) {
+      if (o.run_id == 3) {
+        EXPECT_EQ(o.status, v1::RUN_STATUS_RUNNING);
+        continue;
+      }
+      ++failed;
+      EXPECT_EQ(o.status, v1::RUN_STATUS_FAILED);
+      EXPECT_EQ(o.message_suffix, failed_suffix);
+    }
+    EXPECT_EQ(failed, 2);
+  }
+
   FakeClock clock_;
   FakeExecutorClients executors_;
   TriggerPools pools_{clock_, TriggerPools::Options()};
@@ -85,17 +102,7 @@ TEST_F(TriggerSenderTest, AFailedCallFailsEveryRunInIt) {
   sender_->Send(std::move(runs));
   std::vector<TriggerOutcome> got = answers();
   ASSERT_EQ(got.size(), 3u);
-  int failed = 0;
-  for (const TriggerOutcome& o : got) {
-    if (o.run_id == 3) {
-      EXPECT_EQ(o.status, v1::RUN_STATUS_RUNNING);
-      continue;
-    }
-    ++failed;
-    EXPECT_EQ(o.status, v1::RUN_STATUS_FAILED);
-    EXPECT_EQ(o.message_suffix, "; trigger error: UNAVAILABLE: connection refused");
-  }
-  EXPECT_EQ(failed, 2);
+  ExpectRun3RunningOthersFailed(got, "; trigger error: UNAVAILABLE: connection refused");
 }
 
 // Every executor implements RunBatch: one answering UNIMPLEMENTED fails its runs as any other
@@ -109,17 +116,7 @@ TEST_F(TriggerSenderTest, RunBatchUnimplementedFailsTheRunsLikeAnyFailedCall) {
   EXPECT_EQ(executors_.runs()[0].second.run_id(), 3);
   std::vector<TriggerOutcome> got = answers();
   ASSERT_EQ(got.size(), 3u);
-  int failed = 0;
-  for (const TriggerOutcome& o : got) {
-    if (o.run_id == 3) {
-      EXPECT_EQ(o.status, v1::RUN_STATUS_RUNNING);
-      continue;
-    }
-    ++failed;
-    EXPECT_EQ(o.status, v1::RUN_STATUS_FAILED);
-    EXPECT_EQ(o.message_suffix, "; trigger error: UNIMPLEMENTED: unknown method RunBatch");
-  }
-  EXPECT_EQ(failed, 2);
+  ExpectRun3RunningOthersFailed(got, "; trigger error: UNIMPLEMENTED: unknown method RunBatch");
 
   sender_->Send({Run(4, kA)});  // Nothing remembered: RunBatch again.
   EXPECT_THAT(executors_.batch_calls(), ElementsAre(Pair(kA, 2), Pair(kB, 1), Pair(kA, 1)));
