@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/model/proto_enums.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::sdk {
@@ -167,7 +168,7 @@ void ResultReporter::Loop() {
           spdlog::error(
               "run {}: the dispatcher refused its {} result for good (no such run, or "
               "a missing or wrong result key); dropped",
-              id, jobwheel::v1::RunStatus_Name(it->second.result.status()));
+              id, RunStatusShortName(it->second.result.status()));
           metrics_.results_refused.Increment();
         }
         pending_.erase(it);
