@@ -56,10 +56,10 @@ TEST(ReadinessTest, DispatcherServesOnlyWithARegistrySnapshotAndStopsServingWhen
   Stack stack(std::move(o));
   ASSERT_TRUE(stack.StartServices().ok()) << stack.Logs();
 
-  // The dispatcher alone: Stack::Start would wait for SERVING, so it is started by hand.
+  // The dispatcher alone: it lives but is not ready, so Start waits for its liveness name.
   StackProcess& d = stack.dispatcher_process(0);
-  d.log = absl::StrCat(stack.dir(), "/", d.name, ".log");
-  ASSERT_TRUE(d.proc->Start(RunfilePath(d.binary), d.args, d.log).ok());
+  d.health_service = kLivenessService;
+  ASSERT_TRUE(stack.StartDispatcher(0).ok()) << stack.Logs();
   const std::string target = d.address();
 
   ASSERT_TRUE(HealthBecomes(target, kLivenessService, "SERVING", kTimeout))
