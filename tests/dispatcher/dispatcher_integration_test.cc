@@ -25,6 +25,7 @@
 #include "jobwheel/v1/executor.grpc.pb.h"
 #include "pqxx/pqxx"
 #include "services/dispatcher/dispatch_test_util.h"
+#include "tests/dispatcher/dispatch_as_scheduler.h"
 
 namespace jobwheel::dispatcher {
 namespace {
@@ -110,21 +111,7 @@ class DispatcherIntegrationTest : public ::testing::Test {
       if (override_param.has_value()) f.set_param(*override_param);
       *req.add_fires() = f;
     }
-    grpc::Status last;
-    v1::DispatchResponse resp;
-    const bool ok = Eventually(
-        [&] {
-          grpc::ClientContext ctx;
-          ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-          AddBearer(ctx, stack_->CallerToken("scheduler", "dispatcher"));
-          last = dispatcher_stub_->Dispatch(&ctx, req, &resp);
-          return last.error_code() != grpc::StatusCode::UNAVAILABLE;
-        },
-        kStartTimeout);
-    if (!ok || !last.ok()) {
-      return absl::Status(static_cast<absl::StatusCode>(last.error_code()), last.error_message());
-    }
-    return resp;
+    return DispatchAsScheduler(*stack_, *dispatcher_stub_, req, kStartTimeout);
   }
 
   int64_t Job(const std::string& handler, v1::RoutingStrategy strategy,

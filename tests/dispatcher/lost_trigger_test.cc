@@ -29,6 +29,7 @@
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
 #include "jobwheel/v1/executor.grpc.pb.h"
 #include "services/dispatcher/dispatch_test_util.h"
+#include "tests/dispatcher/dispatch_as_scheduler.h"
 
 namespace jobwheel::dispatcher {
 namespace {
@@ -227,21 +228,7 @@ class LostTriggerTest : public ::testing::Test {
     v1::Job job = MakeJob(job_id, "demo", handler, v1::ROUTING_STRATEGY_FIRST);
     job.set_param(param);
     *req.add_fires() = MakeFire(InsertFire(dsn_, job_id), job, RealClock::Get().Now());
-    grpc::Status last;
-    v1::DispatchResponse resp;
-    const bool ok = Eventually(
-        [&] {
-          grpc::ClientContext ctx;
-          ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-          AddBearer(ctx, stack_->CallerToken("scheduler", "dispatcher"));
-          last = dispatcher_stub_->Dispatch(&ctx, req, &resp);
-          return last.error_code() != grpc::StatusCode::UNAVAILABLE;
-        },
-        kStartTimeout);
-    if (!ok || !last.ok()) {
-      return absl::Status(static_cast<absl::StatusCode>(last.error_code()), last.error_message());
-    }
-    return resp;
+    return DispatchAsScheduler(*stack_, *dispatcher_stub_, req, kStartTimeout);
   }
 
   std::vector<jobwheel::testing::Execution> Starts(int64_t job_id) {
