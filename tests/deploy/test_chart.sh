@@ -215,13 +215,15 @@ else fail "values.yaml: undocumented keys (line:key): $(echo $undocumented)"; fi
 # The chart passes flags as JOBWHEEL_<FLAG> variables, which a binary silently ignores when it
 # has no such flag: check every flag the chart sets against the ABSL_FLAG definitions.
 group "chart flags exist in the binaries"
-# component (source dir or file) and the flags the chart sets for it
+# component (source dir or file) and the flags the chart sets for it; the scheduler, registry
+# and dispatcher take the readiness flags (drain_delay) from common/server/readiness_flags.cc
 FLAG_TABLE="
 services/scheduler listen metrics_address db_dsn replica_id log_json log_level signing_key_file admin_token_file dispatcher_target tls_cert tls_key tls_ca tls_client_ca migrate_only
 services/registry listen metrics_address db_dsn replica_id log_json log_level dispatcher_public_key_file admin_token_file executor_token_file tls_cert tls_key tls_client_ca
 services/dispatcher listen metrics_address db_dsn replica_id log_json log_level signing_key_file scheduler_public_key_file executor_token_file registry_target tls_cert tls_key tls_ca tls_client_ca
 sdk/examples/demo_executor.cc listen metrics_address log_json log_level dispatcher_public_key_file scheduler_public_key_file executor_token_file registry_target dispatcher_target app advertise_address log_dir spool_dir tls_cert tls_key tls_ca tls_client_ca
-services/console listen metrics_address log_json log_level scheduler_target registry_target web_root tls_ca tls_client_cert tls_client_key
+services/console listen metrics_address log_json log_level scheduler_target registry_target web_root tls_ca tls_client_cert tls_client_key drain_delay
+common/server/readiness_flags.cc drain_delay
 "
 ALL_FLAGS=" "
 while read -r src flags; do
@@ -411,13 +413,19 @@ if [ -n "$RENDERER" ]; then
   python3 - "$ROOT" >"$WORK/flags.json" <<'PY'
 import json, os, re, sys
 root = sys.argv[1]
-src = {"scheduler": "services/scheduler", "registry": "services/registry",
-       "dispatcher": "services/dispatcher", "demo-executor": "sdk/examples/demo_executor.cc",
-       "console": "services/console", "migrations": "services/scheduler"}
+# The readiness flags (--db_check_interval, --db_check_timeout, --drain_delay) of the servers
+# with a database are defined once, in common/server/readiness_flags.cc.
+readiness = "common/server/readiness_flags.cc"
+src = {"scheduler": ["services/scheduler", readiness], "registry": ["services/registry", readiness],
+       "dispatcher": ["services/dispatcher", readiness],
+       "demo-executor": ["sdk/examples/demo_executor.cc"], "console": ["services/console"],
+       "migrations": ["services/scheduler", readiness]}
 out = {}
-for comp, rel in src.items():
-    p = os.path.join(root, rel)
-    files = [p] if os.path.isfile(p) else [os.path.join(d, f) for d, _, fs in os.walk(p) for f in fs if f.endswith(".cc")]
+for comp, rels in src.items():
+    files = []
+    for rel in rels:
+        p = os.path.join(root, rel)
+        files += [p] if os.path.isfile(p) else [os.path.join(d, f) for d, _, fs in os.walk(p) for f in fs if f.endswith(".cc")]
     flags = set()
     for f in files:
         flags |= set(re.findall(r"ABSL_FLAG\([^,]+,\s*([a-z0-9_]+)", open(f, encoding="utf-8", errors="replace").read()))
