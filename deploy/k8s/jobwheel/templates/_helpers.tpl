@@ -243,11 +243,11 @@ scheduler and registry, with a client certificate for mutual TLS. */ -}}
 {{- end -}}
 {{- end -}}
 
-{{/* Components whose health service follows their readiness (database, registry snapshot,
-draining) and answers the "liveness" name SERVING while the process serves; they take
---drain_delay. */}}
-{{- define "jobwheel.drainingComponents" -}}scheduler registry dispatcher console{{- end -}}
+{{/* gRPC components whose health service follows their readiness (database, registry
+snapshot, draining) and answers the "liveness" name SERVING while the process serves. */}}
 {{- define "jobwheel.readinessComponents" -}}scheduler registry dispatcher{{- end -}}
+{{/* Components that take --drain_delay: those and the console (/readyz 503 while draining). */}}
+{{- define "jobwheel.drainingComponents" -}}{{ include "jobwheel.readinessComponents" . }} console{{- end -}}
 
 {{/* Probe with jobwheel's handler: native gRPC health check, or TCP when the port speaks TLS;
 HTTP /healthz (liveness, startup) or /readyz (readiness) for the console. Readiness asks the
