@@ -46,6 +46,9 @@ class LruMap {
     index_.erase(it);
   }
 
+  // The key Put evicts next when full (the least recently used), or nullptr when empty.
+  const K* LeastRecentKey() const { return order_.empty() ? nullptr : &order_.back().first; }
+
   size_t size() const { return index_.size(); }
   size_t capacity() const { return capacity_; }
 

@@ -21,9 +21,9 @@ int64_t EarlierRunLogs::DiskFloor() {
   return disk_floor_;
 }
 
-bool EarlierRunLogs::Logged(int64_t run_id) {
+bool EarlierRunLogs::Logged(int64_t run_id, int64_t forgotten_up_to) {
   if (logs_ == nullptr) return false;
-  if (run_id > DiskFloor()) return false;
+  if (run_id > DiskFloor() && run_id > forgotten_up_to) return false;
   absl::StatusOr<RunLogStore::Page> page = logs_->Read(run_id, 1, 1);
   return page.ok() && !page->lines.empty();
 }

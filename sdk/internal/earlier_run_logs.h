@@ -8,10 +8,12 @@
 
 namespace jobwheel::sdk {
 
-// Which run ids earlier processes of this executor ran: those with a run log on disk. The
-// largest logged run id is read once, at the first lookup (before this process logs a run of
-// its own): a larger id never ran here before, so it is answered without touching the disk
-// (runs of this process are known in memory: the RunManager's runs and its RunLedger).
+// Which run ids ran here but are no longer known in memory: those of earlier processes of this
+// executor, and those this process's RunLedger forgot; both have a run log on disk. The largest
+// id earlier processes logged is read once, at the first lookup (before this process logs a run
+// of its own); ids above it and above the ledger's largest forgotten id are answered without
+// touching the disk (they are known in memory: the RunManager's runs and its RunLedger), so a
+// new run costs no disk lookup.
 // Thread-safe.
 class EarlierRunLogs {
  public:
@@ -20,8 +22,10 @@ class EarlierRunLogs {
   EarlierRunLogs(const EarlierRunLogs&) = delete;
   EarlierRunLogs& operator=(const EarlierRunLogs&) = delete;
 
-  // Whether an earlier process left a run log of `run_id`.
-  bool Logged(int64_t run_id);
+  // Whether a run log of `run_id` exists, looked up only for ids up to the larger of the
+  // earlier processes' largest and `forgotten_up_to` (the largest id of this process that its
+  // memory has forgotten, RunLedger::largest_forgotten): any larger id is known in memory.
+  bool Logged(int64_t run_id, int64_t forgotten_up_to);
 
  private:
   // The largest run id logged on disk by earlier processes (INT64_MAX when it cannot be read:

@@ -21,7 +21,7 @@ void RunLedger::Ended(int64_t run_id, jobwheel::v1::RunStatus status, const std:
   e.kind = Kind::kEnded;
   e.status = status;
   e.message = message;
-  recent_.Put(run_id, std::move(e));
+  Remember(run_id, std::move(e));
 }
 
 void RunLedger::Refused(int64_t run_id, jobwheel::v1::RunDisposition disposition,
@@ -36,7 +36,20 @@ void RunLedger::Refused(int64_t run_id, jobwheel::v1::RunDisposition disposition
                  ? jobwheel::v1::RUN_STATUS_DISCARDED
                  : jobwheel::v1::RUN_STATUS_FAILED;
   e.message = message;
+  Remember(run_id, std::move(e));
+}
+
+void RunLedger::Remember(int64_t run_id, Entry e) {
+  if (recent_.Find(run_id) == nullptr && recent_.size() >= recent_.capacity()) {
+    const int64_t* evicted = recent_.LeastRecentKey();
+    if (evicted != nullptr && *evicted > largest_forgotten_) largest_forgotten_ = *evicted;
+  }
   recent_.Put(run_id, std::move(e));
+}
+
+int64_t RunLedger::largest_forgotten() const {
+  absl::MutexLock lock(&mu_);
+  return largest_forgotten_;
 }
 
 void RunLedger::Fence(int64_t run_id) {

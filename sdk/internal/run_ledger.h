@@ -50,12 +50,19 @@ class RunLedger {
   void Fence(int64_t run_id);
   // What is remembered of the run id, if anything.
   std::optional<Entry> Find(int64_t run_id);
+  // The largest run id this ledger has forgotten to make room (0 when none): a run of this
+  // process up to it may have ended here without being remembered (its run log tells).
+  int64_t largest_forgotten() const;
 
   size_t size() const;
 
  private:
   mutable absl::Mutex mu_;
+  // Puts into recent_, noting the id it evicts in largest_forgotten_.
+  void Remember(int64_t run_id, Entry e) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   LruMap<int64_t, Entry> recent_ ABSL_GUARDED_BY(mu_);
+  int64_t largest_forgotten_ ABSL_GUARDED_BY(mu_) = 0;
   LruMap<int64_t, bool> fenced_ ABSL_GUARDED_BY(mu_);
 };
 

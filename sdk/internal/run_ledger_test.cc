@@ -57,5 +57,21 @@ TEST(RunLedgerTest, BoundedAndFencesOutliveAFloodOfEndedRuns) {
   EXPECT_TRUE(ledger.Find(102).has_value());
 }
 
+TEST(RunLedgerTest, LargestForgottenIsTheLargestIdEvictedFromRecentRuns) {
+  RunLedger ledger(/*recent_runs=*/2, /*fenced_runs=*/2);
+  EXPECT_EQ(ledger.largest_forgotten(), 0);
+  ledger.Ended(9, RUN_STATUS_SUCCEEDED, "");
+  ledger.Ended(4, RUN_STATUS_SUCCEEDED, "");
+  ledger.Ended(4, jobwheel::v1::RUN_STATUS_FAILED, "");  // Known: nothing is evicted.
+  EXPECT_EQ(ledger.largest_forgotten(), 0);
+  ledger.Ended(5, RUN_STATUS_SUCCEEDED, "");  // Evicts 9.
+  ledger.Ended(6, RUN_STATUS_SUCCEEDED, "");  // Evicts 4: 9 stays the largest.
+  EXPECT_EQ(ledger.largest_forgotten(), 9);
+  ledger.Fence(100);  // Fences are not forgotten runs.
+  ledger.Fence(101);
+  ledger.Fence(102);
+  EXPECT_EQ(ledger.largest_forgotten(), 9);
+}
+
 }  // namespace
 }  // namespace jobwheel::sdk

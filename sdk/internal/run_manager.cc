@@ -65,7 +65,7 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
     if (std::optional<SubmitOutcome> known = KnownLocked(run_id)) return *known;
   }
   // Not known in memory: a log on disk means it ran here before (an earlier process).
-  if (earlier_.Logged(run_id)) {
+  if (earlier_.Logged(run_id, ledger_.largest_forgotten())) {
     absl::MutexLock lock(&mu_);
     // Accepted meanwhile by a concurrent call: answered from memory.
     if (std::optional<SubmitOutcome> known = KnownLocked(run_id)) return *known;
@@ -254,7 +254,8 @@ std::vector<jobwheel::v1::RunPresenceState> RunManager::Presence(
   if (unseen.empty()) return states;
   // Unknown in memory: a log on disk means it ran here before (an earlier process).
   std::vector<bool> logged(unseen.size());
-  for (size_t i = 0; i < unseen.size(); ++i) logged[i] = earlier_.Logged(run_ids[unseen[i]]);
+  for (size_t i = 0; i < unseen.size(); ++i)
+    logged[i] = earlier_.Logged(run_ids[unseen[i]], ledger_.largest_forgotten());
   absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < unseen.size(); ++i) {
     const int64_t id = run_ids[unseen[i]];

@@ -91,6 +91,22 @@ TEST_F(RunManagerTest, RepeatedRunIdIsNotRunTwice) {
   EXPECT_EQ(sink_.CountFor(1), 1);
 }
 
+TEST_F(RunManagerTest, ARunForgottenByTheLedgerIsKnownByItsLog) {
+  RunManagerOptions options;
+  options.recent_runs = 2;  // Runs 1 and 2 are forgotten once 3 and 4 have ended.
+  Make({{"block", gate_.Block()}}, options);
+  gate_.Open();
+  for (int64_t id = 1; id <= 4; ++id) {
+    Submit(Req(id, 7, "block"));
+    ASSERT_TRUE(WaitResult(id));
+  }
+  auto again = Submit(Req(1, 7, "block"));
+  EXPECT_EQ(again.disposition, jobwheel::v1::RUN_DISPOSITION_STARTED);
+  EXPECT_THAT(again.message, HasSubstr("its run log exists"));
+  EXPECT_THAT(gate_.started(), ElementsAre(1, 2, 3, 4));
+  EXPECT_EQ(sink_.CountFor(1), 1);
+}
+
 TEST_F(RunManagerTest, ShutdownLetsRunsFinishWithinGrace) {
   Make({{"short", [](JobContext& ctx) {
            ctx.SleepFor(absl::Milliseconds(100));
