@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -37,6 +38,18 @@ inline TriggerOutcome NotTriggered(int64_t run_id, absl::string_view why, absl::
   o.run_id = run_id;
   o.status = v1::RUN_STATUS_FAILED;
   o.message_suffix = absl::StrCat("; not triggered: ", why);
+  o.at = at;
+  return o;
+}
+
+// The answer recorded for a run whose trigger call failed with `error`: FAILED,
+// "; trigger error: <CODE>: <message>".
+inline TriggerOutcome TriggerFailed(int64_t run_id, const absl::Status& error, absl::Time at) {
+  TriggerOutcome o;
+  o.run_id = run_id;
+  o.status = v1::RUN_STATUS_FAILED;
+  o.message_suffix = absl::StrCat("; trigger error: ", absl::StatusCodeToString(error.code()), ": ",
+                                  error.message());
   o.at = at;
   return o;
 }

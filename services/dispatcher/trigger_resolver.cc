@@ -7,8 +7,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 #include "common/model/proto_enums.h"
+#include "services/dispatcher/routed_run.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::dispatcher {
@@ -57,6 +57,23 @@ bool TriggerAnswerUnknown(const absl::Status& error) {
 std::optional<TriggerOutcome> ResolvedOutcome(const v1::RunPresenceState& state,
                                               const absl::Status& error, absl::Time at) {
   TriggerOutcome o;
+  switch (state.presence()) {
+    case v1::RUN_PRESENCE_FENCED:
+      o = TriggerFailed(state.run_id(), error, at);
+      absl::StrAppend(&o.message_suffix, "; executor (GetRuns): FENCED: never started, never will");
+      return o;
+    case v1::RUN_PRESENCE_QUEUED:
+    case v1::RUN_PRESENCE_RUNNING:
+    case v1::RUN_PRESENCE_ENDED:
+      o.status = v1::RUN_STATUS_RUNNING;
+      break;
+    case v1::RUN_PRESENCE_REFUSED:
+      o.status = state.status() == v1::RUN_STATUS_DISCARDED ? v1::RUN_STATUS_DISCARDED
+                                                            : v1::RUN_STATUS_FAILED;
+      break;
+    default:
+      return std::nullopt;
+  }
   o.run_id = state.run_id();
   o.at = at;
   std::string said = PresenceName(state.presence());
@@ -64,28 +81,9 @@ std::optional<TriggerOutcome> ResolvedOutcome(const v1::RunPresenceState& state,
     absl::StrAppend(&said, " ", RunStatusShortName(state.status()));
   }
   if (!state.message().empty()) absl::StrAppend(&said, " (", state.message(), ")");
-  switch (state.presence()) {
-    case v1::RUN_PRESENCE_FENCED:
-      o.status = v1::RUN_STATUS_FAILED;
-      o.message_suffix = absl::StrCat("; trigger error: ", Describe(error),
-                                      "; executor (GetRuns): FENCED: never started, never will");
-      return o;
-    case v1::RUN_PRESENCE_QUEUED:
-    case v1::RUN_PRESENCE_RUNNING:
-    case v1::RUN_PRESENCE_ENDED:
-      o.status = v1::RUN_STATUS_RUNNING;
-      o.message_suffix =
-          absl::StrCat("; trigger answer lost (", Describe(error), "); executor (GetRuns): ", said);
-      return o;
-    case v1::RUN_PRESENCE_REFUSED:
-      o.status = state.status() == v1::RUN_STATUS_DISCARDED ? v1::RUN_STATUS_DISCARDED
-                                                            : v1::RUN_STATUS_FAILED;
-      o.message_suffix =
-          absl::StrCat("; trigger answer lost (", Describe(error), "); executor (GetRuns): ", said);
-      return o;
-    default:
-      return std::nullopt;
-  }
+  o.message_suffix =
+      absl::StrCat("; trigger answer lost (", Describe(error), "); executor (GetRuns): ", said);
+  return o;
 }
 
 TriggerOutcome UnknownOutcome(int64_t run_id, const absl::Status& error,
@@ -183,8 +181,7 @@ void TriggerResolver::Loop() {
     bool settled = true;
     if (stopping && job.attempts > 0) {
       // At shutdown a call already asked is not retried: the shutdown stays short.
-      AnswerUnknown(job, absl::StrCat("GetRuns failed ", job.attempts,
-                                      " time(s), last: ", Describe(job.last)));
+      AnswerUnknown(job, FailedAttempts(job));
     } else {
       settled = Attempt(job, stopping || job.attempts + 1 >= options_.attempts);
     }
@@ -195,6 +192,10 @@ void TriggerResolver::Loop() {
       jobs_.emplace(clock_.Now() + wait, std::move(job));
     }
   }
+}
+
+std::string TriggerResolver::FailedAttempts(const Job& job) {
+  return absl::StrCat("GetRuns failed ", job.attempts, " time(s), last: ", Describe(job.last));
 }
 
 bool TriggerResolver::Attempt(Job& job, bool last_attempt) {
@@ -216,8 +217,7 @@ bool TriggerResolver::Attempt(Job& job, bool last_attempt) {
         "RunBatch to {} ({} runs) failed ({}) and GetRuns could not settle it ({} attempt(s), "
         "last: {}): the runs are left RUNNING",
         job.address, job.run_ids.size(), Describe(job.error), job.attempts, Describe(job.last));
-    AnswerUnknown(
-        job, absl::StrCat("GetRuns failed ", job.attempts, " time(s), last: ", Describe(job.last)));
+    AnswerUnknown(job, FailedAttempts(job));
     return true;
   }
   const absl::Time now = clock_.Now();

@@ -91,6 +91,8 @@ class TriggerResolver {
   // One GetRuns attempt: true when the job is settled (answered), false to try again.
   bool Attempt(Job& job, bool last_attempt);
   void AnswerUnknown(const Job& job, const std::string& why);
+  // "GetRuns failed <n> time(s), last: <CODE>: <message>": why a job's runs are left unknown.
+  static std::string FailedAttempts(const Job& job);
 
   ExecutorClients& executors_;
   Clock& clock_;

@@ -11,17 +11,13 @@ namespace jobwheel::dispatcher {
 
 TriggerOutcome OutcomeOf(int64_t run_id, const absl::StatusOr<v1::RunResponse>& r, absl::Time at,
                          std::string* label) {
+  if (!r.ok()) {
+    *label = "error";
+    return TriggerFailed(run_id, r.status(), at);
+  }
   TriggerOutcome o;
   o.run_id = run_id;
   o.at = at;
-  if (!r.ok()) {
-    o.status = v1::RUN_STATUS_FAILED;
-    o.message_suffix =
-        absl::StrCat("; trigger error: ", absl::StatusCodeToString(r.status().code()), ": ",
-                     r.status().message());
-    *label = "error";
-    return o;
-  }
   std::string answer;
   switch (r->disposition()) {
     case v1::RUN_DISPOSITION_STARTED:
