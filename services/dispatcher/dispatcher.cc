@@ -7,8 +7,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/model/proto_enums.h"
 #include "common/time/proto_time.h"
-#include "services/dispatcher/request_validation.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::dispatcher {
@@ -112,7 +112,7 @@ absl::StatusOr<v1::DispatchResponse> Dispatcher::Dispatch(const v1::DispatchRequ
                      : r.status == v1::FIRE_STATUS_FAILED ? "failed"
                                                           : "dispatched");
       for (const CreatedRun& run : r.created) {
-        if (IsTerminalRunStatus(run.planned.status)) metrics_->RunFinished(run.planned.status);
+        if (IsTerminal(run.planned.status)) metrics_->RunFinished(run.planned.status);
       }
     }
     if (r.status == v1::FIRE_STATUS_FAILED && !r.duplicate && !r.not_found) {

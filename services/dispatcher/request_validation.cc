@@ -61,7 +61,7 @@ absl::Status ValidateReportResultsRequest(const v1::ReportResultsRequest& reques
     if (r.run_id() <= 0) {
       return absl::InvalidArgumentError(absl::StrCat("results[", i, "].run_id: must be positive"));
     }
-    if (!IsTerminalRunStatus(r.status())) {
+    if (!IsTerminal(r.status())) {
       return absl::InvalidArgumentError(
           absl::StrCat("results[", i, "].status: run ", r.run_id(),
                        " must have a terminal status (SUCCEEDED..DISCARDED), got ",

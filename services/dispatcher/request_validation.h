@@ -25,11 +25,6 @@ absl::Status ValidateDispatchRequest(const v1::DispatchRequest& request,
 absl::Status ValidateReportResultsRequest(const v1::ReportResultsRequest& request,
                                           const RequestLimits& limits);
 
-// SUCCEEDED .. DISCARDED.
-inline bool IsTerminalRunStatus(v1::RunStatus s) {
-  return s >= v1::RUN_STATUS_SUCCEEDED && s <= v1::RUN_STATUS_DISCARDED;
-}
-
 }  // namespace jobwheel::dispatcher
 
 #endif  // JOBWHEEL_SERVICES_DISPATCHER_REQUEST_VALIDATION_H_
