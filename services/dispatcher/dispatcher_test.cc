@@ -27,6 +27,8 @@ using ::testing::HasSubstr;
 using namespace ::jobwheel::dispatcher::testing;  // NOLINT
 
 constexpr absl::Duration kWait = absl::Seconds(10);
+// The executors SetUp makes known (the last one also runs "sleep").
+constexpr const char* kExecutors[] = {"127.0.0.1:7201", "127.0.0.1:7202", "127.0.0.1:7203"};
 
 double CounterValue(prometheus::Registry& registry, const std::string& name,
                     const std::map<std::string, std::string>& labels) {
@@ -61,9 +63,8 @@ class DispatcherTest : public ::testing::Test {
     dispatcher_ = std::make_unique<Dispatcher>(*store_, directory_, *router_, executors_, *pools_,
                                                metrics_.get(), clock_, options);
     dispatcher_->Start();
-    SetExecutors({{"127.0.0.1:7201", {"echo"}},
-                  {"127.0.0.1:7202", {"echo"}},
-                  {"127.0.0.1:7203", {"echo", "sleep"}}});
+    SetExecutors(
+        {{kExecutors[0], {"echo"}}, {kExecutors[1], {"echo"}}, {kExecutors[2], {"echo", "sleep"}}});
   }
   void TearDown() override {
     // Runs still held go when due, even at shutdown: let their time come.
@@ -511,7 +512,7 @@ TEST_F(DispatcherTest, AResultWithoutTheRunsKeyLeavesTheRunRunning) {
 // The RunBatch reached the executor, which started the run, but its answer was lost (the
 // call's deadline passed): the run is the executor's, RUNNING, and takes its real result.
 TEST_F(DispatcherTest, LostAnswerOfAStartedRunLeavesItRunningForItsResult) {
-  for (const char* a : {"127.0.0.1:7201", "127.0.0.1:7202", "127.0.0.1:7203"}) {
+  for (const char* a : kExecutors) {
     executors_.SetLostAnswer(a, absl::DeadlineExceededError("Deadline Exceeded"));
   }
   auto r = Dispatch({NewFire(v1::ROUTING_STRATEGY_FIRST)});
@@ -542,7 +543,7 @@ TEST_F(DispatcherTest, LostAnswerOfAStartedRunLeavesItRunningForItsResult) {
 // The answer was lost and the run already ended on the executor (its result not in yet): the
 // run is RUNNING, then its result decides it.
 TEST_F(DispatcherTest, LostAnswerOfAnEndedRunWaitsForItsResult) {
-  for (const char* a : {"127.0.0.1:7201", "127.0.0.1:7202", "127.0.0.1:7203"}) {
+  for (const char* a : kExecutors) {
     executors_.SetLostAnswer(a, absl::InternalError("stream cut"));
   }
   executors_.SetEnded(v1::RUN_STATUS_SUCCEEDED);
@@ -557,7 +558,7 @@ TEST_F(DispatcherTest, LostAnswerOfAnEndedRunWaitsForItsResult) {
 // run, which is FAILED as a trigger error (the scheduler's retry follows), and a late trigger
 // of it is refused by the executor.
 TEST_F(DispatcherTest, LostTriggerThatNeverArrivedIsFencedAndFailed) {
-  for (const char* a : {"127.0.0.1:7201", "127.0.0.1:7202", "127.0.0.1:7203"}) {
+  for (const char* a : kExecutors) {
     executors_.SetRunBatchError(a, absl::DeadlineExceededError("Deadline Exceeded"));
   }
   auto r = Dispatch({NewFire(v1::ROUTING_STRATEGY_FIRST)});
@@ -587,7 +588,7 @@ TEST_F(DispatcherTest, LostTriggerThatNeverArrivedIsFencedAndFailed) {
 // Neither the trigger's answer nor GetRuns get through: after its attempts (with backoff on
 // the clock) the run is left RUNNING, saying so; the executor's result or its loss decides.
 TEST_F(DispatcherTest, UnreachableExecutorLeavesTheRunRunningWithAnUnknownAnswer) {
-  for (const char* a : {"127.0.0.1:7201", "127.0.0.1:7202", "127.0.0.1:7203"}) {
+  for (const char* a : kExecutors) {
     executors_.SetRunBatchError(a, absl::UnavailableError("Socket closed"));
     executors_.SetGetRunsError(a, absl::DeadlineExceededError("Deadline Exceeded"));
   }
