@@ -41,4 +41,9 @@ int Fail(const absl::Status& status, int exit_code) {
   return exit_code;
 }
 
+int Fail(absl::string_view context, const absl::Status& status, int exit_code) {
+  return Fail(absl::Status(status.code(), absl::StrCat(context, ": ", status.message())),
+              exit_code);
+}
+
 }  // namespace jobwheel

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 
@@ -27,6 +28,8 @@ std::string ReplicaIdOr(const std::string& flag_value);
 
 // Logs `status` as critical and returns `exit_code`, for `return Fail(...)` in a main.
 int Fail(const absl::Status& status, int exit_code = 1);
+// The same with `context` (e.g. the flag at fault) put before the status's message.
+int Fail(absl::string_view context, const absl::Status& status, int exit_code = 1);
 
 }  // namespace jobwheel
 

@@ -35,5 +35,10 @@ TEST(ServerMainTest, ConnectAndMigrateReportsAnUnreachableDatabase) {
   EXPECT_FALSE(s.ok());
 }
 
+TEST(ServerMainTest, FailReturnsTheExitCode) {
+  EXPECT_EQ(Fail(absl::InvalidArgumentError("bad")), 1);
+  EXPECT_EQ(Fail("--listen", absl::InvalidArgumentError("bad"), 2), 2);
+}
+
 }  // namespace
 }  // namespace jobwheel

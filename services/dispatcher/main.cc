@@ -144,7 +144,7 @@ int Run(const DispatcherServerOptions& c, const ReadinessOptions& readiness_opti
     spdlog::warn("--insecure_dev: accepting unauthenticated Dispatch and ReportResults calls");
   }
   if (absl::Status s = ConnectAndMigrate(c.db_dsn); !s.ok()) {
-    return Fail(absl::Status(s.code(), absl::StrCat("database: ", s.message())));
+    return Fail("database", s);
   }
 
   auto registry = std::make_shared<prometheus::Registry>();
@@ -174,9 +174,7 @@ int Run(const DispatcherServerOptions& c, const ReadinessOptions& readiness_opti
 
   auto registry_channel = MakeChannel(c.registry_target, c.client_tls);
   if (!registry_channel.ok()) {
-    return Fail(
-        absl::Status(registry_channel.status().code(),
-                     absl::StrCat("--registry_target: ", registry_channel.status().message())));
+    return Fail("--registry_target", registry_channel.status());
   }
   std::unique_ptr<CallerTokenSigner> signer;
   if (!c.signing_key.empty()) {
@@ -184,9 +182,7 @@ int Run(const DispatcherServerOptions& c, const ReadinessOptions& readiness_opti
     signer_options.issuer = std::string(kIssuerDispatcher);
     auto created = CallerTokenSigner::Create(c.signing_key, signer_options, RealClock::Get());
     if (!created.ok()) {
-      return Fail(absl::Status(created.status().code(),
-                               absl::StrCat("--signing_key_file: ", created.status().message())),
-                  2);
+      return Fail("--signing_key_file", created.status(), 2);
     }
     signer = std::move(*created);
   }
@@ -198,10 +194,7 @@ int Run(const DispatcherServerOptions& c, const ReadinessOptions& readiness_opti
     verifier_options.audience = std::string(kAudienceDispatcher);
     auto created = CallerTokenVerifier::Create(verifier_options, RealClock::Get());
     if (!created.ok()) {
-      return Fail(
-          absl::Status(created.status().code(),
-                       absl::StrCat("--scheduler_public_key_file: ", created.status().message())),
-          2);
+      return Fail("--scheduler_public_key_file", created.status(), 2);
     }
     scheduler_verifier = std::move(*created);
   }
@@ -248,8 +241,7 @@ int Run(const DispatcherServerOptions& c, const ReadinessOptions& readiness_opti
     readiness.Shutdown();
     watcher.Shutdown();
     dispatcher.Shutdown();
-    return Fail(absl::Status(server.status().code(),
-                             absl::StrCat("--listen: ", server.status().message())));
+    return Fail("--listen", server.status());
   }
   readiness.Attach((*server)->GetHealthCheckService(),
                    {v1::DispatcherService::service_full_name()});

@@ -148,7 +148,7 @@ int Run(const RegistryServerOptions& config) {
   ViewSyncer syncer(executor_store, std::make_unique<PgChangeFeed>(config.db_dsn), view, &metrics,
                     clock, ViewSyncer::Options());
   if (absl::Status s = syncer.Start(); !s.ok()) {
-    return Fail(absl::Status(s.code(), absl::StrCat("loading executors: ", s.message())));
+    return Fail("loading executors", s);
   }
   // Leave one connection for the lease and deadline thread.
   WorkPool work(config.db_pool_size - 1, 10000);
@@ -172,10 +172,7 @@ int Run(const RegistryServerOptions& config) {
     verifier_options.audience = std::string(kAudienceRegistry);
     auto verifier = CallerTokenVerifier::Create(verifier_options, clock);
     if (!verifier.ok()) {
-      return Fail(
-          absl::Status(verifier.status().code(),
-                       absl::StrCat("--dispatcher_public_key_file: ", verifier.status().message())),
-          2);
+      return Fail("--dispatcher_public_key_file", verifier.status(), 2);
     }
     service_options.watch_policy.callers = std::move(*verifier);
   }
