@@ -37,13 +37,19 @@ class StubCache {
   StubCache& operator=(const StubCache&) = delete;
 
   // The stub for `address`, made (with its channel) on first use; the channel's error (e.g. an
-  // unreadable TLS file) otherwise, in which case nothing is cached.
+  // unreadable TLS file) otherwise, in which case nothing is cached. The channel is made
+  // outside the lock (it reads the TLS files): callers of other addresses do not wait for it.
   absl::StatusOr<std::shared_ptr<Stub>> Get(absl::string_view address) {
     const std::string key(address);
-    absl::MutexLock lock(&mu_);
-    if (std::shared_ptr<Stub>* cached = stubs_.Find(key)) return *cached;
+    {
+      absl::MutexLock lock(&mu_);
+      if (std::shared_ptr<Stub>* cached = stubs_.Find(key)) return *cached;
+    }
     absl::StatusOr<std::shared_ptr<grpc::Channel>> channel = MakeChannel(key, tls_);
     if (!channel.ok()) return channel.status();
+    absl::MutexLock lock(&mu_);
+    // Another caller of `address` may have got there first: one stub per address.
+    if (std::shared_ptr<Stub>* cached = stubs_.Find(key)) return *cached;
     std::shared_ptr<Stub> stub(make_stub_(*std::move(channel)));
     stubs_.Put(key, stub);
     return stub;
