@@ -346,72 +346,19 @@ bool ParseChangePayload(const std::string& payload, Change* change) {
   return false;
 }
 
-class PgChangeFeed::Receiver : public pqxx::notification_receiver {
- public:
-  Receiver(pqxx::connection_base& conn, std::vector<std::string>* sink)
-      : pqxx::notification_receiver(conn, kChangeChannel), sink_(sink) {}
-  void operator()(const std::string& payload, int /*backend_pid*/) override {
-    sink_->push_back(payload);
-  }
-
- private:
-  std::vector<std::string>* sink_;
-};
-
 PgChangeFeed::PgChangeFeed(std::string dsn, const Clock& clock)
-    : dsn_(std::move(dsn)), clock_(clock) {}
+    : listener_(std::move(dsn), kChangeChannel, clock) {}
 
-PgChangeFeed::~PgChangeFeed() { Disconnect(); }
-
-void PgChangeFeed::Disconnect() {
-  receiver_.reset();
-  conn_.reset();
-}
-
-absl::Status PgChangeFeed::Connect() {
-  Disconnect();
-  auto conn = PgPool::Connect(dsn_);
-  if (!conn.ok()) return conn.status();
-  conn_ = std::move(conn).value();
-  try {
-    // The receiver issues LISTEN on construction.
-    receiver_ = std::make_unique<Receiver>(*conn_, &payloads_);
-    pqxx::nontransaction(*conn_).exec("SELECT 1");
-  } catch (const std::exception& e) {
-    Disconnect();
-    return PgErrorToStatus(e, "listen");
-  }
-  last_ping_ = clock_.Now();
-  return absl::OkStatus();
-}
+absl::Status PgChangeFeed::Connect() { return listener_.Connect(); }
 
 absl::StatusOr<std::vector<Change>> PgChangeFeed::Wait(absl::Duration timeout) {
-  if (conn_ == nullptr) return absl::UnavailableError("change feed: not connected");
-  payloads_.clear();
-  try {
-    if (clock_.Now() - last_ping_ > absl::Seconds(5)) {
-      pqxx::nontransaction(*conn_).exec("SELECT 1");
-      last_ping_ = clock_.Now();
-    }
-    if (conn_->get_notifs() == 0) {
-      const int64_t us = absl::ToInt64Microseconds(timeout);
-      conn_->await_notification(us / 1000000, us % 1000000);
-    }
-    if (!conn_->is_open()) {
-      Disconnect();
-      return absl::UnavailableError("change feed: connection closed");
-    }
-  } catch (const std::exception& e) {
-    Disconnect();
-    absl::Status s = PgErrorToStatus(e, "change feed");
-    return absl::UnavailableError(s.message());
-  }
+  absl::StatusOr<std::vector<std::string>> payloads = listener_.Wait(timeout);
+  if (!payloads.ok()) return payloads.status();
   std::vector<Change> changes;
-  for (const std::string& p : payloads_) {
+  for (const std::string& p : *payloads) {
     Change c;
     if (ParseChangePayload(p, &c)) changes.push_back(std::move(c));
   }
-  payloads_.clear();
   return changes;
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "common/pg/pg_listener.h"
 #include "common/pg/pg_pool.h"
 #include "common/time/clock.h"
 #include "pqxx/pqxx"
@@ -44,26 +45,16 @@ class PgExecutorStore : public ExecutorStore {
   PgPool& pool_;
 };
 
-// ChangeFeed on a dedicated connection that LISTENs on kChangeChannel. Pings
-// the server every few seconds so a silently dead connection is noticed.
+// ChangeFeed on a dedicated connection that LISTENs on kChangeChannel (PgListener).
 class PgChangeFeed : public ChangeFeed {
  public:
   explicit PgChangeFeed(std::string dsn, const Clock& clock = RealClock::Get());
-  ~PgChangeFeed() override;
 
   absl::Status Connect() override;
   absl::StatusOr<std::vector<Change>> Wait(absl::Duration timeout) override;
 
  private:
-  class Receiver;
-  void Disconnect();
-
-  const std::string dsn_;
-  const Clock& clock_;
-  std::unique_ptr<pqxx::connection> conn_;
-  std::unique_ptr<Receiver> receiver_;
-  std::vector<std::string> payloads_;
-  absl::Time last_ping_ = absl::InfinitePast();
+  PgListener listener_;
 };
 
 // Parses a kChangeChannel payload; false when malformed.

@@ -2,14 +2,13 @@
 #define JOBWHEEL_SERVICES_SCHEDULER_EXECUTOR_CHANGES_H_
 
 #include <functional>
-#include <memory>
 #include <string>
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/pg/pg_listener.h"
 #include "common/time/clock.h"
-#include "pqxx/pqxx"
 
 namespace jobwheel::scheduler {
 
@@ -48,20 +47,13 @@ class ExecutorChangeListener {
   void Shutdown();
 
  private:
-  class Receiver;
   void Loop();
-  // Connects and subscribes; false (logged) on failure.
-  bool Subscribe();
-  void Disconnect();
   bool stopping() const;
 
-  const std::string dsn_;
+  PgListener listener_;  // Used by the loop's thread only (and Shutdown once it joined).
   const Options options_;
   const OnChange on_change_;
   Clock& clock_;
-  std::unique_ptr<pqxx::connection> conn_;
-  std::unique_ptr<Receiver> receiver_;
-  absl::Time last_ping_ = absl::InfinitePast();
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
