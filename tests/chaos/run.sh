@@ -196,11 +196,18 @@ leader() {  # prints the scheduler name whose LeadershipService says is_leader, 
   done
 }
 
-wait_leader() {  # wait_leader SECONDS [NOT_NAME]: prints the leader's name
-  local deadline=$((SECONDS + $1)) l
+wait_leader() {  # wait_leader SECONDS [NOT_NAME]: prints the leader's name (not NOT_NAME)
+  # Each scheduler is asked, not just the first that says it leads: a leader cut off from
+  # PostgreSQL still answers is_leader from memory after a standby took the lock over.
+  local deadline=$((SECONDS + $1)) s
   while [ "$SECONDS" -lt "$deadline" ]; do
-    l=$(leader)
-    if [ -n "$l" ] && [ "$l" != "${2:-}" ]; then echo "$l"; return 0; fi
+    for s in sched1 sched2; do
+      [ "$s" = "${2:-}" ] && continue
+      if ctl "$s" --json leader 2>/dev/null | grep -q '"isLeader": *true'; then
+        echo "$s"
+        return 0
+      fi
+    done
     sleep 0.25
   done
   return 1
