@@ -1,0 +1,107 @@
+#include "common/net/outbound_policy.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/net/address_class.h"
+#include "common/net/host_port.h"
+
+namespace jobwheel::net {
+namespace {
+
+absl::Status Refused(absl::string_view host, absl::string_view target, absl::string_view rule,
+                     absl::string_view why) {
+  const std::string about =
+      host == target ? std::string(target) : absl::StrCat(target, " (host ", host, ")");
+  return absl::PermissionDeniedError(
+      absl::StrCat("connection to ", about, " refused by rule \"", rule, "\": ", why));
+}
+
+}  // namespace
+
+OutboundPolicy::OutboundPolicy(OutboundPolicyOptions options) : options_(std::move(options)) {}
+
+bool OutboundPolicy::HostListed(absl::string_view host, int port) const {
+  return options_.allow_hosts.Contains(host, port);
+}
+
+absl::Status OutboundPolicy::CheckName(absl::string_view host, int port) const {
+  const std::string target = JoinHostPort(host, port);
+  bool port_listed = options_.allow_ports.Contains(port);
+  for (const HostAllowlist::Entry& e : options_.allow_hosts.entries()) {
+    if (e.host == host && e.port == port) port_listed = true;
+  }
+  if (!port_listed) {
+    return Refused(host, target, "port",
+                   absl::StrCat("port ", port, " is not in ", options_.ports_flag, " (",
+                                options_.allow_ports.ToString(), ") and no ", options_.hosts_flag,
+                                " entry names ", target));
+  }
+  if (IsMetadataName(host) && !HostListed(host, port)) {
+    return Refused(host, target, "metadata",
+                   absl::StrCat(host, " is a cloud metadata service name; allowed only when ",
+                                options_.hosts_flag, " names it"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OutboundPolicy::CheckAddress(absl::string_view host, const IpAddress& ip,
+                                          int port) const {
+  absl::Status named = CheckName(host, port);
+  if (!named.ok()) return named;
+  const std::string ip_text = IpToString(ip);
+  const std::string target = JoinHostPort(ip_text, port);
+  const AddressClass c = ClassifyIp(ip);
+  const absl::string_view rule = AddressClassName(c);
+  switch (c) {
+    case AddressClass::kUnspecified:
+    case AddressClass::kMulticast:
+    case AddressClass::kBroadcast:
+    case AddressClass::kReserved:
+      return Refused(host, target, rule,
+                     absl::StrCat(ip_text, rule == "unspecified" ? " is an " : " is a ", rule,
+                                  " address, never a destination"));
+    case AddressClass::kMetadata: {
+      bool exact = HostListed(host, port);
+      for (const Cidr& cidr : options_.allow_cidrs) {
+        if (cidr.IsSingleAddress() && cidr.Contains(ip)) exact = true;
+      }
+      if (exact) return absl::OkStatus();
+      return Refused(host, target, rule,
+                     absl::StrCat(ip_text, " is a cloud metadata address; allowed only when ",
+                                  options_.hosts_flag, " names it or ", options_.cidrs_flag,
+                                  " lists it as a single address"));
+    }
+    case AddressClass::kPublic:
+      if (options_.allow_public) return absl::OkStatus();
+      break;
+    case AddressClass::kLoopback:
+    case AddressClass::kLinkLocal:
+    case AddressClass::kPrivate:
+      break;
+  }
+  if (HostListed(host, port)) return absl::OkStatus();
+  for (const Cidr& cidr : options_.allow_cidrs) {
+    if (cidr.Contains(ip)) return absl::OkStatus();
+  }
+  return Refused(
+      host, target, rule,
+      absl::StrCat(ip_text, " is a ", rule, " address; allowed only when ", options_.hosts_flag,
+                   " names ", host, " or ", options_.cidrs_flag, " holds ", ip_text));
+}
+
+std::string OutboundPolicy::Describe() const {
+  std::vector<std::string> hosts;
+  for (const HostAllowlist::Entry& e : options_.allow_hosts.entries()) {
+    hosts.push_back(e.port == 0 ? e.host : JoinHostPort(e.host, e.port));
+  }
+  std::vector<std::string> cidrs;
+  for (const Cidr& c : options_.allow_cidrs) cidrs.push_back(c.ToString());
+  return absl::StrCat("outbound: ports ", options_.allow_ports.ToString(), "; public addresses ",
+                      options_.allow_public ? "allowed" : "refused",
+                      "; loopback, link-local, private and metadata refused except hosts [",
+                      absl::StrJoin(hosts, ","), "] and CIDRs [", absl::StrJoin(cidrs, ","), "]");
+}
+
+}  // namespace jobwheel::net
