@@ -68,6 +68,7 @@ class HeartbeatClient:
         self._call: Any = None
         self._registered = False
         self.registrations = 0
+        self.failures_in_a_row = 0
         self._seq = 0
         self._rng = random.Random()
         self._channels: dict[str, grpc.Channel] = {}
@@ -271,9 +272,22 @@ class HeartbeatClient:
             reader.join(1)
         if end == "stopped":
             log.info("heartbeat stream to %s closed after goodbye", target)
+            return end
+        was_registered = end in ("was_registered", "drained")
+        with self._mu:
+            self.failures_in_a_row = 0 if was_registered else self.failures_in_a_row + 1
+            n = self.failures_in_a_row
+        why = "closed by the registry"
+        if error is not None:
+            why = f"{error.code().name}: {error.details()}"
+        # While the registry is down every attempt fails: warn on the first and then rarely.
+        if was_registered or n == 1 or n % 50 == 0:
+            log.warning(
+                "heartbeat stream to %s ended (%s); %d failed attempt(s) in a row; reconnecting",
+                target,
+                why,
+                n,
+            )
         else:
-            why = "closed by the registry"
-            if error is not None:
-                why = f"{error.code().name}: {error.details()}"
-            log.warning("heartbeat stream to %s ended (%s); reconnecting", target, why)
+            log.debug("heartbeat stream to %s ended (%s)", target, why)
         return end
