@@ -1,0 +1,161 @@
+#include "services/xxl_gateway/admin_http_server.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "httplib.h"
+#include "services/xxl_gateway/xxl_protocol.h"
+#include "spdlog/spdlog.h"
+
+namespace jobwheel::xxl {
+namespace {
+
+std::pair<time_t, time_t> SecondsAndMicros(absl::Duration d) {
+  const int64_t micros = absl::ToInt64Microseconds(d);
+  return {static_cast<time_t>(micros / 1000000), static_cast<time_t>(micros % 1000000)};
+}
+
+void Reply(httplib::Response& res, const absl::Status& status) {
+  res.status = 200;  // XXL reads the code in the body.
+  res.set_content(AdminReply(status.ok(), status.message()), "application/json;charset=UTF-8");
+}
+
+const char* EndpointName(AdminEndpoint e) {
+  switch (e) {
+    case AdminEndpoint::kRegistry:
+      return "registry";
+    case AdminEndpoint::kRegistryRemove:
+      return "registryRemove";
+    case AdminEndpoint::kCallback:
+      return "callback";
+    default:
+      return "none";
+  }
+}
+
+std::string Outcome(const absl::Status& s) {
+  if (s.ok()) return "ok";
+  if (absl::IsInvalidArgument(s)) return "bad_request";
+  if (absl::IsUnavailable(s)) return "unavailable";
+  if (absl::IsResourceExhausted(s)) return "limited";
+  return "refused";
+}
+
+}  // namespace
+
+AdminHttpServer::AdminHttpServer(Options options, Gateway& gateway, GatewayMetrics& metrics,
+                                 std::function<absl::Status()> ready)
+    : options_(std::move(options)),
+      gateway_(gateway),
+      metrics_(metrics),
+      ready_(std::move(ready)),
+      server_(std::make_unique<httplib::Server>()) {}
+
+AdminHttpServer::~AdminHttpServer() { Shutdown(); }
+
+absl::Status AdminHttpServer::Start() {
+  const size_t colon = options_.listen.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(options_.listen.substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--listen_http \"", options_.listen, "\": want host:port"));
+  }
+  std::string host = options_.listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  if (host.empty()) host = "0.0.0.0";
+  server_->set_payload_max_length(options_.max_body_bytes);
+  auto [rs, rus] = SecondsAndMicros(options_.read_timeout);
+  server_->set_read_timeout(rs, rus);
+  auto [ws, wus] = SecondsAndMicros(options_.write_timeout);
+  server_->set_write_timeout(ws, wus);
+  server_->set_keep_alive_timeout(
+      std::max<time_t>(1, absl::ToInt64Seconds(options_.keep_alive_timeout)));
+  server_->set_keep_alive_max_count(100);
+  const size_t threads = static_cast<size_t>(options_.threads);
+  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server_->Post(".*",
+                [this](const httplib::Request& req, httplib::Response& res) { Post(req, res); });
+  server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  server_->Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+    absl::Status s = ready_();
+    res.status = s.ok() ? 200 : 503;
+    res.set_content(s.ok() ? "ready\n" : absl::StrCat(s.message(), "\n"), "text/plain");
+  });
+  auto not_post = [](const httplib::Request&, httplib::Response& res) {
+    Reply(res, absl::InvalidArgumentError("invalid request, HttpMethod not support."));
+  };
+  server_->Put(".*", not_post);
+  server_->Delete(".*", not_post);
+  server_->Patch(".*", not_post);
+  server_->set_exception_handler(
+      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr) {
+        spdlog::error("POST {}: handler threw", req.path);
+        Reply(res, absl::InternalError("internal error"));
+      });
+  if (port == 0) {
+    port_ = server_->bind_to_any_port(host);
+    if (port_ < 0) port_ = 0;
+  } else if (server_->bind_to_port(host, port)) {
+    port_ = port;
+  }
+  if (port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("--listen_http ", options_.listen, ": cannot bind"));
+  }
+  started_ = true;
+  thread_ = std::thread([this] {
+    server_->listen_after_bind();
+    listen_returned_ = true;
+  });
+  while (!server_->is_running() && !listen_returned_) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return absl::OkStatus();
+}
+
+void AdminHttpServer::Shutdown() {
+  if (!started_) return;
+  started_ = false;
+  server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void AdminHttpServer::Post(const httplib::Request& req, httplib::Response& res) {
+  const AdminEndpoint endpoint = AdminEndpointOf(req.path);
+  const std::string token = req.get_header_value("XXL-JOB-ACCESS-TOKEN");
+  const std::string& peer = req.remote_addr;
+  absl::Status status;
+  switch (endpoint) {
+    case AdminEndpoint::kRegistry:
+    case AdminEndpoint::kRegistryRemove: {
+      auto param = ParseRegistryParam(req.body);
+      if (!param.ok()) {
+        status = param.status();
+      } else if (endpoint == AdminEndpoint::kRegistry) {
+        status = gateway_.Register(*param, token, peer);
+      } else {
+        status = gateway_.Remove(*param, token, peer);
+      }
+      break;
+    }
+    case AdminEndpoint::kCallback: {
+      auto items = ParseCallbacks(req.body);
+      status = items.ok() ? gateway_.Callback(*items, token, peer) : items.status();
+      break;
+    }
+    default:
+      status =
+          absl::NotFoundError(absl::StrCat("no such admin endpoint: ", req.path.substr(0, 200)));
+  }
+  metrics_.AdminRequest(EndpointName(endpoint), Outcome(status));
+  if (!status.ok()) {
+    spdlog::info("POST {} from {}: {}", req.path.substr(0, 200), peer, status.ToString());
+  }
+  Reply(res, status);
+}
+
+}  // namespace jobwheel::xxl

@@ -1,0 +1,64 @@
+#ifndef JOBWHEEL_SERVICES_XXL_GATEWAY_ADMIN_HTTP_SERVER_H_
+#define JOBWHEEL_SERVICES_XXL_GATEWAY_ADMIN_HTTP_SERVER_H_
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "services/xxl_gateway/gateway.h"
+#include "services/xxl_gateway/gateway_metrics.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace jobwheel::xxl {
+
+// The HTTP side that plays xxl-job-admin for XXL executors (cpp-httplib): POST to any path
+// ending in /api/registry, /api/registryRemove or /api/callback (with or without a context
+// path); answers {"code":200,...} or code 500 with a reason, always HTTP 200 as XXL expects.
+// GET /healthz and /readyz answer health. Bodies over `max_body_bytes` are refused before
+// they are read; requests and idle connections are bounded in time; at most `threads`
+// connections are served at once. Owns its listening thread and worker pool.
+class AdminHttpServer {
+ public:
+  struct Options {
+    std::string listen = "127.0.0.1:7190";
+    size_t max_body_bytes = 1 << 20;
+    int threads = 16;
+    absl::Duration read_timeout = absl::Seconds(5);
+    absl::Duration write_timeout = absl::Seconds(5);
+    absl::Duration keep_alive_timeout = absl::Seconds(30);
+  };
+  AdminHttpServer(Options options, Gateway& gateway, GatewayMetrics& metrics,
+                  std::function<absl::Status()> ready);
+  ~AdminHttpServer();
+
+  absl::Status Start();
+  int port() const { return port_; }
+  void Shutdown();
+
+ private:
+  void Post(const httplib::Request& req, httplib::Response& res);
+
+  const Options options_;
+  Gateway& gateway_;
+  GatewayMetrics& metrics_;
+  const std::function<absl::Status()> ready_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  std::atomic<bool> listen_returned_{false};
+  int port_ = 0;
+  bool started_ = false;
+};
+
+}  // namespace jobwheel::xxl
+
+#endif  // JOBWHEEL_SERVICES_XXL_GATEWAY_ADMIN_HTTP_SERVER_H_

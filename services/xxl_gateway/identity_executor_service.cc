@@ -1,0 +1,173 @@
+#include "services/xxl_gateway/identity_executor_service.h"
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/auth/bearer.h"
+#include "common/grpc/grpc_status.h"
+
+namespace jobwheel::xxl {
+
+namespace v1 = jobwheel::v1;
+
+IdentityExecutorService::IdentityExecutorService(IdentityRuns& runs, IdentityCallers callers,
+                                                 WorkPool& pool, std::function<bool()> alive)
+    : runs_(runs), callers_(std::move(callers)), pool_(pool), alive_(std::move(alive)) {}
+
+absl::Status IdentityExecutorService::Authorize(grpc::CallbackServerContext* ctx, Issuer issuer,
+                                                absl::string_view rpc) const {
+  if (callers_.insecure_dev) return absl::OkStatus();
+  const auto& md = ctx->client_metadata();
+  auto it = md.find("authorization");
+  if (it == md.end()) return absl::UnauthenticatedError("missing authorization metadata");
+  absl::StatusOr<absl::string_view> token =
+      BearerToken(absl::string_view(it->second.data(), it->second.size()));
+  if (!token.ok()) return token.status();
+  if (callers_.verifier == nullptr || !absl::StartsWith(*token, kCallerTokenPrefix)) {
+    return absl::UnauthenticatedError("invalid token");
+  }
+  absl::StatusOr<CallerIdentity> caller = callers_.verifier->Verify(*token);
+  if (!caller.ok()) return caller.status();
+  const absl::string_view want =
+      issuer == Issuer::kDispatcher ? kIssuerDispatcher : kIssuerScheduler;
+  if (caller->issuer != want) {
+    return absl::PermissionDeniedError(absl::StrCat("ExecutorService.", rpc,
+                                                    ": tokens of issuer \"", caller->issuer,
+                                                    "\" are not accepted (only \"", want, "\")"));
+  }
+  return absl::OkStatus();
+}
+
+grpc::ServerUnaryReactor* IdentityExecutorService::OnPool(grpc::CallbackServerContext* ctx,
+                                                          std::function<absl::Status()> work) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  const bool queued =
+      pool_.Submit([reactor, work = std::move(work)] { reactor->Finish(ToGrpcStatus(work())); });
+  if (!queued) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                 "xxl gateway: too many calls in progress; retry later"));
+  }
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* IdentityExecutorService::Run(grpc::CallbackServerContext* ctx,
+                                                       const v1::RunRequest* request,
+                                                       v1::RunResponse* response) {
+  if (absl::Status a = Authorize(ctx, Issuer::kDispatcher, "Run"); !a.ok()) {
+    return OnPool(ctx, [a] { return a; });
+  }
+  return OnPool(ctx, [this, request, response]() -> absl::Status {
+    auto r = runs_.Submit(*request);
+    if (!r.ok()) return r.status();
+    *response = std::move(*r);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* IdentityExecutorService::RunBatch(grpc::CallbackServerContext* ctx,
+                                                            const v1::RunBatchRequest* request,
+                                                            v1::RunBatchResponse* response) {
+  if (absl::Status a = Authorize(ctx, Issuer::kDispatcher, "RunBatch"); !a.ok()) {
+    return OnPool(ctx, [a] { return a; });
+  }
+  if (request->runs_size() == 0 || request->runs_size() > kMaxBatchRuns) {
+    return OnPool(ctx, [n = request->runs_size()] {
+      return absl::InvalidArgumentError(
+          absl::StrCat("runs: want 1 to ", kMaxBatchRuns, " runs, got ", n));
+    });
+  }
+  return OnPool(ctx, [this, request, response]() -> absl::Status {
+    for (int i = 0; i < request->runs_size(); ++i) {
+      v1::RunResponse* out = response->add_responses();
+      auto r = runs_.Submit(request->runs(i));
+      if (r.ok()) {
+        *out = std::move(*r);
+      } else if (absl::IsDeadlineExceeded(r.status())) {
+        // Sent, answer lost: the ledger says RUNNING, as GetRuns will.
+        out->set_disposition(v1::RUN_DISPOSITION_STARTED);
+        out->set_message(std::string(r.status().message()));
+      } else {
+        out->set_disposition(v1::RUN_DISPOSITION_REJECTED);
+        out->set_message(absl::StrCat("runs[", i, "]: ", r.status().message()));
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* IdentityExecutorService::Kill(grpc::CallbackServerContext* ctx,
+                                                        const v1::KillRequest* request,
+                                                        v1::KillResponse* response) {
+  if (absl::Status a = Authorize(ctx, Issuer::kScheduler, "Kill"); !a.ok()) {
+    return OnPool(ctx, [a] { return a; });
+  }
+  return OnPool(ctx, [this, request, response]() -> absl::Status {
+    if (request->run_id() <= 0) return absl::InvalidArgumentError("run_id: must be positive");
+    *response = runs_.Kill(request->run_id(), request->reason());
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* IdentityExecutorService::Beat(grpc::CallbackServerContext* ctx,
+                                                        const v1::BeatRequest*, v1::BeatResponse*) {
+  absl::Status a = Authorize(ctx, Issuer::kDispatcher, "Beat");
+  if (a.ok() && !alive_()) a = absl::UnavailableError("the XXL executor does not answer /beat");
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(a));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* IdentityExecutorService::IdleBeat(grpc::CallbackServerContext* ctx,
+                                                            const v1::IdleBeatRequest* request,
+                                                            v1::IdleBeatResponse* response) {
+  absl::Status a = Authorize(ctx, Issuer::kDispatcher, "IdleBeat");
+  if (a.ok() && request->job_id() <= 0) a = absl::InvalidArgumentError("job_id: must be positive");
+  if (a.ok() && !alive_()) a = absl::UnavailableError("the XXL executor does not answer /beat");
+  if (a.ok()) {
+    IdentityRuns::Load load = runs_.JobLoad(request->job_id());
+    response->set_running(load.running);
+    response->set_queued(load.queued);
+    response->set_idle(load.running == 0 && load.queued == 0);
+  }
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(a));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* IdentityExecutorService::Log(grpc::CallbackServerContext* ctx,
+                                                       const v1::LogRequest* request,
+                                                       v1::LogResponse* response) {
+  if (absl::Status a = Authorize(ctx, Issuer::kScheduler, "Log"); !a.ok()) {
+    return OnPool(ctx, [a] { return a; });
+  }
+  return OnPool(ctx, [this, request, response]() -> absl::Status {
+    if (request->run_id() <= 0) return absl::InvalidArgumentError("run_id: must be positive");
+    if (request->from_line() < 0)
+      return absl::InvalidArgumentError("from_line: must not be negative");
+    if (request->max_lines() < 0)
+      return absl::InvalidArgumentError("max_lines: must not be negative");
+    auto page = runs_.Log(*request);
+    if (!page.ok()) return page.status();
+    *response = std::move(*page);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* IdentityExecutorService::GetRuns(grpc::CallbackServerContext* ctx,
+                                                           const v1::GetRunsRequest* request,
+                                                           v1::GetRunsResponse* response) {
+  absl::Status a = Authorize(ctx, Issuer::kDispatcher, "GetRuns");
+  if (a.ok() && request->run_ids_size() > kMaxGetRuns) {
+    a = absl::InvalidArgumentError(absl::StrCat("run_ids: at most ", kMaxGetRuns));
+  }
+  for (int64_t id : request->run_ids()) {
+    if (a.ok() && id <= 0) a = absl::InvalidArgumentError("run_ids: must be positive");
+  }
+  if (a.ok()) *response = runs_.GetRuns(*request);
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(a));
+  return reactor;
+}
+
+}  // namespace jobwheel::xxl
