@@ -1,18 +1,15 @@
 #include "services/registry/address_policy.h"
 
-#include <arpa/inet.h>
-
-#include <algorithm>
-#include <cstring>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/net/address_class.h"
+#include "common/net/cidr.h"
+#include "common/net/host_port.h"
 
 namespace jobwheel::registry {
 namespace {
@@ -22,108 +19,23 @@ constexpr absl::string_view kField = "register.address";
 // gRPC target schemes: "unix:80" is a socket path to gRPC, not host "unix" port 80.
 constexpr absl::string_view kSchemes[] = {"unix", "unix-abstract", "vsock",      "dns", "ipv4",
                                           "ipv6", "xds",           "google-c2p", "fake"};
-// Cloud instance metadata services (AWS, GCP, Azure, OpenStack; AWS over IPv6; Alibaba).
-constexpr absl::string_view kMetadataIps[] = {"169.254.169.254", "fd00:ec2::254",
-                                              "100.100.100.200"};
-constexpr absl::string_view kMetadataNames[] = {"metadata.google.internal", "metadata",
-                                                "instance-data"};
 
 absl::Status Denied(absl::string_view what) {
   return absl::PermissionDeniedError(absl::StrCat(kField, ": ", what));
 }
 
-// Lowercase, without a trailing dot.
-std::string NormalizeName(absl::string_view host) {
-  std::string h = absl::AsciiStrToLower(host);
-  if (!h.empty() && h.back() == '.') h.pop_back();
-  return h;
-}
+std::string NormalizeName(absl::string_view host) { return net::NormalizeHostName(host); }
 
-bool InPrefix(const IpAddress& ip, const IpAddress& net, int prefix_len) {
-  if (ip.v6 != net.v6) return false;
-  const int bits = ip.v6 ? 128 : 32;
-  if (prefix_len < 0 || prefix_len > bits) return false;
-  for (int i = 0; i < prefix_len; ++i) {
-    const int byte = i / 8;
-    const int mask = 0x80 >> (i % 8);
-    if ((ip.bytes[byte] & mask) != (net.bytes[byte] & mask)) return false;
-  }
-  return true;
-}
-
-bool InCidr(const IpAddress& ip, absl::string_view net, int prefix_len) {
-  absl::optional<IpAddress> n = ParseIp(net);
-  return n.has_value() && InPrefix(ip, *n, prefix_len);
-}
-
-bool IsLoopbackIp(const IpAddress& ip) {
-  return ip.v6 ? InCidr(ip, "::1", 128) : ip.bytes[0] == 127;
-}
-bool IsLoopbackName(absl::string_view name) {
-  return name == "localhost" || absl::EndsWith(name, ".localhost");
-}
-bool IsLinkLocal(const IpAddress& ip) {
-  return ip.v6 ? InCidr(ip, "fe80::", 10) : InCidr(ip, "169.254.0.0", 16);
-}
-bool IsMetadataIp(const IpAddress& ip) {
-  for (absl::string_view m : kMetadataIps) {
-    absl::optional<IpAddress> a = ParseIp(m);
-    if (a.has_value() && *a == ip) return true;
-  }
-  return false;
-}
-// 0.0.0.0/8 and :: (dialling them reaches this host), multicast, broadcast.
-bool IsNeverATarget(const IpAddress& ip) {
-  if (ip.v6) return InCidr(ip, "::", 128) || InCidr(ip, "ff00::", 8);
-  return ip.bytes[0] == 0 || InCidr(ip, "224.0.0.0", 4) || InCidr(ip, "255.255.255.255", 32);
-}
-
-std::string IpString(const IpAddress& ip) {
-  char buf[INET6_ADDRSTRLEN] = {};
-  inet_ntop(ip.v6 ? AF_INET6 : AF_INET, ip.bytes.data(), buf, sizeof(buf));
-  return buf;
+bool InPrefix(const IpAddress& ip, const IpAddress& network, int prefix_len) {
+  return net::Cidr{network, prefix_len}.Contains(ip);
 }
 
 }  // namespace
 
-absl::optional<IpAddress> ParseIp(absl::string_view text) {
-  if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
-    text = text.substr(1, text.size() - 2);
-  }
-  const size_t zone = text.find('%');
-  if (zone != absl::string_view::npos) text = text.substr(0, zone);
-  if (text.empty() || text.size() >= INET6_ADDRSTRLEN) return absl::nullopt;
-  const std::string s(text);
-  IpAddress ip;
-  if (inet_pton(AF_INET, s.c_str(), ip.bytes.data()) == 1) return ip;
-  if (inet_pton(AF_INET6, s.c_str(), ip.bytes.data()) != 1) return absl::nullopt;
-  ip.v6 = true;
-  static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  if (std::memcmp(ip.bytes.data(), kMapped, sizeof(kMapped)) == 0) {
-    IpAddress v4;
-    std::copy(ip.bytes.begin() + 12, ip.bytes.end(), v4.bytes.begin());
-    return v4;
-  }
-  return ip;
-}
-
-absl::optional<IpAddress> ParsePeerIp(absl::string_view peer) {
-  std::string p(peer);
-  // Newer gRPC versions percent-encode the brackets.
-  p = absl::StrReplaceAll(p, {{"%5B", "["}, {"%5D", "]"}, {"%5b", "["}, {"%5d", "]"}});
-  absl::string_view rest = p;
-  if (!absl::ConsumePrefix(&rest, "ipv4:") && !absl::ConsumePrefix(&rest, "ipv6:")) {
-    return absl::nullopt;
-  }
-  const size_t colon = rest.rfind(':');
-  if (colon == absl::string_view::npos) return absl::nullopt;
-  return ParseIp(rest.substr(0, colon));
-}
-
 bool IsLoopbackHost(absl::string_view host) {
   absl::optional<IpAddress> ip = ParseIp(host);
-  if (ip.has_value()) return IsLoopbackIp(*ip);
-  return IsLoopbackName(NormalizeName(host));
+  if (ip.has_value()) return net::IsLoopbackIp(*ip);
+  return net::IsLoopbackName(NormalizeName(host));
 }
 
 absl::StatusOr<std::vector<AddressAllowRule>> ParseAddressAllowlist(absl::string_view text,
@@ -148,12 +60,10 @@ absl::StatusOr<std::vector<AddressAllowRule>> ParseAddressAllowlist(absl::string
     }
     const size_t slash = target.find('/');
     if (slash != absl::string_view::npos) {
-      rule.network = ParseIp(target.substr(0, slash));
-      if (!rule.network.has_value() ||
-          !absl::SimpleAtoi(target.substr(slash + 1), &rule.prefix_len) || rule.prefix_len < 0 ||
-          rule.prefix_len > (rule.network->v6 ? 128 : 32)) {
-        return bad("bad CIDR");
-      }
+      absl::optional<net::Cidr> cidr = net::ParseCidr(target);
+      if (!cidr.has_value()) return bad("bad CIDR");
+      rule.network = cidr->network;
+      rule.prefix_len = cidr->prefix_len;
     } else {
       for (char c : target) {
         if (!absl::ascii_isalnum(c) && c != '.' && c != '-' && c != '_' && c != ':' && c != '[' &&
@@ -162,7 +72,7 @@ absl::StatusOr<std::vector<AddressAllowRule>> ParseAddressAllowlist(absl::string
         }
       }
       absl::optional<IpAddress> ip = ParseIp(target);
-      rule.host = ip.has_value() ? IpString(*ip) : NormalizeName(target);
+      rule.host = ip.has_value() ? net::IpToString(*ip) : NormalizeName(target);
     }
     rules.push_back(std::move(rule));
   }
@@ -177,7 +87,7 @@ bool AddressPolicy::Allowlisted(absl::string_view app, absl::string_view host,
     if (r.app != "*" && r.app != app) continue;
     if (r.network.has_value()) {
       if (ip.has_value() && InPrefix(*ip, *r.network, r.prefix_len)) return true;
-    } else if (ip.has_value() ? r.host == IpString(*ip) : r.host == host) {
+    } else if (ip.has_value() ? r.host == net::IpToString(*ip) : r.host == host) {
       return true;
     }
   }
@@ -201,20 +111,21 @@ absl::Status AddressPolicy::Check(absl::string_view app, absl::string_view addre
   const absl::optional<IpAddress> ip = ParseIp(raw_host);
   bool loopback = false;
   if (ip.has_value()) {
-    if (IsNeverATarget(*ip)) {
+    if (net::IsNonTargetIp(*ip)) {
       return Denied(absl::StrCat(raw_host, " is an unspecified, multicast or broadcast address"));
     }
-    if (IsMetadataIp(*ip)) return Denied(absl::StrCat(raw_host, " is a cloud metadata address"));
-    if (IsLinkLocal(*ip) && !options_.allow_link_local) {
+    if (net::IsMetadataIp(*ip))
+      return Denied(absl::StrCat(raw_host, " is a cloud metadata address"));
+    if (net::IsLinkLocalIp(*ip) && !options_.allow_link_local) {
       return Denied(
           absl::StrCat(raw_host, " is link-local (refused unless --allow_link_local_executors)"));
     }
-    loopback = IsLoopbackIp(*ip);
+    loopback = net::IsLoopbackIp(*ip);
   } else {
-    for (absl::string_view m : kMetadataNames) {
-      if (name == m) return Denied(absl::StrCat(raw_host, " is a cloud metadata service name"));
+    if (net::IsMetadataName(name)) {
+      return Denied(absl::StrCat(raw_host, " is a cloud metadata service name"));
     }
-    loopback = IsLoopbackName(name);
+    loopback = net::IsLoopbackName(name);
   }
   if (loopback && !options_.allow_loopback) {
     return Denied(absl::StrCat(raw_host,
@@ -226,7 +137,7 @@ absl::Status AddressPolicy::Check(absl::string_view app, absl::string_view addre
   const absl::optional<IpAddress> peer_ip = ParsePeerIp(caller.peer);
   if (ip.has_value() && peer_ip.has_value() && *ip == *peer_ip) return absl::OkStatus();
   // A loopback caller is on this machine, as is every loopback target.
-  if (loopback && peer_ip.has_value() && IsLoopbackIp(*peer_ip)) return absl::OkStatus();
+  if (loopback && peer_ip.has_value() && net::IsLoopbackIp(*peer_ip)) return absl::OkStatus();
   if (caller.certificate_verified) {
     if (ip.has_value()) {
       for (const std::string& c : caller.certificate_ips) {
@@ -243,7 +154,7 @@ absl::Status AddressPolicy::Check(absl::string_view app, absl::string_view addre
   if (Allowlisted(app, name, ip)) return absl::OkStatus();
 
   const std::string seen =
-      peer_ip.has_value() ? IpString(*peer_ip) : absl::StrCat("\"", caller.peer, "\"");
+      peer_ip.has_value() ? net::IpToString(*peer_ip) : absl::StrCat("\"", caller.peer, "\"");
   if (!ip.has_value()) {
     return Denied(absl::StrCat(
         "host \"", raw_host, "\" is a DNS name, which the registry does not resolve; advertise ",

@@ -1,8 +1,6 @@
 #ifndef JOBWHEEL_SERVICES_REGISTRY_ADDRESS_POLICY_H_
 #define JOBWHEEL_SERVICES_REGISTRY_ADDRESS_POLICY_H_
 
-#include <array>
-#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -10,24 +8,15 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/optional.h"
+#include "common/net/grpc_peer.h"
+#include "common/net/ip_address.h"
 
 namespace jobwheel::registry {
 
-// An IPv4 or IPv6 address (IPv4-mapped IPv6 addresses are stored as IPv4).
-struct IpAddress {
-  bool v6 = false;
-  std::array<uint8_t, 16> bytes{};  // IPv4: the first 4.
-
-  friend bool operator==(const IpAddress& a, const IpAddress& b) {
-    return a.v6 == b.v6 && a.bytes == b.bytes;
-  }
-};
-
-// "10.0.0.5", "::1", "[::1]", "::ffff:10.0.0.5" (→ IPv4); an IPv6 zone ("%eth0") is dropped.
-absl::optional<IpAddress> ParseIp(absl::string_view text);
-// The IP of a gRPC peer string: "ipv4:10.0.0.5:4711", "ipv6:[::1]:4711" (or %5B::1%5D);
-// nullopt for anything else (e.g. "unix:/path").
-absl::optional<IpAddress> ParsePeerIp(absl::string_view peer);
+// Addresses and gRPC peers as common/net spells them (IPv4-mapped IPv6 addresses are IPv4).
+using ::jobwheel::net::IpAddress;
+using ::jobwheel::net::ParseIp;
+using ::jobwheel::net::ParsePeerIp;
 
 // Who is registering, as the transport proves it.
 struct CallerIdentity {

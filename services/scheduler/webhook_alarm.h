@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "common/net/url.h"
 #include "services/scheduler/alarm.h"
 
 namespace jobwheel::scheduler {
@@ -23,30 +24,23 @@ class WebhookAlarm : public AlarmPoster {
     // Bounds connecting, sending and waiting for the answer, each.
     absl::Duration timeout = absl::Seconds(5);
   };
-  // INVALID_ARGUMENT unless url is http[s]://host[:port][/path].
+  // INVALID_ARGUMENT unless url is http[s]://host[:port][/path] (common/net/url.h).
   static absl::StatusOr<std::unique_ptr<WebhookAlarm>> Create(const std::string& url,
                                                               Options options);
   // OK when the URL's host is on `allowlist`, a comma-separated list of "host" (any port) or
-  // "host:port" entries (--alarm_webhook_allowlist; hosts compared case-insensitively; the
-  // port of a URL without one is 80 for http://, 443 for https://). FAILED_PRECONDITION naming
-  // the host otherwise, also when the allowlist is empty: alarms never go to a host the
-  // operator did not list.
+  // "host:port" entries (--alarm_webhook_allowlist; hosts compared in canonical spelling,
+  // common/net/host_port.h; the port of a URL without one is 80 for http://, 443 for https://).
+  // FAILED_PRECONDITION naming the host otherwise, also when the allowlist is empty: alarms never
+  // go to a host the operator did not list.
   static absl::Status CheckAllowlist(const std::string& url, absl::string_view allowlist);
 
   absl::Status Post(const std::string& body, const std::string& idempotency_key) override;
 
  private:
-  WebhookAlarm(bool https, std::string host, int port, std::string path, Options options)
-      : https_(https),
-        host_(std::move(host)),
-        port_(port),
-        path_(std::move(path)),
-        options_(std::move(options)) {}
+  WebhookAlarm(net::Url url, Options options)
+      : url_(std::move(url)), options_(std::move(options)) {}
 
-  const bool https_;
-  const std::string host_;
-  const int port_;
-  const std::string path_;
+  const net::Url url_;
   const Options options_;
 };
 
