@@ -309,6 +309,35 @@ stack_start_console() {
     --scheduler_target="$scheduler" --registry_target="$registry" "${flags[@]}" "$@"
 }
 
+# stack_start_python_executor NAME LISTEN APP REGISTRY_TARGET DISPATCHER_TARGET [FLAG...]: the
+# Python demo executor (sdk/python/examples/demo_executor.py) on Debian's /usr/bin/python3
+# (JOBWHEEL_PYTHON overrides; another python3 on PATH may lack grpcio), with its gRPC stubs
+# generated from proto/ into $STACK_DIR/pystubs at every start (docs/sdk-python.md). Creates
+# the app first (stack_ensure_app, when this stack.sh has it). Run logs and the result spool
+# default to $STACK_DIR/executors/NAME/{logs,spool}.
+stack_start_python_executor() {
+  local name=$1 listen=$2 app=$3 registry=$4 dispatcher=$5
+  shift 5
+  local py=${JOBWHEEL_PYTHON:-/usr/bin/python3}
+  "$py" -c 'import grpc, google.protobuf, cryptography' 2>/dev/null || {
+    STACK_ERROR="$py lacks grpcio, protobuf or cryptography (Debian: python3-grpcio python3-protobuf python3-cryptography)"
+    return 1
+  }
+  if declare -F stack_ensure_app >/dev/null; then stack_ensure_app "$app" || return 1; fi
+  "$py" "$STACK_ROOT/sdk/python/gen_stubs.py" "$STACK_DIR/pystubs" >>"$STACK_LOGS/$name.log" 2>&1 ||
+    { STACK_ERROR="cannot generate the Python stubs; see $STACK_LOGS/$name.log"; return 1; }
+  local -a flags
+  mapfile -t flags < <(
+    _stack_has_flag log_dir "$@" || echo "--log_dir=$STACK_DIR/executors/$name/logs"
+    _stack_has_flag spool_dir "$@" || echo "--spool_dir=$STACK_DIR/executors/$name/spool")
+  stack_spawn "$name" grpc "$listen" "$py" "$STACK_ROOT/sdk/python/examples/demo_executor.py" \
+    --listen="$listen" --app="$app" --registry_target="$registry" \
+    --dispatcher_target="$dispatcher" --executor_token_file="$STACK_TOK/executor" \
+    --dispatcher_public_key_file="$STACK_TOK/dispatcher.pub" \
+    --scheduler_public_key_file="$STACK_TOK/scheduler.pub" --stubs_dir="$STACK_DIR/pystubs" \
+    "${flags[@]}" "$@"
+}
+
 # stack_grpc_serving HOST:PORT: whether grpc.health.v1.Health/Check (service "") answers
 # SERVING. Speaks gRPC over cleartext HTTP/2 with curl: the request is an empty message (a
 # 5-byte frame header), the SERVING answer the frame 00 00000002 08 01.

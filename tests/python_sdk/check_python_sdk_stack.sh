@@ -30,7 +30,7 @@ stack_need_bins services/registry/registry services/dispatcher/dispatcher \
   services/scheduler/scheduler sdk/examples/demo_executor ||
   skip "$STACK_ERROR (run bazel build //... first)"
 stack_init python_sdk_stack || { echo "FAIL - $STACK_ERROR"; exit 1; }
-stack_pick_ports REG SCHED DISP PA PB PC PCPP MA MB MC ||
+stack_pick_ports REG SCHED DISP PA PB PC PCPP MA MB MC PD ||
   { echo "FAIL - $STACK_ERROR"; exit 1; }
 stack_make_secrets admin executor || { echo "FAIL - $STACK_ERROR"; exit 1; }
 stack_pg_test_db pysdk || skip "$STACK_ERROR"
@@ -38,12 +38,17 @@ stack_start_ready registry registry "127.0.0.1:$REG" || { echo "FAIL - $STACK_ER
 stack_start_ready scheduler scheduler "127.0.0.1:$SCHED" "127.0.0.1:$DISP" ||
   { echo "FAIL - $STACK_ERROR"; exit 1; }
 
+# The stack's own way to start a Python executor (scripts/up uses it): served before the
+# dispatcher is up; the driver checks it registers and runs once its app exists.
+stack_start_ready python_executor py_stack "127.0.0.1:$PD" demo-py "127.0.0.1:$REG" \
+  "127.0.0.1:$DISP" || { echo "FAIL - $STACK_ERROR"; exit 1; }
+
 WORK=$STACK_DIR/pysdk
 mkdir -p "$WORK"
 "$PY" sdk/python/gen_stubs.py "$WORK/stubs" || { echo "FAIL - gen_stubs.py"; exit 1; }
 export STACK_ROOT STACK_BIN STACK_TOK STACK_DSN
 export PYSDK_WORK=$WORK PYSDK_REGISTRY=127.0.0.1:$REG PYSDK_SCHEDULER=127.0.0.1:$SCHED
-export PYSDK_DISPATCHER=127.0.0.1:$DISP PYSDK_PORTS="$PA $PB $PC $PCPP $MA $MB $MC"
+export PYSDK_DISPATCHER=127.0.0.1:$DISP PYSDK_PORTS="$PA $PB $PC $PCPP $MA $MB $MC $PD"
 export JOBWHEEL_PY_STUBS=$WORK/stubs PYTHONPATH=$ROOT/sdk/python:$WORK/stubs
 export PYTHONDONTWRITEBYTECODE=1
 if timeout 300 "$PY" -m pytest -q -p no:cacheprovider -x -s tests/python_sdk/stack_e2e_test.py; then

@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator
 
 import grpc
 import pytest
+from google.protobuf import json_format
 
 from jobwheel.caller_token import generate_key_pair, sign_caller_token
 from jobwheel.v1 import (
@@ -141,7 +142,7 @@ def stack() -> Iterator[dict[str, Any]]:
     reg = grpc.insecure_channel(REGISTRY)
     sched = grpc.insecure_channel(SCHEDULER)
     apps = app_admin_pb2_grpc.AppAdminServiceStub(reg)
-    for app in ("pyapp", "pyshard"):
+    for app in ("pyapp", "pyshard", "demo-py"):
         try:
             apps.CreateApp(
                 app_admin_pb2.CreateAppRequest(app=types_pb2.App(name=app)), metadata=ADMIN
@@ -178,6 +179,7 @@ def stack() -> Iterator[dict[str, Any]]:
     try:
         eventually(lambda: len(online("pyapp")) == 2, 30, "two Python executors online")
         eventually(lambda: len(online("pyshard")) == 2, 30, "the shard executors online")
+        eventually(lambda: len(online("demo-py")) == 1, 30, "stack_start_python_executor's one")
         yield {
             "jobs": job_admin_pb2_grpc.JobAdminServiceStub(sched),
             "online": online,
@@ -249,6 +251,23 @@ def test_registers_with_the_python_sdk_version_and_runs(stack: dict[str, Any]) -
     assert len([1 for rid, _ in executions() if rid == run.id]) == 1
     log = stack["jobs"].GetRunLog(job_admin_pb2.GetRunLogRequest(id=run.id), metadata=ADMIN)
     assert any("echo: hello python" in ln for ln in log.lines), list(log.lines)
+
+
+def test_the_scripts_up_python_executor_and_its_demo_job(stack: dict[str, Any]) -> None:
+    """stack_start_python_executor's executor (app demo-py) runs scripts/up's demo job."""
+    [ex] = stack["online"]("demo-py")
+    assert ex.address == f"127.0.0.1:{PORTS[7]}" and ex.sdk_version == "jobwheel-python/0.1"
+    with open(os.path.join(ROOT, "scripts/demo/python/demo-py-echo.json")) as f:
+        job = json_format.Parse(f.read(), types_pb2.Job())
+    resp = stack["jobs"].CreateJob(job_admin_pb2.CreateJobRequest(job=job), metadata=ADMIN)
+    job_id = int(resp.job.id)
+
+    def succeeded() -> Any:
+        return next((r for r in runs(stack, job_id) if r.status == S.RUN_STATUS_SUCCEEDED), None)
+
+    run = eventually(succeeded, 20, "a SUCCEEDED run of the demo job")
+    assert run.result_message == "hello from the Python SDK"
+    stack["jobs"].PauseJob(job_admin_pb2.PauseJobRequest(id=job_id), metadata=ADMIN)
 
 
 def test_kill_and_timeout(stack: dict[str, Any]) -> None:
