@@ -358,11 +358,9 @@ class RunManager:
     def _start_task(
         self, run: RunState, spec: HandlerSpec, loop: asyncio.AbstractEventLoop
     ) -> None:
-        task = loop.create_task(self._execute_async(run, spec))
-        with self._mu:
-            run.task = task
-            if run.cancellation.cancelled:
-                task.cancel()
+        # The outer task always runs to its end (it reports); cancels go to the handler's own
+        # task (run.task), which may be cancelled before it ever ran.
+        run.extra["outer"] = loop.create_task(self._execute_async(run, spec))
 
     def _context(self, run: RunState) -> JobContext:
         r = run.request
@@ -422,7 +420,13 @@ class RunManager:
         try:
             if run.cancellation.cancelled:
                 raise Cancelled(run.cancellation.message)
-            value = await spec.fn(ctx)
+            inner = asyncio.ensure_future(spec.fn(ctx))
+            with self._mu:
+                run.task = inner
+                cancelled = run.cancellation.cancelled
+            if cancelled:
+                inner.cancel()
+            value = await inner
             outcome: tuple[bool, str] = (True, "" if value is None else str(value))
         except Cancelled as e:
             outcome = (False, f"cancelled by the handler{': ' + str(e) if str(e) else ''}")

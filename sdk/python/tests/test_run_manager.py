@@ -152,6 +152,13 @@ def test_failures_async_handlers_and_contextvars(tmp_path: Any) -> None:
         assert c is not None
         return f"async {c.param}"
 
+    started: list[int] = []
+
+    async def along(ctx: JobContext) -> str:
+        started.append(ctx.run_id)
+        await asyncio.sleep(30)
+        return "never"
+
     sink = Sink()
     loop = asyncio.new_event_loop()
     t = threading.Thread(target=loop.run_forever, daemon=True)
@@ -160,7 +167,11 @@ def test_failures_async_handlers_and_contextvars(tmp_path: Any) -> None:
     logs.init()
     m = RunManager(
         RunManagerOptions(),
-        {"boom": make_handler_spec(boom), "aecho": make_handler_spec(aecho)},
+        {
+            "boom": make_handler_spec(boom),
+            "aecho": make_handler_spec(aecho),
+            "along": make_handler_spec(along),
+        },
         logs,
         sink,
         ExecutorMetrics(),
@@ -170,6 +181,17 @@ def test_failures_async_handlers_and_contextvars(tmp_path: Any) -> None:
     m.submit(request(1, handler="boom"))
     m.submit(request(2, job_id=2, handler="aecho", param="p"))
     eventually(lambda: len(sink.results) == 2)
+    # Async runs killed at once, and while they wait: the task is cancelled, KILLED reported.
+    for rid in (3, 4):
+        m.submit(request(rid, job_id=rid, handler="along"))
+        if rid == 4:
+            eventually(lambda: m.presence([4], False)[0].presence == D.RUN_PRESENCE_RUNNING)
+            eventually(lambda: 4 in started)
+        assert m.kill(rid, "now")[0]
+    eventually(lambda: sink.count(3) == 1 and sink.count(4) == 1, timeout=2)
+    assert sink.by_run()[3].status == S.RUN_STATUS_KILLED
+    assert sink.by_run()[4].status == S.RUN_STATUS_KILLED
+    eventually(lambda: not m.is_active(4) and not m.is_active(3), timeout=2)
     by = sink.by_run()
     assert by[1].status == S.RUN_STATUS_FAILED and by[1].code == 500
     assert by[1].message == "handler raised: RuntimeError: no money"
