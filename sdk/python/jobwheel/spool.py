@@ -12,6 +12,7 @@ resent. `sync()` makes everything appended durable in one fdatasync. The directo
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import re
@@ -41,9 +42,25 @@ class ResultSpool:
         self._live: dict[int, set[int]] = {}  # Segment → run ids with an unsettled result.
         self._where: dict[int, int] = {}  # Run id → segment of its latest result.
         self._dirty = False
+        self._lock_fd = -1
 
     def init(self) -> None:
+        """Makes the private directory and takes it for this process: a second executor
+        process on the same spool directory is refused (RuntimeError), since both would
+        resend and compact each other's results."""
         self.spool_dir = make_private_dir(self.spool_dir)
+        self._lock_fd = open_private_file(
+            os.path.join(self.spool_dir, "lock"), os.O_RDWR | os.O_CREAT
+        )
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+            raise RuntimeError(
+                f"spool_dir: {self.spool_dir} is in use by another executor process "
+                "(one spool directory per executor process)"
+            ) from None
 
     def _segments(self) -> list[int]:
         out = []
@@ -140,6 +157,9 @@ class ResultSpool:
                 self._sync_locked()
                 os.close(self._fd)
                 self._fd = None
+            if self._lock_fd >= 0:
+                os.close(self._lock_fd)  # Releases the flock.
+                self._lock_fd = -1
 
     def _open_segment(self) -> None:
         self._fd = open_private_file(
