@@ -13,12 +13,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/auth/bearer.h"
+#include "common/model/instance_tag.h"
 #include "common/testing/pg_test_db.h"
 #include "common/time/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "httplib.h"
 #include "jobwheel/v1/app_admin.grpc.pb.h"
 #include "jobwheel/v1/leadership.grpc.pb.h"
+#include "jobwheel/v1/registry.grpc.pb.h"
 #include "jobwheel/v1/token_admin.grpc.pb.h"
 
 namespace jobwheel::testing {
@@ -385,7 +387,29 @@ absl::Status Stack::StartExecutorProcess(const ExecutorSpec& spec, const std::st
   Append(e.args, TlsServerFlags());
   Append(e.args, TlsClientFlags());
   Append(e.args, spec.extra_flags);
+  if (absl::Status app = EnsureApp(spec.app); !app.ok()) return app;
   return Start(e);
+}
+
+absl::Status Stack::EnsureApp(const std::string& app) const {
+  if (app.empty()) return absl::OkStatus();
+  auto stub = jobwheel::v1::AppAdminService::NewStub(Channel(registry()));
+  grpc::Status s;
+  // The registry may still be starting: retried while unavailable.
+  const bool done = Eventually(
+      [&] {
+        jobwheel::v1::CreateAppRequest req;
+        req.mutable_app()->set_name(app);
+        jobwheel::v1::CreateAppResponse resp;
+        s = stub->CreateApp(Ctx(admin_token_).get(), req, &resp);
+        return s.error_code() != grpc::StatusCode::UNAVAILABLE;
+      },
+      absl::Seconds(20));
+  if (!done || (!s.ok() && s.error_code() != grpc::StatusCode::ALREADY_EXISTS)) {
+    return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                        absl::StrCat("CreateApp ", app, ": ", s.error_message()));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<StackProcess*> Stack::StartConsole(const ConsoleSpec& spec) {
@@ -426,6 +450,28 @@ absl::Status Stack::StartConsoleProcess(StackProcess& c) {
         absl::StrCat(c.name, " never answered /healthz:\n", ReadFile(c.log)));
   }
   return absl::OkStatus();
+}
+
+std::string Stack::ExecutorCallerToken(absl::string_view issuer, absl::string_view app,
+                                       absl::string_view address) const {
+  return CallerToken(issuer, ExecutorAudience(app, address));
+}
+
+absl::StatusOr<std::string> Stack::ExecutorInstance(const std::string& app,
+                                                    const std::string& address) const {
+  auto stub = jobwheel::v1::RegistryService::NewStub(Channel(registry()));
+  jobwheel::v1::ListExecutorsRequest req;
+  req.set_app(app);
+  jobwheel::v1::ListExecutorsResponse resp;
+  grpc::Status s = stub->ListExecutors(Ctx(admin_token_).get(), req, &resp);
+  if (!s.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                        absl::StrCat("ListExecutors ", app, ": ", s.error_message()));
+  }
+  for (const auto& e : resp.executors()) {
+    if (e.address() == address) return e.instance();
+  }
+  return absl::NotFoundError(absl::StrCat("executor ", app, "/", address, " is not online"));
 }
 
 std::string Stack::CallerToken(absl::string_view issuer, absl::string_view audience) const {

@@ -174,6 +174,9 @@ class Stack {
   absl::StatusOr<std::string> CreateToken(const std::string& name, jobwheel::v1::Role role,
                                           const std::vector<std::string>& apps);
   // Waits until the registry lists `address` online for `app` (AppAdminService/ListApps).
+  // Creates app `app` through AppAdminService (admins create apps; an executor's registration
+  // never does). An app that exists already is fine. StartExecutor calls it.
+  absl::Status EnsureApp(const std::string& app) const;
   absl::Status WaitExecutorOnline(const std::string& app, const std::string& address,
                                   absl::Duration timeout) const;
   // Waits until scheduler replica `index` says it leads (LeadershipService/GetLeader).
@@ -189,6 +192,13 @@ class Stack {
   // A caller token for `audience` signed with the stack's scheduler key (issuer "scheduler")
   // or dispatcher key ("dispatcher"); empty when it cannot be made.
   std::string CallerToken(absl::string_view issuer, absl::string_view audience) const;
+  // A caller token for calls to the executor of `app` at `address` (audience "app@address").
+  std::string ExecutorCallerToken(absl::string_view issuer, absl::string_view app,
+                                  absl::string_view address) const;
+  // The instance tag the registry lists for the executor of `app` at `address` (what a run
+  // sent to it names in RunRequest.executor_instance); NOT_FOUND when it is not online.
+  absl::StatusOr<std::string> ExecutorInstance(const std::string& app,
+                                               const std::string& address) const;
   // The flags of each kind of process: credentials (token files and keys) and TLS.
   std::vector<std::string> RegistryFlags() const;
   std::vector<std::string> DispatcherFlags() const;

@@ -287,6 +287,7 @@ stack_start_scheduler() {
 stack_start_executor() {
   local name=$1 listen=$2 app=$3 registry=$4 dispatcher=$5
   shift 5
+  stack_ensure_app "$app" || return 1
   local -a flags
   mapfile -t flags < <(_stack_metrics_default "$@"
     _stack_has_flag log_dir "$@" || echo "--log_dir=$STACK_DIR/executors/$name/logs"
@@ -296,6 +297,25 @@ stack_start_executor() {
     --dispatcher_target="$dispatcher" --executor_token_file="$STACK_TOK/executor" \
     --dispatcher_public_key_file="$STACK_TOK/dispatcher.pub" \
     --scheduler_public_key_file="$STACK_TOK/scheduler.pub" "${flags[@]}" "$@"
+}
+
+# stack_ensure_app APP: creates the app (admins create apps: an executor's registration
+# never does), announced to the registry replicas as AppAdminService announces it. Needs the
+# schema, so a registry must have started. An app that exists already is left as it is.
+stack_ensure_app() {
+  local app=$1
+  for _ in $(seq 1 100); do
+    if stack_sql "WITH ins AS (INSERT INTO apps (name) VALUES ('${app//\'/\'\'}')
+        ON CONFLICT (name) DO NOTHING RETURNING name)
+      SELECT pg_notify('jobwheel_executors', 'a|' ||
+        (EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::BIGINT || '|' || name) FROM ins" \
+        >/dev/null 2>&1; then
+      return 0
+    fi
+    sleep 0.1  # The registry is still applying the schema.
+  done
+  STACK_ERROR="cannot create app $app in $STACK_DSN"
+  return 1
 }
 
 # stack_start_console NAME LISTEN SCHEDULER_TARGET REGISTRY_TARGET [FLAG...]: the web console

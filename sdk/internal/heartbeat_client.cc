@@ -21,6 +21,15 @@ namespace {
 
 // 128 random bits as 32 hex digits, from the system's CSPRNG: with the app's token, the id is
 // what lets a process take its own address back, so it must not be guessable.
+HeartbeatOptions WithInstanceId(HeartbeatOptions options) {
+  if (options.registration.instance_id().empty()) {
+    options.registration.set_instance_id(NewInstanceId());
+  }
+  return options;
+}
+
+}  // namespace
+
 std::string NewInstanceId() {
   unsigned char bytes[16];
   if (RAND_bytes(bytes, sizeof(bytes)) != 1) {
@@ -31,15 +40,6 @@ std::string NewInstanceId() {
   for (unsigned char b : bytes) absl::StrAppendFormat(&id, "%02x", b);
   return id;
 }
-
-HeartbeatOptions WithInstanceId(HeartbeatOptions options) {
-  if (options.registration.instance_id().empty()) {
-    options.registration.set_instance_id(NewInstanceId());
-  }
-  return options;
-}
-
-}  // namespace
 
 HeartbeatClient::HeartbeatClient(HeartbeatOptions options, RegistryStubFactory stub_factory,
                                  std::function<void(jobwheel::v1::ExecutorBeat*)> fill_beat,

@@ -19,6 +19,9 @@
 
 namespace jobwheel::sdk {
 
+// A new instance id: 128 random bits as 32 hex digits.
+std::string NewInstanceId();
+
 struct HeartbeatOptions {
   std::vector<std::string> targets;  // Tried in turn; see SplitRegistryTargets.
   std::string executor_token;

@@ -60,6 +60,12 @@ absl::StatusOr<RunManager::SubmitOutcome> RunManager::Submit(const RunRequest& r
   }
   const int64_t run_id = request.run_id();
   const int64_t job_id = request.job_id();
+  // Before the ledger: a run for another executor says nothing about the runs of this one, so
+  // it is neither recorded nor able to fence or shadow one of ours.
+  if (std::optional<std::string> foreign = NotForThisExecutor(request)) {
+    spdlog::warn("run {}: refused: {}", run_id, *foreign);
+    return SubmitOutcome{jobwheel::v1::RUN_DISPOSITION_REJECTED, *std::move(foreign)};
+  }
   {
     absl::MutexLock lock(&mu_);
     if (std::optional<SubmitOutcome> known = KnownLocked(run_id)) return *known;
@@ -186,6 +192,19 @@ std::optional<RunManager::SubmitOutcome> RunManager::KnownLocked(int64_t run_id)
   if (entry.has_value()) {
     return SubmitOutcome{jobwheel::v1::RUN_DISPOSITION_STARTED,
                          absl::StrCat("run ", run_id, " already ran here; its result is reported")};
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> RunManager::NotForThisExecutor(const RunRequest& request) const {
+  if (!options_.app.empty() && request.app() != options_.app) {
+    return absl::StrCat("run is for app \"", request.app(), "\"; this executor serves app \"",
+                        options_.app, "\"");
+  }
+  if (!options_.instance.empty() && request.executor_instance() != options_.instance) {
+    return absl::StrCat("run is for executor instance \"", request.executor_instance(),
+                        "\"; this is instance ", options_.instance,
+                        " (a run meant for another process at this address)");
   }
   return std::nullopt;
 }

@@ -31,6 +31,11 @@ namespace jobwheel::sdk {
 
 struct RunManagerOptions {
   std::string executor_address;  // Copied into every RunResult (see SetExecutorAddress).
+  // The app this executor registered for and its instance tag (common/model/instance_tag.h):
+  // a run naming another app or instance is REJECTED without being recorded. Empty: not
+  // checked (tests of the manager alone).
+  std::string app;
+  std::string instance;
   bool allow_scripts = false;
   // A run thread exits after this long without runs.
   absl::Duration worker_idle_timeout = absl::Seconds(30);
@@ -167,6 +172,8 @@ class RunManager {
   // A run id not known in memory whose run log an earlier process left: remembered as ended.
   void NoteEarlierRunLocked(int64_t run_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A refusal, remembered so that a repeated call gets the same answer.
+  // Why `request` is not for this executor (another app or instance), if it is not.
+  std::optional<std::string> NotForThisExecutor(const jobwheel::v1::RunRequest& request) const;
   SubmitOutcome Refuse(int64_t run_id, jobwheel::v1::RunDisposition disposition,
                        std::string message);
   // The run ended: forgotten by the table and the watchdog.

@@ -19,6 +19,7 @@
 #include "common/grpc/grpc_keep_warm.h"
 #include "common/grpc/grpc_server.h"
 #include "common/grpc/target_list.h"
+#include "common/model/instance_tag.h"
 #include "common/time/clock.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
@@ -188,7 +189,13 @@ class ExecutorCore {
       scripts_ = std::make_unique<ScriptRunner>(so, clock_);
     }
 
+    // This process's name for the registry (kept across reconnects) and its public tag, which
+    // every run sent here must carry.
+    instance_id_ = NewInstanceId();
+    instance_tag_ = InstanceTag(instance_id_);
     RunManagerOptions ro;
+    ro.app = options_.app;
+    ro.instance = instance_tag_;
     ro.allow_scripts = options_.allow_scripts;
     ro.worker_idle_timeout = options_.worker_idle_timeout;
     ro.cancel_grace = options_.cancel_grace;
@@ -224,7 +231,7 @@ class ExecutorCore {
     keep_warm_->Start();
     advertise_ =
         ComputeAdvertiseAddress(options_.advertise_address, options_.listen_address, port_);
-    if (callers != nullptr) callers->SetAudience(advertise_);
+    if (callers != nullptr) callers->SetAudience(ExecutorAudience(options_.app, advertise_));
     runs_->SetExecutorAddress(advertise_);
     runs_->Start();
 
@@ -236,6 +243,7 @@ class ExecutorCore {
     jobwheel::v1::ExecutorRegistration& reg = ho.registration;
     reg.set_app(options_.app);
     reg.set_address(advertise_);
+    reg.set_instance_id(instance_id_);
     for (const auto& n : names) reg.add_handlers(n);
     reg.set_sdk_version(std::string(Executor::kSdkVersion));
     reg.set_capacity(options_.capacity);
@@ -364,6 +372,10 @@ class ExecutorCore {
     absl::MutexLock lock(&mu_);
     return port_;
   }
+  std::string instance() const {
+    absl::MutexLock lock(&mu_);
+    return instance_tag_;
+  }
   std::string advertise_address() const {
     absl::MutexLock lock(&mu_);
     return advertise_;
@@ -394,6 +406,8 @@ class ExecutorCore {
   bool cleanup_stop_ ABSL_GUARDED_BY(mu_) = false;
   int port_ = 0;
   std::string advertise_;
+  std::string instance_id_;   // Sent to the registry only.
+  std::string instance_tag_;  // InstanceTag(instance_id_).
 
   const absl::Time process_start_;
   absl::Mutex channels_mu_;
@@ -436,5 +450,6 @@ void Executor::Shutdown() { core_->Shutdown(); }
 int Executor::port() const { return core_->port(); }
 
 std::string Executor::advertise_address() const { return core_->advertise_address(); }
+std::string Executor::instance() const { return core_->instance(); }
 
 }  // namespace jobwheel

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <memory>
 #include <set>
 #include <string>
@@ -11,6 +12,7 @@
 #include "absl/synchronization/notification.h"
 #include "common/auth/bearer.h"
 #include "common/auth/caller_token.h"
+#include "common/model/instance_tag.h"
 #include "common/testing/process.h"
 #include "common/time/clock.h"
 #include "gmock/gmock.h"
@@ -31,6 +33,14 @@ using ::testing::HasSubstr;
 
 constexpr char kExecutorToken[] = "exec";
 constexpr absl::Duration kWait = absl::Seconds(10);
+
+// A run as a dispatcher sends it: for this executor's app and instance, with a token for
+// "app@address" (each overridable, to send what an attacker would).
+struct RunTarget {
+  std::string app = "billing";
+  std::string instance;  // Empty: the executor's own.
+  std::string audience;  // Empty: "billing@<address>".
+};
 
 class ExecutorTest : public ::testing::Test {
  protected:
@@ -55,12 +65,16 @@ class ExecutorTest : public ::testing::Test {
   }
 
   grpc::Status Run(Executor& exec, int64_t run_id, int64_t job_id, const std::string& handler,
-                   const std::string& param, jobwheel::v1::RunResponse* resp) {
+                   const std::string& param, jobwheel::v1::RunResponse* resp,
+                   RunTarget target = RunTarget()) {
     auto stub = jobwheel::v1::ExecutorService::NewStub(
         grpc::CreateChannel(exec.advertise_address(), grpc::InsecureChannelCredentials()));
     grpc::ClientContext ctx;
-    AddBearer(ctx, DispatcherToken(exec.advertise_address()));
+    AddBearer(ctx, DispatcherToken(target.audience.empty() ? "billing@" + exec.advertise_address()
+                                                           : target.audience));
     jobwheel::v1::RunRequest req;
+    req.set_app(target.app);
+    req.set_executor_instance(target.instance.empty() ? exec.instance() : target.instance);
     req.set_run_id(run_id);
     req.set_job_id(job_id);
     req.set_handler(handler);
@@ -68,11 +82,11 @@ class ExecutorTest : public ::testing::Test {
     return stub->Run(&ctx, req, resp);
   }
 
-  // What a dispatcher presents to the executor at `address`.
-  std::string DispatcherToken(const std::string& address) {
+  // What a dispatcher presents for `audience` ("app@address").
+  std::string DispatcherToken(const std::string& audience) {
     auto signer = CallerTokenSigner::Create(dispatcher_keys_.private_pem,
                                             {std::string(kIssuerDispatcher)}, RealClock::Get());
-    return *(*signer)->TokenFor(address);
+    return *(*signer)->TokenFor(audience);
   }
 
   const CallerKeyPair dispatcher_keys_ = *GenerateCallerKeyPair();
@@ -180,6 +194,46 @@ TEST_F(ExecutorTest, EndToEndWithGracefulShutdown) {
         "jobwheel_executor_spool_size", "jobwheel_executor_heartbeat_connected"}) {
     EXPECT_TRUE(names.count(name)) << name;
   }
+}
+
+TEST_F(ExecutorTest, RefusesRunsForAnotherAppOrInstanceAndTokensForAnotherApp) {
+  std::atomic<int> ran{0};
+  Executor exec(options_);
+  ASSERT_TRUE(exec.Register("greet",
+                            [&](JobContext&) {
+                              ++ran;
+                              return Result::Ok();
+                            })
+                  .ok());
+  ASSERT_TRUE(exec.Start().ok());
+  ASSERT_TRUE(Eventually([&] { return !registry_.registrations().empty(); }, kWait));
+  // The registry gets the instance id; runs name its public tag.
+  EXPECT_EQ(exec.instance(), InstanceTag(registry_.registrations()[0].instance_id()));
+  EXPECT_EQ(exec.instance().size(), 32u);
+
+  jobwheel::v1::RunResponse resp;
+  // A run of app demo (sent here because demo registered this address): refused, not recorded.
+  ASSERT_TRUE(Run(exec, 1, 1, "greet", "", &resp, RunTarget{"demo", "", ""}).ok());
+  EXPECT_EQ(resp.disposition(), jobwheel::v1::RUN_DISPOSITION_REJECTED);
+  EXPECT_THAT(resp.message(), HasSubstr("run is for app \"demo\""));
+  // A run meant for the process this one replaced at the address.
+  ASSERT_TRUE(Run(exec, 2, 2, "greet", "", &resp,
+                  RunTarget{"billing", "0123456789abcdef0123456789abcdef", ""})
+                  .ok());
+  EXPECT_EQ(resp.disposition(), jobwheel::v1::RUN_DISPOSITION_REJECTED);
+  EXPECT_THAT(resp.message(), HasSubstr("another process at this address"));
+  // A dispatcher token made for demo's executor at this address, or for the bare address.
+  for (const std::string& audience :
+       {"demo@" + exec.advertise_address(), exec.advertise_address()}) {
+    grpc::Status s = Run(exec, 3, 3, "greet", "", &resp, RunTarget{"billing", "", audience});
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << audience;
+  }
+  // Run 1 was not recorded as refused: sent properly it runs.
+  ASSERT_TRUE(Run(exec, 1, 1, "greet", "", &resp).ok());
+  EXPECT_EQ(resp.disposition(), jobwheel::v1::RUN_DISPOSITION_STARTED) << resp.message();
+  ASSERT_TRUE(Eventually([&] { return dispatcher_.Has(1); }, kWait));
+  EXPECT_EQ(ran.load(), 1);
+  exec.Shutdown();
 }
 
 TEST_F(ExecutorTest, RunBlocksUntilShutdownAndFailsRunsBeyondGrace) {

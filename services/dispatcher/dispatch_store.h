@@ -25,6 +25,9 @@ struct PlannedRun {
   // The run's RunRequest.result_key (see result_key.h): the store keeps only its SHA-256
   // (and makes one if empty, so no run it creates is without). Never logged.
   std::string result_key;
+  // The executor process at that address when the run was planned (Executor.instance), sent
+  // in RunRequest.executor_instance. Not stored.
+  std::string executor_instance;
 };
 
 // What to do with a PENDING fire: DISPATCHED with its runs, or FAILED with a reason (and one

@@ -136,17 +136,26 @@ absl::StatusOr<v1::ReportResultsResponse> Dispatcher::ReportResults(
 }
 
 void Dispatcher::SendDue(std::vector<RoutedRun> due) {
-  // The executors online now, by app (looked up once per app and tick).
-  absl::flat_hash_map<std::string, absl::flat_hash_set<std::string>> online;
+  // The executors online now, by app (looked up once per app and tick): address → instance.
+  absl::flat_hash_map<std::string, absl::flat_hash_map<std::string, std::string>> online;
   std::vector<RoutedRun> runs, orphans;
   runs.reserve(due.size());
   for (RoutedRun& h : due) {
     const std::string& app = h.fire->job().app();
     auto [it, added] = online.try_emplace(app);
     if (added) {
-      for (const v1::Executor& e : directory_.Executors(app)) it->second.insert(e.address());
+      for (const v1::Executor& e : directory_.Executors(app)) {
+        it->second.emplace(e.address(), e.instance());
+      }
     }
-    (it->second.contains(h.address) ? runs : orphans).push_back(std::move(h));
+    auto at = it->second.find(h.address);
+    if (at == it->second.end()) {
+      orphans.push_back(std::move(h));
+      continue;
+    }
+    // A new process may have taken the address while the run was held: it is for that one.
+    h.run.request.set_executor_instance(at->second);
+    runs.push_back(std::move(h));
   }
   sender_.Send(std::move(runs));
   if (!orphans.empty()) {
@@ -160,6 +169,7 @@ void Dispatcher::SendDue(std::vector<RoutedRun> due) {
 void Dispatcher::RerouteHeld(std::vector<RoutedRun> orphans) {
   std::vector<Reroute> reroutes;  // Parallel to `moving`.
   std::vector<RoutedRun*> moving;
+  std::vector<std::string> instances;  // Parallel to `moving`: the new executor's process.
   for (RoutedRun& h : orphans) {
     // Routed again as the fire was, for this run's shard.
     v1::Fire fire = *h.fire;
@@ -179,6 +189,7 @@ void Dispatcher::RerouteHeld(std::vector<RoutedRun> orphans) {
     reroutes.push_back(Reroute{h.run.request.run_id(), to.executor_address,
                                absl::StrCat("; ", left, ": ", to.trigger_message)});
     moving.push_back(&h);
+    instances.push_back(to.executor_instance);
   }
   if (moving.empty()) return;
   absl::StatusOr<std::vector<int64_t>> moved = store_.RerouteRuns(reroutes);
@@ -194,7 +205,10 @@ void Dispatcher::RerouteHeld(std::vector<RoutedRun> orphans) {
   for (size_t i = 0; i < moving.size(); ++i) {
     RoutedRun& h = *moving[i];
     if (moved.ok() && !moved_ids.contains(h.run.request.run_id())) continue;  // Not PENDING.
-    if (moved.ok()) h.address = reroutes[i].executor_address;
+    if (moved.ok()) {
+      h.address = reroutes[i].executor_address;
+      h.run.request.set_executor_instance(instances[i]);
+    }
     runs.push_back(std::move(h));
   }
   sender_.Send(std::move(runs));

@@ -576,7 +576,7 @@ TEST_F(DispatcherTest, LostTriggerThatNeverArrivedIsFencedAndFailed) {
   late.add_runs()->set_run_id(run_id);
   absl::Notification answered;
   executors_.RunBatchAsync(
-      address, late, absl::Seconds(1), [&](absl::StatusOr<v1::RunBatchResponse> resp) {
+      "app", address, late, absl::Seconds(1), [&](absl::StatusOr<v1::RunBatchResponse> resp) {
         ASSERT_TRUE(resp.ok());
         EXPECT_EQ(resp->responses(0).disposition(), v1::RUN_DISPOSITION_REJECTED);
         answered.Notify();

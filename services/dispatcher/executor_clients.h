@@ -12,8 +12,9 @@
 
 namespace jobwheel::dispatcher {
 
-// The calls the dispatcher makes on executors, by address. Implementations set the deadline
-// and a caller token for the executor; tests substitute fakes. Thread-safe.
+// The calls the dispatcher makes on executors, by app and address. Implementations set the
+// deadline and a caller token for the executor (audience "<app>@<address>": an executor of
+// another app at that address refuses it); tests substitute fakes. Thread-safe.
 class ExecutorClients {
  public:
   virtual ~ExecutorClients() = default;
@@ -21,15 +22,19 @@ class ExecutorClients {
   // the call's error) exactly once, possibly on another thread (or on this one, before
   // RunBatchAsync returns).
   using RunBatchCallback = std::function<void(absl::StatusOr<v1::RunBatchResponse>)>;
-  virtual void RunBatchAsync(absl::string_view address, v1::RunBatchRequest request,
-                             absl::Duration deadline, RunBatchCallback done) = 0;
+  virtual void RunBatchAsync(absl::string_view app, absl::string_view address,
+                             v1::RunBatchRequest request, absl::Duration deadline,
+                             RunBatchCallback done) = 0;
   // OK when the executor answered.
-  virtual absl::Status Beat(absl::string_view address, absl::Duration deadline) = 0;
-  virtual absl::StatusOr<v1::IdleBeatResponse> IdleBeat(absl::string_view address, int64_t job_id,
+  virtual absl::Status Beat(absl::string_view app, absl::string_view address,
+                            absl::Duration deadline) = 0;
+  virtual absl::StatusOr<v1::IdleBeatResponse> IdleBeat(absl::string_view app,
+                                                        absl::string_view address, int64_t job_id,
                                                         absl::Duration deadline) = 0;
   // ExecutorService.GetRuns (blocking): what the executor knows of the runs, fencing the
   // unseen ones when request.fence() (see TriggerResolver).
-  virtual absl::StatusOr<v1::GetRunsResponse> GetRuns(absl::string_view address,
+  virtual absl::StatusOr<v1::GetRunsResponse> GetRuns(absl::string_view app,
+                                                      absl::string_view address,
                                                       const v1::GetRunsRequest& request,
                                                       absl::Duration deadline) = 0;
 };

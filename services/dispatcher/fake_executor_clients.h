@@ -103,8 +103,8 @@ class FakeExecutorClients : public ExecutorClients {
     return batch_calls_;
   }
 
-  void RunBatchAsync(absl::string_view address, v1::RunBatchRequest request, absl::Duration,
-                     RunBatchCallback done) override {
+  void RunBatchAsync(absl::string_view, absl::string_view address, v1::RunBatchRequest request,
+                     absl::Duration, RunBatchCallback done) override {
     absl::StatusOr<v1::RunBatchResponse> result;
     {
       absl::MutexLock lock(&mu_);
@@ -137,12 +137,12 @@ class FakeExecutorClients : public ExecutorClients {
     }
     done(std::move(result));
   }
-  absl::Status Beat(absl::string_view address, absl::Duration) override {
+  absl::Status Beat(absl::string_view, absl::string_view address, absl::Duration) override {
     absl::MutexLock lock(&mu_);
     if (down_.contains(address)) return absl::UnavailableError("connection refused");
     return absl::OkStatus();
   }
-  absl::StatusOr<v1::GetRunsResponse> GetRuns(absl::string_view address,
+  absl::StatusOr<v1::GetRunsResponse> GetRuns(absl::string_view, absl::string_view address,
                                               const v1::GetRunsRequest& request,
                                               absl::Duration) override {
     absl::MutexLock lock(&mu_);
@@ -172,8 +172,8 @@ class FakeExecutorClients : public ExecutorClients {
     }
     return response;
   }
-  absl::StatusOr<v1::IdleBeatResponse> IdleBeat(absl::string_view address, int64_t,
-                                                absl::Duration) override {
+  absl::StatusOr<v1::IdleBeatResponse> IdleBeat(absl::string_view, absl::string_view address,
+                                                int64_t, absl::Duration) override {
     absl::MutexLock lock(&mu_);
     if (down_.contains(address)) return absl::UnavailableError("connection refused");
     v1::IdleBeatResponse r;

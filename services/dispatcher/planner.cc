@@ -66,6 +66,13 @@ FirePlan Planner::Plan(const v1::Fire& fire) {
                                         " executors online for app ", job.app(), " has handler ",
                                         job.handler()));
   }
+  // Each planned run names the process it is for (the executors of the snapshot planned on).
+  auto instance_of = [&live](const std::string& address) {
+    for (const v1::Executor& e : live) {
+      if (e.address() == address) return e.instance();
+    }
+    return std::string();
+  };
   FirePlan plan;
   if (!fire.executor_address().empty()) {
     const std::string& want = fire.executor_address();
@@ -82,6 +89,7 @@ FirePlan Planner::Plan(const v1::Fire& fire) {
     }
     PlannedRun run;
     run.executor_address = want;
+    run.executor_instance = instance_of(want);
     if (fire.shard_total() > 0) {
       run.shard_index = fire.shard_index();
       run.shard_total = fire.shard_total();
@@ -91,13 +99,14 @@ FirePlan Planner::Plan(const v1::Fire& fire) {
     plan.runs.push_back(std::move(run));
     return plan;
   }
-  RouteDecision d = router_.Route(job.id(), job.routing_strategy(), candidates, fire.shard_index(),
-                                  fire.shard_total());
+  RouteDecision d = router_.Route(job.id(), job.app(), job.routing_strategy(), candidates,
+                                  fire.shard_index(), fire.shard_total());
   if (!d.ok()) return Failed(fire, absl::StrCat("job ", job.id(), ": ", d.message));
   const bool broadcast = d.targets.size() > 1;
   for (const RouteTarget& t : d.targets) {
     PlannedRun run;
     run.executor_address = t.address;
+    run.executor_instance = instance_of(t.address);
     run.shard_index = t.shard_index;
     run.shard_total = t.shard_total;
     run.trigger_message = broadcast ? absl::StrCat(d.message, "; shard ", t.shard_index, "/",
@@ -148,6 +157,8 @@ PendingRun Planner::MakePendingRun(const v1::Fire& fire, const CreatedRun& run) 
   *req.mutable_scheduled_time() = fire.scheduled_time();
   req.set_attempt(fire.attempt());
   req.set_result_key(run.planned.result_key);  // Made by the store with the run.
+  req.set_app(job.app());
+  req.set_executor_instance(run.planned.executor_instance);
   p.strategy = fire.executor_address().empty() ? StrategyName(job.routing_strategy()) : "manual";
   return p;
 }

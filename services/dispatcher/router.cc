@@ -98,7 +98,7 @@ std::string Router::LruLocked(int64_t job_id, const std::vector<std::string>& ad
   return eldest->first;
 }
 
-RouteDecision Router::Failover(const std::vector<std::string>& addresses) {
+RouteDecision Router::Failover(absl::string_view app, const std::vector<std::string>& addresses) {
   RouteDecision d;
   std::vector<std::string> skipped;
   for (const std::string& a : addresses) {
@@ -112,7 +112,7 @@ RouteDecision Router::Failover(const std::vector<std::string>& addresses) {
         continue;
       }
     }
-    absl::Status s = probes_.Beat(a, options_.probe_deadline);
+    absl::Status s = probes_.Beat(app, a, options_.probe_deadline);
     {
       absl::MutexLock lock(&mu_);
       if (s.ok()) {
@@ -136,11 +136,13 @@ RouteDecision Router::Failover(const std::vector<std::string>& addresses) {
   return d;
 }
 
-RouteDecision Router::Busyover(int64_t job_id, const std::vector<std::string>& addresses) {
+RouteDecision Router::Busyover(int64_t job_id, absl::string_view app,
+                               const std::vector<std::string>& addresses) {
   RouteDecision d;
   std::vector<std::string> skipped;
   for (const std::string& a : addresses) {
-    absl::StatusOr<v1::IdleBeatResponse> r = probes_.IdleBeat(a, job_id, options_.probe_deadline);
+    absl::StatusOr<v1::IdleBeatResponse> r =
+        probes_.IdleBeat(app, a, job_id, options_.probe_deadline);
     if (r.ok() && r->idle()) {
       d.targets.push_back({a, 0, 1});
       break;
@@ -161,7 +163,7 @@ RouteDecision Router::Busyover(int64_t job_id, const std::vector<std::string>& a
   return d;
 }
 
-RouteDecision Router::Route(int64_t job_id, v1::RoutingStrategy strategy,
+RouteDecision Router::Route(int64_t job_id, absl::string_view app, v1::RoutingStrategy strategy,
                             const std::vector<std::string>& addresses, int32_t manual_shard_index,
                             int32_t manual_shard_total) {
   if (strategy == v1::ROUTING_STRATEGY_UNSPECIFIED) strategy = v1::ROUTING_STRATEGY_FIRST;
@@ -207,14 +209,14 @@ RouteDecision Router::Route(int64_t job_id, v1::RoutingStrategy strategy,
       break;
     }
     case v1::ROUTING_STRATEGY_FAILOVER:
-      d = Failover(addresses);
+      d = Failover(app, addresses);
       if (manual_shard && d.ok()) {
         d.targets[0].shard_index = manual_shard_index;
         d.targets[0].shard_total = manual_shard_total;
       }
       break;
     case v1::ROUTING_STRATEGY_BUSYOVER:
-      d = Busyover(job_id, addresses);
+      d = Busyover(job_id, app, addresses);
       if (manual_shard && d.ok()) {
         d.targets[0].shard_index = manual_shard_index;
         d.targets[0].shard_total = manual_shard_total;

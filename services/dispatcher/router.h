@@ -60,7 +60,8 @@ class Router {
   // Routes one fire of job `job_id`. A manual shard (shard_total > 0) yields one run with that
   // shard; for SHARDING_BROADCAST it goes to the shard_index-th address (or the first when the
   // set shrank), as XXL-JOB's retry of a broadcast shard does.
-  RouteDecision Route(int64_t job_id, v1::RoutingStrategy strategy,
+  // `app` is the job's app (the probes of FAILOVER and BUSYOVER carry a token for it).
+  RouteDecision Route(int64_t job_id, absl::string_view app, v1::RoutingStrategy strategy,
                       const std::vector<std::string>& addresses, int32_t manual_shard_index = 0,
                       int32_t manual_shard_total = 0);
 
@@ -71,8 +72,9 @@ class Router {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string LruLocked(int64_t job_id, const std::vector<std::string>& addresses)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  RouteDecision Failover(const std::vector<std::string>& addresses);
-  RouteDecision Busyover(int64_t job_id, const std::vector<std::string>& addresses);
+  RouteDecision Failover(absl::string_view app, const std::vector<std::string>& addresses);
+  RouteDecision Busyover(int64_t job_id, absl::string_view app,
+                         const std::vector<std::string>& addresses);
 
   Clock& clock_;
   ExecutorClients& probes_;

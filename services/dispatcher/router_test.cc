@@ -34,7 +34,7 @@ class RouterTest : public ::testing::Test {
   const std::vector<std::string> three_ = Addresses(3);
 
   std::string One(int64_t job, v1::RoutingStrategy s, const std::vector<std::string>& a) {
-    RouteDecision d = router_.Route(job, s, a);
+    RouteDecision d = router_.Route(job, "app", s, a);
     EXPECT_EQ(d.targets.size(), 1u) << d.message;
     return d.targets.empty() ? "" : d.targets[0].address;
   }
@@ -44,14 +44,14 @@ TEST_F(RouterTest, FirstAndLast) {
   EXPECT_EQ(One(1, v1::ROUTING_STRATEGY_FIRST, three_), three_[0]);
   EXPECT_EQ(One(1, v1::ROUTING_STRATEGY_UNSPECIFIED, three_), three_[0]);
   EXPECT_EQ(One(1, v1::ROUTING_STRATEGY_LAST, three_), three_[2]);
-  RouteDecision d = router_.Route(1, v1::ROUTING_STRATEGY_LAST, three_);
+  RouteDecision d = router_.Route(1, "app", v1::ROUTING_STRATEGY_LAST, three_);
   EXPECT_EQ(d.message, "route LAST over 3 executors → 10.0.0.12:7200");
   EXPECT_EQ(d.targets[0].shard_index, 0);
   EXPECT_EQ(d.targets[0].shard_total, 1);
 }
 
 TEST_F(RouterTest, NoCandidatesFails) {
-  RouteDecision d = router_.Route(1, v1::ROUTING_STRATEGY_ROUND, {});
+  RouteDecision d = router_.Route(1, "app", v1::ROUTING_STRATEGY_ROUND, {});
   EXPECT_FALSE(d.ok());
   EXPECT_THAT(d.message, HasSubstr("no candidate"));
 }
@@ -81,8 +81,8 @@ TEST_F(RouterTest, RoundStartIsRandomAndDeterministicPerSeed) {
   std::mt19937_64 g1{7}, g2{7};
   Router r1(clock_, g1, probes_), r2(clock_, g2, probes_);
   for (int64_t job = 1; job <= 20; ++job) {
-    EXPECT_EQ(r1.Route(job, v1::ROUTING_STRATEGY_ROUND, three_).targets[0].address,
-              r2.Route(job, v1::ROUTING_STRATEGY_ROUND, three_).targets[0].address);
+    EXPECT_EQ(r1.Route(job, "app", v1::ROUTING_STRATEGY_ROUND, three_).targets[0].address,
+              r2.Route(job, "app", v1::ROUTING_STRATEGY_ROUND, three_).targets[0].address);
   }
 }
 
@@ -100,8 +100,9 @@ TEST_F(RouterTest, RandomIsDeterministicPerSeedAndCoversAll) {
   Router r1(clock_, g1, probes_), r2(clock_, g2, probes_);
   std::map<std::string, int> counts;
   for (int i = 0; i < 300; ++i) {
-    const std::string a = r1.Route(1, v1::ROUTING_STRATEGY_RANDOM, three_).targets[0].address;
-    EXPECT_EQ(a, r2.Route(1, v1::ROUTING_STRATEGY_RANDOM, three_).targets[0].address);
+    const std::string a =
+        r1.Route(1, "app", v1::ROUTING_STRATEGY_RANDOM, three_).targets[0].address;
+    EXPECT_EQ(a, r2.Route(1, "app", v1::ROUTING_STRATEGY_RANDOM, three_).targets[0].address);
     ++counts[a];
   }
   for (const std::string& a : three_) {
@@ -183,14 +184,14 @@ TEST_F(RouterTest, LeastRecentlyUsedPicksEldest) {
 
 TEST_F(RouterTest, FailoverSkipsExecutorsThatDoNotAnswer) {
   probes_.SetDown(three_[0], true);
-  RouteDecision d = router_.Route(1, v1::ROUTING_STRATEGY_FAILOVER, three_);
+  RouteDecision d = router_.Route(1, "app", v1::ROUTING_STRATEGY_FAILOVER, three_);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d.targets[0].address, three_[1]);
   EXPECT_THAT(d.message, HasSubstr("→ 10.0.0.11:7200"));
   EXPECT_THAT(d.message, HasSubstr("skipped 10.0.0.10:7200 (beat: UNAVAILABLE"));
   for (const auto& a : three_) probes_.SetDown(a, true);
   clock_.Advance(absl::Seconds(3));  // Past the failed-probe memory.
-  d = router_.Route(1, v1::ROUTING_STRATEGY_FAILOVER, three_);
+  d = router_.Route(1, "app", v1::ROUTING_STRATEGY_FAILOVER, three_);
   EXPECT_FALSE(d.ok());
   EXPECT_THAT(d.message, HasSubstr("no executor answered Beat"));
 }
@@ -200,7 +201,7 @@ TEST_F(RouterTest, FailoverRemembersFailedBeatsBriefly) {
   ASSERT_EQ(One(1, v1::ROUTING_STRATEGY_FAILOVER, three_), three_[1]);
   // Within the memory the dead executor is skipped without a call, even if it came back.
   probes_.SetDown(three_[0], false);
-  RouteDecision d = router_.Route(2, v1::ROUTING_STRATEGY_FAILOVER, three_);
+  RouteDecision d = router_.Route(2, "app", v1::ROUTING_STRATEGY_FAILOVER, three_);
   EXPECT_EQ(d.targets[0].address, three_[1]);
   EXPECT_THAT(d.message, HasSubstr("10.0.0.10:7200 (beat failed 0 ago)"));
   clock_.Advance(absl::Seconds(3));
@@ -210,18 +211,18 @@ TEST_F(RouterTest, FailoverRemembersFailedBeatsBriefly) {
 TEST_F(RouterTest, BusyoverSkipsBusyExecutors) {
   probes_.SetBusy(three_[0], true);
   probes_.SetDown(three_[1], true);
-  RouteDecision d = router_.Route(9, v1::ROUTING_STRATEGY_BUSYOVER, three_);
+  RouteDecision d = router_.Route(9, "app", v1::ROUTING_STRATEGY_BUSYOVER, three_);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d.targets[0].address, three_[2]);
   EXPECT_THAT(d.message, HasSubstr("10.0.0.10:7200 (busy: running 1"));
   probes_.SetBusy(three_[2], true);
-  d = router_.Route(9, v1::ROUTING_STRATEGY_BUSYOVER, three_);
+  d = router_.Route(9, "app", v1::ROUTING_STRATEGY_BUSYOVER, three_);
   EXPECT_FALSE(d.ok());
   EXPECT_THAT(d.message, HasSubstr("no executor is idle for job 9"));
 }
 
 TEST_F(RouterTest, ShardingBroadcastOneRunPerExecutorInOrder) {
-  RouteDecision d = router_.Route(1, v1::ROUTING_STRATEGY_SHARDING_BROADCAST, three_);
+  RouteDecision d = router_.Route(1, "app", v1::ROUTING_STRATEGY_SHARDING_BROADCAST, three_);
   ASSERT_EQ(d.targets.size(), 3u);
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(d.targets[i].address, three_[i]);
@@ -229,18 +230,18 @@ TEST_F(RouterTest, ShardingBroadcastOneRunPerExecutorInOrder) {
     EXPECT_EQ(d.targets[i].shard_total, 3);
   }
   // A retried shard goes back to the executor at its index, or the first when the set shrank.
-  d = router_.Route(1, v1::ROUTING_STRATEGY_SHARDING_BROADCAST, three_, 1, 3);
+  d = router_.Route(1, "app", v1::ROUTING_STRATEGY_SHARDING_BROADCAST, three_, 1, 3);
   ASSERT_EQ(d.targets.size(), 1u);
   EXPECT_EQ(d.targets[0].address, three_[1]);
   EXPECT_EQ(d.targets[0].shard_index, 1);
-  d = router_.Route(1, v1::ROUTING_STRATEGY_SHARDING_BROADCAST, three_, 4, 5);
+  d = router_.Route(1, "app", v1::ROUTING_STRATEGY_SHARDING_BROADCAST, three_, 4, 5);
   EXPECT_EQ(d.targets[0].address, three_[0]);
   EXPECT_EQ(d.targets[0].shard_index, 4);
   EXPECT_EQ(d.targets[0].shard_total, 5);
 }
 
 TEST_F(RouterTest, ManualShardKeepsShardOnSingleRoute) {
-  RouteDecision d = router_.Route(1, v1::ROUTING_STRATEGY_LAST, three_, 2, 4);
+  RouteDecision d = router_.Route(1, "app", v1::ROUTING_STRATEGY_LAST, three_, 2, 4);
   ASSERT_EQ(d.targets.size(), 1u);
   EXPECT_EQ(d.targets[0].address, three_[2]);
   EXPECT_EQ(d.targets[0].shard_index, 2);

@@ -135,10 +135,11 @@ size_t TriggerResolver::pending() const {
   return jobs_.size() + asking_;
 }
 
-void TriggerResolver::Resolve(std::string address, std::vector<int64_t> run_ids,
+void TriggerResolver::Resolve(std::string app, std::string address, std::vector<int64_t> run_ids,
                               absl::Status error) {
   if (run_ids.empty()) return;
-  Job job{std::move(address),
+  Job job{std::move(app),
+          std::move(address),
           std::move(run_ids),
           std::move(error),
           0,
@@ -205,7 +206,7 @@ bool TriggerResolver::Attempt(Job& job, bool last_attempt) {
   for (int64_t id : job.run_ids) request.add_run_ids(id);
   request.set_fence(true);
   absl::StatusOr<v1::GetRunsResponse> got =
-      executors_.GetRuns(job.address, request, options_.call_deadline);
+      executors_.GetRuns(job.app, job.address, request, options_.call_deadline);
   if (got.ok() && static_cast<size_t>(got->runs_size()) != job.run_ids.size()) {
     got = absl::InternalError(absl::StrCat("GetRuns of ", job.run_ids.size(),
                                            " runs answered with ", got->runs_size(), " states"));

@@ -73,13 +73,15 @@ class TriggerResolver {
 
   // The runs of one RunBatch call to `address` that failed with `error` (at most 1,000 runs,
   // the executor's GetRuns limit). Returns at once; after Shutdown they are answered unknown.
-  void Resolve(std::string address, std::vector<int64_t> run_ids, absl::Status error);
+  void Resolve(std::string app, std::string address, std::vector<int64_t> run_ids,
+               absl::Status error);
 
   // Calls being settled (queued or being asked).
   size_t pending() const;
 
  private:
   struct Job {
+    std::string app;
     std::string address;
     std::vector<int64_t> run_ids;
     absl::Status error;

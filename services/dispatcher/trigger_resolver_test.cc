@@ -106,14 +106,14 @@ TEST(TriggerResolverTest, FencesUnseenRunsAndKeepsTakenOnesRunning) {
   executors.SetLostAnswer(kAddress, absl::DeadlineExceededError("late"));
   v1::RunBatchRequest batch;
   batch.add_runs()->set_run_id(1);  // Reaches the executor; its answer is lost.
-  executors.RunBatchAsync(kAddress, batch, absl::Seconds(1), [](auto) {});
+  executors.RunBatchAsync("app", kAddress, batch, absl::Seconds(1), [](auto) {});
   SimulatedClock clock;
   Collected got;
   Settled settled;
   TriggerResolver resolver(executors, clock, settled.Observe(TriggerResolver::Options()),
                            [&](TriggerOutcome o) { got.Add(std::move(o)); });
   resolver.Start();
-  resolver.Resolve(kAddress, {1, 2}, absl::DeadlineExceededError("late"));
+  resolver.Resolve("app", kAddress, {1, 2}, absl::DeadlineExceededError("late"));
   ASSERT_TRUE(got.AwaitCount(2));
   std::vector<TriggerOutcome> outcomes = got.outcomes();
   EXPECT_EQ(outcomes[0].run_id, 1);
@@ -137,7 +137,7 @@ TEST(TriggerResolverTest, RetriesWithBackoffThenLeavesTheRunsUnknown) {
   TriggerResolver resolver(executors, clock, options,
                            [&](TriggerOutcome o) { got.Add(std::move(o)); });
   resolver.Start();
-  resolver.Resolve(kAddress, {5}, absl::DeadlineExceededError("late"));
+  resolver.Resolve("app", kAddress, {5}, absl::DeadlineExceededError("late"));
   for (size_t calls = 1; calls < 3; ++calls) {
     // A worker waits on the clock for the backoff before the next attempt.
     clock.AwaitWaiters(1);
@@ -162,11 +162,11 @@ TEST(TriggerResolverTest, ShutdownAnswersWhatIsLeft) {
   TriggerResolver resolver(executors, clock, TriggerResolver::Options(),
                            [&](TriggerOutcome o) { got.Add(std::move(o)); });
   // Never started: Shutdown answers them unknown.
-  resolver.Resolve(kAddress, {8, 9}, absl::DeadlineExceededError("late"));
+  resolver.Resolve("app", kAddress, {8, 9}, absl::DeadlineExceededError("late"));
   resolver.Shutdown();
   ASSERT_TRUE(got.AwaitCount(2));
   EXPECT_THAT(got.outcomes()[0].message_suffix, HasSubstr("trigger answer unknown"));
-  resolver.Resolve(kAddress, {10}, absl::DeadlineExceededError("late"));
+  resolver.Resolve("app", kAddress, {10}, absl::DeadlineExceededError("late"));
   ASSERT_TRUE(got.AwaitCount(3));
   EXPECT_EQ(executors.get_runs_calls(), 0u);
 }

@@ -1,6 +1,7 @@
 #include "services/dispatcher/trigger_sender.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -58,33 +59,36 @@ TriggerSender::TriggerSender(ExecutorClients& executors, TriggerPools& pools,
       resolver_(resolver) {}
 
 void TriggerSender::Send(std::vector<RoutedRun> runs) {
+  // One call carries the runs of one app: its token names the app (see ExecutorClients).
   struct Group {
+    std::string app;
     std::string address;
     TriggerPool pool;
     std::vector<PendingRun> runs;
   };
   std::vector<Group> groups;
-  absl::flat_hash_map<std::pair<std::string, TriggerPool>, size_t> group_of;
+  absl::flat_hash_map<std::tuple<std::string, std::string, TriggerPool>, size_t> group_of;
   const size_t max_batch = std::max<size_t>(1, options_.max_runs_per_batch);
   const absl::Time now = clock_.Now();
   for (RoutedRun& r : runs) {
     if (metrics_ != nullptr) {
       metrics_->TriggerLateness(now - FromProto(r.run.request.scheduled_time()));
     }
-    auto [it, added] = group_of.try_emplace(std::make_pair(r.address, r.pool), groups.size());
-    if (added) groups.push_back(Group{std::move(r.address), r.pool, {}});
+    auto [it, added] = group_of.try_emplace(std::make_tuple(r.run.request.app(), r.address, r.pool),
+                                            groups.size());
+    if (added) groups.push_back(Group{r.run.request.app(), std::move(r.address), r.pool, {}});
     Group& g = groups[it->second];
     g.runs.push_back(std::move(r.run));
     if (g.runs.size() >= max_batch) {
-      SendBatch(g.address, g.pool, std::exchange(g.runs, std::vector<PendingRun>()));
+      SendBatch(g.app, g.address, g.pool, std::exchange(g.runs, std::vector<PendingRun>()));
     }
   }
   for (Group& g : groups) {
-    if (!g.runs.empty()) SendBatch(g.address, g.pool, std::move(g.runs));
+    if (!g.runs.empty()) SendBatch(g.app, g.address, g.pool, std::move(g.runs));
   }
 }
 
-void TriggerSender::SendBatch(const std::string& address, TriggerPool pool,
+void TriggerSender::SendBatch(const std::string& app, const std::string& address, TriggerPool pool,
                               std::vector<PendingRun> runs) {
   std::vector<int64_t> job_ids;
   job_ids.reserve(runs.size());
@@ -97,13 +101,14 @@ void TriggerSender::SendBatch(const std::string& address, TriggerPool pool,
   // slow-pool classification.
   pools_.SubmitBatchAsync(
       pool, std::move(job_ids),
-      [this, address, batch](std::function<void()> done) {
+      [this, app, address, batch](std::function<void()> done) {
         v1::RunBatchRequest req;
         req.mutable_runs()->Reserve(static_cast<int>(batch->size()));
         for (const PendingRun& run : *batch) *req.add_runs() = run.request;
         executors_.RunBatchAsync(
-            address, std::move(req), options_.run_deadline,
-            [this, address, batch, done = std::move(done)](absl::StatusOr<v1::RunBatchResponse> r) {
+            app, address, std::move(req), options_.run_deadline,
+            [this, app, address, batch,
+             done = std::move(done)](absl::StatusOr<v1::RunBatchResponse> r) {
               if (r.ok() && static_cast<size_t>(r->responses_size()) != batch->size()) {
                 r = absl::InternalError(absl::StrCat("RunBatch of ", batch->size(),
                                                      " runs answered with ", r->responses_size(),
@@ -117,7 +122,7 @@ void TriggerSender::SendBatch(const std::string& address, TriggerPool pool,
                   ids.push_back(run.request.run_id());
                   if (metrics_ != nullptr) metrics_->Triggered(run.strategy, "unknown");
                 }
-                resolver_->Resolve(address, std::move(ids), r.status());
+                resolver_->Resolve(app, address, std::move(ids), r.status());
                 done();
                 return;
               }

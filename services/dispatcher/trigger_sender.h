@@ -47,7 +47,8 @@ class TriggerSender {
 
  private:
   // Sends `runs` (one executor, all in `pool`) as one RunBatch call in one slot of `pool`.
-  void SendBatch(const std::string& address, TriggerPool pool, std::vector<PendingRun> runs);
+  void SendBatch(const std::string& app, const std::string& address, TriggerPool pool,
+                 std::vector<PendingRun> runs);
   // One run's answer (or call error) → its TriggerOutcome and metric.
   void Answer(const PendingRun& run, const absl::StatusOr<v1::RunResponse>& answer);
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/model/instance_tag.h"
 #include "common/time/proto_time.h"
 
 namespace jobwheel::registry {
@@ -38,13 +39,25 @@ absl::StatusOr<v1::Executor> InMemoryExecutorStore::Register(const v1::Executor&
     return absl::AlreadyExistsError(absl::StrCat(
         "executor ", executor.app(), "/", executor.address(), " is online with another instance"));
   }
+  // The same rules as PgExecutorStore::Register: the app must exist, and an address serves
+  // one app at a time.
   if (apps_.count(executor.app()) == 0) {
-    apps_[executor.app()] = AppConfig{executor.app(), v1::ADDRESS_TYPE_AUTO, {}};
-    Announce(Change::Kind::kApp, executor.app(), "");
+    return absl::FailedPreconditionError(
+        absl::StrCat("register.app: app ", executor.app(),
+                     " does not exist; an admin creates it (AppAdminService/CreateApp)"));
+  }
+  for (const auto& [key, other] : rows_) {
+    if (key.address == executor.address() && key.app != executor.app() && other.online &&
+        other.lease_until >= clock_.Now()) {
+      return absl::AlreadyExistsError(absl::StrCat("register.address: ", executor.address(),
+                                                   " is online for another app (", key.app,
+                                                   "); an address serves one app at a time"));
+    }
   }
   Row& row = rows_[{executor.app(), executor.address()}];
   row.executor = executor;
   row.executor.set_registry_replica(replica_id);
+  row.executor.set_instance(InstanceTag(instance_id));
   *row.executor.mutable_register_time() = ToProto(clock_.Now());
   *row.executor.mutable_last_beat_time() = ToProto(clock_.Now());
   row.replica_id = replica_id;

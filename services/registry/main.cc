@@ -51,6 +51,11 @@ ABSL_FLAG(absl::Duration, lease, absl::Seconds(10),
           "Lease of a registration in the database; a dead replica's executors "
           "go offline "
           "after it");
+ABSL_FLAG(int, max_registrations_per_token, 64,
+          "Executor registrations one executor token may hold on this replica at once (0: no cap)");
+ABSL_FLAG(int, max_registrations_per_peer, 256,
+          "Executor registrations one peer host may hold on this replica at once (0: no cap; "
+          "raise it for a gateway that registers many executors)");
 ABSL_FLAG(absl::Duration, drain_grace, absl::Seconds(2),
           "On SIGTERM: how long executors get to move to another replica "
           "before the rest are "
@@ -97,6 +102,8 @@ absl::StatusOr<RegistryServerOptions> OptionsFromFlags() {
   c.registry.beat_deadline = absl::GetFlag(FLAGS_beat_deadline);
   c.registry.lease = absl::GetFlag(FLAGS_lease);
   c.registry.register_deadline = absl::GetFlag(FLAGS_register_deadline);
+  c.registry.max_registrations_per_token = absl::GetFlag(FLAGS_max_registrations_per_token);
+  c.registry.max_registrations_per_peer = absl::GetFlag(FLAGS_max_registrations_per_peer);
   c.insecure_dev = absl::GetFlag(FLAGS_insecure_dev);
   auto executor = ReadTokenFile(absl::GetFlag(FLAGS_executor_token_file), "--executor_token_file");
   if (!executor.ok()) return executor.status();

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/model/instance_tag.h"
 #include "common/pg/pg_arrays.h"
 #include "common/pg/pg_errors.h"
 #include "common/pg/sql_enums.h"
@@ -23,13 +24,18 @@ namespace {
   "|| '|' || "                                                               \
   "address)"
 
-constexpr char kCreateAppSql[] =
-    "WITH ins AS (INSERT INTO apps (name) VALUES ($1) ON CONFLICT (name) DO "
-    "NOTHING "
-    "RETURNING name) "
-    "SELECT pg_notify('jobwheel_executors', 'a|' || "
-    "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::BIGINT || '|' || name) "
-    "FROM ins";
+// Admins create apps; a registration never does. The app row is share-locked so it cannot be
+// deleted while an executor of it is being registered.
+constexpr char kAppExistsSql[] = "SELECT 1 FROM apps WHERE name = $1 FOR SHARE";
+
+// Registrations of one address are serialized (whatever their app), so two apps can never both
+// hold it online: the check below and the insert run under this transaction-level lock.
+constexpr char kLockAddressSql[] = "SELECT pg_advisory_xact_lock(hashtext('jwaddr|' || $1))";
+
+// The app that holds the address online (lease running) other than $2, if any.
+constexpr char kOnlineForOtherAppSql[] =
+    "SELECT app FROM executors WHERE address = $1 AND app <> $2 AND online "
+    "AND lease_until >= now() LIMIT 1";
 
 // Inserts the row, or replaces it only when it is offline, its lease has run out, or it belongs
 // to the same executor process (instance_id): ON CONFLICT DO UPDATE locks the existing row and
@@ -91,7 +97,7 @@ constexpr char kExpireSql[] =
   "e.allow_scripts, e.replica_id, "                                       \
   "(EXTRACT(EPOCH FROM e.register_time) * 1000000)::BIGINT, "             \
   "(EXTRACT(EPOCH FROM e.last_beat_time) * 1000000)::BIGINT, e.running, " \
-  "e.queued "
+  "e.queued, COALESCE(e.instance_id, '') "
 
 constexpr char kListOnlineSql[] =
     "SELECT " JW_EXECUTOR_COLUMNS "FROM executors e WHERE e.online ORDER BY e.app, e.address";
@@ -125,6 +131,7 @@ v1::Executor ExecutorFromRow(const pqxx::row& row) {
   *e.mutable_last_beat_time() = ToProto(FromMicros(row[10].as<int64_t>()));
   e.set_running(row[11].as<int>());
   e.set_queued(row[12].as<int>());
+  e.set_instance(InstanceTag(row[13].as<std::string>()));
   return e;
 }
 
@@ -164,20 +171,37 @@ absl::StatusOr<v1::Executor> PgExecutorStore::Register(const v1::Executor& execu
   }
   int64_t register_micros = 0;
   bool refused = false;
+  absl::Status failure;  // Refused before the upsert: nothing written.
   absl::Status s = pool_.Run("register", [&](pqxx::connection& conn) {
+    failure = absl::OkStatus();  // The pool may run this again after a lost connection.
     pqxx::work tx(conn);
-    tx.exec_params(kCreateAppSql, executor.app());
+    if (tx.exec_params(kAppExistsSql, executor.app()).empty()) {
+      failure = absl::FailedPreconditionError(
+          absl::StrCat("register.app: app ", executor.app(),
+                       " does not exist; an admin creates it (AppAdminService/CreateApp)"));
+      return;
+    }
+    tx.exec_params(kLockAddressSql, executor.address());
+    if (pqxx::result other =
+            tx.exec_params(kOnlineForOtherAppSql, executor.address(), executor.app());
+        !other.empty()) {
+      failure = absl::AlreadyExistsError(
+          absl::StrCat("register.address: ", executor.address(), " is online for another app (",
+                       other[0][0].as<std::string>(), "); an address serves one app at a time"));
+      return;
+    }
     pqxx::result r =
         tx.exec_params(kRegisterSql, executor.app(), executor.address(), ToPgArray(handlers),
                        executor.sdk_version(), executor.capacity(), ToPgArray(label_keys),
                        ToPgArray(label_values), executor.allow_scripts(), replica_id, session_id,
                        absl::ToInt64Microseconds(lease), instance_id);
     refused = r.empty();
-    if (refused) return;  // Rolled back: not even the app is created.
+    if (refused) return;  // Rolled back: nothing written.
     register_micros = r[0][0].as<int64_t>();
     tx.commit();
   });
   if (!s.ok()) return s;
+  if (!failure.ok()) return failure;
   if (refused) {
     return absl::AlreadyExistsError(absl::StrCat(
         "executor ", executor.app(), "/", executor.address(), " is online with another instance"));
@@ -188,6 +212,7 @@ absl::StatusOr<v1::Executor> PgExecutorStore::Register(const v1::Executor& execu
   *stored.mutable_last_beat_time() = stored.register_time();
   stored.set_running(0);
   stored.set_queued(0);
+  stored.set_instance(InstanceTag(instance_id));
   return stored;
 }
 

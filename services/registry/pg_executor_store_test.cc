@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/model/instance_tag.h"
 #include "common/pg/pg_pool.h"
 #include "common/testing/pg_test_db.h"
 #include "common/time/clock.h"
@@ -43,6 +44,8 @@ class PgExecutorStoreTest : public ::testing::Test {
     dsn_ = *dsn;
     pool_ = std::make_unique<PgPool>(dsn_, 4);
     store_ = std::make_unique<PgExecutorStore>(*pool_);
+    // Admins create apps (AppAdminService); registrations never do.
+    Sql("INSERT INTO apps (name) VALUES ('demo'), ('other'), ('race')");
   }
 
   void Sql(const std::string& sql) {
@@ -81,7 +84,7 @@ class PgExecutorStoreTest : public ::testing::Test {
   std::unique_ptr<PgExecutorStore> store_;
 };
 
-TEST_F(PgExecutorStoreTest, RegisterRoundTripsAndCreatesTheApp) {
+TEST_F(PgExecutorStoreTest, RegisterRoundTrips) {
   auto stored = store_->Register(Exec("demo", "10.0.0.1:7200"), "r1", "s1", absl::Seconds(10));
   ASSERT_TRUE(stored.ok()) << stored.status();
   EXPECT_EQ(stored->registry_replica(), "r1");
@@ -104,9 +107,27 @@ TEST_F(PgExecutorStoreTest, RegisterRoundTripsAndCreatesTheApp) {
 
   auto apps = store_->ListAppConfigs();
   ASSERT_TRUE(apps.ok());
-  ASSERT_EQ(apps->size(), 1u);
+  ASSERT_EQ(apps->size(), 3u);  // The three the fixture made: none added.
   EXPECT_EQ((*apps)[0].name, "demo");
   EXPECT_EQ((*apps)[0].address_type, v1::ADDRESS_TYPE_AUTO);
+}
+
+TEST_F(PgExecutorStoreTest, RefusesAnUnknownAppAndWritesNothing) {
+  auto refused = store_->Register(Exec("nobody-made-me", "h:1"), "r1", "s1", absl::Seconds(10));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_EQ(Row("nobody-made-me", "h:1"), "");
+  auto apps = store_->ListAppConfigs();
+  ASSERT_TRUE(apps.ok());
+  EXPECT_EQ(apps->size(), 3u);  // The fixture's.
+}
+
+TEST_F(PgExecutorStoreTest, PublishesTheInstanceTagNeverTheInstanceId) {
+  ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r1", "s1", absl::Seconds(10), kX).ok());
+  auto online = store_->ListOnline();
+  ASSERT_TRUE(online.ok());
+  ASSERT_EQ(online->size(), 1u);
+  EXPECT_EQ((*online)[0].instance(), InstanceTag(kX));
+  EXPECT_EQ((*online)[0].instance().find("instance-x"), std::string::npos);
 }
 
 TEST_F(PgExecutorStoreTest, OnlyTheOwningSessionTakesARowOffline) {
@@ -175,8 +196,13 @@ TEST_F(PgExecutorStoreTest, ExpireTakesOnlyLapsedLeasesOffline) {
 
 TEST_F(PgExecutorStoreTest, AnotherInstanceCannotReplaceAnOnlineRow) {
   ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r1", "s1", absl::Seconds(10), kX).ok());
-  // Another app's same address is another row.
-  ASSERT_TRUE(store_->Register(Exec("other", "h:1"), "r2", "s0", absl::Seconds(10), kY).ok());
+  // Another app may not take the address while it is online, whatever the instance.
+  auto other_app = store_->Register(Exec("other", "h:1"), "r2", "s0", absl::Seconds(10), kY);
+  EXPECT_EQ(other_app.status().code(), absl::StatusCode::kAlreadyExists) << other_app.status();
+  EXPECT_EQ(other_app.status().message(),
+            "register.address: h:1 is online for another app (demo); an address serves one app "
+            "at a time");
+  EXPECT_EQ(Row("other", "h:1"), "");
   auto refused = store_->Register(Exec("demo", "h:1"), "r2", "s2", absl::Seconds(10), kY);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists) << refused.status();
   EXPECT_EQ(refused.status().message(), "executor demo/h:1 is online with another instance");
@@ -207,15 +233,19 @@ TEST_F(PgExecutorStoreTest, AnotherInstanceCannotReplaceAnOnlineRow) {
       absl::StatusCode::kAlreadyExists);
 }
 
-TEST_F(PgExecutorStoreTest, ARefusedRegistrationWritesNothingNotEvenItsApp) {
+TEST_F(PgExecutorStoreTest, ARefusedRegistrationWritesNothingAndAnnouncesNothing) {
   Sql("INSERT INTO executors (app, address, replica_id, session_id, lease_until, instance_id) "
-      "VALUES ('ghost', 'h:1', 'r1', 's1', now() + interval '1 hour', 'instance-x-0123456789')");
+      "VALUES ('demo', 'h:1', 'r1', 's1', now() + interval '1 hour', 'instance-x-0123456789')");
   PgChangeFeed feed(dsn_);
   ASSERT_TRUE(feed.Connect().ok());
   EXPECT_EQ(
-      store_->Register(Exec("ghost", "h:1"), "r2", "s2", absl::Seconds(10), kY).status().code(),
+      store_->Register(Exec("demo", "h:1"), "r2", "s2", absl::Seconds(10), kY).status().code(),
       absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(
+      store_->Register(Exec("ghost", "h:2"), "r2", "s3", absl::Seconds(10), kY).status().code(),
+      absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(store_->GetAppConfigs({"ghost"})->empty());
+  EXPECT_EQ(Row("demo", "h:1"), "r1|s1|instance-x-0123456789|t");
   auto none = feed.Wait(absl::Milliseconds(200));
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty());
@@ -270,13 +300,12 @@ TEST_F(PgExecutorStoreTest, ChangeFeedDeliversEveryChange) {
   ASSERT_TRUE(feed.Connect().ok());
   const absl::Time before = RealClock::Get().Now();
   ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r1", "s1", absl::Seconds(10)).ok());
-  std::vector<Change> got = WaitFor(feed, 2);
-  ASSERT_EQ(got.size(), 2u);
-  EXPECT_EQ(got[0].kind, Change::Kind::kApp);
-  EXPECT_EQ(got[0].app, "demo");
-  EXPECT_EQ(got[1].kind, Change::Kind::kExecutor);
-  EXPECT_EQ(got[1].address, "h:1");
-  EXPECT_GE(got[1].committed_at, before - absl::Seconds(1));
+  // The executor only: a registration creates no app.
+  std::vector<Change> got = WaitFor(feed, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].kind, Change::Kind::kExecutor);
+  EXPECT_EQ(got[0].address, "h:1");
+  EXPECT_GE(got[0].committed_at, before - absl::Seconds(1));
   EXPECT_LT(RealClock::Get().Now() - before, absl::Milliseconds(500));
 
   ASSERT_TRUE(*store_->MarkOffline({{"demo", "h:1"}, "s1"}));
@@ -322,7 +351,7 @@ TEST_F(PgExecutorStoreTest, AppConfigs) {
   ASSERT_EQ(got->size(), 1u);
   EXPECT_EQ((*got)[0].address_type, v1::ADDRESS_TYPE_MANUAL);
   EXPECT_EQ((*got)[0].manual_addresses, (std::vector<std::string>{"a:1", "b:2"}));
-  EXPECT_EQ(store_->ListAppConfigs()->size(), 2u);
+  EXPECT_EQ(store_->ListAppConfigs()->size(), 5u);  // With the fixture's three.
 }
 
 TEST(ParseChangePayloadTest, Formats) {

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/time/proto_time.h"
 #include "services/registry/validation.h"
@@ -30,6 +31,12 @@ absl::Status RegistryOptions::Validate() const {
   }
   if (tick_interval <= absl::ZeroDuration() || tick_interval > beat_interval) {
     return absl::InvalidArgumentError("tick_interval: must be positive and at most beat_interval");
+  }
+  if (max_registrations_per_token < 0) {
+    return absl::InvalidArgumentError("max_registrations_per_token: must not be negative");
+  }
+  if (max_registrations_per_peer < 0) {
+    return absl::InvalidArgumentError("max_registrations_per_peer: must not be negative");
   }
   if (register_deadline <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("register_deadline: must be positive");
@@ -70,7 +77,7 @@ int64_t Registry::OpenSession(SessionSink* sink) {
 
 absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
     int64_t session, const v1::ExecutorRegistration& reg,
-    std::shared_ptr<SessionCredential> credential) {
+    std::shared_ptr<SessionCredential> credential, RegistrationOrigin origin) {
   absl::Status valid = ValidateRegistration(reg);
   if (!valid.ok()) {
     if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
@@ -98,8 +105,22 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
     // taken offline at its beat deadline. The same process reconnecting (its old stream
     // half-open) may register: the old stream is closed once the new one holds the row. The
     // store applies the same rule across replicas.
+    int same_token = 0, same_peer = 0;
     for (const auto& [other_id, other] : sessions_) {
       if (other_id == session || other.closing) continue;
+      const bool holding = other.state == State::kOnline || other.state == State::kRegistering;
+      const ExecutorKey& other_key = other.state == State::kOnline ? other.ref.key : other.pending;
+      // A reconnect of the same executor supersedes its old session: not a second holding.
+      if (holding && !(other_key == ref.key)) {
+        if (!origin.token.empty() && other.origin.token == origin.token) ++same_token;
+        if (!origin.peer.empty() && other.origin.peer == origin.peer) ++same_peer;
+      }
+      if (holding && other_key.address == ref.key.address && other_key.app != ref.key.app) {
+        if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
+        return absl::AlreadyExistsError(absl::StrCat("register.address: ", reg.address(),
+                                                     " is online for another app (", other_key.app,
+                                                     "); an address serves one app at a time"));
+      }
       const bool other_instance_online = other.state == State::kOnline &&
                                          other.ref.key == ref.key &&
                                          other.registration.instance_id() != reg.instance_id();
@@ -114,12 +135,24 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
             absl::FormatDuration(options_.beat_deadline), ")"));
       }
     }
+    auto over = [](int held, int cap) { return cap > 0 && held >= cap; };
+    if (over(same_token, options_.max_registrations_per_token) ||
+        over(same_peer, options_.max_registrations_per_peer)) {
+      if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
+      const bool token = over(same_token, options_.max_registrations_per_token);
+      return absl::ResourceExhaustedError(
+          absl::StrCat("register: this ", token ? "executor token" : "peer", " already holds ",
+                       token ? same_token : same_peer, " registrations on registry replica ",
+                       options_.replica_id, " (the cap, --max_registrations_per_",
+                       token ? "token" : "peer", ")"));
+    }
     if (s.state == State::kOnline && !(s.ref.key == ref.key)) {
       previous = s.ref;
       had_previous = true;
     }
     s.state = State::kRegistering;
     s.pending = ref.key;
+    s.origin = std::move(origin);
     ref.session_id = absl::StrCat(options_.replica_id, "/", incarnation_, "/", next_session_id_++);
   }
   if (had_previous) {
@@ -176,6 +209,11 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
     }
   }
   if (!stored.ok()) {
+    if (absl::StartsWith(stored.status().message(), "register.")) {
+      // Refused by a rule the store states in full (unknown app, address of another app).
+      if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
+      return stored.status();
+    }
     if (stored.status().code() == absl::StatusCode::kAlreadyExists) {
       if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
       return absl::AlreadyExistsError(absl::StrCat(

@@ -40,6 +40,10 @@ struct RegistryOptions {
   // How often the credentials of registered streams are checked again (a revoked token's
   // stream closes within this plus the authenticator's cache time).
   absl::Duration recheck_interval = absl::Seconds(2);
+  // Registrations one executor token, and one peer host, may hold on this replica at once
+  // (0: no cap): one stolen token or one host cannot fill the registry with addresses.
+  int max_registrations_per_token = 64;
+  int max_registrations_per_peer = 256;
 
   absl::Status Validate() const;
   absl::Duration EffectiveRenewInterval() const;
@@ -48,6 +52,12 @@ struct RegistryOptions {
 // What the registry says to one heartbeat stream; implemented by the stream's
 // reactor. Called with the registry's lock held: implementations must only
 // queue work and must not call back into the Registry synchronously.
+// Who holds a registration, for the per-token and per-peer caps (empty: not counted).
+struct RegistrationOrigin {
+  std::string token;  // The executor token's identity (never the secret).
+  std::string peer;   // The caller's host.
+};
+
 class SessionSink {
  public:
   virtual ~SessionSink() = default;
@@ -79,9 +89,11 @@ class Registry {
   // registering them. The same instance registering again (a reconnect, through any replica)
   // is accepted and supersedes its older session. `credential` (nullable) is checked again
   // every recheck_interval while the session is online.
+  // RESOURCE_EXHAUSTED when `origin`'s token or peer already holds its cap of registrations
+  // here; ALREADY_EXISTS naming register.address when the address is online for another app.
   absl::StatusOr<v1::HeartbeatRegistered> Register(
       int64_t session, const v1::ExecutorRegistration& reg,
-      std::shared_ptr<SessionCredential> credential = nullptr);
+      std::shared_ptr<SessionCredential> credential = nullptr, RegistrationOrigin origin = {});
   // Records a beat; returns the seq to acknowledge. FAILED_PRECONDITION before
   // Register.
   absl::StatusOr<int64_t> Beat(int64_t session, const v1::ExecutorBeat& beat);
@@ -122,6 +134,7 @@ class Registry {
     absl::Time opened;
     ExecutorKey pending;  // While kRegistering: the key being registered.
     std::shared_ptr<SessionCredential> credential;
+    RegistrationOrigin origin;
     bool closing = false;  // Told to close by the registry (deadline, credential).
   };
 

@@ -173,7 +173,13 @@ class RegistryService::HeartbeatReactor final
       credential = std::make_shared<TokenSessionCredential>(*service_->options_.authenticator,
                                                             authorization_, reg.app());
     }
-    auto registered = service_->registry_.Register(session_, reg, std::move(credential));
+    RegistrationOrigin origin;
+    if (principal_.has_value() && !principal_->insecure_dev) {
+      origin.token = absl::StrCat(principal_->token_id, "/", principal_->name);
+    }
+    origin.peer = peer_host_;
+    auto registered =
+        service_->registry_.Register(session_, reg, std::move(credential), std::move(origin));
     if (!registered.ok()) {
       spdlog::info("registration of {}/{} failed: {}", reg.app(), reg.address(),
                    registered.status().ToString());

@@ -45,6 +45,16 @@ constexpr char kAdminToken[] = "admin";
 
 class RegistryServiceTest : public ::testing::Test {
  protected:
+  // Admins create apps (an executor's registration never does): rows as CreateApp writes.
+  void MakeApps(const std::vector<std::string>& apps) {
+    pqxx::connection conn(dsn_);
+    pqxx::work tx(conn);
+    for (const std::string& app : apps) {
+      tx.exec_params("INSERT INTO apps (name) VALUES ($1) ON CONFLICT DO NOTHING", app);
+    }
+    tx.commit();
+  }
+
   void SetUp() override {
     auto dsn = testing::CreateMigratedTestDatabase();
     ASSERT_TRUE(dsn.ok()) << dsn.status();
@@ -207,6 +217,7 @@ class RegistryServiceTest : public ::testing::Test {
 };
 
 TEST_F(RegistryServiceTest, HeartbeatRegisterBeatGoodbye) {
+  MakeApps({"demo"});
   auto ctx = Ctx(kExecutorToken);
   auto stream = registry_stub_->Heartbeat(ctx.get());
   ASSERT_TRUE(stream->Write(Register("demo", "127.0.0.1:7200")));
@@ -311,6 +322,7 @@ TEST_F(RegistryServiceTest, WatchExecutorsOnlyForDispatchers) {
 }
 
 TEST_F(RegistryServiceTest, StreamCancelTakesOfflineAndWatchersSeeIt) {
+  MakeApps({"demo"});
   auto wctx = Ctx(dispatcher_token_);
   wctx->set_deadline(std::chrono::system_clock::time_point::max());
   v1::WatchExecutorsRequest wreq;
@@ -471,6 +483,7 @@ TEST_F(RegistryServiceTest, AppAdminCrudAndManualAddresses) {
 }
 
 TEST_F(RegistryServiceTest, PerAppExecutorTokensRegisterOnlyForTheirApps) {
+  MakeApps({"demo", "billing"});
   const std::string demo = ApiToken("exec-demo", Role::kExecutor, {"demo"});
   const std::string admin = ApiToken("admin", Role::kAdmin, {});
   {
@@ -544,6 +557,7 @@ TEST_F(RegistryServiceTest, AppAdminWritesNeedAdminReadsAnyAdminRole) {
 // ListExecutors with API tokens: each admin-API role sees the executors of the apps it may
 // read, with their load; executor tokens and the dispatchers' watch tokens are refused.
 TEST_F(RegistryServiceTest, ListExecutorsScopedToTheTokensApps) {
+  MakeApps({"alpha", "beta"});
   struct Stream {
     std::unique_ptr<grpc::ClientContext> ctx;
     std::unique_ptr<grpc::ClientReaderWriter<v1::HeartbeatRequest, v1::HeartbeatResponse>> rw;
@@ -666,6 +680,7 @@ namespace jobwheel::registry {
 namespace {
 
 TEST_F(RegistryServiceTest, AddressesThatAreNotTheCallersOwnAreRefusedAndNeverListed) {
+  MakeApps({"demo"});
   const std::string demo = ApiToken("exec-demo", Role::kExecutor, {"demo"});
   // The caller is 127.0.0.1: none of these is its own (nor allow-listed).
   for (const char* address :
@@ -684,6 +699,7 @@ TEST_F(RegistryServiceTest, AddressesThatAreNotTheCallersOwnAreRefusedAndNeverLi
 }
 
 TEST_F(RegistryServiceTest, OnlineAddressIsNotTakenOverButFreeOnceItsStreamCloses) {
+  MakeApps({"demo"});
   auto ctx = Ctx(kExecutorToken);
   auto stream = registry_stub_->Heartbeat(ctx.get());
   ASSERT_TRUE(stream->Write(Register("demo", "10.0.0.5:7200")));
@@ -721,6 +737,7 @@ TEST_F(RegistryServiceTest, StreamWithoutRegisterIsClosedAfterTheDeadline) {
 }
 
 TEST_F(RegistryServiceTest, RevokedTokenLosesItsOpenStreamWithinSeconds) {
+  MakeApps({"demo"});
   const std::string demo = ApiToken("exec-demo", Role::kExecutor, {"demo"});
   auto ctx = Ctx(demo);
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
@@ -764,6 +781,7 @@ TEST_F(RegistryServiceTest, RevokedTokenLosesItsOpenStreamWithinSeconds) {
 // peer is unaffected. The service listens on every address, so 127.0.0.1 and [::1] are two
 // peers.
 TEST_F(RegistryServiceTest, FailedAuthenticationsAreLimitedPerPeer) {
+  MakeApps({"demo"});
   FakeClock clock;
   TokenAuthenticator::Options auth_options;
   auth_options.failed_auth.burst = 3;

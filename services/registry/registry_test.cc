@@ -64,6 +64,12 @@ class RegistryTest : public ::testing::Test {
   prometheus::Registry prom_;
   RegistryMetrics metrics_{prom_};
   Registry registry_{Options("r1"), store_, clock_, &metrics_};
+  // Admins create apps; registrations do not.
+  const bool apps_ = [this] {
+    store_.SetApp(AppConfig{"demo", v1::ADDRESS_TYPE_AUTO, {}});
+    store_.SetApp(AppConfig{"other", v1::ADDRESS_TYPE_AUTO, {}});
+    return true;
+  }();
 
   bool Online(const std::string& app, const std::string& address) {
     auto row = store_.GetRow({app, address});
@@ -240,9 +246,70 @@ TEST_F(RegistryTest, SecondLocalStreamCannotTakeOverAnOnlineAddress) {
   EXPECT_TRUE(old_sink.closes.empty());
   EXPECT_EQ(metrics_.registrations_rejected.Value(), 1);
   EXPECT_EQ(store_.GetRow({"demo", "h:1"})->instance_id, kInstanceX);
-  // The same stream may register again (REREGISTER); other apps' same address is another key.
+  // The same stream may register again (REREGISTER); another app may not take the address
+  // while it is online, whatever the instance.
   EXPECT_TRUE(registry_.Register(old_session, Reg("demo", "h:1")).ok());
-  EXPECT_TRUE(registry_.Register(new_session, Reg("other", "h:1", kInstanceY)).ok());
+  auto other_app = registry_.Register(new_session, Reg("other", "h:1", kInstanceY));
+  EXPECT_EQ(other_app.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(other_app.status().message(),
+            "register.address: h:1 is online for another app (demo); an address serves one app "
+            "at a time");
+  EXPECT_FALSE(store_.GetRow({"other", "h:1"}).has_value());
+}
+
+TEST_F(RegistryTest, AnAddressOnlineForAnotherAppIsRefusedThroughTheStoreToo) {
+  // Held through another replica (only the store knows): refused all the same.
+  v1::Executor held;
+  held.set_app("demo");
+  held.set_address("h:1");
+  ASSERT_TRUE(store_.Register(held, "r2", "s-r2", absl::Seconds(10), "x").ok());
+  FakeSink sink;
+  const int64_t session = registry_.OpenSession(&sink);
+  auto refused = registry_.Register(session, Reg("other", "h:1", kInstanceY));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kAlreadyExists) << refused.status();
+  EXPECT_EQ(refused.status().message(),
+            "register.address: h:1 is online for another app (demo); an address serves one app "
+            "at a time");
+}
+
+TEST_F(RegistryTest, AnAppMustExistBeforeItsExecutorsRegister) {
+  FakeSink sink;
+  const int64_t session = registry_.OpenSession(&sink);
+  auto refused = registry_.Register(session, Reg("nobody-made-me", "h:1"));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition) << refused.status();
+  EXPECT_EQ(refused.status().message(),
+            "register.app: app nobody-made-me does not exist; an admin creates it "
+            "(AppAdminService/CreateApp)");
+  EXPECT_FALSE(store_.GetRow({"nobody-made-me", "h:1"}).has_value());
+}
+
+TEST_F(RegistryTest, RegistrationsPerTokenAndPerPeerAreCapped) {
+  RegistryOptions o = Options("r1");
+  o.max_registrations_per_token = 2;
+  o.max_registrations_per_peer = 3;
+  Registry capped(o, store_, clock_, &metrics_);
+  std::vector<std::unique_ptr<FakeSink>> sinks;
+  auto reg = [&](const std::string& address, const std::string& token, const std::string& peer) {
+    sinks.push_back(std::make_unique<FakeSink>());
+    const int64_t s = capped.OpenSession(sinks.back().get());
+    return capped.Register(s, Reg("demo", address), nullptr, RegistrationOrigin{token, peer});
+  };
+  EXPECT_TRUE(reg("h:1", "t1", "10.0.0.1").ok());
+  EXPECT_TRUE(reg("h:2", "t1", "10.0.0.1").ok());
+  auto third = reg("h:3", "t1", "10.0.0.1");
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(third.status().message().find("executor token already holds 2 registrations"),
+            std::string::npos)
+      << third.status();
+  EXPECT_TRUE(reg("h:3", "t2", "10.0.0.1").ok());
+  auto fourth = reg("h:4", "t3", "10.0.0.1");
+  EXPECT_EQ(fourth.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(fourth.status().message().find("peer already holds 3 registrations"), std::string::npos)
+      << fourth.status();
+  EXPECT_FALSE(store_.GetRow({"demo", "h:4"}).has_value());
+  // Another peer is not counted against this one.
+  EXPECT_TRUE(reg("h:4", "t3", "10.0.0.2").ok());
+  capped.Shutdown();
 }
 
 TEST_F(RegistryTest, SameInstanceReconnectingOnTheSameReplicaSupersedesItsHalfOpenStream) {

@@ -41,6 +41,7 @@ class FlakyFeed : public ChangeFeed {
 TEST(ViewSyncerTest, LoadsThenFollowsChangesAndReloadsAfterLosingTheFeed) {
   FakeClock clock;
   InMemoryExecutorStore store(clock);
+  store.SetApp(AppConfig{"demo", v1::ADDRESS_TYPE_AUTO, {}});
   prometheus::Registry prom;
   RegistryMetrics metrics(prom);
   ExecutorView view(&metrics, 1);
@@ -127,6 +128,7 @@ class ScriptedFeed : public ChangeFeed {
 TEST(ViewSyncerTest, ReconnectsAfterABackoffOnTheClockThatGrowsWhileFailing) {
   FakeClock clock;
   InMemoryExecutorStore store(clock);
+  store.SetApp(AppConfig{"demo", v1::ADDRESS_TYPE_AUTO, {}});
   prometheus::Registry prom;
   RegistryMetrics metrics(prom);
   ExecutorView view(&metrics, 1);

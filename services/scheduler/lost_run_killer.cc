@@ -89,7 +89,7 @@ int LostRunKiller::RunDue() {
       request.set_reason(
           "the scheduler declared the run LOST: its executor was offline or restarted");
       ++calls;
-      absl::StatusOr<jobwheel::v1::KillResponse> r = kill_(address, request);
+      absl::StatusOr<jobwheel::v1::KillResponse> r = kill_(key.first, address, request);
       if (r.ok()) {
         metrics_.LostRunKill(r->killed() ? "killed" : "not_running");
         if (r->killed()) spdlog::info("run {} (LOST) killed on executor {}", run_id, address);

@@ -36,7 +36,8 @@ class LostRunKiller {
     absl::Duration max_backoff = absl::Minutes(1);
   };
   using KillFn = std::function<absl::StatusOr<jobwheel::v1::KillResponse>(
-      const std::string& address, const jobwheel::v1::KillRequest& request)>;
+      const std::string& app, const std::string& address,
+      const jobwheel::v1::KillRequest& request)>;
 
   LostRunKiller(Options options, KillFn kill, Clock& clock, SchedulerMetrics& metrics);
   ~LostRunKiller();

@@ -21,9 +21,8 @@ class LostRunKillerTest : public ::testing::Test {
       : metrics_(registry_),
         killer_(
             Options(),
-            [this](const std::string& address, const jobwheel::v1::KillRequest& req) {
-              return Call(address, req);
-            },
+            [this](const std::string&, const std::string& address,
+                   const jobwheel::v1::KillRequest& req) { return Call(address, req); },
             clock_, metrics_) {}
 
   static LostRunKiller::Options Options() {

@@ -265,8 +265,9 @@ int main(int argc, char** argv) {
   admin::JobAdmin job_admin(job_store, executor_client, clock);
   RunFailover run_failover(
       dsn, monitors,
-      [&executor_client](const std::string& address, const jobwheel::v1::KillRequest& req) {
-        return executor_client.Kill(address, req);
+      [&executor_client](const std::string& app, const std::string& address,
+                         const jobwheel::v1::KillRequest& req) {
+        return executor_client.Kill(app, address, req);
       },
       clock, metrics);
   PgTokenStore token_store(pool);

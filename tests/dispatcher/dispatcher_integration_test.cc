@@ -145,7 +145,7 @@ class DispatcherIntegrationTest : public ::testing::Test {
   bool ExecutorIdle(const std::string& address, int64_t job_id) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-    AddBearer(ctx, stack_->CallerToken("dispatcher", address));
+    AddBearer(ctx, stack_->ExecutorCallerToken("dispatcher", "demo", address));
     v1::IdleBeatRequest req;
     req.set_job_id(job_id);
     v1::IdleBeatResponse resp;
@@ -351,7 +351,7 @@ TEST_F(DispatcherIntegrationTest, KillAndTimeout) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     const std::string address = Run(killed).address;
-    AddBearer(ctx, stack_->CallerToken("scheduler", address));
+    AddBearer(ctx, stack_->ExecutorCallerToken("scheduler", "demo", address));
     v1::KillRequest req;
     req.set_run_id(killed);
     req.set_reason("integration test");

@@ -296,9 +296,13 @@ TEST_F(LostTriggerTest, ASlowAnswerDoesNotFailTheRunAndItExecutesOnce) {
   auto stub = v1::ExecutorService::NewStub(stack_->Channel(executor_.address()));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  AddBearer(ctx, stack_->CallerToken("dispatcher", advertised_));
+  AddBearer(ctx, stack_->ExecutorCallerToken("dispatcher", "demo", advertised_));
+  auto instance = stack_->ExecutorInstance("demo", advertised_);
+  ASSERT_TRUE(instance.ok()) << instance.status();
   v1::RunBatchRequest again;
   v1::RunRequest* run = again.add_runs();
+  run->set_app("demo");
+  run->set_executor_instance(*instance);
   run->set_run_id(run_id);
   run->set_job_id(job);
   run->set_handler("sleep");

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/auth/bearer.h"
+#include "common/model/instance_tag.h"
 #include "common/testing/caller_keys.h"
 #include "common/testing/process.h"
 #include "common/time/proto_time.h"
@@ -92,13 +93,19 @@ class DemoExecutorTest : public ::testing::Test {
   // A token the scheduler or a dispatcher signed for this executor's address.
   std::string CallerToken(absl::string_view issuer) const {
     auto token = jobwheel::testing::SignCallerToken(
-        issuer == "scheduler" ? keys_.scheduler_key : keys_.dispatcher_key, issuer, address_);
+        issuer == "scheduler" ? keys_.scheduler_key : keys_.dispatcher_key, issuer,
+        "demo@" + address_);
     return token.ok() ? *token : std::string();
   }
 
   jobwheel::v1::RunRequest Request(int64_t run_id, int64_t job_id, const std::string& handler,
                                    const std::string& param) {
     jobwheel::v1::RunRequest req;
+    req.set_app("demo");
+    // The executor's process, as the registry lists it (its registration's instance id).
+    EXPECT_TRUE(Eventually([&] { return !registry_.registrations().empty(); }, absl::Seconds(10)));
+    const auto regs = registry_.registrations();
+    if (!regs.empty()) req.set_executor_instance(InstanceTag(regs.back().instance_id()));
     req.set_run_id(run_id);
     req.set_job_id(job_id);
     req.set_fire_id(run_id * 10);

@@ -193,8 +193,12 @@ TEST_F(AdvisoryTest, ExecutorRpcsNeedACallerTokenForThisExecutor) {
       {"no token", ""},
       {"a wrong token", "not-a-caller-token"},
       {"the dispatcher's token for another executor",
-       stack_->CallerToken("dispatcher", "127.0.0.1:1")},
+       stack_->ExecutorCallerToken("dispatcher", "demo", "127.0.0.1:1")},
       {"the scheduler's token for the dispatcher", stack_->CallerToken("scheduler", "dispatcher")},
+      {"the dispatcher's token for this address as another app's executor",
+       stack_->ExecutorCallerToken("dispatcher", "billing", stack_->executor())},
+      {"a token for the bare address (no app)",
+       stack_->CallerToken("dispatcher", stack_->executor())},
       {"the bootstrap admin token", stack_->admin_token()},
       {"an ADMIN API token", *api_admin},
       {"the executor's own token", *executor_token_},
@@ -233,13 +237,15 @@ TEST_F(AdvisoryTest, ExecutorRpcsNeedACallerTokenForThisExecutor) {
   // none of the refused Run calls ran anything.
   v1::BeatResponse beat_resp;
   EXPECT_TRUE(
-      exec->Beat(Ctx(stack_->CallerToken("dispatcher", stack_->executor())).get(), {}, &beat_resp)
+      exec->Beat(Ctx(stack_->ExecutorCallerToken("dispatcher", "demo", stack_->executor())).get(),
+                 {}, &beat_resp)
           .ok());
   v1::LogRequest log;
   log.set_run_id(900001);
   v1::LogResponse log_resp;
   EXPECT_EQ(
-      exec->Log(Ctx(stack_->CallerToken("scheduler", stack_->executor())).get(), log, &log_resp)
+      exec->Log(Ctx(stack_->ExecutorCallerToken("scheduler", "demo", stack_->executor())).get(),
+                log, &log_resp)
           .error_code(),
       grpc::StatusCode::NOT_FOUND);
 }
@@ -359,13 +365,18 @@ TEST_F(AdvisoryTest, ScriptJobsNeedAnAdminAndTheExecutorsOptIn) {
 
   // Even a dispatcher that ignored the registry's allow_scripts flag gets a refusal.
   v1::RunRequest run;
+  auto instance = stack_->ExecutorInstance("demo", stack_->executor());
+  ASSERT_TRUE(instance.ok()) << instance.status();
+  run.set_app("demo");
+  run.set_executor_instance(*instance);
   run.set_run_id(910001);
   run.set_job_id(created.id());
   run.set_glue_type(v1::GLUE_TYPE_SCRIPT_SHELL);
   run.set_script_source("touch " + marker);
   run.set_script_version(1);
   v1::RunResponse resp;
-  s = Executor()->Run(Ctx(stack_->CallerToken("dispatcher", stack_->executor())).get(), run, &resp);
+  s = Executor()->Run(
+      Ctx(stack_->ExecutorCallerToken("dispatcher", "demo", stack_->executor())).get(), run, &resp);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(resp.disposition(), v1::RUN_DISPOSITION_REJECTED);
   EXPECT_TRUE(Contains(resp.message(), "scripts are disabled")) << resp.message();
@@ -376,7 +387,8 @@ TEST_F(AdvisoryTest, ScriptJobsNeedAnAdminAndTheExecutorsOptIn) {
 // as an SSRF proxy to arbitrary executor addresses.
 TEST_F(AdvisoryTest, LogReadsStayInTheLogDirectoryAndProxiesOnlyReachRegisteredExecutors) {
   auto exec = Executor();
-  const std::string scheduler = stack_->CallerToken("scheduler", stack_->executor());
+  const std::string scheduler =
+      stack_->ExecutorCallerToken("scheduler", "demo", stack_->executor());
   for (int64_t bad : {int64_t{-1}, int64_t{0}, std::numeric_limits<int64_t>::min()}) {
     v1::LogRequest req;
     req.set_run_id(bad);

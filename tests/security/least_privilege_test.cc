@@ -235,7 +235,7 @@ TEST_F(LeastPrivilegeTest, WhatAFakeExecutorCapturesOpensNothingElse) {
     // The registry refused the fake's address: the attacker gets at most what a dispatcher
     // would have sent it, a token for the fake's own address.
     std::cerr << "registration refused: " << stream->Finish().error_message() << "\n";
-    captured = {stack_->CallerToken("dispatcher", fake_address)};
+    captured = {stack_->ExecutorCallerToken("dispatcher", "demo", fake_address)};
   }
   ASSERT_FALSE(captured.empty());
 
@@ -290,7 +290,7 @@ TEST_F(LeastPrivilegeTest, DispatchAnswersOnlyTheScheduler) {
            {"an ADMIN API token", *api_admin},
            {"a dispatcher-signed token", stack_->CallerToken("dispatcher", "dispatcher")},
            {"a scheduler token for an executor",
-            stack_->CallerToken("scheduler", stack_->executor())},
+            stack_->ExecutorCallerToken("scheduler", "demo", stack_->executor())},
            {"a scheduler token for the registry", stack_->CallerToken("scheduler", "registry")}}) {
     SCOPED_TRACE(who);
     grpc::Status s = Dispatch(token, job);

@@ -66,6 +66,9 @@ class Executor {
   int port() const;
   // The address registered with the registry (after Start()).
   std::string advertise_address() const;
+  // This process's public instance tag (after Start()): every run sent here must name it in
+  // RunRequest.executor_instance, and its app in RunRequest.app.
+  std::string instance() const;
 
  private:
   std::unique_ptr<sdk::ExecutorCore> core_;

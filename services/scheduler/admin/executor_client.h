@@ -10,16 +10,18 @@
 
 namespace jobwheel::scheduler::admin {
 
-// The ExecutorService calls JobAdmin makes on one executor, by address. Implementations set
-// deadlines and the cluster token; a call that did not get an answer is an error status
-// (UNAVAILABLE, DEADLINE_EXCEEDED, ...). Callers pass only addresses they found registered in
-// the executors table. Thread-safe.
+// The ExecutorService calls JobAdmin makes on one executor, by app and address.
+// Implementations set deadlines and a caller token for "<app>@<address>"; a call that did not get
+// an answer is an error status (UNAVAILABLE, DEADLINE_EXCEEDED, ...). Callers pass only addresses
+// they found registered in the executors table. Thread-safe.
 class ExecutorClient {
  public:
   virtual ~ExecutorClient() = default;
-  virtual absl::StatusOr<jobwheel::v1::KillResponse> Kill(absl::string_view address,
+  virtual absl::StatusOr<jobwheel::v1::KillResponse> Kill(absl::string_view app,
+                                                          absl::string_view address,
                                                           const jobwheel::v1::KillRequest& req) = 0;
-  virtual absl::StatusOr<jobwheel::v1::LogResponse> Log(absl::string_view address,
+  virtual absl::StatusOr<jobwheel::v1::LogResponse> Log(absl::string_view app,
+                                                        absl::string_view address,
                                                         const jobwheel::v1::LogRequest& req) = 0;
 };
 

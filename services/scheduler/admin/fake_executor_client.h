@@ -31,13 +31,13 @@ class FakeExecutorClient : public ExecutorClient {
     return last_log_;
   }
 
-  absl::StatusOr<jobwheel::v1::KillResponse> Kill(absl::string_view address,
+  absl::StatusOr<jobwheel::v1::KillResponse> Kill(absl::string_view, absl::string_view address,
                                                   const jobwheel::v1::KillRequest&) override {
     absl::MutexLock lock(&mu_);
     calls_.push_back(std::string("Kill ") + std::string(address));
     return kill_;
   }
-  absl::StatusOr<jobwheel::v1::LogResponse> Log(absl::string_view address,
+  absl::StatusOr<jobwheel::v1::LogResponse> Log(absl::string_view, absl::string_view address,
                                                 const jobwheel::v1::LogRequest& req) override {
     absl::MutexLock lock(&mu_);
     calls_.push_back(std::string("Log ") + std::string(address));

@@ -6,6 +6,7 @@
 
 #include "common/auth/bearer.h"
 #include "common/grpc/grpc_status.h"
+#include "common/model/instance_tag.h"
 
 namespace jobwheel::scheduler::admin {
 
@@ -20,12 +21,13 @@ GrpcExecutorClient::GrpcExecutorClient(ClientTls tls, CallerTokenSigner* signer,
              }) {}
 
 absl::StatusOr<jobwheel::v1::KillResponse> GrpcExecutorClient::Kill(
-    absl::string_view address, const jobwheel::v1::KillRequest& req) {
+    absl::string_view app, absl::string_view address, const jobwheel::v1::KillRequest& req) {
   auto stub = stubs_.Get(address);
   if (!stub.ok()) return stub.status();
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(clock_.Now() + options_.kill_deadline));
-  if (absl::Status auth = AddCallerToken(ctx, signer_, address); !auth.ok()) return auth;
+  if (absl::Status auth = AddCallerToken(ctx, signer_, ExecutorAudience(app, address)); !auth.ok())
+    return auth;
   jobwheel::v1::KillResponse resp;
   grpc::Status s = (*stub)->Kill(&ctx, req, &resp);
   if (!s.ok()) return FromGrpcStatus(s);
@@ -33,12 +35,13 @@ absl::StatusOr<jobwheel::v1::KillResponse> GrpcExecutorClient::Kill(
 }
 
 absl::StatusOr<jobwheel::v1::LogResponse> GrpcExecutorClient::Log(
-    absl::string_view address, const jobwheel::v1::LogRequest& req) {
+    absl::string_view app, absl::string_view address, const jobwheel::v1::LogRequest& req) {
   auto stub = stubs_.Get(address);
   if (!stub.ok()) return stub.status();
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(clock_.Now() + options_.log_deadline));
-  if (absl::Status auth = AddCallerToken(ctx, signer_, address); !auth.ok()) return auth;
+  if (absl::Status auth = AddCallerToken(ctx, signer_, ExecutorAudience(app, address)); !auth.ok())
+    return auth;
   jobwheel::v1::LogResponse resp;
   grpc::Status s = (*stub)->Log(&ctx, req, &resp);
   if (!s.ok()) return FromGrpcStatus(s);

@@ -31,9 +31,9 @@ class GrpcExecutorClient : public ExecutorClient {
   GrpcExecutorClient(ClientTls tls, CallerTokenSigner* signer,
                      GrpcExecutorClientOptions options = {}, Clock& clock = RealClock::Get());
 
-  absl::StatusOr<jobwheel::v1::KillResponse> Kill(absl::string_view address,
+  absl::StatusOr<jobwheel::v1::KillResponse> Kill(absl::string_view app, absl::string_view address,
                                                   const jobwheel::v1::KillRequest& req) override;
-  absl::StatusOr<jobwheel::v1::LogResponse> Log(absl::string_view address,
+  absl::StatusOr<jobwheel::v1::LogResponse> Log(absl::string_view app, absl::string_view address,
                                                 const jobwheel::v1::LogRequest& req) override;
 
  private:

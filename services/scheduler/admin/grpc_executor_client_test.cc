@@ -60,7 +60,7 @@ class GrpcExecutorClientTest : public ::testing::Test {
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(server).value();
     address_ = absl::StrCat("127.0.0.1:", port);
-    verifier_->SetAudience(address_);
+    verifier_->SetAudience("demo@" + address_);
   }
   void TearDown() override { server_->Shutdown(); }
 
@@ -76,7 +76,7 @@ TEST_F(GrpcExecutorClientTest, KillAndLogCarryATokenSignedForThatExecutor) {
   jobwheel::v1::KillRequest kill;
   kill.set_run_id(7);
   kill.set_reason("stop");
-  auto killed = client.Kill(address_, kill);
+  auto killed = client.Kill("demo", address_, kill);
   ASSERT_TRUE(killed.ok()) << killed.status();
   EXPECT_TRUE(killed->killed());
   EXPECT_EQ(killed->message(), "stop");
@@ -84,7 +84,7 @@ TEST_F(GrpcExecutorClientTest, KillAndLogCarryATokenSignedForThatExecutor) {
   jobwheel::v1::LogRequest log;
   log.set_run_id(7);
   log.set_from_line(3);
-  auto lines = client.Log(address_, log);
+  auto lines = client.Log("demo", address_, log);
   ASSERT_TRUE(lines.ok()) << lines.status();
   ASSERT_EQ(lines->lines_size(), 1);
   EXPECT_EQ(lines->lines(0), "run 7 from 3");
@@ -95,14 +95,18 @@ TEST_F(GrpcExecutorClientTest, WrongKeyNoTokenAndUnreachableAreErrors) {
   GrpcExecutorClient wrong(ClientTls{}, other_signer_.get());
   jobwheel::v1::KillRequest kill;
   kill.set_run_id(7);
-  EXPECT_EQ(wrong.Kill(address_, kill).status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(wrong.Kill("demo", address_, kill).status().code(), absl::StatusCode::kUnauthenticated);
+  // A token for another app's executor at this address is refused here.
+  GrpcExecutorClient right_key(ClientTls{}, signer_.get());
+  EXPECT_EQ(right_key.Kill("billing", address_, kill).status().code(),
+            absl::StatusCode::kUnauthenticated);
   GrpcExecutorClient none(ClientTls{}, nullptr);
-  EXPECT_EQ(none.Kill(address_, kill).status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(none.Kill("demo", address_, kill).status().code(), absl::StatusCode::kUnauthenticated);
 
   GrpcExecutorClientOptions options;
   options.kill_deadline = absl::Milliseconds(500);
   GrpcExecutorClient client(ClientTls{}, signer_.get(), options);
-  auto s = client.Kill("127.0.0.1:1", kill);  // Nothing listens on port 1.
+  auto s = client.Kill("demo", "127.0.0.1:1", kill);  // Nothing listens on port 1.
   EXPECT_FALSE(s.ok());
   EXPECT_TRUE(s.status().code() == absl::StatusCode::kUnavailable ||
               s.status().code() == absl::StatusCode::kDeadlineExceeded)

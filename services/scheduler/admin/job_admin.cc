@@ -253,7 +253,7 @@ absl::StatusOr<Run> JobAdmin::KillRun(int64_t id) {
       kill.set_run_id(id);
       kill.set_reason("killed by operator");
       absl::StatusOr<jobwheel::v1::KillResponse> resp =
-          executors_.Kill(run.executor_address(), kill);
+          executors_.Kill(run.app(), run.executor_address(), kill);
       if (resp.ok() && resp->killed()) {
         // The executor reports the KILLED result through the dispatcher.
         return store_.GetRun(id);
@@ -292,7 +292,8 @@ absl::StatusOr<jobwheel::v1::GetRunLogResponse> JobAdmin::GetRunLog(
   log_req.set_run_id(run.id());
   log_req.set_from_line(req.from_line() == 0 ? 1 : req.from_line());
   log_req.set_max_lines(kLogMaxLines);
-  absl::StatusOr<jobwheel::v1::LogResponse> log = executors_.Log(run.executor_address(), log_req);
+  absl::StatusOr<jobwheel::v1::LogResponse> log =
+      executors_.Log(run.app(), run.executor_address(), log_req);
   if (!log.ok()) {
     return absl::Status(log.status().code(),
                         absl::StrCat("run ", run.id(), ": log from executor ",
@@ -321,6 +322,7 @@ absl::StatusOr<jobwheel::v1::PreviewFireTimesResponse> JobAdmin::PreviewFireTime
   }
   jobwheel::v1::PreviewFireTimesResponse resp;
   for (absl::Time t : schedule.Preview(after, count)) *resp.add_fire_times() = ToProto(t);
+  resp.set_summary(schedule.Describe());
   return resp;
 }
 
