@@ -9,30 +9,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "services/scheduler/cron_rep.h"  // kCronMaxYear, CronSearch
 
 namespace jobwheel::scheduler {
-
-namespace cron_internal {
-struct CronRep;  // The parsed form; defined in cron.cc.
-}  // namespace cron_internal
-
-// The last year any expression fires in. Quartz 2.3.2's limit is the JVM's
-// current year + 100 (CronExpression.MAX_YEAR, read from the wall clock);
-// ours is fixed so that fire times do not depend on the day they are asked.
-// The differential test pins Quartz's limit to this value.
-inline constexpr int kCronMaxYear = 2099;
-
-// The outcome of one search for the next fire time.
-struct CronSearch {
-  enum Stop {
-    kFired,         // `time` is the next fire time.
-    kNever,         // No fire time after the start (Quartz returns null).
-    kQuartzThrows,  // Quartz throws (a field with no values, e.g. hour `L`).
-    kQuartzLoops,   // Quartz never returns (e.g. `L-30W` from February).
-  };
-  Stop stop = kNever;
-  std::optional<absl::Time> time;  // Set only for kFired.
-};
 
 // A parsed Quartz cron expression bound to an IANA time zone. Immutable,
 // thread-safe, cheap to copy (the parsed form is shared).
