@@ -368,6 +368,41 @@ def test_results_replayed_from_the_spool_after_a_dispatcher_restart(stack: dict[
     eventually(lambda: metric(port, "jobwheel_executor_spool_size") == 0, 10, "spool drained")
 
 
+def test_sigterm_says_goodbye_and_drains(stack: dict[str, Any]) -> None:
+    """SIGTERM: the goodbye takes the executor offline at once, so the scheduler settles its
+    running run (LOST, and kills it here: LostRunKiller; or FAILED "executor shut down" if
+    that result comes first); the process drains (grace 2 s) and exits 0."""
+    eventually(lambda: len(stack["online"]("pyapp")) == 2, 20, "two executors online")
+    long = make_job(stack, "py-drain", "pyapp", "sleep", param="20000")
+    trigger(stack, long)
+    run = eventually(
+        lambda: next((r for r in runs(stack, long) if r.status == S.RUN_STATUS_RUNNING), None),
+        15,
+        "the run RUNNING",
+    )
+    proc = stack["a"] if run.executor_address.endswith(f":{PORTS[0]}") else stack["b"]
+    eventually(lambda: (run.id, proc.pid) in executions(), 5, "the handler started")
+    assert proc.p is not None
+    t0 = time.monotonic()
+    proc.p.send_signal(signal.SIGTERM)
+    eventually(
+        lambda: run.executor_address not in {e.address for e in stack["online"]("pyapp")},
+        5,
+        "offline after the goodbye",
+    )
+    assert proc.p.poll() is None  # Still draining.
+    assert proc.p.wait(15) == 0
+    took = time.monotonic() - t0
+    assert took < 12, f"exited {took:.1f}s after SIGTERM"
+    [done] = ended(stack, long, 1, timeout=10)
+    assert status_name(done) in ("RUN_STATUS_LOST", "RUN_STATUS_FAILED"), done
+    if done.status == S.RUN_STATUS_FAILED:
+        assert done.result_message == "executor shut down"
+    assert [p for r, p in executions() if r == run.id] == [proc.pid]
+    proc.start()
+    eventually(lambda: len(stack["online"]("pyapp")) == 2, 20, "the executor back online")
+
+
 def test_kill_9_is_lost_fast_and_the_retry_runs_on_the_other_executor(
     stack: dict[str, Any],
 ) -> None:
