@@ -117,7 +117,7 @@ def py_executor(name: str, port: int, app: str, mport: int) -> Proc:
 def executions() -> list[tuple[int, int]]:
     try:
         with open(os.path.join(WORK, "executions.log")) as f:
-            return [(int(a), int(b)) for a, b, _ in (ln.split() for ln in f if ln.strip())]
+            return [(int(w[0]), int(w[1])) for w in (ln.split() for ln in f if ln.strip())]
     except FileNotFoundError:
         return []
 

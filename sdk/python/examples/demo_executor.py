@@ -10,7 +10,8 @@
 Every flag may also come from JOBWHEEL_<FLAG> in the environment (not --insecure_dev). The
 generated stubs must be importable: pip install ./sdk/python, or --stubs_dir=DIR (a directory
 gen_stubs.py or the Bazel target //sdk/python:jobwheel_pb2 filled). With --record_file, every
-execution appends "run_id pid handler" to that file (tests count executions with it).
+execution appends "run_id pid handler job_id fire_id scheduled_us received_us" to that file
+(tests count executions with it; the Python SDK bench measures lateness with it).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import argparse
 import logging
 import os
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -90,9 +92,15 @@ def main(argv: list[str]) -> int:
 
     def record(ctx: JobContext) -> None:
         if args.record_file:
+            received_us = int(time.time() * 1e6)
+            scheduled_us = int((ctx.scheduled_time or 0) * 1e6)
+            line = (
+                f"{ctx.run_id} {os.getpid()} {ctx.handler} {ctx.job_id} {ctx.fire_id} "
+                f"{scheduled_us} {received_us}\n"
+            )
             fd = os.open(args.record_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             try:
-                os.write(fd, f"{ctx.run_id} {os.getpid()} {ctx.handler}\n".encode())
+                os.write(fd, line.encode())  # One short append: lines never interleave.
             finally:
                 os.close(fd)
 
