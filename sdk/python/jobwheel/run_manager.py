@@ -166,6 +166,9 @@ class RunManager:
         self._mu = threading.RLock()
         self._cv = threading.Condition(self._mu)
         self._runs: dict[int, RunState] = {}
+        self._running = 0  # Runs of _runs in phase "running".
+        # Runs with a deadline or a cancel: the only ones the watchdog looks at.
+        self._watched: dict[int, RunState] = {}
         self._lanes = Lanes()
         self.ledger = RunLedger(options.recent_runs, options.fenced_runs)
         self._pool = WorkerPool(options.max_threads)
@@ -345,6 +348,7 @@ class RunManager:
         run = lane.queue.popleft()
         lane.current = run
         run.phase = "running"
+        self._running += 1
         spec = self._handlers[run.request.handler]
         if spec.is_async:
             loop = self._loop_provider()
@@ -391,6 +395,8 @@ class RunManager:
             t = timeout_seconds(run.request)
             if t > 0:
                 run.deadline = run.started + t
+                if self._runs.get(run.run_id) is run:
+                    self._watched[run.run_id] = run
             self._gauges()
         run.write(f"run {run.run_id} started")
         return self._context(run)
@@ -476,6 +482,8 @@ class RunManager:
         if not run.cancellation.cancel(reason, message):
             return False
         run.cancelled_at = now
+        if self._runs.get(run.run_id) is run:
+            self._watched[run.run_id] = run
         task, loop = run.task, self._loop_provider()
         if task is not None and loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(task.cancel)
@@ -532,12 +540,14 @@ class RunManager:
     def _forget(self, run: RunState) -> None:
         if self._runs.get(run.run_id) is run:
             del self._runs[run.run_id]
+            self._watched.pop(run.run_id, None)
+            if run.phase == "running":
+                self._running -= 1
             self.ledger.ended(run.run_id)
 
     def _gauges(self) -> None:
-        running = sum(1 for r in self._runs.values() if r.phase == "running")
-        self._metrics.set("running", running)
-        self._metrics.set("queue_depth", len(self._runs) - running)
+        self._metrics.set("running", self._running)
+        self._metrics.set("queue_depth", len(self._runs) - self._running)
 
     def _watch(self) -> None:
         while True:
@@ -546,7 +556,7 @@ class RunManager:
                 if self._stopped and not self._runs:
                     return
                 now = self._clock()
-                for run in list(self._runs.values()):
+                for run in list(self._watched.values()):
                     if run.reported:
                         continue
                     if (
@@ -605,8 +615,7 @@ class RunManager:
     def snapshot(self) -> tuple[list[int], int, int]:
         with self._mu:
             jobs = sorted({r.request.job_id for r in self._runs.values() if r.phase == "running"})
-            running = sum(1 for r in self._runs.values() if r.phase == "running")
-            return jobs, running, len(self._runs) - running
+            return jobs, self._running, len(self._runs) - self._running
 
     def is_active(self, run_id: int) -> bool:
         with self._mu:

@@ -56,8 +56,13 @@ def test_serial_execution_queues_in_order(tmp_path: Any) -> None:
     d, msg = m.submit(request(2, handler="g"))
     assert d == D.RUN_DISPOSITION_QUEUED and "queued behind run 1 of job 1" in msg
     assert m.job_load(1) == (1, 1)
+    metrics = m._metrics
+    assert (metrics.running, metrics.queue_depth) == (1, 1)
     gate.release.set()
     eventually(lambda: len(sink.results) == 2)
+    eventually(lambda: (metrics.running, metrics.queue_depth) == (0, 0), what="gauges at 0")
+    assert metrics.runs_total["succeeded"] == 2 and metrics.runs_total["failed"] == 0
+    assert 'jobwheel_executor_runs_total{status="succeeded"} 2' in metrics.exposition()
     assert gate.started == [1, 2]
     assert all(r.status == S.RUN_STATUS_SUCCEEDED for r in sink.results)
     assert sink.by_run()[1].message == "done 1" and sink.by_run()[1].code == 200
