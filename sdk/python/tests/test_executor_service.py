@@ -196,3 +196,11 @@ def test_options_are_validated(tmp_path: Any) -> None:
         Executor(app="a", insecure_dev=True, listen="0.0.0.0:0").start()
     with pytest.raises(ValueError, match="app"):
         Executor(app="", insecure_dev=True).start()
+
+
+def test_instance_tag_and_audience_match_the_cpp_definitions() -> None:
+    from jobwheel.executor_service import audience_for, instance_tag
+
+    # The vectors of common/model:instance_tag_test.
+    assert instance_tag("abc") == "ba7816bf8f01cfea414140de5dae2223"
+    assert audience_for("billing", "127.0.0.1:7201") == "billing@127.0.0.1:7201"
