@@ -204,3 +204,45 @@ def test_instance_tag_and_audience_match_the_cpp_definitions() -> None:
     # The vectors of common/model:instance_tag_test.
     assert instance_tag("abc") == "ba7816bf8f01cfea414140de5dae2223"
     assert audience_for("billing", "127.0.0.1:7201") == "billing@127.0.0.1:7201"
+
+
+def test_serve_runs_async_handlers_on_the_calling_loop(tmp_path: Any) -> None:
+    import asyncio
+
+    seen: dict[str, Any] = {}
+    ex = Executor(
+        app="aio",
+        registry="",
+        dispatcher="",
+        insecure_dev=True,
+        listen="127.0.0.1:0",
+        log_dir=os.path.join(str(tmp_path), "logs"),
+        spool_dir=os.path.join(str(tmp_path), "spool"),
+        handle_signals=False,
+    )
+
+    @ex.handler("where")
+    async def where(ctx: JobContext) -> str:
+        seen["loop"] = asyncio.get_running_loop()
+        return "here"
+
+    async def main() -> None:
+        task = asyncio.create_task(ex.serve())
+        while ex.port == 0:
+            await asyncio.sleep(0.01)
+        ch = grpc.aio.insecure_channel(f"127.0.0.1:{ex.port}")
+        stub = executor_pb2_grpc.ExecutorServiceStub(ch)
+        req = executor_pb2.RunRequest(
+            run_id=1, job_id=1, handler="where", app="aio", executor_instance=ex.instance
+        )
+        resp = await stub.Run(req)
+        assert resp.disposition == D.RUN_DISPOSITION_STARTED
+        while "loop" not in seen:
+            await asyncio.sleep(0.01)
+        assert seen["loop"] is asyncio.get_running_loop()
+        await ch.close()
+        ex.request_stop()
+        await asyncio.wait_for(task, 20)
+
+    asyncio.run(main())
+    assert ex.run_manager is not None and not ex.run_manager.is_active(1)
