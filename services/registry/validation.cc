@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/net/host_port.h"
 
 namespace jobwheel::registry {
 namespace {
@@ -50,6 +51,27 @@ absl::Status ValidateAppName(absl::string_view name, absl::string_view field) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// One destination has one spelling (common/net CanonicalHostPort), so every comparison of
+// addresses — the no-takeover rule, one app per address, the caller-token audience — is a
+// string comparison that another spelling ("LOCALHOST.", "[::ffff:7f00:1]", "080") cannot
+// get around.
+absl::Status CheckCanonical(absl::string_view address, absl::string_view field) {
+  absl::StatusOr<std::string> canonical = net::CanonicalHostPort(address);
+  if (!canonical.ok()) {
+    return Invalid(field, absl::StrCat("\"", address, "\": ", canonical.status().message()));
+  }
+  if (*canonical != address) {
+    return Invalid(field,
+                   absl::StrCat("\"", address, "\" is not in canonical spelling; advertise \"",
+                                *canonical, "\""));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ValidateAddress(absl::string_view address, absl::string_view field) {
   if (address.empty()) return Invalid(field, "must not be empty");
   const size_t colon = address.rfind(':');
@@ -73,14 +95,14 @@ absl::Status ValidateAddress(absl::string_view address, absl::string_view field)
         return Invalid(field, absl::StrCat("\"", address, "\": bad IPv6 literal"));
       }
     }
-    return absl::OkStatus();
+    return CheckCanonical(address, field);
   }
   for (char c : host) {
     if (!IsNameChar(c)) {
       return Invalid(field, absl::StrCat("\"", address, "\": bad character in host"));
     }
   }
-  return absl::OkStatus();
+  return CheckCanonical(address, field);
 }
 
 absl::Status ValidateRegistration(const v1::ExecutorRegistration& reg) {

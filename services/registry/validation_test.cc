@@ -31,6 +31,14 @@ TEST(ValidationTest, Addresses) {
   EXPECT_TRUE(Mentions(ValidateAddress("ho st:80", "a"), "host"));
   EXPECT_TRUE(Mentions(ValidateAddress("a|b:80", "a"), "host"));
   EXPECT_TRUE(Mentions(ValidateAddress("[::1:80", "a"), "IPv6"));
+  // One spelling per destination: the others are refused, naming the canonical one.
+  EXPECT_TRUE(Mentions(ValidateAddress("LOCALHOST.:7200", "a"),
+                       "a: \"LOCALHOST.:7200\" is not in canonical spelling; advertise "
+                       "\"localhost:7200\""));
+  EXPECT_TRUE(Mentions(ValidateAddress("[::ffff:7f00:1]:7200", "a"), "\"127.0.0.1:7200\""));
+  EXPECT_TRUE(Mentions(ValidateAddress("[0:0::1]:7200", "a"), "\"[::1]:7200\""));
+  EXPECT_TRUE(Mentions(ValidateAddress("127.0.0.1:07200", "a"), "\"127.0.0.1:7200\""));
+  EXPECT_FALSE(ValidateAddress("2130706433:7200", "a").ok());
 }
 
 TEST(ValidationTest, Registration) {
