@@ -25,6 +25,9 @@ struct CtlOptions {
   bool include_revoked = false;
   absl::Duration bucket = absl::Hours(1);
   absl::Duration since = absl::ZeroDuration();
+  bool apply = false;
+  std::string app_map;
+  std::string time_zone;
 };
 
 }  // namespace jobwheel::ctl

@@ -1,7 +1,7 @@
 // jobwheelctl: a small CLI over the admin APIs (jobs, runs, logs, apps, executors, tokens,
-// leader), with table or JSON output, over plaintext, TLS or mutual TLS. Exit code 0 on success, 1
-// on an RPC error, 2 on bad usage. This file parses the flags and dispatches; each noun is its
-// own <noun>_commands file with one function per RPC.
+// leader, import of XXL-JOB jobs), with table or JSON output, over plaintext, TLS or mutual TLS.
+// Exit code 0 on success, 1 on an RPC error, 2 on bad usage. This file parses the flags and
+// dispatches; each noun is its own <noun>_commands file with one function per RPC.
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -16,6 +16,7 @@
 #include "tools/jobwheelctl/command.h"
 #include "tools/jobwheelctl/ctl_options.h"
 #include "tools/jobwheelctl/executors_commands.h"
+#include "tools/jobwheelctl/import_commands.h"
 #include "tools/jobwheelctl/jobs_commands.h"
 #include "tools/jobwheelctl/leader_commands.h"
 #include "tools/jobwheelctl/runs_commands.h"
@@ -40,6 +41,11 @@ ABSL_FLAG(bool, include_revoked, false, "`tokens list`: also revoked tokens");
 ABSL_FLAG(absl::Duration, bucket, absl::Hours(1), "`runs stats`: bucket width");
 ABSL_FLAG(absl::Duration, since, absl::ZeroDuration(),
           "`runs stats`: window up to now (0: the server's default, the last 24 h)");
+ABSL_FLAG(bool, apply, false, "`import`: write the jobs (default: a dry run that only prints)");
+ABSL_FLAG(std::string, app_map, "",
+          "`import xxl-job`: XXL job_group ids to apps, GROUPID=app,GROUPID=app");
+ABSL_FLAG(std::string, time_zone, "",
+          "`import xxl-job`: IANA zone of the cron jobs (XXL-JOB used its admin's; empty: UTC)");
 ABSL_FLAG(std::string, tls_ca, "", "CA (PEM) to verify the servers; enables TLS");
 ABSL_FLAG(std::string, tls_cert, "", "Client certificate (PEM) for mutual TLS");
 ABSL_FLAG(std::string, tls_key, "", "Private key of --tls_cert");
@@ -56,6 +62,9 @@ constexpr char kUsage[] = R"(usage: jobwheelctl [flags] COMMAND
   apps list                      executors list [--app A]
   tokens create --name N --role admin|operator|viewer|executor [--apps a,b] [--expire_in 720h]
   tokens list [--include_revoked]    tokens revoke ID    tokens whoami
+  import xxl-job FILE [--app_map=GROUPID=app,...] [--time_zone=Z] [--apply]
+                                 (XXL-JOB jobs from jobinfo/pageList JSON or an xxl_job_info TSV;
+                                  a dry run unless --apply)
   leader
 flags: --scheduler --registry --token_file --json --limit --bucket --since
        --tls_ca --tls_cert --tls_key (TLS / mutual TLS))";
@@ -77,6 +86,9 @@ jobwheel::ctl::CtlOptions OptionsFromFlags() {
   o.include_revoked = absl::GetFlag(FLAGS_include_revoked);
   o.bucket = absl::GetFlag(FLAGS_bucket);
   o.since = absl::GetFlag(FLAGS_since);
+  o.apply = absl::GetFlag(FLAGS_apply);
+  o.app_map = absl::GetFlag(FLAGS_app_map);
+  o.time_zone = absl::GetFlag(FLAGS_time_zone);
   return o;
 }
 
@@ -109,6 +121,7 @@ int main(int argc, char** argv) {
   const std::vector<jobwheel::ctl::Noun> nouns = {
       jobwheel::ctl::LeaderNoun(), jobwheel::ctl::JobsNoun(), jobwheel::ctl::RunsNoun(),
       jobwheel::ctl::TokensNoun(), jobwheel::ctl::AppsNoun(), jobwheel::ctl::ExecutorsNoun(),
+      jobwheel::ctl::ImportNoun(),
   };
   return jobwheel::ctl::Dispatch(nouns, words, ctx);
 }
