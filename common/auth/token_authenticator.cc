@@ -1,5 +1,6 @@
 #include "common/auth/token_authenticator.h"
 
+#include <arpa/inet.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
@@ -11,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/auth/bearer.h"
+#include "common/base/log_text.h"
+#include "spdlog/spdlog.h"
 
 namespace jobwheel {
 namespace {
@@ -29,6 +32,20 @@ std::string Hex(const unsigned char* bytes, size_t n) {
 
 bool Contains(const std::vector<std::string>& apps, absl::string_view app) {
   return std::find(apps.begin(), apps.end(), app) != apps.end();
+}
+
+// An IPv4 or IPv6 address literal, nothing else.
+bool IsIpAddress(const std::string& text) {
+  unsigned char buf[sizeof(in6_addr)];
+  if (text.empty() || text.size() > INET6_ADDRSTRLEN) return false;
+  return inet_pton(AF_INET, text.c_str(), buf) == 1 || inet_pton(AF_INET6, text.c_str(), buf) == 1;
+}
+
+absl::optional<std::string> MetadataValue(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata, absl::string_view key) {
+  auto it = metadata.find(grpc::string_ref(key.data(), key.size()));
+  if (it == metadata.end()) return absl::nullopt;
+  return std::string(it->second.data(), it->second.size());
 }
 
 Principal BootstrapPrincipal(Role role, std::string name) {
@@ -152,9 +169,24 @@ std::string HashTokenSecret(absl::string_view secret) {
 
 absl::optional<std::string> AuthorizationHeader(
     const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) {
-  auto it = metadata.find("authorization");
-  if (it == metadata.end()) return absl::nullopt;
-  return std::string(it->second.data(), it->second.size());
+  return MetadataValue(metadata, "authorization");
+}
+
+ForwardedClient ReadForwardedClient(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) {
+  ForwardedClient f;
+  f.proxy_authorization = MetadataValue(metadata, kProxyAuthorizationMetadata);
+  f.client = MetadataValue(metadata, kForwardedClientMetadata).value_or(std::string());
+  return f;
+}
+
+std::string TokenAuthenticator::LimitKey(const ForwardedClient& forwarded, absl::string_view peer) {
+  if (forwarded.client.empty() || !forwarded.proxy_authorization.has_value() ||
+      !IsIpAddress(forwarded.client)) {
+    return std::string(peer);
+  }
+  if (!Authenticate(forwarded.proxy_authorization, peer).ok()) return std::string(peer);
+  return absl::StrCat(forwarded.client, " via ", peer);
 }
 
 TokenAuthenticator::TokenAuthenticator(Options options, TokenLookup* lookup, const Clock& clock)
@@ -162,6 +194,7 @@ TokenAuthenticator::TokenAuthenticator(Options options, TokenLookup* lookup, con
       lookup_(lookup),
       clock_(clock),
       limiter_(options_.failed_auth, clock),
+      refusal_log_(LogRateLimiter::Options(), clock),
       cache_(options_.max_cache_entries),
       negative_cache_(options_.max_negative_cache_entries) {}
 
@@ -170,18 +203,28 @@ TokenAuthenticator::Stats TokenAuthenticator::stats() const {
   return stats_;
 }
 
+void TokenAuthenticator::LogRefusal(absl::string_view peer, const absl::Status& status) {
+  const LogRateLimiter::Verdict v = refusal_log_.Admit(peer);
+  if (!v.log) return;
+  spdlog::warn("authentication refused from {}: {}{}", LogText(peer.empty() ? "(local)" : peer),
+               LogText(status.message()), LogRateLimiter::SuppressedNote(v.suppressed));
+}
+
 absl::Status TokenAuthenticator::RateLimited(absl::string_view peer) {
   {
     absl::MutexLock lock(&mu_);
     ++stats_.rate_limited;
   }
-  return absl::ResourceExhaustedError(absl::StrCat("too many failed authentications from ", peer,
-                                                   "; retry later with a valid token"));
+  absl::Status status = absl::ResourceExhaustedError(absl::StrCat(
+      "too many failed authentications from ", peer, "; retry later with a valid token"));
+  LogRefusal(peer, status);
+  return status;
 }
 
 absl::Status TokenAuthenticator::Fail(absl::string_view peer, absl::Status status) {
   if (!limiter_.Allowed(peer)) return RateLimited(peer);
   limiter_.RecordFailure(peer);
+  LogRefusal(peer, status);
   absl::MutexLock lock(&mu_);
   ++stats_.failures;
   return status;

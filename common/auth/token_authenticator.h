@@ -17,6 +17,7 @@
 #include "absl/types/optional.h"
 #include "absl/types/span.h"
 #include "common/auth/failed_auth_limiter.h"
+#include "common/base/log_rate_limiter.h"
 #include "common/base/lru_map.h"
 #include "common/time/clock.h"
 #include "grpcpp/grpcpp.h"
@@ -102,6 +103,20 @@ class TokenLookup {
       const std::string& secret_hash) = 0;
 };
 
+// A front end (the console) that serves many clients over one connection names each call's
+// client in `jobwheel-client` (an IP address) and proves that it is a front end the operator
+// set up with its own token in `jobwheel-proxy-authorization` ("Bearer <token>").
+inline constexpr char kProxyAuthorizationMetadata[] = "jobwheel-proxy-authorization";
+inline constexpr char kForwardedClientMetadata[] = "jobwheel-client";
+
+// What a call says about the client it was forwarded for (copied from its metadata).
+struct ForwardedClient {
+  absl::optional<std::string> proxy_authorization;
+  std::string client;
+};
+ForwardedClient ReadForwardedClient(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata);
+
 // The value of the call's `authorization` metadata, if any. Copy it on the reactor thread and
 // authenticate on a worker thread (Authenticate may query the database).
 absl::optional<std::string> AuthorizationHeader(
@@ -116,7 +131,8 @@ absl::optional<std::string> AuthorizationHeader(
 // caller's IP, when the service passes it) may fail `failed_auth.burst` times and then
 // `failed_auth.per_second` times a second. A peer over that limit gets RESOURCE_EXHAUSTED for
 // every token that is neither a bootstrap token nor an API token this authenticator has seen
-// valid, without a database lookup; tokens it knows keep working. Thread-safe.
+// valid, without a database lookup; tokens it knows keep working. Refusals are logged at most
+// once per peer per 10 s, with the count of the others. Thread-safe.
 class TokenAuthenticator {
  public:
   struct Options {
@@ -158,6 +174,14 @@ class TokenAuthenticator {
                                       absl::Span<const Role> roles, absl::string_view service,
                                       absl::string_view peer = {});
 
+  // The key of the failed-authentication limit of a call from `peer` (PeerHost): `peer`, or
+  // "<client> via <peer>" when the call names a forwarded client (an IP address) and its proxy
+  // authorization is a valid token. Only a caller holding a valid token can name clients
+  // (anonymous junk still counts against its own address), so a front end's users each have
+  // their own budget instead of sharing the front end's. A proxy authorization that fails
+  // counts as a failure of `peer`. May query the token store (run it where Authenticate runs).
+  std::string LimitKey(const ForwardedClient& forwarded, absl::string_view peer);
+
   Stats stats() const;
 
   bool insecure_dev() const { return options_.insecure_dev; }
@@ -173,11 +197,14 @@ class TokenAuthenticator {
   // already over its limit).
   absl::Status Fail(absl::string_view peer, absl::Status status);
   absl::Status RateLimited(absl::string_view peer);
+  // Logs a refusal of `peer`, at most once per peer per interval.
+  void LogRefusal(absl::string_view peer, const absl::Status& status);
 
   const Options options_;
   TokenLookup* const lookup_;
   const Clock& clock_;
   FailedAuthLimiter limiter_;
+  LogRateLimiter refusal_log_;
   mutable absl::Mutex mu_;
   LruMap<std::string, CacheEntry> cache_ ABSL_GUARDED_BY(mu_);
   LruMap<std::string, absl::Time> negative_cache_ ABSL_GUARDED_BY(mu_);

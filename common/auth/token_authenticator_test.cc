@@ -344,5 +344,37 @@ TEST_F(TokenAuthTest, ASeenValidTokenIsRefreshedForAPeerOverItsLimit) {
   EXPECT_EQ(store_.lookups(), before + 1);
 }
 
+TEST_F(TokenAuthTest, AFrontEndWithAValidTokenGivesEachClientItsOwnFailureBudget) {
+  TokenAuthenticator::Options o = Options();
+  o.failed_auth.burst = 5;
+  o.failed_auth.per_second = 0.001;
+  TokenAuthenticator auth(o, &store_, clock_);
+  const std::string proxy = Bearer(Create("console", Role::kViewer, {}));
+  const std::string console = "ipv4:10.0.0.1";
+  EXPECT_EQ(auth.LimitKey({}, console), console);
+  EXPECT_EQ(auth.LimitKey({proxy, ""}, console), console);
+  EXPECT_EQ(auth.LimitKey({absl::nullopt, "10.1.1.1"}, console), console);
+  EXPECT_EQ(auth.LimitKey({proxy, "10.1.1.1\nforged"}, console), console);
+  EXPECT_EQ(auth.LimitKey({proxy, "not-an-ip"}, console), console);
+  const std::string attacker = auth.LimitKey({proxy, "10.1.1.1"}, console);
+  const std::string user = auth.LimitKey({proxy, "2001:db8::7"}, console);
+  EXPECT_EQ(attacker, "10.1.1.1 via ipv4:10.0.0.1");
+  EXPECT_EQ(user, "2001:db8::7 via ipv4:10.0.0.1");
+
+  // A junk flood forwarded for one client exhausts only that client's budget.
+  for (int i = 0; i < 50; ++i) (void)auth.Authenticate(Bearer(*GenerateTokenSecret()), attacker);
+  EXPECT_EQ(auth.Authenticate(Bearer(*GenerateTokenSecret()), attacker).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  const std::string fresh = Create("fresh", Role::kViewer, {"demo"});
+  EXPECT_TRUE(auth.Authenticate(Bearer(fresh), user).ok());
+  EXPECT_EQ(auth.Authenticate(Bearer(*GenerateTokenSecret()), console).status().code(),
+            absl::StatusCode::kUnauthenticated);
+
+  // Naming clients takes a valid token: a junk proxy token is the peer's own failure.
+  const int64_t failures = auth.stats().failures;
+  EXPECT_EQ(auth.LimitKey({Bearer(*GenerateTokenSecret()), "10.2.2.2"}, console), console);
+  EXPECT_EQ(auth.stats().failures, failures + 1);
+}
+
 }  // namespace
 }  // namespace jobwheel

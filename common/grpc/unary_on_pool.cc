@@ -29,11 +29,14 @@ grpc::ServerUnaryReactor* AuthorizeOnPool(grpc::CallbackServerContext* ctx, Work
   // Copied now: the context's metadata is not to be read from another thread.
   absl::optional<std::string> authorization = AuthorizationHeader(ctx->client_metadata());
   std::string peer = PeerHost(ctx->peer());
+  ForwardedClient forwarded = ReadForwardedClient(ctx->client_metadata());
   const bool queued = pool.Submit([reactor, &auth, service = std::string(service),
                                    roles = absl::InlinedVector<Role, 4>(roles.begin(), roles.end()),
                                    authorization = std::move(authorization), peer = std::move(peer),
-                                   work = std::move(work)] {
-    absl::StatusOr<Principal> p = auth.Authorize(authorization, roles, service, peer);
+                                   forwarded = std::move(forwarded), work = std::move(work)] {
+    // A front end's clients each count on their own (LimitKey), the others on their address.
+    const std::string key = auth.LimitKey(forwarded, peer);
+    absl::StatusOr<Principal> p = auth.Authorize(authorization, roles, service, key);
     absl::Status status = p.status();
     if (status.ok()) status = work(*p);
     reactor->Finish(ToGrpcStatus(status));
