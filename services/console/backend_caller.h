@@ -16,12 +16,13 @@ class BackendCaller {
   virtual ~BackendCaller() = default;
 
   // Sends `request` to `grpc_path` ("/jobwheel.v1.JobAdminService/ListJobs") on `backend`
-  // with `authorization` (when non-empty) as the call's authorization metadata, unchanged.
+  // with `authorization` (when non-empty) as the call's authorization metadata, unchanged, for
+  // `client` (the caller's IP, forwarded when the console has a proxy token).
   // Returns the serialized response or the backend's status, code and message intact.
   virtual absl::StatusOr<std::string> Call(Backend backend, const std::string& grpc_path,
                                            const std::string& request,
                                            const std::string& authorization,
-                                           absl::Time deadline) = 0;
+                                           const std::string& client, absl::Time deadline) = 0;
 };
 
 }  // namespace jobwheel::console

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/auth/token_authenticator.h"
 #include "google/protobuf/message.h"
 #include "google/protobuf/util/json_util.h"
 #include "services/console/connect_error.h"
@@ -47,11 +48,46 @@ std::unique_ptr<google::protobuf::Message> NewMessage(const google::protobuf::De
   return std::unique_ptr<google::protobuf::Message>(prototype->New());
 }
 
+// The JSON parser's complaint without any of the body: a syntax error goes on, after its first
+// line, with the text around the error, and a value of the wrong type is quoted back; either
+// may be a secret (a param) and the message is logged. The field's name is kept.
+std::string JsonErrorWithoutBody(absl::string_view message) {
+  absl::string_view line = message.substr(0, message.find('\n'));
+  for (absl::string_view marker : {"invalid value", "Invalid value"}) {
+    const size_t at = line.find(marker);
+    if (at == absl::string_view::npos) continue;
+    absl::string_view field = absl::StripAsciiWhitespace(line.substr(0, at));
+    field = absl::StripSuffix(field, ":");
+    return absl::StrCat(field.empty() ? "a field" : field,
+                        ": a value of the wrong type or out of range");
+  }
+  return std::string(line.substr(0, 200));
+}
+
 }  // namespace
 
 ConnectGateway::ConnectGateway(const RouteTable& routes, BackendCaller& backend, const Clock& clock,
                                Options options)
-    : routes_(routes), backend_(backend), clock_(clock), options_(options) {}
+    : routes_(routes),
+      backend_(backend),
+      clock_(clock),
+      options_(options),
+      limiter_(options.failed_auth, clock),
+      known_tokens_(options.max_known_tokens) {}
+
+bool ConnectGateway::Known(const std::string& hash) const {
+  absl::MutexLock lock(&mu_);
+  return known_tokens_.Find(hash) != nullptr;
+}
+
+void ConnectGateway::SetKnown(const std::string& hash, bool known) const {
+  absl::MutexLock lock(&mu_);
+  if (known) {
+    known_tokens_.Put(hash, true);
+  } else {
+    known_tokens_.Erase(hash);
+  }
+}
 
 absl::StatusOr<ConnectGateway::Codec> ConnectGateway::ParseContentType(
     absl::string_view content_type) {
@@ -111,11 +147,13 @@ ConnectResponse ConnectGateway::Handle(const ConnectRequest& request) const {
 
   absl::StatusOr<Codec> codec = ParseContentType(request.content_type);
   if (!codec.ok()) return named(Error(codec.status(), 415));
-  const std::string encoding = absl::AsciiStrToLower(request.content_encoding);
-  if (!encoding.empty() && encoding != "identity" && encoding != "gzip" && encoding != "deflate" &&
-      encoding != "br") {
-    return named(Error(absl::UnimplementedError(absl::StrCat(
-        "content-encoding ", encoding, " is not supported; use identity, gzip, deflate or br"))));
+  const std::string encoding =
+      absl::AsciiStrToLower(absl::StripAsciiWhitespace(request.content_encoding));
+  if (!encoding.empty() && encoding != "identity") {
+    return named(Error(
+        absl::UnimplementedError("content-encoding is not supported; send the body uncompressed "
+                                 "(identity)"),
+        415));
   }
   if (!request.protocol_version.empty() && request.protocol_version != "1") {
     return named(Error(absl::InvalidArgumentError(absl::StrCat(
@@ -153,7 +191,7 @@ ConnectResponse ConnectGateway::Handle(const ConnectRequest& request) const {
     if (!parsed.ok()) {
       return named(Error(absl::InvalidArgumentError(
           absl::StrCat("request body is not a valid ", method.input_type()->full_name(),
-                       " in JSON: ", std::string(parsed.message())))));
+                       " in JSON: ", JsonErrorWithoutBody(std::string(parsed.message()))))));
     }
     if (!in->SerializeToString(&wire)) {
       return named(Error(absl::InternalError("request could not be serialized")));
@@ -166,8 +204,24 @@ ConnectResponse ConnectGateway::Handle(const ConnectRequest& request) const {
     wire = request.body;
   }
 
-  absl::StatusOr<std::string> answer =
-      backend_.Call(route->backend, route->grpc_path, wire, request.authorization, *deadline);
+  // Over its failure budget, a client gets through only with a token a backend accepted lately.
+  const std::string token_hash = HashTokenSecret(request.authorization);
+  const bool known = !request.authorization.empty() && Known(token_hash);
+  if (!known && !limiter_.Allowed(request.client)) {
+    return named(Error(absl::ResourceExhaustedError(
+        absl::StrCat("too many failed authentications from ", request.client,
+                     "; retry later with a valid token"))));
+  }
+  absl::StatusOr<std::string> answer = backend_.Call(
+      route->backend, route->grpc_path, wire, request.authorization, request.client, *deadline);
+  if (absl::IsUnauthenticated(answer.status())) {
+    limiter_.RecordFailure(request.client);
+    if (known) SetKnown(token_hash, false);
+  } else if (answer.ok() && !request.authorization.empty() &&
+             method.service()->full_name() != "jobwheel.v1.LeadershipService") {
+    // LeadershipService answers without a token: its answers say nothing about one.
+    SetKnown(token_hash, true);
+  }
   if (!answer.ok()) return named(Error(answer.status()));
 
   ConnectResponse r;

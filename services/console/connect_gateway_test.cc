@@ -219,18 +219,66 @@ TEST_F(ConnectGatewayTest, ProtocolVersionOtherThanOneIsRefused) {
   EXPECT_EQ(gateway_.Handle(req).http_status, 400);
 }
 
-TEST_F(ConnectGatewayTest, UnsupportedContentEncodingIsUnimplemented) {
+TEST_F(ConnectGatewayTest, OnlyUncompressedBodiesAreTaken) {
   ConnectRequest req = Json(kListJobs, "{}");
-  for (const char* decoded : {"identity", "gzip", "GZIP", "deflate", "br"}) {
-    req.content_encoding = decoded;
-    EXPECT_EQ(gateway_.Handle(req).http_status, 200) << decoded;
+  for (const char* plain : {"", "identity", "Identity "}) {
+    req.content_encoding = plain;
+    EXPECT_EQ(gateway_.Handle(req).http_status, 200) << plain;
   }
-  req.content_encoding = "zstd";
-  ConnectResponse r = gateway_.Handle(req);
-  EXPECT_EQ(r.http_status, 501);
-  EXPECT_EQ(r.status.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(r.body.find("gzip"), std::string::npos) << r.body;
-  EXPECT_EQ(backend_.calls(), 5);
+  // An inflated body could be many times the limit: every compression is refused.
+  for (const char* compressed : {"gzip", "GZIP", "deflate", "br", "zstd"}) {
+    req.content_encoding = compressed;
+    ConnectResponse r = gateway_.Handle(req);
+    EXPECT_EQ(r.http_status, 415) << compressed;
+    EXPECT_EQ(r.status.code(), absl::StatusCode::kUnimplemented);
+    EXPECT_NE(r.body.find("identity"), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(backend_.calls(), 3);
+}
+
+TEST_F(ConnectGatewayTest, AJsonSyntaxErrorDoesNotEchoTheBody) {
+  for (const char* body : {R"({"app": "demo", "nameContains": s3cr3t-param})",
+                           R"({"app": "demo", "pageSize": "s3cr3t-param"})",
+                           R"({"nameContains": "s3cr3t-param" "app": "demo"})"}) {
+    ConnectResponse r = gateway_.Handle(Json(kListJobs, body));
+    EXPECT_EQ(r.http_status, 400) << body;
+    EXPECT_EQ(r.status.message().find("s3cr3t"), absl::string_view::npos) << r.status;
+    EXPECT_EQ(r.body.find("s3cr3t"), std::string::npos) << r.body;
+    EXPECT_NE(r.status.message().find("jobwheel.v1.ListJobsRequest"), absl::string_view::npos);
+  }
+  // An unknown field is still named.
+  ConnectResponse r = gateway_.Handle(Json(kListJobs, R"({"nope": 1})"));
+  EXPECT_NE(r.status.message().find("nope"), absl::string_view::npos) << r.status;
+}
+
+TEST_F(ConnectGatewayTest, AClientOverItsFailureBudgetIsRefusedWithoutReachingTheBackend) {
+  ConnectGateway::Options o;
+  o.failed_auth.burst = 3;
+  o.failed_auth.per_second = 0.001;
+  FakeBackendCaller backend(
+      [](const FakeBackendCaller::CallRecord& call) -> absl::StatusOr<std::string> {
+        if (call.authorization != "Bearer good") return absl::UnauthenticatedError("invalid token");
+        return std::string();
+      });
+  ConnectGateway gateway(RouteTable::Console(), backend, clock_, o);
+  ConnectRequest good = Json(kListJobs, "{}");
+  good.authorization = "Bearer good";
+  good.client = "10.0.0.1";
+  EXPECT_EQ(gateway.Handle(good).http_status, 200);  // Seen accepted.
+  ConnectRequest junk = good;
+  junk.authorization = "Bearer junk";
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(gateway.Handle(junk).http_status, 401);
+  ConnectResponse limited = gateway.Handle(junk);
+  EXPECT_EQ(limited.http_status, 429);
+  EXPECT_EQ(limited.status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(limited.status.message().find("10.0.0.1"), absl::string_view::npos);
+  EXPECT_EQ(backend.calls(), 4);
+  EXPECT_EQ(backend.last().client, "10.0.0.1");
+  // A token seen accepted still goes through; another client is not affected.
+  EXPECT_EQ(gateway.Handle(good).http_status, 200);
+  junk.client = "10.0.0.2";
+  EXPECT_EQ(gateway.Handle(junk).http_status, 401);
+  EXPECT_EQ(backend.calls(), 6);
 }
 
 TEST_F(ConnectGatewayTest, NonAsciiAuthorizationIsRefusedWithoutCallingTheBackend) {

@@ -34,7 +34,13 @@ ConsoleMetrics::ConsoleMetrics(prometheus::Registry& registry,
       pages_(prometheus::BuildCounter()
                  .Name("jobwheel_console_page_requests_total")
                  .Help("Static page and health requests by HTTP status class")
-                 .Register(registry)) {
+                 .Register(registry)),
+      connections_refused_(prometheus::BuildCounter()
+                               .Name("jobwheel_console_connections_refused_total")
+                               .Help("Connections closed at accept time: their client (IP) or "
+                                     "all clients together had as many open as allowed")
+                               .Register(registry)
+                               .Add({})) {
   for (const std::string& procedure : procedures) {
     std::pair<std::string, std::string> parts = absl::StrSplit(procedure, '/');
     absl::string_view service = parts.first;

@@ -28,6 +28,9 @@ class ConsoleMetrics {
   // A static page or health request, by outcome class ("2xx", "4xx"...).
   void Page(int http_status);
 
+  // A connection closed at accept time: its client, or all clients together, at their cap.
+  void ConnectionRefused() { connections_refused_.Increment(); }
+
   prometheus::Gauge& in_flight() { return in_flight_; }
 
  private:
@@ -35,6 +38,7 @@ class ConsoleMetrics {
   prometheus::Family<prometheus::Histogram>& latency_;
   prometheus::Gauge& in_flight_;
   prometheus::Family<prometheus::Counter>& pages_;
+  prometheus::Counter& connections_refused_;
 };
 
 }  // namespace jobwheel::console

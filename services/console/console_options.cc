@@ -23,6 +23,17 @@ absl::Status ConsoleOptions::Validate() const {
   if (drain_delay < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--drain_delay: must not be negative");
   }
+  if (max_connections < 1 || max_connections > 4096) {
+    return absl::InvalidArgumentError("--max_connections: must be between 1 and 4096");
+  }
+  if (max_connections_per_client < 1 || max_connections_per_client > max_connections) {
+    return absl::InvalidArgumentError(
+        "--max_connections_per_client: must be between 1 and --max_connections");
+  }
+  if (failed_auth_burst < 1 || failed_auth_per_second <= 0) {
+    return absl::InvalidArgumentError(
+        "--failed_auth_burst, --failed_auth_per_second: must be at least 1 and positive");
+  }
   if (keep_alive_timeout < absl::Seconds(1)) {
     return absl::InvalidArgumentError("--keep_alive_timeout: must be at least 1s");
   }

@@ -23,6 +23,12 @@ struct ConsoleOptions {
   absl::Duration read_timeout;
   absl::Duration write_timeout;
   absl::Duration keep_alive_timeout;
+  int max_connections = 0;
+  int max_connections_per_client = 0;
+  // Failed authentications per client (IP) before the console stops forwarding its tokens.
+  double failed_auth_burst = 0;
+  double failed_auth_per_second = 0;
+  std::string proxy_token_file;  // The console's own token: names each call's client.
   absl::Duration ready_timeout;
   // On SIGTERM: how long GET /readyz answers 503 (draining) before the server shuts down.
   absl::Duration drain_delay;

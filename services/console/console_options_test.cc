@@ -16,6 +16,10 @@ ConsoleOptions Good() {
   o.request_timeout = o.read_timeout = o.write_timeout = absl::Seconds(10);
   o.keep_alive_timeout = absl::Seconds(5);
   o.ready_timeout = absl::Seconds(1);
+  o.max_connections = 128;
+  o.max_connections_per_client = 16;
+  o.failed_auth_burst = 20;
+  o.failed_auth_per_second = 5;
   return o;
 }
 
@@ -46,6 +50,15 @@ TEST(ConsoleOptionsTest, EachBadValueNamesItsFlag) {
   o = Good();
   o.keep_alive_timeout = absl::Milliseconds(10);
   ExpectNames(o, "--keep_alive_timeout");
+  o = Good();
+  o.max_connections = 0;
+  ExpectNames(o, "--max_connections");
+  o = Good();
+  o.max_connections_per_client = 129;
+  ExpectNames(o, "--max_connections_per_client");
+  o = Good();
+  o.failed_auth_per_second = 0;
+  ExpectNames(o, "--failed_auth_per_second");
   o = Good();
   o.client_tls.cert_file = "c.pem";
   ExpectNames(o, "--tls_client_key");

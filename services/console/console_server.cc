@@ -4,21 +4,19 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/base/log_text.h"
 #include "httplib.h"
 #include "services/console/connect_error.h"
+#include "services/console/guarded_http_server.h"
 #include "services/console/route_table.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::console {
 namespace {
-
-// Whole seconds and the microseconds left over, for httplib's (seconds, microseconds) setters.
-std::pair<time_t, time_t> SecondsAndMicros(absl::Duration d) {
-  const int64_t micros = absl::ToInt64Microseconds(d);
-  return {static_cast<time_t>(micros / 1000000), static_cast<time_t>(micros % 1000000)};
-}
 
 // "host:port", "[v6]:port" or ":port" (all interfaces).
 absl::Status SplitListen(const std::string& listen, std::string* host, int* port) {
@@ -39,6 +37,57 @@ void ConnectError(httplib::Response& res, const absl::Status& status, int http_s
   res.status = http_status;
   res.set_header("Cache-Control", "no-store");
   res.set_content(ConnectErrorJson(status), "application/json");
+}
+
+// Whether a request's body, if any, may be read: it is not compressed and has a length, no
+// longer than the limit (or is chunked: then bounded while it streams).
+struct BodyCheck {
+  int http_status = 0;  // 0: read it.
+  absl::Status status;
+  size_t budget = 0;  // Raw bytes it may take.
+};
+
+BodyCheck CheckBody(const httplib::Request& req, size_t max_body_bytes) {
+  BodyCheck c;
+  const std::string encoding =
+      absl::AsciiStrToLower(absl::StripAsciiWhitespace(req.get_header_value("Content-Encoding")));
+  if (!encoding.empty() && encoding != "identity") {
+    c.http_status = 415;
+    c.status = absl::UnimplementedError(
+        "content-encoding is not supported; send the body uncompressed (identity)");
+    return c;
+  }
+  const std::string te =
+      absl::AsciiStrToLower(absl::StripAsciiWhitespace(req.get_header_value("Transfer-Encoding")));
+  if (!te.empty()) {
+    if (te != "chunked") {
+      c.http_status = 501;
+      c.status = absl::UnimplementedError("transfer-encoding: only chunked is supported");
+      return c;
+    }
+    // Chunk framing on top of the body: a little room, still bounded.
+    c.budget = max_body_bytes + max_body_bytes / 2 + 4096;
+    return c;
+  }
+  if (req.has_header("Content-Length")) {
+    uint64_t length = 0;
+    if (!absl::SimpleAtoi(req.get_header_value("Content-Length"), &length)) {
+      c.http_status = 400;
+      c.status = absl::InvalidArgumentError("content-length: not a number");
+    } else if (length > max_body_bytes) {
+      c.http_status = 413;
+      c.status = absl::ResourceExhaustedError(absl::StrCat(
+          "request body of ", length, " bytes is over the limit of ", max_body_bytes, " bytes"));
+    } else {
+      c.budget = static_cast<size_t>(length);
+    }
+    return c;
+  }
+  if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH") {
+    c.http_status = 411;
+    c.status = absl::InvalidArgumentError("content-length: required");
+  }
+  return c;
 }
 
 }  // namespace
@@ -65,7 +114,22 @@ ConsoleServer::ConsoleServer(Options options, const ConnectGateway& gateway,
       ready_(std::move(ready)),
       metrics_(metrics),
       clock_(clock),
-      server_(std::make_unique<httplib::Server>()) {}
+      refusal_log_(LogRateLimiter::Options(), clock) {
+  GuardedHttpServer::Config o;
+  o.max_connections = options_.max_connections;
+  o.max_connections_per_client = options_.max_connections_per_client;
+  o.limits.request_deadline = options_.read_timeout;
+  o.limits.write_timeout = options_.write_timeout;
+  o.keep_alive_timeout = options_.keep_alive_timeout;
+  // Socket deadlines are waited for by poll(), in real time.
+  server_ = std::make_unique<GuardedHttpServer>(
+      o,
+      [this](const std::string& client, const absl::Status& why) {
+        metrics_.ConnectionRefused();
+        LogRefusal(client, absl::StrCat("connection from ", client, " refused: ", why.message()));
+      },
+      RealClock::Get());
+}
 
 ConsoleServer::~ConsoleServer() { Shutdown(); }
 
@@ -79,16 +143,11 @@ absl::Status ConsoleServer::Start() {
   for (const auto& [name, value] : SecurityHeaders()) headers.emplace(name, value);
   server_->set_default_headers(std::move(headers));
   server_->set_payload_max_length(options_.max_body_bytes);
-  auto [read_s, read_us] = SecondsAndMicros(options_.read_timeout);
-  server_->set_read_timeout(read_s, read_us);
-  auto [write_s, write_us] = SecondsAndMicros(options_.write_timeout);
-  server_->set_write_timeout(write_s, write_us);
-  server_->set_keep_alive_timeout(
-      std::max<time_t>(1, absl::ToInt64Seconds(options_.keep_alive_timeout)));
-  // Room for the Connect requests the gate admits plus pages, health probes, idle keep-alive
-  // connections and the requests the gate refuses (which must not queue behind the others).
-  const size_t threads = static_cast<size_t>(options_.max_concurrent_requests) + 16;
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // Timeouts, keep-alive and the worker threads are GuardedHttpServer's (Options above).
+  server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    return RefuseBeforeBody(req, res) ? httplib::Server::HandlerResponse::Handled
+                                      : httplib::Server::HandlerResponse::Unhandled;
+  });
 
   server_->Post(".*",
                 [this](const httplib::Request& req, httplib::Response& res) { Rpc(req, res); });
@@ -111,13 +170,14 @@ absl::Status ConsoleServer::Start() {
       }));
   server_->set_exception_handler(
       [](const httplib::Request& req, httplib::Response& res, std::exception_ptr) {
-        spdlog::error("{} {}: handler threw", req.method, req.path);
+        spdlog::error("{} {}: handler threw", LogText(req.method), LogText(req.path));
         ConnectError(res, absl::InternalError("internal error"), 500);
       });
   server_->set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     if (RouteTable::IsApiPath(req.path) && req.method == "POST") return;  // Rpc() counted it.
     metrics_.Page(res.status);
-    spdlog::debug("{} {} {} from {}", req.method, req.path, res.status, req.remote_addr);
+    spdlog::debug("{} {} {} from {}", LogText(req.method), LogText(req.path), res.status,
+                  req.remote_addr);
   });
 
   if (port == 0) {
@@ -173,6 +233,7 @@ void ConsoleServer::Rpc(const httplib::Request& req, httplib::Response& res) {
     request.timeout_ms = req.get_header_value("Connect-Timeout-Ms");
     request.protocol_version = req.get_header_value("Connect-Protocol-Version");
     request.content_encoding = req.get_header_value("Content-Encoding");
+    request.client = req.remote_addr;
     answer = gateway_.Handle(request);
     metrics_.in_flight().Decrement();
     in_flight_.fetch_sub(1);
@@ -188,13 +249,39 @@ void ConsoleServer::Rpc(const httplib::Request& req, httplib::Response& res) {
   metrics_.Request(answer.service, answer.method, code, latency);
   // Never the Authorization header, nor the body (a token's secret may travel in either).
   if (answer.status.ok()) {
-    spdlog::info("POST {} {} ok {:.1f}ms from {}", req.path, res.status,
+    spdlog::info("POST {} {} ok {:.1f}ms from {}", LogText(req.path), res.status,
                  absl::ToDoubleMilliseconds(latency), req.remote_addr);
   } else {
-    spdlog::info("POST {} {} {} {:.1f}ms from {}: {}", req.path, res.status, code,
-                 absl::ToDoubleMilliseconds(latency), req.remote_addr,
-                 std::string(answer.status.message()));
+    LogRefusal(req.remote_addr,
+               absl::StrCat("POST ", LogText(req.path), " ", res.status, " ", code, " ",
+                            absl::ToInt64Milliseconds(latency), "ms from ", req.remote_addr, ": ",
+                            LogText(answer.status.message())));
   }
+}
+
+void ConsoleServer::LogRefusal(const std::string& client, const std::string& line) {
+  const LogRateLimiter::Verdict v = refusal_log_.Admit(client);
+  if (v.log) spdlog::info("{}{}", line, LogRateLimiter::SuppressedNote(v.suppressed));
+}
+
+bool ConsoleServer::RefuseBeforeBody(const httplib::Request& req, httplib::Response& res) {
+  GuardedHttpServer::Connection* conn = GuardedHttpServer::Current();
+  const BodyCheck check = CheckBody(req, options_.max_body_bytes);
+  if (check.http_status == 0) {
+    if (conn != nullptr) conn->LimitBody(check.budget);
+    return false;
+  }
+  // The body stays unread: the connection cannot carry another request.
+  if (conn != nullptr) conn->CloseAfterResponse();
+  res.set_header("Connection", "close");
+  if (check.http_status == 415) res.set_header("Accept-Encoding", "identity");
+  ConnectError(res, check.status, check.http_status);
+  metrics_.Request("unknown", "unknown", ConnectCodeName(check.status.code()),
+                   absl::ZeroDuration());
+  LogRefusal(req.remote_addr,
+             absl::StrCat(LogText(req.method), " ", LogText(req.path), " ", check.http_status,
+                          " from ", req.remote_addr, ": ", check.status.message()));
+  return true;
 }
 
 void ConsoleServer::Get(const httplib::Request& req, httplib::Response& res) {
@@ -239,26 +326,48 @@ void ConsoleServer::Health(const httplib::Request& req, httplib::Response& res) 
 }
 
 void ConsoleServer::FillError(const httplib::Request& req, httplib::Response& res) {
-  if (!RouteTable::IsApiPath(req.path) || req.method != "POST") {
-    res.set_content(absl::StrCat("HTTP ", res.status, "\n"), "text/plain; charset=utf-8");
-    return;
-  }
-  // httplib refused the request before Rpc() saw it; answer as Connect would.
+  GuardedHttpServer::Connection* conn = GuardedHttpServer::Current();
+  const bool timed_out = conn != nullptr && conn->past_deadline();
+  const bool too_big = conn != nullptr && conn->over_budget();
+  // A request refused before its headers were parsed has no remote_addr yet.
+  const std::string client = conn != nullptr ? conn->client() : req.remote_addr;
   absl::Status status;
-  if (res.status == 413) {
+  if (timed_out || too_big) {
+    // The rest of the request is unread: the connection cannot carry another one.
+    conn->CloseAfterResponse();
+    res.set_header("Connection", "close");
+  }
+  if (timed_out) {
+    res.status = 408;
+    status = absl::DeadlineExceededError(absl::StrCat("request not received in full within ",
+                                                      absl::FormatDuration(options_.read_timeout)));
+  } else if (too_big && conn->reading_body()) {
+    res.status = 413;
+    status = absl::ResourceExhaustedError(
+        absl::StrCat("request body is over the limit of ", options_.max_body_bytes, " bytes"));
+  } else if (too_big) {
+    res.status = 431;
+    status = absl::ResourceExhaustedError("request headers are over the limit");
+  } else if (res.status == 413) {
     status = absl::ResourceExhaustedError(
         absl::StrCat("request body is over the limit of ", options_.max_body_bytes, " bytes"));
   } else if (res.status == 415) {
-    status = absl::UnimplementedError("content encoding is not supported; use identity or gzip");
+    status = absl::UnimplementedError("content-encoding is not supported; use identity");
   } else {
     status = absl::InvalidArgumentError(absl::StrCat("bad request (HTTP ", res.status, ")"));
   }
   const int http_status = res.status;
+  LogRefusal(client, absl::StrCat(req.method.empty() ? "-" : LogText(req.method), " ",
+                                  req.path.empty() ? "-" : LogText(req.path), " ", http_status, " ",
+                                  ConnectCodeName(status.code()), " from ", client, ": ",
+                                  status.message()));
+  if (!RouteTable::IsApiPath(req.path) || req.method != "POST") {
+    res.set_content(absl::StrCat("HTTP ", http_status, "\n"), "text/plain; charset=utf-8");
+    return;
+  }
+  // httplib refused the request before Rpc() saw it; answer as Connect would.
   ConnectError(res, status, http_status);
   metrics_.Request("unknown", "unknown", ConnectCodeName(status.code()), absl::ZeroDuration());
-  spdlog::info("POST {} {} {} from {}: {}", req.path, http_status,
-               std::string(ConnectCodeName(status.code())), req.remote_addr,
-               std::string(status.message()));
 }
 
 }  // namespace jobwheel::console

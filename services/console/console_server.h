@@ -12,33 +12,44 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/base/log_rate_limiter.h"
 #include "common/time/clock.h"
 #include "services/console/connect_gateway.h"
 #include "services/console/console_metrics.h"
 #include "services/console/static_files.h"
 
 namespace httplib {
-class Server;
 struct Request;
 struct Response;
 }  // namespace httplib
 
 namespace jobwheel::console {
 
+class GuardedHttpServer;
+
 // The console's HTTP surface on cpp-httplib: POST /jobwheel.v1.<Service>/<Method> goes to the
 // Connect gateway, GET /healthz and /readyz answer health, every other GET is a page from the
 // web root. Every response carries the security headers (CSP without inline script, frame
 // denial, nosniff, no referrer). Connect requests beyond `max_concurrent_requests` are
-// refused at once as unavailable. Owns the listening thread and its worker pool.
+// refused at once as unavailable. One client cannot take the console down: connections are
+// capped in all and per client IP at accept time; each request must arrive whole, headers and
+// body, within `read_timeout`; a body is refused before it is read when it is compressed (any
+// Content-Encoding but identity: 415), longer than `max_body_bytes` (413) or of no declared
+// length (411), and a chunked body stops being read at the limit (413). Refusals are logged at
+// most once per client per 10 s, with a count, and client-chosen text in the log is escaped.
+// Owns the listening thread and its worker threads.
 class ConsoleServer {
  public:
   struct Options {
     std::string listen = "127.0.0.1:7180";  // host:port; [v6]:port; port 0 picks one.
     int max_concurrent_requests = 32;
     size_t max_body_bytes = 1 << 20;
-    absl::Duration read_timeout = absl::Seconds(10);
-    absl::Duration write_timeout = absl::Seconds(10);
-    absl::Duration keep_alive_timeout = absl::Seconds(5);
+    // From a request's first byte to the last byte of its body.
+    absl::Duration read_timeout = absl::Seconds(5);
+    absl::Duration write_timeout = absl::Seconds(10);  // Of a whole response.
+    absl::Duration keep_alive_timeout = absl::Seconds(2);
+    int max_connections = 128;
+    int max_connections_per_client = 16;
   };
   // OK when the backends serve (GET /readyz).
   using ReadyCheck = std::function<absl::Status()>;
@@ -63,6 +74,10 @@ class ConsoleServer {
   void Rpc(const httplib::Request& req, httplib::Response& res);
   void Get(const httplib::Request& req, httplib::Response& res);
   void Health(const httplib::Request& req, httplib::Response& res);
+  // After the headers, before any body is read: refuses what must not be read (true).
+  bool RefuseBeforeBody(const httplib::Request& req, httplib::Response& res);
+  // Writes `line` unless `client` had a refusal logged within the interval.
+  void LogRefusal(const std::string& client, const std::string& line);
   // Fills an error response nobody wrote a body for (httplib's own 400/413/...).
   void FillError(const httplib::Request& req, httplib::Response& res);
 
@@ -72,7 +87,8 @@ class ConsoleServer {
   const ReadyCheck ready_;
   ConsoleMetrics& metrics_;
   const Clock& clock_;
-  std::unique_ptr<httplib::Server> server_;
+  LogRateLimiter refusal_log_;
+  std::unique_ptr<GuardedHttpServer> server_;
   std::thread thread_;
   std::atomic<int> in_flight_{0};
   std::atomic<bool> listen_returned_{false};

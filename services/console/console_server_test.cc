@@ -1,5 +1,9 @@
 #include "services/console/console_server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
@@ -253,6 +258,71 @@ TEST_F(ConsoleServerTest, ShutdownIsIdempotent) {
   server_->Shutdown();
   auto res = client_->Get("/healthz");
   EXPECT_FALSE(res);
+}
+
+// A raw request over one connection: the whole answer (the server closes after it).
+std::string RawExchange(int port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) return "connect failed";
+  (void)!::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 5000) <= 0) break;
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+TEST_F(ConsoleServerTest, CompressedBodiesAreRefusedBeforeTheyAreRead) {
+  Start();
+  // The headers only: the server must answer without waiting for (or inflating) the body.
+  const std::string answer = RawExchange(
+      server_->port(), absl::StrCat("POST ", kListJobs,
+                                    " HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+                                    "Content-Encoding: gzip\r\nContent-Length: 130000\r\n\r\n"));
+  EXPECT_TRUE(absl::StartsWith(answer, "HTTP/1.1 415")) << answer;
+  EXPECT_NE(answer.find("Accept-Encoding: identity"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("identity"), std::string::npos) << answer;
+  EXPECT_EQ(backend_.calls(), 0);
+}
+
+TEST_F(ConsoleServerTest, BodiesOverTheLimitOrWithoutALengthAreRefused) {
+  ConsoleServer::Options options;
+  options.max_body_bytes = 2048;
+  Start(options);
+  const std::string head = absl::StrCat(
+      "POST ", kListJobs, " HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n");
+  // Declared too long: refused from the headers alone.
+  std::string answer =
+      RawExchange(server_->port(), absl::StrCat(head, "Content-Length: 100000000\r\n\r\n"));
+  EXPECT_TRUE(absl::StartsWith(answer, "HTTP/1.1 413")) << answer;
+  // No length at all.
+  answer = RawExchange(server_->port(), absl::StrCat(head, "\r\n{}"));
+  EXPECT_TRUE(absl::StartsWith(answer, "HTTP/1.1 411")) << answer;
+  // Chunked: read only up to the limit.
+  std::string chunked = absl::StrCat(head, "Transfer-Encoding: chunked\r\n\r\n");
+  for (int i = 0; i < 64; ++i) absl::StrAppend(&chunked, "400\r\n", std::string(1024, ' '), "\r\n");
+  absl::StrAppend(&chunked, "0\r\n\r\n");
+  answer = RawExchange(server_->port(), chunked);
+  EXPECT_TRUE(absl::StartsWith(answer, "HTTP/1.1 413")) << answer;
+  EXPECT_NE(answer.find("resource_exhausted"), std::string::npos) << answer;
+  // A small chunked body is fine.
+  answer =
+      RawExchange(server_->port(), absl::StrCat(head,
+                                                "Transfer-Encoding: chunked\r\n"
+                                                "Connection: close\r\n\r\n2\r\n{}\r\n0\r\n\r\n"));
+  EXPECT_TRUE(absl::StartsWith(answer, "HTTP/1.1 200")) << answer;
+  EXPECT_EQ(backend_.calls(), 1);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@ class FakeBackendCaller : public BackendCaller {
     std::string grpc_path;
     std::string request;
     std::string authorization;
+    std::string client;
     absl::Time deadline;
   };
   using Answer = std::function<absl::StatusOr<std::string>(const CallRecord&)>;
@@ -26,8 +27,8 @@ class FakeBackendCaller : public BackendCaller {
 
   absl::StatusOr<std::string> Call(Backend backend, const std::string& grpc_path,
                                    const std::string& request, const std::string& authorization,
-                                   absl::Time deadline) override {
-    CallRecord record{backend, grpc_path, request, authorization, deadline};
+                                   const std::string& client, absl::Time deadline) override {
+    CallRecord record{backend, grpc_path, request, authorization, client, deadline};
     {
       absl::MutexLock lock(&mu_);
       last_ = record;

@@ -10,6 +10,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "common/auth/bearer.h"
 #include "common/base/flags.h"
 #include "common/base/logging.h"
 #include "common/base/mutex_mode.h"
@@ -48,10 +49,28 @@ ABSL_FLAG(int, max_concurrent_requests, 32,
           "Connect requests served at once; more are refused as unavailable (HTTP 503)");
 ABSL_FLAG(absl::Duration, request_timeout, absl::Seconds(10),
           "deadline of each backend call (a shorter connect-timeout-ms from the client wins)");
-ABSL_FLAG(absl::Duration, read_timeout, absl::Seconds(10), "HTTP request read timeout");
-ABSL_FLAG(absl::Duration, write_timeout, absl::Seconds(10), "HTTP response write timeout");
-ABSL_FLAG(absl::Duration, keep_alive_timeout, absl::Seconds(5),
+ABSL_FLAG(absl::Duration, read_timeout, absl::Seconds(5),
+          "deadline of a whole HTTP request, headers and body, from its first byte (a client "
+          "that sends slower is answered 408 and disconnected)");
+ABSL_FLAG(absl::Duration, write_timeout, absl::Seconds(10),
+          "deadline of writing a whole HTTP response");
+ABSL_FLAG(absl::Duration, keep_alive_timeout, absl::Seconds(2),
           "how long an idle keep-alive connection is kept open");
+ABSL_FLAG(int, max_connections, 128,
+          "HTTP connections open at once (one thread each); more are answered 503 and closed");
+ABSL_FLAG(int, max_connections_per_client, 16,
+          "HTTP connections open at once from one client IP; more are answered 503 and closed "
+          "(behind a proxy every client has the proxy's IP: raise it there)");
+ABSL_FLAG(double, failed_auth_burst, 20,
+          "failed authentications a client IP may have at once before the console stops "
+          "forwarding its unknown tokens (RESOURCE_EXHAUSTED)");
+ABSL_FLAG(double, failed_auth_per_second, 5,
+          "failed authentications a client IP may have per second after the burst");
+ABSL_FLAG(std::string, proxy_token_file, "",
+          "the console's own API token (a VIEWER token for no app is enough): sent with each "
+          "call with the caller's IP, so the scheduler and registry limit failed "
+          "authentications per console client instead of for the whole console; empty: "
+          "neither is sent");
 ABSL_FLAG(absl::Duration, ready_timeout, absl::Seconds(1),
           "deadline of the backends' health checks behind GET /readyz");
 ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),
@@ -90,6 +109,11 @@ absl::StatusOr<ConsoleOptions> OptionsFromFlags() {
   c.read_timeout = absl::GetFlag(FLAGS_read_timeout);
   c.write_timeout = absl::GetFlag(FLAGS_write_timeout);
   c.keep_alive_timeout = absl::GetFlag(FLAGS_keep_alive_timeout);
+  c.max_connections = absl::GetFlag(FLAGS_max_connections);
+  c.max_connections_per_client = absl::GetFlag(FLAGS_max_connections_per_client);
+  c.failed_auth_burst = absl::GetFlag(FLAGS_failed_auth_burst);
+  c.failed_auth_per_second = absl::GetFlag(FLAGS_failed_auth_per_second);
+  c.proxy_token_file = absl::GetFlag(FLAGS_proxy_token_file);
   c.ready_timeout = absl::GetFlag(FLAGS_ready_timeout);
   c.drain_delay = absl::GetFlag(FLAGS_drain_delay);
   c.client_tls = ClientTls{absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_client_cert),
@@ -118,7 +142,9 @@ int Run(const ConsoleOptions& c) {
     spdlog::error("--registry_target: {}", registry.status().ToString());
     return 1;
   }
-  GrpcBackendCaller backends(*scheduler, *registry);
+  absl::StatusOr<std::string> proxy_token = ReadTokenFile(c.proxy_token_file, "--proxy_token_file");
+  if (!proxy_token.ok()) return Fail(proxy_token.status(), 2);
+  GrpcBackendCaller backends(*scheduler, *registry, *proxy_token);
   BackendHealth health({{"scheduler", *scheduler}, {"registry", *registry}});
   Clock& clock = RealClock::Get();
   // The console's own conditions: none but draining; its backends are asked on each /readyz.
@@ -126,6 +152,8 @@ int Run(const ConsoleOptions& c) {
   ConnectGateway::Options gateway_options;
   gateway_options.request_timeout = c.request_timeout;
   gateway_options.max_body_bytes = static_cast<size_t>(c.max_body_bytes);
+  gateway_options.failed_auth.burst = c.failed_auth_burst;
+  gateway_options.failed_auth.per_second = c.failed_auth_per_second;
   ConnectGateway gateway(routes, backends, clock, gateway_options);
   StaticFiles pages(c.web_root);
 
@@ -136,6 +164,8 @@ int Run(const ConsoleOptions& c) {
   server_options.read_timeout = c.read_timeout;
   server_options.write_timeout = c.write_timeout;
   server_options.keep_alive_timeout = c.keep_alive_timeout;
+  server_options.max_connections = c.max_connections;
+  server_options.max_connections_per_client = c.max_connections_per_client;
   const absl::Duration ready_timeout = c.ready_timeout;
   ConsoleServer server(
       server_options, gateway, pages,
