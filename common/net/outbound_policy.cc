@@ -26,29 +26,34 @@ bool OutboundPolicy::HostListed(absl::string_view host, int port) const {
   return options_.allow_hosts.Contains(host, port);
 }
 
-absl::Status OutboundPolicy::CheckName(absl::string_view host, int port) const {
-  const std::string target = JoinHostPort(host, port);
-  bool port_listed = options_.allow_ports.Contains(port);
+absl::Status OutboundPolicy::CheckPort(absl::string_view host, int port) const {
+  if (options_.allow_ports.Contains(port)) return absl::OkStatus();
   for (const HostAllowlist::Entry& e : options_.allow_hosts.entries()) {
-    if (e.host == host && e.port == port) port_listed = true;
+    if (e.host == host && e.port == port) return absl::OkStatus();
   }
-  if (!port_listed) {
-    return Refused(host, target, "port",
-                   absl::StrCat("port ", port, " is not in ", options_.ports_flag, " (",
-                                options_.allow_ports.ToString(), ") and no ", options_.hosts_flag,
-                                " entry names ", target));
-  }
-  if (IsMetadataName(host) && !HostListed(host, port)) {
-    return Refused(host, target, "metadata",
-                   absl::StrCat(host, " is a cloud metadata service name; allowed only when ",
-                                options_.hosts_flag, " names it"));
-  }
-  return absl::OkStatus();
+  const std::string target = JoinHostPort(host, port);
+  return Refused(host, target, "port",
+                 absl::StrCat("port ", port, " is not in ", options_.ports_flag, " (",
+                              options_.allow_ports.ToString(), ") and no ", options_.hosts_flag,
+                              " entry names ", target));
+}
+
+absl::Status OutboundPolicy::CheckMetadataName(absl::string_view host, int port) const {
+  if (!IsMetadataName(host) || HostListed(host, port)) return absl::OkStatus();
+  return Refused(host, JoinHostPort(host, port), "metadata",
+                 absl::StrCat(host, " is a cloud metadata service name; allowed only when ",
+                              options_.hosts_flag, " names it"));
+}
+
+absl::Status OutboundPolicy::CheckName(absl::string_view host, int port) const {
+  absl::Status named = CheckMetadataName(host, port);
+  if (!named.ok()) return named;
+  return CheckPort(host, port);
 }
 
 absl::Status OutboundPolicy::CheckAddress(absl::string_view host, const IpAddress& ip,
                                           int port) const {
-  absl::Status named = CheckName(host, port);
+  absl::Status named = CheckMetadataName(host, port);
   if (!named.ok()) return named;
   const std::string ip_text = IpToString(ip);
   const std::string target = JoinHostPort(ip_text, port);
@@ -67,23 +72,23 @@ absl::Status OutboundPolicy::CheckAddress(absl::string_view host, const IpAddres
       for (const Cidr& cidr : options_.allow_cidrs) {
         if (cidr.IsSingleAddress() && cidr.Contains(ip)) exact = true;
       }
-      if (exact) return absl::OkStatus();
+      if (exact) return CheckPort(host, port);
       return Refused(host, target, rule,
                      absl::StrCat(ip_text, " is a cloud metadata address; allowed only when ",
                                   options_.hosts_flag, " names it or ", options_.cidrs_flag,
                                   " lists it as a single address"));
     }
     case AddressClass::kPublic:
-      if (options_.allow_public) return absl::OkStatus();
+      if (options_.allow_public) return CheckPort(host, port);
       break;
     case AddressClass::kLoopback:
     case AddressClass::kLinkLocal:
     case AddressClass::kPrivate:
       break;
   }
-  if (HostListed(host, port)) return absl::OkStatus();
+  if (HostListed(host, port)) return CheckPort(host, port);
   for (const Cidr& cidr : options_.allow_cidrs) {
-    if (cidr.Contains(ip)) return absl::OkStatus();
+    if (cidr.Contains(ip)) return CheckPort(host, port);
   }
   return Refused(
       host, target, rule,

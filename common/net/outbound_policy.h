@@ -36,8 +36,9 @@ struct OutboundPolicyOptions {
 // addresses (metadata needs an exact entry), ports outside allow_ports, and public addresses
 // when !allow_public. Every refusal is PERMISSION_DENIED and names the rule
 // (`refused by rule "metadata"`, see AddressClassName; "port" for the port rule) and the flag
-// that would allow it. Call CheckName before resolving and CheckAddress for every address
-// the name resolves to, right before connecting to it. Immutable; thread-safe.
+// that would allow it. Call CheckName before resolving a name and CheckAddress for every
+// address it resolves to (or the IP a URL names), right before connecting to it.
+// Immutable; thread-safe.
 class OutboundPolicy {
  public:
   explicit OutboundPolicy(OutboundPolicyOptions options);
@@ -46,6 +47,8 @@ class OutboundPolicy {
   // unless allow_hosts names them. `host` in canonical spelling.
   absl::Status CheckName(absl::string_view host, int port) const;
   // After DNS: `ip` is an address `host` resolved to (or `host` itself when it is an IP).
+  // Includes CheckName's rules; the address's class is checked before the port, so a
+  // refused address is named as such whatever its port.
   absl::Status CheckAddress(absl::string_view host, const IpAddress& ip, int port) const;
 
   // One line for the start-up log.
@@ -54,6 +57,8 @@ class OutboundPolicy {
 
  private:
   bool HostListed(absl::string_view host, int port) const;
+  absl::Status CheckPort(absl::string_view host, int port) const;
+  absl::Status CheckMetadataName(absl::string_view host, int port) const;
 
   const OutboundPolicyOptions options_;
 };

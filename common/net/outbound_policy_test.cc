@@ -59,9 +59,9 @@ TEST(OutboundPolicyTest, InternalClassesAreRefusedNamingTheRule) {
 TEST(OutboundPolicyTest, AllowlistsOpenInternalAddresses) {
   OutboundPolicy p = Policy("api.internal, 127.0.0.1:18080", "10.1.0.0/16");
   EXPECT_TRUE(Check(p, "api.internal", "10.9.9.9", 443).ok());
-  ExpectRule(Check(p, "api.internal", "10.9.9.9", 8443), "port");  // Any-port entry: ports rule.
-  EXPECT_TRUE(Check(p, "127.0.0.1", "127.0.0.1", 18080).ok());     // The entry's port.
-  ExpectRule(Check(p, "127.0.0.1", "127.0.0.1", 18081), "port");
+  ExpectRule(Check(p, "api.internal", "10.9.9.9", 8443), "port");     // Any-port entry: ports rule.
+  EXPECT_TRUE(Check(p, "127.0.0.1", "127.0.0.1", 18080).ok());        // The entry's port.
+  ExpectRule(Check(p, "127.0.0.1", "127.0.0.1", 18081), "loopback");  // Class before port.
   EXPECT_TRUE(Check(p, "other.example", "10.1.2.3", 80).ok());
   ExpectRule(Check(p, "other.example", "10.2.0.1", 80), "private");
   // A wide block never opens metadata; an exact entry does.
@@ -72,6 +72,7 @@ TEST(OutboundPolicyTest, AllowlistsOpenInternalAddresses) {
   EXPECT_TRUE(Check(Policy("169.254.169.254"), "169.254.169.254", "169.254.169.254", 80).ok());
   // Never a destination, whatever the lists say.
   ExpectRule(Check(Policy("x", "0.0.0.0/0"), "x", "0.0.0.0", 80), "unspecified");
+  ExpectRule(Check(Policy(), "169.254.169.254", "169.254.169.254", 8080), "metadata");
 }
 
 TEST(OutboundPolicyTest, MetadataNamesBeforeResolution) {
