@@ -352,6 +352,24 @@ ALTER TABLE executors ADD COLUMN offline_since TIMESTAMPTZ;
 -- same process keeps it. NULL for rows registered before this column existed.
 ALTER TABLE executors ADD COLUMN instance_since TIMESTAMPTZ;
 )sql"},
+      {9,
+       // jobs (owner: scheduler): FIX_DELAY schedules. The admin API (PgJobStore) writes
+       // fix_delay_ms (and fix_rate_start as the first fire's time) and clears delay_fire_id on
+       // every write; the leader (PgFireStore) sets delay_fire_id in the claim transaction that
+       // records a FIX_DELAY job's fire (next_fire_at NULL: the job waits), moves it to the
+       // retry fire in the monitor pass that writes one, and in its delay-chain pass sets
+       // next_fire_at = the last run's end + fix_delay_ms and clears it once that fire and its
+       // runs have ended and been followed up. No other service reads these columns.
+       R"sql(
+-- FIX_DELAY: the next fire fix_delay_ms after the previous run ended.
+ALTER TABLE jobs DROP CONSTRAINT jobs_schedule_kind_check;
+ALTER TABLE jobs ADD CONSTRAINT jobs_schedule_kind_check
+  CHECK (schedule_kind IN ('CRON', 'FIX_RATE', 'FIX_DELAY', 'NONE'));
+ALTER TABLE jobs ADD COLUMN fix_delay_ms BIGINT NOT NULL DEFAULT 0;
+-- The fire a FIX_DELAY job waits for (its chain's last fire or retry); NULL: not waiting.
+ALTER TABLE jobs ADD COLUMN delay_fire_id BIGINT;
+CREATE INDEX jobs_delay_waiting ON jobs (id) WHERE delay_fire_id IS NOT NULL;
+)sql"},
   };
   return *migrations;
 }

@@ -193,10 +193,10 @@ TEST_F(MigrationsTest, RoleCheckAdmitsExactlyTheProtoNames) {
   }
 }
 
-// jobs.schedule_kind exists only in the database: it admits exactly sql_enums' three names.
+// jobs.schedule_kind exists only in the database: it admits exactly sql_enums' four names.
 TEST_F(MigrationsTest, ScheduleKindCheckAdmitsExactlyTheNamedKinds) {
   const std::vector<std::string> kinds = {sql::kScheduleKindCron, sql::kScheduleKindFixRate,
-                                          sql::kScheduleKindNone};
+                                          sql::kScheduleKindFixDelay, sql::kScheduleKindNone};
   pqxx::work tx(*conn_);
   EXPECT_EQ(ConstraintDef(tx, "jobs", "jobs_schedule_kind_check"),
             ProbeCheck(tx, "jobs", "schedule_kind IN " + SqlTextList(kinds)));

@@ -83,10 +83,11 @@ std::string AddressTypeSqlName(v1::AddressType type);
 v1::AddressType AddressTypeFromSqlName(absl::string_view name);
 
 // jobs.schedule_kind: which field of Job.schedule is set. The values exist only in the database
-// (the proto has a oneof, not an enum); the CHECK constraint on the column admits these three.
-inline constexpr char kScheduleKindCron[] = "CRON";         // schedule.cron
-inline constexpr char kScheduleKindFixRate[] = "FIX_RATE";  // schedule.fix_rate
-inline constexpr char kScheduleKindNone[] = "NONE";         // neither: manual triggers only
+// (the proto has a oneof, not an enum); the CHECK constraint on the column admits these four.
+inline constexpr char kScheduleKindCron[] = "CRON";           // schedule.cron
+inline constexpr char kScheduleKindFixRate[] = "FIX_RATE";    // schedule.fix_rate
+inline constexpr char kScheduleKindFixDelay[] = "FIX_DELAY";  // schedule.fix_delay
+inline constexpr char kScheduleKindNone[] = "NONE";           // neither: manual triggers only
 
 }  // namespace jobwheel::sql
 

@@ -550,4 +550,8 @@ absl::StatusOr<int> FakeFireStore::DeleteHistory(absl::Time cutoff, int limit) {
   return runs + fires;
 }
 
+absl::StatusOr<FireStore::DelayChainResult> FakeFireStore::AdvanceDelayChains(int /*limit*/) {
+  return DelayChainResult();
+}
+
 }  // namespace jobwheel::scheduler

@@ -117,6 +117,8 @@ class FakeFireStore : public FireStore {
                                                        const LatePlanner& late) override;
   absl::StatusOr<MonitorResult> RunMonitorPass(const MonitorLimits& limits,
                                                const FollowupPlanner& plan) override;
+  // No delay chains: FIX_DELAY is tested against PostgreSQL (pg_fire_store_test).
+  absl::StatusOr<DelayChainResult> AdvanceDelayChains(int limit) override;
   absl::StatusOr<int> DeleteHistory(absl::Time cutoff, int limit) override;
 
  private:

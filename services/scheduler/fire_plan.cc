@@ -30,6 +30,16 @@ ClaimPlan PlanClaim(const std::vector<Job>& jobs, absl::Time now, const ClaimWin
       continue;
     }
     const jobwheel::v1::TriggerType type = schedule->trigger_type();
+    if (schedule->fixed_delay()) {
+      PlannedFire f;
+      f.job_id = job.id();
+      f.scheduled = std::max(FromProto(job.next_fire_time()), now);
+      f.trigger_type = type;
+      plan.delay_chains.push_back({job.id(), f.scheduled});
+      plan.fires.push_back(std::move(f));
+      plan.next.push_back({job.id(), std::nullopt});
+      continue;
+    }
     std::optional<absl::Time> t = FromProto(job.next_fire_time());
     // Misfire: the due times older than the threshold.
     if (t && *t < misfire_before) {

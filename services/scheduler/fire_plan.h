@@ -52,8 +52,16 @@ struct MisfireCount {
   int64_t missed = 0;
 };
 
+// A FIX_DELAY job's fire: the job now waits for it (and its runs) to end.
+struct DelayChainFire {
+  int64_t job_id = 0;
+  absl::Time scheduled;
+};
+
 struct ClaimPlan {
   std::vector<PlannedFire> fires;
+  // The FIX_DELAY jobs among them (their fire is in `fires`, their next fire time cleared).
+  std::vector<DelayChainFire> delay_chains;
   // One per claimed job, in the order of the jobs.
   std::vector<NextFire> next;
   std::vector<MisfireCount> misfires;
@@ -76,6 +84,9 @@ inline constexpr int64_t kMaxMissedCounted = 100000;
 //    the same outage) gets a SKIPPED row instead, its misfire counted all the same;
 //  - every due time from there up to ClaimHorizon + claim_ahead gets a PENDING fire;
 //  - the next fire time is the first one after that.
+// A FIX_DELAY job gets one PENDING fire at its next fire time, or at `now` when that has passed
+// (it never misfires: nothing piles up while it waits), and no next fire time: the monitors set
+// it once that fire's runs have ended (see FireStore::AdvanceDelayChains).
 ClaimPlan PlanClaim(const std::vector<jobwheel::v1::Job>& jobs, absl::Time now,
                     const ClaimWindow& window,
                     const absl::flat_hash_map<int64_t, absl::Time>& fired_once_through = {});

@@ -333,5 +333,38 @@ TEST(FirePlanTest, AFireOnceNowJobAlreadyFiredOnceSkipsAllItsLateFires) {
   EXPECT_EQ(Ids(plan.skipped), std::vector<int64_t>{3});
 }
 
+Job DelayJob(int64_t id, absl::Time next) {
+  Job job;
+  job.set_id(id);
+  job.mutable_schedule()->mutable_fix_delay()->mutable_delay()->set_seconds(1);
+  *job.mutable_next_fire_time() = ToProto(next);
+  *job.mutable_create_time() = ToProto(kNow - absl::Hours(1));
+  return job;
+}
+
+TEST(FirePlanTest, FixDelayJobGetsOneFireAndWaits) {
+  const ClaimPlan plan =
+      PlanClaim({DelayJob(3, kNow + absl::Seconds(2)), CronJob(4, kNow + absl::Seconds(1))}, kNow,
+                ClaimWindow{});
+  EXPECT_EQ(Times(plan, 3), std::vector<absl::Time>{kNow + absl::Seconds(2)});
+  EXPECT_EQ(Times(plan, 4).size(), 10u);
+  ASSERT_EQ(plan.delay_chains.size(), 1u);
+  EXPECT_EQ(plan.delay_chains[0].job_id, 3);
+  EXPECT_EQ(plan.delay_chains[0].scheduled, kNow + absl::Seconds(2));
+  ASSERT_EQ(plan.next.size(), 2u);
+  EXPECT_FALSE(plan.next[0].next.has_value());
+  EXPECT_TRUE(plan.next[1].next.has_value());
+}
+
+TEST(FirePlanTest, LateFixDelayJobFiresNowAndIsNoMisfire) {
+  const ClaimPlan plan = PlanClaim({DelayJob(3, kNow - absl::Minutes(10))}, kNow, ClaimWindow{});
+  ASSERT_EQ(plan.fires.size(), 1u);
+  EXPECT_EQ(plan.fires[0].scheduled, kNow);
+  EXPECT_FALSE(plan.fires[0].skipped);
+  EXPECT_EQ(plan.fires[0].trigger_type, jobwheel::v1::TRIGGER_TYPE_FIX_RATE);
+  EXPECT_TRUE(plan.misfires.empty());
+  EXPECT_EQ(plan.delay_chains[0].scheduled, kNow);
+}
+
 }  // namespace
 }  // namespace jobwheel::scheduler

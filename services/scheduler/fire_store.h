@@ -153,6 +153,19 @@ class FireStore {
   virtual absl::StatusOr<MonitorResult> RunMonitorPass(const MonitorLimits& limits,
                                                        const FollowupPlanner& plan) = 0;
 
+  struct DelayChainResult {
+    // FIX_DELAY jobs given their next fire time.
+    int advanced = 0;
+    // FIX_DELAY jobs still waiting for a fire or its runs.
+    int waiting = 0;
+  };
+  // In one transaction: for up to `limit` enabled FIX_DELAY jobs waiting for a fire (skipping
+  // locked ones) that is no longer PENDING, none of whose runs is open or not yet followed up
+  // (so its retry, if any, has been written and is waited for instead), and with no open run
+  // of the job at all: sets next_fire_at to the latest end time of that fire's runs (now when
+  // it has none: skipped, or failed before any run) plus the job's delay, and ends the wait.
+  virtual absl::StatusOr<DelayChainResult> AdvanceDelayChains(int limit) = 0;
+
   // In one transaction: deletes up to `limit` finished, followed-up runs triggered before
   // `cutoff`, and up to `limit` non-PENDING fires created before it that no run references.
   // Returns how many rows it deleted.

@@ -13,7 +13,7 @@ const char* const kJobColumns =
     "j.fail_retry_count, j.child_job_ids, j.glue_type, j.script_source, j.script_version, "
     "j.enabled, (EXTRACT(EPOCH FROM j.next_fire_at) * 1000000)::BIGINT, "
     "(EXTRACT(EPOCH FROM j.create_time) * 1000000)::BIGINT, "
-    "(EXTRACT(EPOCH FROM j.update_time) * 1000000)::BIGINT, j.schedule_error";
+    "(EXTRACT(EPOCH FROM j.update_time) * 1000000)::BIGINT, j.schedule_error, j.fix_delay_ms";
 
 namespace {
 
@@ -55,6 +55,10 @@ jobwheel::v1::Job JobFromRow(const pqxx::row& row, int offset) {
     auto* rate = job.mutable_schedule()->mutable_fix_rate();
     rate->set_interval_seconds(row[offset + 9].as<int64_t>());
     SetTime(row[offset + 10], [&] { return rate->mutable_start_time(); });
+  } else if (kind == "FIX_DELAY") {
+    auto* delay = job.mutable_schedule()->mutable_fix_delay();
+    *delay->mutable_delay() = ToProtoDuration(absl::Milliseconds(row[offset + 27].as<int64_t>()));
+    SetTime(row[offset + 10], [&] { return delay->mutable_start_time(); });
   } else {
     job.mutable_schedule()->mutable_none();
   }

@@ -41,10 +41,11 @@ void Monitors::OnExecutorChanged() {
   ++wake_version_;
 }
 
-bool Monitors::WaitForPass(absl::Time sweep) {
+bool Monitors::WaitForPass(absl::Time until, bool* woken) {
   absl::MutexLock lock(&mu_);
+  *woken = false;
   while (true) {
-    const absl::Time due = wakes_.empty() ? sweep : std::min(sweep, *wakes_.begin());
+    const absl::Time due = wakes_.empty() ? until : std::min(until, *wakes_.begin());
     const int64_t seen = wake_version_;
     auto stopping_or_new_wake = [this, seen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return stopping_ || wake_version_ != seen;
@@ -54,22 +55,39 @@ bool Monitors::WaitForPass(absl::Time sweep) {
     // A new wake-up: wait again, for whichever comes first now.
   }
   const absl::Time now = clock_.Now();
-  while (!wakes_.empty() && *wakes_.begin() <= now) wakes_.erase(wakes_.begin());
+  while (!wakes_.empty() && *wakes_.begin() <= now) {
+    wakes_.erase(wakes_.begin());
+    *woken = true;
+  }
   return true;
 }
 
 void Monitors::Loop() {
   absl::Time last_retention = clock_.Now();
+  absl::Time sweep = clock_.Now() + options_.interval;
+  bool chains_waiting = false;
   while (true) {
-    if (!WaitForPass(clock_.Now() + options_.interval)) return;
+    const absl::Time until =
+        chains_waiting ? std::min(sweep, clock_.Now() + options_.delay_chain_interval) : sweep;
+    bool woken = false;
+    if (!WaitForPass(until, &woken)) return;
+    const bool full = woken || clock_.Now() >= sweep;
+    if (full) sweep = clock_.Now() + options_.interval;
     if (!store_.IsLeader()) {
       metrics_.jobs.Set(0);  // Only the leader counts enabled jobs.
+      chains_waiting = false;
+      continue;
+    }
+    if (!full) {
+      auto chains = AdvanceDelayChains();
+      chains_waiting = chains.ok() && chains->waiting > 0;
       continue;
     }
     auto counts = RunOnce();
     if (!counts.ok() && counts.status().code() != absl::StatusCode::kFailedPrecondition) {
       spdlog::warn("monitors: {}", counts.status().ToString());
     }
+    chains_waiting = counts.ok() && counts->delay_chains_waiting > 0;
     if (clock_.Now() - last_retention >= options_.retention_interval) {
       last_retention = clock_.Now();
       auto deleted = Retain();
@@ -129,7 +147,22 @@ absl::StatusOr<Monitors::Counts> Monitors::RunOnce() {
   for (const ScheduleStop& stop : plan.stops) {
     spdlog::error("job {} stopped: {}", stop.job_id, stop.error);
   }
+  // After the follow-ups: a retry written above is waited for.
+  absl::StatusOr<FireStore::DelayChainResult> chains = AdvanceDelayChains();
+  if (!chains.ok()) return chains.status();
+  counts.delay_chains_advanced = chains->advanced;
+  counts.delay_chains_waiting = chains->waiting;
   return counts;
+}
+
+absl::StatusOr<FireStore::DelayChainResult> Monitors::AdvanceDelayChains() {
+  const absl::Time start = clock_.Now();
+  absl::StatusOr<FireStore::DelayChainResult> result = store_.AdvanceDelayChains(options_.batch);
+  metrics_.DbQuery("delay_chains", clock_.Now() - start, result.ok());
+  if (!result.ok() && result.status().code() != absl::StatusCode::kFailedPrecondition) {
+    spdlog::warn("delay chains: {}", result.status().ToString());
+  }
+  return result;
 }
 
 absl::StatusOr<int> Monitors::Retain() {

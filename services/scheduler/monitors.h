@@ -35,6 +35,9 @@ namespace jobwheel::scheduler {
 //    → LOST; on an executor offline since an unknown time (no row, or no offline_since),
 //    RUNNING longer than `lost_after` → LOST; PENDING (trigger never answered, e.g. its
 //    dispatcher died) longer than `pending_timeout` → FAILED.
+//  - delay chains: a FIX_DELAY job whose fire (and retries) ended gets its next fire time, the
+//    last run's end plus its delay (FireStore::AdvanceDelayChains), after each pass and, while
+//    any such job waits, every `delay_chain_interval` in between.
 //  - retention: fires and runs older than `retention` are deleted in small batches.
 // The retry and child fires are picked up and dispatched by the FireEngine. The loop runs a
 // pass every `interval` (the safety net) and, after OnExecutorChanged (the registry announced
@@ -60,6 +63,8 @@ class Monitors {
     absl::Duration wake_margin = absl::Milliseconds(50);
     absl::Duration retention = absl::Hours(24 * 30);
     absl::Duration retention_interval = absl::Minutes(10);
+    // How often waiting FIX_DELAY jobs are looked at between passes (only while some wait).
+    absl::Duration delay_chain_interval = absl::Milliseconds(100);
     int batch = 500;
   };
   struct Counts {
@@ -70,6 +75,9 @@ class Monitors {
     int lost = 0;
     int stale_pending = 0;
     int deleted = 0;
+    // FIX_DELAY jobs given their next fire time, and those still waiting.
+    int delay_chains_advanced = 0;
+    int delay_chains_waiting = 0;
     // The runs made LOST (lost of them).
     std::vector<FireStore::LostRun> lost_runs;
   };
@@ -91,14 +99,16 @@ class Monitors {
 
   // One pass of follow-ups and lost-run detection (tests call it directly).
   absl::StatusOr<Counts> RunOnce();
+  // One delay-chain pass alone (the loop runs it between passes while FIX_DELAY jobs wait).
+  absl::StatusOr<FireStore::DelayChainResult> AdvanceDelayChains();
   // One retention pass.
   absl::StatusOr<int> Retain();
 
  private:
   void Loop();
-  // Waits until the next periodic pass (`sweep`) or the earliest wake-up, whichever is first;
-  // false when stopping.
-  bool WaitForPass(absl::Time sweep);
+  // Waits until `until` or the earliest wake-up, whichever is first; false when stopping.
+  // `woken`: a wake-up came due.
+  bool WaitForPass(absl::Time until, bool* woken);
 
   const Options options_;
   FireStore& store_;

@@ -138,6 +138,30 @@ void EndLostRuns(pqxx::work& tx, const FireStore::MonitorLimits& limits,
   result.lost = static_cast<int>(result.lost_runs.size());
 }
 
+// The claim's guard for FIX_DELAY jobs: none is fired while a run of it is open (a manual
+// run, or one left by a resume or an edit). Other jobs pay one comparison.
+constexpr char kNoOpenDelayRunSql[] =
+    "(j.schedule_kind <> 'FIX_DELAY' OR NOT EXISTS (SELECT 1 FROM runs r WHERE "
+    "r.job_id = j.id AND r.status IN (1, 2)))";
+
+// The claimed FIX_DELAY jobs wait for the fire the claim recorded for them (found by the unique
+// (job, scheduled time) of schedule-driven fires, so one already recorded counts too).
+void RecordDelayChains(pqxx::work& tx, const std::vector<DelayChainFire>& chains) {
+  std::vector<int64_t> jobs;
+  std::vector<std::optional<absl::Time>> times;
+  jobs.reserve(chains.size());
+  times.reserve(chains.size());
+  for (const DelayChainFire& c : chains) {
+    jobs.push_back(c.job_id);
+    times.push_back(c.scheduled);
+  }
+  ExecPrepared(tx, "record_delay_chains",
+               "UPDATE jobs j SET delay_fire_id = f.id FROM unnest($1::bigint[], "
+               "$2::timestamptz[]) AS u(job_id, at) JOIN fires f ON f.job_id = u.job_id AND "
+               "f.scheduled_at = u.at AND f.trigger_type IN (1, 2, 4) WHERE j.id = u.job_id",
+               ToPgIntArray(jobs), ToPgTimeArray(times));
+}
+
 }  // namespace
 
 absl::StatusOr<FireStore::ClaimResult> PgFireStore::ClaimDueJobs(absl::Time horizon, int limit,
@@ -146,13 +170,14 @@ absl::StatusOr<FireStore::ClaimResult> PgFireStore::ClaimDueJobs(absl::Time hori
   const int64_t epoch = elector_.epoch();  // Not inside RunFenced: it holds the elector's lock.
   absl::Status s = elector_.RunFenced("claim due jobs", [&](pqxx::work& tx) {
     result = ClaimResult();
-    pqxx::result rows = ExecPrepared(
-        tx, "claim_jobs",
-        absl::StrCat("SELECT ", kJobColumns,
-                     " FROM jobs j WHERE j.enabled AND j.next_fire_at IS NOT NULL AND "
-                     "j.next_fire_at <= $1::timestamptz ORDER BY j.next_fire_at LIMIT $2 "
-                     "FOR UPDATE SKIP LOCKED"),
-        ToPgTimestamp(horizon), limit);
+    pqxx::result rows =
+        ExecPrepared(tx, "claim_jobs",
+                     absl::StrCat("SELECT ", kJobColumns,
+                                  " FROM jobs j WHERE j.enabled AND j.next_fire_at IS NOT NULL AND "
+                                  "j.next_fire_at <= $1::timestamptz AND ",
+                                  kNoOpenDelayRunSql,
+                                  " ORDER BY j.next_fire_at LIMIT $2 FOR UPDATE SKIP LOCKED"),
+                     ToPgTimestamp(horizon), limit);
     result.jobs = static_cast<int>(rows.size());
     if (rows.empty()) return;
     std::vector<Job> jobs;
@@ -201,6 +226,7 @@ absl::StatusOr<FireStore::ClaimResult> PgFireStore::ClaimDueJobs(absl::Time hori
         result.fires.push_back(std::move(fire));
       }
     }
+    if (!planned.delay_chains.empty()) RecordDelayChains(tx, planned.delay_chains);
     std::vector<int64_t> n_job;
     std::vector<std::optional<absl::Time>> n_time;
     n_job.reserve(planned.next.size());
@@ -391,7 +417,9 @@ absl::StatusOr<FireStore::MonitorResult> PgFireStore::RunMonitorPass(const Monit
     pqxx::result unscheduled_rows = tx.exec_params(
         absl::StrCat("SELECT ", kJobColumns,
                      " FROM jobs j WHERE j.enabled AND j.next_fire_at IS NULL AND "
-                     "j.schedule_kind <> 'NONE' AND j.schedule_error IS NULL ORDER BY j.id "
+                     "j.schedule_kind <> 'NONE' AND j.schedule_error IS NULL AND "
+                     // A FIX_DELAY job waiting for its fire has no next fire time on purpose.
+                     "j.delay_fire_id IS NULL ORDER BY j.id "
                      "LIMIT $1 FOR UPDATE OF j SKIP LOCKED"),
         limits.batch);
     std::vector<Job> unscheduled;
@@ -420,6 +448,14 @@ absl::StatusOr<FireStore::MonitorResult> PgFireStore::RunMonitorPass(const Monit
           ToPgIntArray(job), ToPgIntArray(parent), ToPgIntArray(attempt), ToPgArray(params),
           ToPgIntArray(shard_i), ToPgIntArray(shard_n), epoch);
       result.retries = static_cast<int>(ins.size());
+      // A FIX_DELAY job waiting for the failed run waits for its retry instead.
+      std::vector<int64_t> retry_ids;
+      retry_ids.reserve(ins.size());
+      for (const pqxx::row& r : ins) retry_ids.push_back(r[0].as<int64_t>());
+      tx.exec_params(
+          "UPDATE jobs j SET delay_fire_id = f.id FROM fires f WHERE f.id = ANY($1::bigint[]) "
+          "AND j.id = f.job_id AND j.delay_fire_id IS NOT NULL",
+          ToPgIntArray(retry_ids));
     }
     if (!planned.children.empty()) {
       std::vector<int64_t> job, parent, parent_job;
@@ -471,6 +507,31 @@ absl::StatusOr<FireStore::MonitorResult> PgFireStore::RunMonitorPass(const Monit
         "WHERE status = 1 AND trigger_time < $1::timestamptz RETURNING id",
         ToPgTimestamp(limits.pending_before));
     result.stale_pending = static_cast<int>(stale.size());
+  });
+  if (!s.ok()) return s;
+  return result;
+}
+
+absl::StatusOr<FireStore::DelayChainResult> PgFireStore::AdvanceDelayChains(int limit) {
+  DelayChainResult result;
+  absl::Status s = elector_.RunFenced("delay chains", [&](pqxx::work& tx) {
+    result = DelayChainResult();
+    pqxx::result advanced = ExecPrepared(
+        tx, "advance_delay_chains",
+        "WITH ready AS (SELECT j.id, j.delay_fire_id, j.fix_delay_ms FROM jobs j "
+        "WHERE j.delay_fire_id IS NOT NULL AND j.enabled AND j.schedule_kind = 'FIX_DELAY' "
+        "AND NOT EXISTS (SELECT 1 FROM fires f WHERE f.id = j.delay_fire_id AND f.status = 1) "
+        "AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.fire_id = j.delay_fire_id AND "
+        "(r.status < 3 OR NOT r.followup_done)) "
+        "AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.job_id = j.id AND r.status IN (1, 2)) "
+        "ORDER BY j.id LIMIT $1 FOR UPDATE OF j SKIP LOCKED) "
+        "UPDATE jobs SET next_fire_at = COALESCE((SELECT max(r.end_time) FROM runs r WHERE "
+        "r.fire_id = ready.delay_fire_id), now()) + ready.fix_delay_ms * interval '1 millisecond', "
+        "delay_fire_id = NULL FROM ready WHERE jobs.id = ready.id RETURNING jobs.id",
+        limit);
+    result.advanced = static_cast<int>(advanced.size());
+    result.waiting =
+        tx.exec("SELECT count(*) FROM jobs WHERE delay_fire_id IS NOT NULL")[0][0].as<int>();
   });
   if (!s.ok()) return s;
   return result;

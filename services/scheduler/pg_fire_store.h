@@ -21,6 +21,7 @@ class PgFireStore : public FireStore {
                                                        const LatePlanner& late) override;
   absl::StatusOr<MonitorResult> RunMonitorPass(const MonitorLimits& limits,
                                                const FollowupPlanner& plan) override;
+  absl::StatusOr<DelayChainResult> AdvanceDelayChains(int limit) override;
   absl::StatusOr<int> DeleteHistory(absl::Time cutoff, int limit) override;
 
  private:

@@ -79,5 +79,43 @@ TEST(ScheduleTest, ErrorsNameTheField) {
   EXPECT_NE(s.status().message().find("hour"), std::string::npos);
 }
 
+TEST(ScheduleTest, FixDelayFiresFirstAtItsStartAndHasNoTimesOfItsOwn) {
+  jobwheel::v1::Schedule p;
+  p.mutable_fix_delay()->mutable_delay()->set_nanos(300000000);
+  auto s = Schedule::FromProto(p, absl::UnixEpoch(), "job.schedule");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->fixed_delay());
+  EXPECT_EQ(s->delay(), absl::Milliseconds(300));
+  EXPECT_EQ(s->trigger_type(), jobwheel::v1::TRIGGER_TYPE_FIX_RATE);
+  // No start time: the first fire is at once.
+  EXPECT_EQ(*s->NextAfter(T("2026-01-01T00:00:00Z")), T("2026-01-01T00:00:00Z"));
+  EXPECT_TRUE(s->Preview(T("2026-01-01T00:00:00Z"), 10).empty());
+  EXPECT_EQ(s->Describe(), "delay 300ms after each run ends");
+
+  p.mutable_fix_delay()->mutable_start_time()->set_seconds(
+      absl::ToUnixSeconds(T("2026-02-01T00:00:00Z")));
+  s = Schedule::FromProto(p, absl::UnixEpoch());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(*s->NextAfter(T("2026-01-01T00:00:00Z")), T("2026-02-01T00:00:00Z"));
+  EXPECT_EQ(*s->NextAfter(T("2026-03-01T00:00:00Z")), T("2026-03-01T00:00:00Z"));
+}
+
+TEST(ScheduleTest, FixDelayUnder100MsOrUnsetNamesTheField) {
+  for (int64_t nanos : {int64_t{0}, int64_t{99000000}, int64_t{-1}}) {
+    jobwheel::v1::Schedule p;
+    if (nanos >= 0)
+      p.mutable_fix_delay()->mutable_delay()->set_nanos(static_cast<int32_t>(nanos));
+    else
+      p.mutable_fix_delay();
+    auto s = Schedule::FromProto(p, absl::UnixEpoch(), "job.schedule");
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << nanos;
+    EXPECT_NE(s.status().message().find("job.schedule.fix_delay.delay"), std::string::npos)
+        << s.status();
+  }
+  jobwheel::v1::Schedule ok;
+  ok.mutable_fix_delay()->mutable_delay()->set_nanos(100000000);
+  EXPECT_TRUE(Schedule::FromProto(ok, absl::UnixEpoch()).ok());
+}
+
 }  // namespace
 }  // namespace jobwheel::scheduler

@@ -16,6 +16,12 @@ export function fireTimesList(times, zone) {
   }));
 }
 
+// The times, or the rule in words when the schedule has none of its own (FIX_DELAY).
+export function previewBody(r, zone) {
+  if (r.summary) return h('div', {'data-test': 'preview-summary'}, r.summary);
+  return fireTimesList(r.fireTimes || [], zone);
+}
+
 // A preview box; update(schedule, zone) asks again after a quiet 400 ms.
 export class CronPreview {
   constructor() {
@@ -33,7 +39,7 @@ export class CronPreview {
       const r = await jobs('PreviewFireTimes', {schedule, count: 5});
       if (seq !== this.seq) return;
       put(this.el, h('div', {class: 'preview-title muted'}, t('preview.title')),
-          fireTimesList(r.fireTimes || [], zone));
+          previewBody(r, zone));
     } catch (e) {
       if (seq !== this.seq) return;
       put(this.el, h('div', {class: 'field-error', 'data-test': 'preview-error'}, e.message));

@@ -7,7 +7,7 @@ import {timeEl, durationSeconds} from './time.js';
 import {card, kv, errorBox, enabledBadge, spinner} from './widgets.js';
 import {scheduleEl} from './job_format.js';
 import {jobButtons} from './job_actions.js';
-import {fireTimesList} from './cron_preview.js';
+import {previewBody} from './cron_preview.js';
 import {runsTable} from './runs_table.js';
 
 function config(j) {
@@ -46,7 +46,7 @@ export async function render(view, ctx) {
   const zone = job.schedule && job.schedule.cron ? job.schedule.cron.timeZone || 'UTC' : 'UTC';
   if (job.schedule && !job.schedule.none) {
     jobs('PreviewFireTimes', {schedule: job.schedule, count: 5}).then((r) => {
-      put(next, fireTimesList(r.fireTimes || [], zone));
+      put(next, previewBody(r, zone));
       if (!job.enabled) next.prepend(h('div', {class: 'muted small'}, t('job.pausednote')));
     }).catch((e) => put(next, errorBox(e)));
   } else {

@@ -57,7 +57,8 @@ export async function render(view, ctx) {
     job.app = ctx.query.get('app');
   }
   const sched = job.schedule || {};
-  const kind = sched.cron ? 'cron' : sched.fixRate ? 'fix_rate' : 'none';
+  const kind = sched.cron ? 'cron' : sched.fixRate ? 'fix_rate' :
+    sched.fixDelay ? 'fix_delay' : 'none';
   const f = {
     app: input('app', job.app, {required: true, autocomplete: 'off'}),
     name: input('name', job.name, {required: true, autocomplete: 'off'}),
@@ -68,6 +69,7 @@ export async function render(view, ctx) {
     kind: h('select', {name: 'schedule_kind', id: 'f-schedule_kind'},
         h('option', {value: 'cron'}, t('sched.cron')),
         h('option', {value: 'fix_rate'}, t('sched.fixrate')),
+        h('option', {value: 'fix_delay'}, t('sched.fixdelay')),
         h('option', {value: 'none'}, t('sched.noneopt'))),
     cron: input('cron', sched.cron ? sched.cron.expression : '0 * * * * ?',
         {class: 'mono', spellcheck: 'false', autocomplete: 'off'}),
@@ -76,6 +78,11 @@ export async function render(view, ctx) {
     interval: input('interval', sched.fixRate ? sched.fixRate.intervalSeconds : '60',
         {type: 'number', min: 1}),
     start: input('start_time', sched.fixRate ? localInput(sched.fixRate.startTime) : '',
+        {type: 'datetime-local', step: 1}),
+    delay: input('delay_ms',
+        sched.fixDelay ? String(Math.round(durationSeconds(sched.fixDelay.delay) * 1000)) : '1000',
+        {type: 'number', min: 100}),
+    delayStart: input('delay_start', sched.fixDelay ? localInput(sched.fixDelay.startTime) : '',
         {type: 'datetime-local', step: 1}),
     glue: select('glue_type', 'GLUE_TYPE_', GLUE, job.glueType),
     handler: input('handler', job.handler, {autocomplete: 'off'}),
@@ -107,6 +114,11 @@ export async function render(view, ctx) {
         if (f.start.value) fr.startTime = new Date(f.start.value).toISOString();
         return {fixRate: fr};
       }
+      case 'fix_delay': {
+        const fd = {delay: `${Number(f.delay.value || 0) / 1000}s`};
+        if (f.delayStart.value) fd.startTime = new Date(f.delayStart.value).toISOString();
+        return {fixDelay: fd};
+      }
       default: return {none: {}};
     }
   }
@@ -115,6 +127,9 @@ export async function render(view, ctx) {
   const rateBox = h('div', {class: 'sub'},
       field('interval', t('field.interval'), f.interval),
       field('start_time', t('field.starttime'), f.start, t('help.starttime')));
+  const delayBox = h('div', {class: 'sub'},
+      field('delay_ms', t('field.delay'), f.delay, t('help.delay')),
+      field('delay_start', t('field.starttime'), f.delayStart, t('help.starttime')));
   const version = h('span', {class: 'muted', 'data-test': 'script-version'},
       job.scriptVersion ? t('field.scriptversion', {n: job.scriptVersion}) : '');
   const scriptBox = h('div', {class: 'sub'}, field('script_source', t('field.script'), f.script),
@@ -122,11 +137,12 @@ export async function render(view, ctx) {
   const refresh = () => {
     cronBox.hidden = f.kind.value !== 'cron';
     rateBox.hidden = f.kind.value !== 'fix_rate';
+    delayBox.hidden = f.kind.value !== 'fix_delay';
     scriptBox.hidden = f.glue.value === 'GLUE_TYPE_HANDLER';
     if (f.kind.value === 'none') preview.update(null);
     else preview.update(schedule(), f.kind.value === 'cron' ? f.zone.value.trim() || 'UTC' : 'UTC');
   };
-  for (const el of [f.kind, f.cron, f.zone, f.interval, f.start, f.glue]) {
+  for (const el of [f.kind, f.cron, f.zone, f.interval, f.start, f.delay, f.delayStart, f.glue]) {
     el.addEventListener('input', refresh);
   }
 
@@ -179,7 +195,7 @@ export async function render(view, ctx) {
       field('alarm_contacts', t('field.alarm'), f.alarmContacts, t('help.commas')),
       field('enabled', t('field.enabled'), f.enabled)),
   h('fieldset', null, h('legend', null, t('form.schedule')),
-      field('schedule', t('field.schedulekind'), f.kind), cronBox, rateBox),
+      field('schedule', t('field.schedulekind'), f.kind), cronBox, rateBox, delayBox),
   h('fieldset', null, h('legend', null, t('form.execution')),
       field('glue_type', t('field.glue'), f.glue),
       field('handler', t('field.handler'), f.handler), field('param', t('field.param'), f.param),

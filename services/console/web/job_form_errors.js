@@ -4,6 +4,7 @@
 const FIELDS = new Set(['app', 'name', 'description', 'owner', 'alarm_contacts', 'enabled',
   'schedule', 'schedule.cron', 'schedule.cron.expression', 'schedule.cron.time_zone',
   'schedule.fix_rate', 'schedule.fix_rate.interval_seconds', 'schedule.fix_rate.start_time',
+  'schedule.fix_delay', 'schedule.fix_delay.delay', 'schedule.fix_delay.start_time',
   'glue_type', 'handler', 'param', 'script_source', 'routing_strategy', 'block_strategy',
   'misfire_strategy', 'timeout', 'fail_retry_count', 'child_job_ids']);
 
@@ -12,6 +13,8 @@ const ALIASES = {
   'schedule.cron': 'cron', 'schedule.cron.expression': 'cron',
   'schedule.cron.time_zone': 'time_zone', 'schedule.fix_rate': 'interval',
   'schedule.fix_rate.interval_seconds': 'interval', 'schedule.fix_rate.start_time': 'start_time',
+  'schedule.fix_delay': 'delay_ms', 'schedule.fix_delay.delay': 'delay_ms',
+  'schedule.fix_delay.start_time': 'delay_start',
 };
 
 // The data-field key for the message, or null when it names no field of the form.

@@ -143,6 +143,11 @@ absl::StatusOr<Job> NormalizeJob(const Job& in, absl::Time created) {
                      absl::FormatTime("%Y-%m-%dT%H:%M:%S%Ez", created, absl::UTCTimeZone()),
                      " up to ", kCronMaxYear, ")"));
   }
+  if (job.schedule().has_fix_delay()) {
+    // Kept to the millisecond, as stored.
+    *job.mutable_schedule()->mutable_fix_delay()->mutable_delay() =
+        ToProtoDuration(schedule->delay());
+  }
   if (job.schedule().has_fix_rate() && !job.schedule().fix_rate().has_start_time()) {
     *job.mutable_schedule()->mutable_fix_rate()->mutable_start_time() =
         ToProto(absl::FromUnixSeconds(absl::ToUnixSeconds(created)));

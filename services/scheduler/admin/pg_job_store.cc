@@ -23,16 +23,16 @@ using jobwheel::v1::Run;
 // Transaction-level advisory lock serializing child-graph writers ("jwchild").
 constexpr const char* kLockChildGraphSql = "SELECT pg_advisory_xact_lock(7667393437640804)";
 
-// Parameters $1..$25, shared by kInsertJobSql and kUpdateJobSql.
+// Parameters $1..$26, shared by kInsertJobSql and kUpdateJobSql.
 constexpr const char* kInsertJobSql =
     "INSERT INTO jobs (app, name, description, owner, alarm_contacts, schedule_kind, "
     "cron_expression, time_zone, fix_rate_seconds, fix_rate_start, misfire_strategy, "
     "routing_strategy, block_strategy, handler, param, timeout_ms, fail_retry_count, "
     "child_job_ids, glue_type, script_source, script_version, enabled, next_fire_at, "
-    "create_time, update_time) VALUES ($1, $2, $3, $4, $5::text[], $6, $7, $8, $9::bigint, "
-    "$10::timestamptz, $11::int, $12::int, $13::int, $14, $15, $16::bigint, $17::int, "
-    "$18::bigint[], $19::int, $20, $21::int, $22::boolean, $23::timestamptz, $24::timestamptz, "
-    "$25::timestamptz) RETURNING id";
+    "create_time, update_time, fix_delay_ms) VALUES ($1, $2, $3, $4, $5::text[], $6, $7, $8, "
+    "$9::bigint, $10::timestamptz, $11::int, $12::int, $13::int, $14, $15, $16::bigint, "
+    "$17::int, $18::bigint[], $19::int, $20, $21::int, $22::boolean, $23::timestamptz, "
+    "$24::timestamptz, $25::timestamptz, $26::bigint) RETURNING id";
 
 constexpr const char* kUpdateJobSql =
     "UPDATE jobs SET app = $1, name = $2, description = $3, owner = $4, "
@@ -42,10 +42,11 @@ constexpr const char* kUpdateJobSql =
     "handler = $14, param = $15, timeout_ms = $16::bigint, fail_retry_count = $17::int, "
     "child_job_ids = $18::bigint[], glue_type = $19::int, script_source = $20, "
     "script_version = $21::int, enabled = $22::boolean, next_fire_at = $23::timestamptz, "
-    "create_time = $24::timestamptz, update_time = $25::timestamptz, "
+    "create_time = $24::timestamptz, update_time = $25::timestamptz, fix_delay_ms = $26::bigint, "
     // A written job has a computable schedule (the admin API checked it): any error the
-    // monitors recorded for the old one is gone.
-    "schedule_error = NULL WHERE id = $26::bigint";
+    // monitors recorded for the old one is gone. A FIX_DELAY chain restarts from next_fire_at
+    // (the claim does not fire it while a run of the job is open).
+    "schedule_error = NULL, delay_fire_id = NULL WHERE id = $27::bigint";
 
 constexpr const char* kRegisterAppSql =
     "INSERT INTO apps (name) VALUES ($1) ON CONFLICT (name) DO NOTHING";
@@ -113,7 +114,7 @@ std::optional<std::string> PgTime(const std::optional<absl::Time>& t) {
   return ToPgTimestamp(*t);
 }
 
-// Executes `sql` with the 25 job columns of `w` as $1..$25 and `extra` after them.
+// Executes `sql` with the 26 job columns of `w` as $1..$26 and `extra` after them.
 template <typename... Extra>
 pqxx::result ExecJobWrite(pqxx::work& tx, const char* sql, const JobWrite& w, Extra&&... extra) {
   const Job& j = w.job;
@@ -121,7 +122,8 @@ pqxx::result ExecJobWrite(pqxx::work& tx, const char* sql, const JobWrite& w, Ex
   std::string cron_expression;
   std::string time_zone = "UTC";
   int64_t fix_rate_seconds = 0;
-  std::optional<std::string> fix_rate_start;
+  int64_t fix_delay_ms = 0;
+  std::optional<std::string> fix_rate_start;  // Also FIX_DELAY's start time.
   if (j.schedule().has_cron()) {
     kind = sql::kScheduleKindCron;
     cron_expression = j.schedule().cron().expression();
@@ -131,6 +133,12 @@ pqxx::result ExecJobWrite(pqxx::work& tx, const char* sql, const JobWrite& w, Ex
     fix_rate_seconds = j.schedule().fix_rate().interval_seconds();
     if (j.schedule().fix_rate().has_start_time()) {
       fix_rate_start = ToPgTimestamp(FromProto(j.schedule().fix_rate().start_time()));
+    }
+  } else if (j.schedule().has_fix_delay()) {
+    kind = sql::kScheduleKindFixDelay;
+    fix_delay_ms = absl::ToInt64Milliseconds(FromProto(j.schedule().fix_delay().delay()));
+    if (j.schedule().fix_delay().has_start_time()) {
+      fix_rate_start = ToPgTimestamp(FromProto(j.schedule().fix_delay().start_time()));
     }
   }
   const int64_t timeout_ms = absl::ToInt64Milliseconds(FromProto(j.timeout()));
@@ -142,7 +150,7 @@ pqxx::result ExecJobWrite(pqxx::work& tx, const char* sql, const JobWrite& w, Ex
       j.fail_retry_count(), ToPgIntArray(j.child_job_ids()), static_cast<int>(j.glue_type()),
       j.script_source(), j.script_version(), j.enabled(), PgTime(w.next_fire_at),
       ToPgTimestamp(FromProto(j.create_time())), ToPgTimestamp(FromProto(j.update_time())),
-      std::forward<Extra>(extra)...);
+      fix_delay_ms, std::forward<Extra>(extra)...);
 }
 
 // Reads the child graph inside `tx` after taking the graph lock. Database errors become
