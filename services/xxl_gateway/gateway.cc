@@ -29,6 +29,7 @@ struct Gateway::Identity {
   std::unique_ptr<RegistrySession> session;
   std::atomic<bool> alive{false};
   std::atomic<bool> probing{false};
+  std::atomic<bool> ticking{false};
   std::atomic<int64_t> last_ok_ms{0};
   // Objects of an earlier token or instance: pool tasks may still hold them, so they are kept.
   std::vector<std::unique_ptr<IdentityRuns>> retired_runs;
@@ -474,7 +475,11 @@ void Gateway::ProbeLoop() {
     const bool probe = now >= next_probe;
     if (probe) next_probe = now + options_.probe_interval;
     for (Identity* id : all) {
-      if (id->runs == nullptr) continue;
+      // A registration in progress holds op_mu for a while: this identity waits a round.
+      if (!id->op_mu.TryLock()) continue;
+      IdentityRuns* runs = id->runs.get();
+      id->op_mu.Unlock();
+      if (runs == nullptr) continue;
       if (probe && !id->probing.exchange(true)) {
         const bool queued = probe_pool_.Submit([this, id] {
           {
@@ -489,7 +494,15 @@ void Gateway::ProbeLoop() {
         });
         if (!queued) id->probing = false;
       }
-      id->runs->Tick();
+      if (!id->ticking.exchange(true)) {
+        // Off this thread: a report to a slow dispatcher must not hold up the probes.
+        if (!pool_.Submit([id, runs] {
+              runs->Tick();
+              id->ticking = false;
+            })) {
+          id->ticking = false;
+        }
+      }
     }
     if (now >= next_prune) {
       next_prune = now + absl::Minutes(1);

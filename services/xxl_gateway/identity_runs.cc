@@ -566,7 +566,7 @@ void IdentityRuns::Tick() {
                   "timed out: the XXL executor did not report within the job's timeout "
                   "(killed by the gateway)");
         unreported.push_back(r.run_id());
-      } else if (r.state() == RUN_STATE_ENDED && !r.reported()) {
+      } else if (r.state() == RUN_STATE_ENDED && !r.reported() && now >= retry_reports_at_ms_) {
         unreported.push_back(r.run_id());
       }
     }
@@ -575,7 +575,10 @@ void IdentityRuns::Tick() {
     KillOnXxl(job);
     async_([this, job = job] { StartNext(job); });
   }
-  if (!unreported.empty()) Report(unreported).IgnoreError();
+  if (!unreported.empty() && !Report(unreported).ok()) {
+    absl::MutexLock lock(&mu_);
+    retry_reports_at_ms_ = NowMs() + 1000;  // Dispatchers unreachable: once a second.
+  }
 }
 
 void IdentityRuns::Abandon(const std::string& why) {

@@ -113,6 +113,7 @@ class IdentityRuns {
 
   mutable absl::Mutex mu_;  // Lanes and the state changes of this identity's ledger records.
   absl::flat_hash_map<int64_t, Lane> lanes_ ABSL_GUARDED_BY(mu_);
+  int64_t retry_reports_at_ms_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace jobwheel::xxl
