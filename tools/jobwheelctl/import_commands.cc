@@ -3,7 +3,6 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,24 +30,20 @@ int BadInput(absl::string_view message) {
   return 2;
 }
 
-// Every job of `apps` whose name an import gave it ("xxl-" names), all pages.
+// Every job whose name an import could have given it ("xxl-" names), of every app the token
+// may read (a child may be in another app), all pages.
 grpc::Status ListImported(CommandContext& ctx, JobAdminService::Stub& stub,
-                          const std::set<std::string>& apps, std::vector<v1::Job>* jobs) {
-  for (const std::string& app : apps) {
-    v1::ListJobsRequest req;
-    req.set_app(app);
-    req.set_name_contains("xxl-");
-    req.set_page_size(500);
-    do {
-      v1::ListJobsResponse r;
-      grpc::Status s = stub.ListJobs(ctx.Rpc().get(), req, &r);
-      if (!s.ok()) return s;
-      for (const v1::Job& j : r.jobs()) {
-        if (j.app() == app) jobs->push_back(j);
-      }
-      req.set_page_token(r.next_page_token());
-    } while (!req.page_token().empty());
-  }
+                          std::vector<v1::Job>* jobs) {
+  v1::ListJobsRequest req;
+  req.set_name_contains("xxl-");
+  req.set_page_size(500);
+  do {
+    v1::ListJobsResponse r;
+    grpc::Status s = stub.ListJobs(ctx.Rpc().get(), req, &r);
+    if (!s.ok()) return s;
+    jobs->insert(jobs->end(), r.jobs().begin(), r.jobs().end());
+    req.set_page_token(r.next_page_token());
+  } while (!req.page_token().empty());
   return grpc::Status::OK;
 }
 
@@ -61,7 +56,7 @@ void PrintPlan(const std::vector<PlannedJob>& plan) {
   }
 }
 
-// XXL id -> jobwheel id of every job imported before (in the apps listed) and of this plan's
+// XXL id -> jobwheel id of every job imported before (in any app) and of this plan's
 // jobs that exist; the ids of the skipped ones with why.
 void KnownIds(const std::vector<PlannedJob>& plan, const std::vector<v1::Job>& existing,
               std::map<int64_t, int64_t>* ids, std::map<int64_t, std::string>* skipped) {
@@ -148,9 +143,9 @@ int SetChildren(CommandContext& ctx, JobAdminService::Stub* stub,
   return failed;
 }
 
-// Reads and maps the file; exit code 0 with `plan` filled, or the error's.
+// Reads and maps the file: exit code 0 with `mapped` filled, or the error's.
 int Plan(CommandContext& ctx, const std::string& file, xxl::MappingOptions& options,
-         std::vector<xxl::MappedJob>* mapped, std::set<std::string>* apps) {
+         std::vector<xxl::MappedJob>* mapped) {
   std::ifstream in(file);
   if (!in) return BadInput(absl::StrCat(file, ": cannot read"));
   std::stringstream text;
@@ -186,7 +181,6 @@ int Plan(CommandContext& ctx, const std::string& file, xxl::MappingOptions& opti
   }
   for (size_t i = 0; i < jobs->size(); ++i) {
     mapped->push_back(xxl::MapXxlJob((*jobs)[i], apps_of_jobs[i], options));
-    apps->insert(apps_of_jobs[i]);
   }
   return 0;
 }
@@ -197,12 +191,11 @@ int ImportXxlJob(CommandContext& ctx) {
   }
   xxl::MappingOptions options;
   std::vector<xxl::MappedJob> mapped;
-  std::set<std::string> apps;
-  if (int code = Plan(ctx, ctx.args()[0], options, &mapped, &apps); code != 0) return code;
+  if (int code = Plan(ctx, ctx.args()[0], options, &mapped); code != 0) return code;
 
   auto stub = JobAdminService::NewStub(ctx.Scheduler());
   std::vector<v1::Job> existing;
-  grpc::Status s = ListImported(ctx, *stub, apps, &existing);
+  grpc::Status s = ListImported(ctx, *stub, &existing);
   if (!s.ok()) return ctx.RpcError(s);
   std::vector<PlannedJob> plan = xxl::PlanImport(std::move(mapped), existing);
   PrintPlan(plan);
