@@ -303,6 +303,8 @@ absl::Status Stack::StartServices() {
       if (absl::Status s = Start(*p); !s.ok()) return s;
     }
   }
+  // The app of the stack's executors (admins create apps: registrations never do).
+  if (!registries_.empty() && !options_.registry.start_later) return EnsureApp("demo");
   return absl::OkStatus();
 }
 

@@ -145,6 +145,7 @@ class Stack {
   absl::Status Prepare();
   // Prepare, then starts registry, dispatcher and scheduler replicas in that order (except
   // those `start_later`), each waited for until it serves.
+  // With the registry started, app "demo" (the executors' default app) exists afterwards.
   absl::Status StartServices();
   // (Re)starts replica `index` of a service on its ports and waits until it serves.
   absl::Status StartRegistry(int index) { return Start(*registries_[index]); }

@@ -212,7 +212,9 @@ int Run(const RegistryServerOptions& config) {
   // Executors move to another replica; what is left after the grace period goes offline.
   registry.Drain(absl::StrCat("registry replica ", config.registry.replica_id, " shutting down"));
   const absl::Time grace_end = clock.Now() + config.drain_grace;
-  while (registry.open_sessions() > 0 && clock.Now() < grace_end) {
+  // Until every executor has left and re-registered elsewhere (or the grace period ends).
+  while ((registry.open_sessions() > 0 || registry.drained_still_here() > 0) &&
+         clock.Now() < grace_end) {
     clock.SleepFor(absl::Milliseconds(20));
   }
   // Health checks see NOT_SERVING for at least --drain_delay before the server goes.

@@ -511,6 +511,22 @@ void Registry::TakeAllOffline() {
   }
 }
 
+int Registry::drained_still_here() {
+  std::vector<ExecutorKey> keys;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const SessionRef& ref : drained_) keys.push_back(ref.key);
+  }
+  if (keys.empty()) return 0;
+  auto online = store_.GetOnline(keys);
+  if (!online.ok()) return 0;  // Nothing to wait for that can be known.
+  int here = 0;
+  for (const v1::Executor& e : *online) {
+    if (e.registry_replica() == options_.replica_id) ++here;
+  }
+  return here;
+}
+
 int Registry::open_sessions() const {
   absl::MutexLock lock(&mu_);
   return static_cast<int>(sessions_.size());

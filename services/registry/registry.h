@@ -117,6 +117,10 @@ class Registry {
   void TakeAllOffline();
 
   int open_sessions() const;
+  // While draining: how many executors whose streams to this replica ended still have their
+  // row held by this replica (not yet registered through another one). Their move is in
+  // flight: TakeAllOffline before it lands would show them offline for a moment.
+  int drained_still_here();
 
   void Start();
   void Shutdown();

@@ -194,6 +194,8 @@ class RegistryFailoverTest : public ::testing::Test {
     stack_ = std::make_unique<Stack>(std::move(o));
     absl::Status started = stack_->StartServices();
     ASSERT_TRUE(started.ok()) << started << "\n" << stack_->Logs();
+    absl::Status app = stack_->EnsureApp(kApp);
+    ASSERT_TRUE(app.ok()) << app << "\n" << stack_->Logs();
     wrong_token_ = WriteFile(stack_->dir() + "/wrong.token", "not-the-token\n");
   }
 

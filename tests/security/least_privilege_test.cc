@@ -247,7 +247,8 @@ TEST_F(LeastPrivilegeTest, WhatAFakeExecutorCapturesOpensNothingElse) {
   std::string payload;
   ASSERT_TRUE(absl::WebSafeBase64Unescape(parts[1], &payload));
   EXPECT_TRUE(absl::StrContains(payload, R"("iss":"dispatcher")")) << payload;
-  EXPECT_TRUE(absl::StrContains(payload, absl::StrCat(R"("aud":")", fake_address, R"(")")))
+  // Bound to the app and the address: worthless at another app's executor at that address.
+  EXPECT_TRUE(absl::StrContains(payload, absl::StrCat(R"("aud":"demo@)", fake_address, R"(")")))
       << payload;
 
   const int64_t victim_job = CreateJob("never-dispatched", v1::ROUTING_STRATEGY_FIRST);

@@ -82,11 +82,16 @@ TEST(RegistrationTlsTest, CertificateNamesAreTheCallersOwnAddresses) {
     return stream->Finish();
   };
   // Named by the client certificate (the peer is 127.0.0.1).
-  for (const char* own :
-       {"exec-1.example.test:7200", "EXEC-1.example.test.:7201", "192.0.2.10:7200"}) {
+  for (const char* own : {"exec-1.example.test:7200", "192.0.2.10:7200"}) {
     grpc::Status s = register_once(own);
     EXPECT_TRUE(s.ok()) << own << ": " << s.error_message() << "\n" << stack.Logs();
   }
+  // Named too, but not in canonical spelling: one spelling per address.
+  grpc::Status other_spelling = register_once("EXEC-1.example.test.:7201");
+  EXPECT_EQ(other_spelling.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(
+      absl::StrContains(other_spelling.error_message(), "advertise \"exec-1.example.test:7201\""))
+      << other_spelling.error_message();
   // Not named (a wildcard SAN does not count).
   for (const char* other :
        {"exec-2.example.test:7200", "a.wild.example.test:7200", "192.0.2.11:7200"}) {
