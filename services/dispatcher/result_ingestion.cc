@@ -67,9 +67,14 @@ absl::StatusOr<v1::ReportResultsResponse> ResultIngestion::Report(
     };
     switch (rec.disposition) {
       case ResultDisposition::kForbidden:
-        // Not acknowledged: an executor with the right token may still report it.
-        spdlog::warn("result for run {} refused: its app is not on the reporting executor's token",
-                     rec.run_id);
+        // Answered exactly as an unknown run is, so an executor learns nothing of the runs of
+        // other apps (the run is untouched: its own executor still reports it).
+        response.add_refused_run_ids(rec.run_id);
+        spdlog::warn(
+            "result for run {} ({}) refused: its app is not on the reporting executor's "
+            "token",
+            rec.run_id, from());
+        if (metrics_ != nullptr) metrics_->ResultRefused("forbidden");
         break;
       case ResultDisposition::kRecorded:
         response.add_acked_run_ids(rec.run_id);

@@ -633,6 +633,15 @@ TEST_F(AdvisoryTest, ExecutorTokensAreScopedToTheirApps) {
   s = dispatcher->ReportResults(Ctx(*billing).get(), report, &acked);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(acked.acked_run_ids_size(), 0);
+  // Refused as a run that does not exist is: nothing tells billing the id is demo's.
+  v1::ReportResultsRequest unknown = report;
+  unknown.mutable_results(0)->set_run_id(run_id + 1000000);
+  v1::ReportResultsResponse unknown_answer;
+  s = dispatcher->ReportResults(Ctx(*billing).get(), unknown, &unknown_answer);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(acked.refused_run_ids_size(), 1);
+  ASSERT_EQ(unknown_answer.refused_run_ids_size(), 1);
+  EXPECT_EQ(acked.acked_run_ids_size(), unknown_answer.acked_run_ids_size());
   auto run_status = [&] {
     pqxx::connection conn(stack_->dsn());
     pqxx::work tx(conn);
