@@ -68,7 +68,22 @@ int64_t LeaderElector::epoch() const {
 
 absl::StatusOr<LeaderInfo> LeaderElector::Leader() const {
   absl::MutexLock lock(&leader_mu_);
+  if (leader_info_.ok() && leader_info_->holder_id == options_.replica_id &&
+      options_.unconfirmed_after > absl::ZeroDuration()) {
+    const absl::Duration silent = clock_.Now() - confirmed_at_;
+    if (silent > options_.unconfirmed_after) {
+      return absl::UnavailableError(absl::StrCat(
+          "replica ", options_.replica_id, " held the schedule lock, but its database session has ",
+          "not answered for ", absl::FormatDuration(absl::Trunc(silent, absl::Milliseconds(1))),
+          ": leadership unconfirmed"));
+    }
+  }
   return leader_info_;
+}
+
+void LeaderElector::Confirmed() {
+  absl::MutexLock lock(&leader_mu_);
+  confirmed_at_ = clock_.Now();
 }
 
 void LeaderElector::SetLeader(absl::StatusOr<LeaderInfo> leader) {
@@ -153,6 +168,7 @@ bool LeaderElector::TryAcquire() {
   }
   mine.holder_id = options_.replica_id;
   mine.epoch = epoch_;
+  Confirmed();
   SetLeader(std::move(mine));
   leader_ = true;
   return true;
@@ -222,6 +238,7 @@ void LeaderElector::Loop() {
         try {
           pqxx::nontransaction ntx(*conn_);
           ntx.exec("SELECT 1");
+          Confirmed();
         } catch (const std::exception& e) {
           Depose(e.what());
           deposed = true;
@@ -259,6 +276,7 @@ absl::Status LeaderElector::RunFenced(absl::string_view what,
       pqxx::work tx(*conn_);
       fn(tx);
       tx.commit();
+      Confirmed();
     } catch (const std::exception& e) {
       status = PgErrorToStatus(e, what);
       if (status.code() == absl::StatusCode::kUnavailable || !conn_->is_open()) {

@@ -45,6 +45,11 @@ class LeaderElector {
     // pause) but whose socket is alive would otherwise keep the lock until it wakes up.
     // A live leader touches its session every check_interval. Zero disables.
     absl::Duration takeover_after = absl::Seconds(4);
+    // The leader stops claiming leadership (Leader() is UNAVAILABLE) once its lock session has
+    // not answered for this long: cut off from the database (a partition, a failover), it may
+    // already have lost the lock without its socket telling it. Shorter than takeover_after, so
+    // no two replicas claim at once. Zero disables.
+    absl::Duration unconfirmed_after = absl::Seconds(2);
     // Start() waits at most this long for the first try of the lock, so a replica that starts
     // serving right after Start() already knows the leader (GetLeader) in the normal case.
     absl::Duration first_look_timeout = absl::Seconds(5);
@@ -76,7 +81,8 @@ class LeaderElector {
   // Who holds the lock, as this replica's loop last saw it: itself while it leads; on a
   // standby, what its last try (every retry_interval) read. UNAVAILABLE while this replica
   // cannot reach the database or has just lost the lock and not yet looked again. Never
-  // touches the database: cheap enough for any caller, any rate.
+  // touches the database: cheap enough for any caller, any rate. On the leader: UNAVAILABLE
+  // once its lock session has not answered for unconfirmed_after.
   absl::StatusOr<LeaderInfo> Leader() const;
 
  private:
@@ -88,6 +94,8 @@ class LeaderElector {
   // On a standby after a failed try: reads the holder into the snapshot.
   void ReadHolder() ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
   void SetLeader(absl::StatusOr<LeaderInfo> leader) ABSL_LOCKS_EXCLUDED(leader_mu_);
+  // The lock session just answered (a check, a fenced transaction, the takeover).
+  void Confirmed() ABSL_LOCKS_EXCLUDED(leader_mu_);
   bool stopping() const;
 
   const Options options_;
@@ -104,6 +112,7 @@ class LeaderElector {
   mutable absl::Mutex leader_mu_;
   absl::StatusOr<LeaderInfo> leader_info_ ABSL_GUARDED_BY(leader_mu_) =
       absl::UnavailableError("the schedule lock has not been tried yet");
+  absl::Time confirmed_at_ ABSL_GUARDED_BY(leader_mu_) = absl::InfinitePast();
 
   mutable absl::Mutex state_mu_;
   bool stopping_ ABSL_GUARDED_BY(state_mu_) = false;

@@ -1,10 +1,14 @@
 // LeadershipService against a real PostgreSQL with two electors: both replicas name the same
 // holder from memory, a standby keeps answering while the database is slow to answer it
-// (no query per call), and after the leader steps down the standby names itself.
+// (no query per call), after the leader steps down the standby names itself, and a leader
+// whose database session stops answering stops claiming leadership.
 #include "services/scheduler/leadership_service.h"
+
+#include <signal.h>
 
 #include <memory>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/time/clock.h"
 #include "common/grpc/grpc_server.h"
 #include "common/testing/pg_test_db.h"
@@ -26,8 +30,10 @@ bool Eventually(const std::function<bool()>& cond, absl::Duration timeout = absl
 
 class Replica {
  public:
-  Replica(const std::string& dsn, const std::string& id) {
+  Replica(const std::string& dsn, const std::string& id,
+          absl::Duration unconfirmed_after = absl::Seconds(2)) {
     LeaderElector::Options o;
+    o.unconfirmed_after = unconfirmed_after;
     o.dsn = dsn;
     o.replica_id = id;
     o.retry_interval = absl::Milliseconds(100);
@@ -133,6 +139,42 @@ TEST_F(LeadershipServiceTest, BothReplicasNameTheHolderAndTheStandbyTakesOver) {
   EXPECT_EQ(rb.holder_id(), "b");
   EXPECT_GT(rb.epoch(), first_epoch);
   EXPECT_EQ(a.Get(&ra).error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+// A leader cut off from PostgreSQL without its socket failing (a partition, a frozen primary):
+// its lock session's backend is stopped, so its checks hang. GetLeader stops saying it leads
+// once the session has not answered for unconfirmed_after, and says so again once it answers.
+TEST_F(LeadershipServiceTest, ALeaderWhoseSessionStopsAnsweringStopsClaimingLeadership) {
+  Replica a(dsn_, "a", absl::Milliseconds(500));
+  a.elector().Start();
+  ASSERT_TRUE(Eventually([&] { return a.elector().is_leader(); }));
+  int backend = 0;
+  {
+    pqxx::connection conn(dsn_);
+    pqxx::nontransaction tx(conn);
+    // The only advisory lock held in this database: the schedule lock, on the elector's session.
+    pqxx::result r = tx.exec(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = "
+        "(SELECT oid FROM pg_database WHERE datname = current_database())");
+    ASSERT_EQ(r.size(), 1u);
+    backend = r[0][0].as<int>();
+  }
+  ASSERT_EQ(::kill(backend, SIGSTOP), 0)
+      << "cannot stop backend " << backend << ": errno " << errno;
+  absl::Cleanup resume = [backend] { ::kill(backend, SIGCONT); };
+  jobwheel::v1::GetLeaderResponse r;
+  grpc::Status s;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        s = a.Get(&r);
+        return s.error_code() == grpc::StatusCode::UNAVAILABLE;
+      },
+      absl::Seconds(5)))
+      << "still claims leadership: " << r.DebugString();
+  EXPECT_NE(s.error_message().find("leadership unconfirmed"), std::string::npos)
+      << s.error_message();
+  ::kill(backend, SIGCONT);
+  EXPECT_TRUE(Eventually([&] { return a.Get(&r).ok() && r.is_leader(); }));
 }
 
 }  // namespace
