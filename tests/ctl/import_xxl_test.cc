@@ -1,6 +1,6 @@
 // `jobwheelctl import xxl-job` as a real process against a real stack: the sample export
 // (testdata/xxl_job_pagelist.json: every XXL schedule type, every routing strategy, a child
-// chain 1 -> 2 -> 3, a Groovy and a FIX_DELAY job that cannot be mapped) is listed by a dry run
+// chain 1 -> 2 -> 3, a Groovy job that cannot be mapped) is listed by a dry run
 // that writes nothing; --apply creates each mappable job once with every field mapped and the
 // child links on the new ids; a second --apply changes nothing. Bad input exits non-zero with a
 // message. The jobs are counted through ListJobs.
@@ -129,6 +129,7 @@ TEST_F(ImportXxlTest, DryRunThenApplyTwice) {
                                                   {8, "FAILOVER"},
                                                   {9, "BUSYOVER"},
                                                   {10, "SHARDING_BROADCAST"},
+                                                  {11, "FIRST"},
                                                   {13, "FIRST"},
                                                   {14, "FIRST"}};
   for (const auto& [id, strategy] : routing) {
@@ -151,14 +152,13 @@ TEST_F(ImportXxlTest, DryRunThenApplyTwice) {
   EXPECT_EQ(PlanLine(r.out, 4)["schedule"], "fix_rate:3600s");
   EXPECT_EQ(PlanLine(r.out, 13)["glue"], "SCRIPT_SHELL");
   EXPECT_EQ(PlanLine(r.out, 14)["glue"], "SCRIPT_PYTHON");
-  EXPECT_EQ(PlanLine(r.out, 11)["action"], "skip");
+  EXPECT_EQ(PlanLine(r.out, 11)["schedule"], "fix_delay:60s");
   EXPECT_EQ(PlanLine(r.out, 12)["action"], "skip");
-  EXPECT_TRUE(absl::StrContains(r.out, "cannot map: schedule_type FIX_DELAY")) << r.out;
   EXPECT_TRUE(absl::StrContains(r.out, "cannot map: glue_type GLUE_GROOVY")) << r.out;
   EXPECT_TRUE(absl::StrContains(r.out, "child xxl job 12 is not imported")) << r.out;
   EXPECT_TRUE(absl::StrContains(r.out, "xxl job 1: children would be new (xxl job 2)")) << r.out;
   EXPECT_TRUE(absl::StrContains(
-      r.out, "dry run: jobs=14 create=12 exists=0 skip=2 children=2; nothing written"))
+      r.out, "dry run: jobs=14 create=13 exists=0 skip=1 children=2; nothing written"))
       << r.out;
   EXPECT_TRUE(AllJobs().empty());
 
@@ -166,12 +166,11 @@ TEST_F(ImportXxlTest, DryRunThenApplyTwice) {
   r = Ctl({"import", "xxl-job", sample, kAppMap, "--apply"});
   ASSERT_EQ(r.exit_code, 0) << Show(r);
   EXPECT_TRUE(
-      absl::StrContains(r.out, "applied: jobs=14 created=12 exists=0 skip=2 children=2 failed=0"))
+      absl::StrContains(r.out, "applied: jobs=14 created=13 exists=0 skip=1 children=2 failed=0"))
       << r.out;
   std::map<int64_t, v1::Job> jobs = ByXxlId();
-  ASSERT_EQ(AllJobs().size(), 12u);
-  ASSERT_EQ(jobs.size(), 12u);
-  EXPECT_EQ(jobs.count(11), 0u);
+  ASSERT_EQ(AllJobs().size(), 13u);
+  ASSERT_EQ(jobs.size(), 13u);
   EXPECT_EQ(jobs.count(12), 0u);
   for (const auto& [id, strategy] : routing) {
     EXPECT_EQ(v1::RoutingStrategy_Name(jobs[id].routing_strategy()), "ROUTING_STRATEGY_" + strategy)
@@ -194,6 +193,7 @@ TEST_F(ImportXxlTest, DryRunThenApplyTwice) {
   EXPECT_EQ(jobs[4].schedule().fix_rate().interval_seconds(), 3600);
   EXPECT_EQ(jobs[4].block_strategy(), v1::BLOCK_STRATEGY_DISCARD_LATER);
   EXPECT_EQ(jobs[5].schedule().cron().expression(), "0 30 1 ? * MON-FRI");
+  EXPECT_EQ(jobs[11].schedule().fix_delay().delay().seconds(), 60);
   EXPECT_EQ(jobs[13].glue_type(), v1::GLUE_TYPE_SCRIPT_SHELL);
   EXPECT_EQ(jobs[13].script_source(), "#!/bin/bash\necho \"shell glue\"\nexit 0\n");
   EXPECT_EQ(jobs[14].glue_type(), v1::GLUE_TYPE_SCRIPT_PYTHON);
@@ -209,12 +209,12 @@ TEST_F(ImportXxlTest, DryRunThenApplyTwice) {
   r = Ctl({"import", "xxl-job", sample, kAppMap, "--apply"});
   ASSERT_EQ(r.exit_code, 0) << Show(r);
   EXPECT_TRUE(
-      absl::StrContains(r.out, "applied: jobs=14 created=0 exists=12 skip=2 children=0 failed=0"))
+      absl::StrContains(r.out, "applied: jobs=14 created=0 exists=13 skip=1 children=0 failed=0"))
       << r.out;
   EXPECT_FALSE(absl::StrContains(r.out, "differs:")) << r.out;
   EXPECT_EQ(PlanLine(r.out, 1)["job"], absl::StrCat(nightly.id()));
   std::map<int64_t, v1::Job> again = ByXxlId();
-  ASSERT_EQ(AllJobs().size(), 12u);
+  ASSERT_EQ(AllJobs().size(), 13u);
   for (const auto& [id, job] : jobs) {
     EXPECT_EQ(again[id].id(), job.id()) << id;
     EXPECT_EQ(again[id].update_time().seconds(), job.update_time().seconds()) << id;

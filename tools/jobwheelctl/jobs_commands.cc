@@ -6,6 +6,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "common/time/proto_time.h"
 #include "google/protobuf/util/json_util.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "tools/jobwheelctl/output.h"
@@ -166,6 +168,10 @@ void PrintJobs(const std::vector<v1::Job>& jobs) {
         j.schedule().has_cron() ? j.schedule().cron().expression()
         : j.schedule().has_fix_rate()
             ? absl::StrCat("every ", j.schedule().fix_rate().interval_seconds(), "s")
+        : j.schedule().has_fix_delay()
+            ? absl::StrCat("delay ",
+                           absl::FormatDuration(FromProto(j.schedule().fix_delay().delay())),
+                           " after end")
             : "none";
     Row({absl::StrCat(j.id()), j.app(), j.name(), sched, j.handler(), j.enabled() ? "yes" : "no",
          Time(j.next_fire_time())},

@@ -14,6 +14,10 @@ std::string ScheduleText(const v1::Schedule& s) {
                         s.cron().time_zone().empty() ? "UTC" : s.cron().time_zone());
   }
   if (s.has_fix_rate()) return absl::StrCat("every ", s.fix_rate().interval_seconds(), "s");
+  if (s.has_fix_delay()) {
+    return absl::StrCat("delay ", s.fix_delay().delay().seconds(), "s ",
+                        s.fix_delay().delay().nanos());
+  }
   return "none";
 }
 

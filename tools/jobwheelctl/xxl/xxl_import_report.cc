@@ -26,6 +26,7 @@ std::string ScheduleToken(const v1::Schedule& s) {
                         s.cron().time_zone().empty() ? "UTC" : s.cron().time_zone(), ")");
   }
   if (s.has_fix_rate()) return absl::StrCat("fix_rate:", s.fix_rate().interval_seconds(), "s");
+  if (s.has_fix_delay()) return absl::StrCat("fix_delay:", s.fix_delay().delay().seconds(), "s");
   return "none";
 }
 

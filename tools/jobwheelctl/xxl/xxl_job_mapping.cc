@@ -15,6 +15,7 @@ namespace {
 constexpr int kMaxNameChars = 128;                     // Job.name's limit.
 constexpr int64_t kMaxTimeoutSeconds = 7 * 24 * 3600;  // Job.timeout's limit.
 constexpr int64_t kMaxRetries = 100;                   // Job.fail_retry_count's limit.
+constexpr int64_t kMaxDelaySeconds = 366 * 24 * 3600;  // FixDelaySchedule.delay's limit.
 
 std::string Quote(absl::string_view s) { return absl::StrCat("\"", absl::CHexEscape(s), "\""); }
 
@@ -55,7 +56,14 @@ std::string MapSchedule(const XxlJob& in, const MappingOptions& options, MappedJ
     return "";
   }
   if (type == "FIX_DELAY") {
-    return "schedule_type FIX_DELAY: this jobwheel has no fixed-delay schedule";
+    int64_t seconds = 0;
+    if (!absl::SimpleAtoi(conf, &seconds) || seconds <= 0 || seconds > kMaxDelaySeconds) {
+      return absl::StrCat("schedule_conf ", Quote(conf),
+                          ": FIX_DELAY needs a whole number of seconds from 1 to ",
+                          kMaxDelaySeconds);
+    }
+    s.mutable_fix_delay()->mutable_delay()->set_seconds(seconds);
+    return "";
   }
   return absl::StrCat("schedule_type ", Quote(in.schedule_type),
                       ": unknown (NONE, CRON, FIX_RATE or FIX_DELAY)");

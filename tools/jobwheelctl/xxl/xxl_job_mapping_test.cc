@@ -100,7 +100,11 @@ TEST(XxlJobMappingTest, ScheduleTypes) {
 
   j.schedule_type = "FIX_DELAY";
   j.schedule_conf = "30";
-  ExpectSkip(j, "FIX_DELAY");
+  MappedJob delay = Map(j);
+  EXPECT_EQ(delay.skip, "");
+  EXPECT_EQ(delay.job.schedule().fix_delay().delay().seconds(), 30);
+  j.schedule_conf = "0";
+  ExpectSkip(j, "FIX_DELAY needs a whole number of seconds from 1 to 31622400");
   j.schedule_type = "FIX_RATE";
   j.schedule_conf = "0";
   ExpectSkip(j, "FIX_RATE needs a whole number of seconds above 0");
