@@ -31,6 +31,7 @@ struct Gateway::Identity {
   std::atomic<bool> probing{false};
   std::atomic<bool> ticking{false};
   std::atomic<int64_t> last_ok_ms{0};
+  int failed_probes = 0;  // In a row; guarded by op_mu.
   // Objects of an earlier token or instance: pool tasks may still hold them, so they are kept.
   std::vector<std::unique_ptr<IdentityRuns>> retired_runs;
   std::vector<std::unique_ptr<IdentityExecutorService>> retired_services;
@@ -439,6 +440,7 @@ void Gateway::Probe(Identity& id) {
   absl::MutexLock op(&id.op_mu);
   if (ok) {
     id.last_ok_ms = now;
+    id.failed_probes = 0;
     if (id.record.live() && id.session == nullptr && !id.record.token().empty()) {
       // Restored after a restart: register again with the same instance id.
       if (StartSession(id).ok()) {
@@ -451,8 +453,12 @@ void Gateway::Probe(Identity& id) {
     return;
   }
   if (id.last_ok_ms == 0) id.last_ok_ms = now;  // Restored: count from now.
-  if (id.record.live() &&
-      now - id.last_ok_ms >= absl::ToInt64Milliseconds(options_.offline_after)) {
+  // Offline after offline_after / probe_interval failures in a row (2 by default), so a
+  // kill -9 is seen within about offline_after.
+  const int64_t allowed = std::max<int64_t>(
+      1, absl::ToInt64Milliseconds(options_.offline_after) /
+             std::max<int64_t>(1, absl::ToInt64Milliseconds(options_.probe_interval)));
+  if (id.record.live() && ++id.failed_probes >= allowed) {
     metrics_.probe_offline().Increment();
     id.runs->Abandon("the XXL executor stopped answering /beat");
     TakeOffline(id, absl::StrCat("no answer to /beat for ", now - id.last_ok_ms, " ms"));
