@@ -1,6 +1,6 @@
 // `jobwheelctl import xxl-job` as a real process against a real stack: the sample export
 // (testdata/xxl_job_pagelist.json: every XXL schedule type, every routing strategy, a child
-// chain 1 -> 2 -> 3, a Groovy job that cannot be mapped) is listed by a dry run
+// chain 1 -> 2 -> 3, a Groovy job and a cron the scheduler refuses) is listed by a dry run
 // that writes nothing; --apply creates each mappable job once with every field mapped and the
 // child links on the new ids; a second --apply changes nothing. Bad input exits non-zero with a
 // message. The jobs are counted through ListJobs.
@@ -154,11 +154,16 @@ TEST_F(ImportXxlTest, DryRunThenApplyTwice) {
   EXPECT_EQ(PlanLine(r.out, 14)["glue"], "SCRIPT_PYTHON");
   EXPECT_EQ(PlanLine(r.out, 11)["schedule"], "fix_delay:60s");
   EXPECT_EQ(PlanLine(r.out, 12)["action"], "skip");
+  EXPECT_EQ(PlanLine(r.out, 15)["action"], "skip");
+  EXPECT_TRUE(absl::StrContains(
+      r.out, "cannot map: schedule.cron: cron expression \"0 0 25 * * ?\": field hour"))
+      << r.out;
+  EXPECT_TRUE(absl::EndsWith(one["next"], " 02:00:00")) << one["next"];
   EXPECT_TRUE(absl::StrContains(r.out, "cannot map: glue_type GLUE_GROOVY")) << r.out;
   EXPECT_TRUE(absl::StrContains(r.out, "child xxl job 12 is not imported")) << r.out;
   EXPECT_TRUE(absl::StrContains(r.out, "xxl job 1: children would be new (xxl job 2)")) << r.out;
   EXPECT_TRUE(absl::StrContains(
-      r.out, "dry run: jobs=14 create=13 exists=0 skip=1 children=2; nothing written"))
+      r.out, "dry run: jobs=15 create=13 exists=0 skip=2 children=2; nothing written"))
       << r.out;
   EXPECT_TRUE(AllJobs().empty());
 
@@ -166,12 +171,13 @@ TEST_F(ImportXxlTest, DryRunThenApplyTwice) {
   r = Ctl({"import", "xxl-job", sample, kAppMap, "--apply"});
   ASSERT_EQ(r.exit_code, 0) << Show(r);
   EXPECT_TRUE(
-      absl::StrContains(r.out, "applied: jobs=14 created=13 exists=0 skip=1 children=2 failed=0"))
+      absl::StrContains(r.out, "applied: jobs=15 created=13 exists=0 skip=2 children=2 failed=0"))
       << r.out;
   std::map<int64_t, v1::Job> jobs = ByXxlId();
   ASSERT_EQ(AllJobs().size(), 13u);
   ASSERT_EQ(jobs.size(), 13u);
   EXPECT_EQ(jobs.count(12), 0u);
+  EXPECT_EQ(jobs.count(15), 0u);
   for (const auto& [id, strategy] : routing) {
     EXPECT_EQ(v1::RoutingStrategy_Name(jobs[id].routing_strategy()), "ROUTING_STRATEGY_" + strategy)
         << id;
@@ -209,7 +215,7 @@ TEST_F(ImportXxlTest, DryRunThenApplyTwice) {
   r = Ctl({"import", "xxl-job", sample, kAppMap, "--apply"});
   ASSERT_EQ(r.exit_code, 0) << Show(r);
   EXPECT_TRUE(
-      absl::StrContains(r.out, "applied: jobs=14 created=0 exists=13 skip=1 children=0 failed=0"))
+      absl::StrContains(r.out, "applied: jobs=15 created=0 exists=13 skip=2 children=0 failed=0"))
       << r.out;
   EXPECT_FALSE(absl::StrContains(r.out, "differs:")) << r.out;
   EXPECT_EQ(PlanLine(r.out, 1)["job"], absl::StrCat(nightly.id()));

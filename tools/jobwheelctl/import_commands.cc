@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "common/time/proto_time.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "tools/jobwheelctl/terminal_text.h"
 #include "tools/jobwheelctl/xxl/xxl_import_plan.h"
@@ -44,6 +45,28 @@ grpc::Status ListImported(CommandContext& ctx, JobAdminService::Stub& stub,
     jobs->insert(jobs->end(), r.jobs().begin(), r.jobs().end());
     req.set_page_token(r.next_page_token());
   } while (!req.page_token().empty());
+  return grpc::Status::OK;
+}
+
+// Asks the scheduler for each new job's first fire time: a schedule it refuses (a cron it
+// cannot parse) skips the job with its reason, so that a dry run shows it too.
+grpc::Status CheckSchedules(CommandContext& ctx, JobAdminService::Stub& stub,
+                            std::vector<PlannedJob>& plan) {
+  for (PlannedJob& p : plan) {
+    if (p.action != ImportAction::kCreate || p.mapped.job.schedule().has_none()) continue;
+    v1::PreviewFireTimesRequest req;
+    *req.mutable_schedule() = p.mapped.job.schedule();
+    req.set_count(1);
+    v1::PreviewFireTimesResponse r;
+    grpc::Status s = stub.PreviewFireTimes(ctx.Rpc().get(), req, &r);
+    if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+      p.action = ImportAction::kSkip;
+      p.mapped.skip = s.error_message();
+      continue;
+    }
+    if (!s.ok()) return s;
+    if (r.fire_times_size() > 0) p.next_fire = FromProto(r.fire_times(0));
+  }
   return grpc::Status::OK;
 }
 
@@ -198,6 +221,8 @@ int ImportXxlJob(CommandContext& ctx) {
   grpc::Status s = ListImported(ctx, *stub, &existing);
   if (!s.ok()) return ctx.RpcError(s);
   std::vector<PlannedJob> plan = xxl::PlanImport(std::move(mapped), existing);
+  s = CheckSchedules(ctx, *stub, plan);
+  if (!s.ok()) return ctx.RpcError(s);
   PrintPlan(plan);
   std::map<int64_t, int> count;
   for (const PlannedJob& p : plan) ++count[static_cast<int>(p.action)];

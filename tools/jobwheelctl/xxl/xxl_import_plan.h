@@ -3,9 +3,11 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "jobwheel/v1/types.pb.h"
 #include "tools/jobwheelctl/xxl/xxl_job_mapping.h"
 
@@ -24,6 +26,8 @@ struct PlannedJob {
   v1::Job existing;  // kExists: the jobwheel job found.
   // kExists: the fields where the existing job differs from the export (it is not changed).
   std::vector<std::string> differs;
+  // The scheduler's first fire time for the schedule (PreviewFireTimes), unset when unknown.
+  std::optional<absl::Time> next_fire;
 };
 
 // Matches each mapped job with the jobwheel job an earlier import made of it: same app, a name

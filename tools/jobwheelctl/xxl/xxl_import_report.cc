@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
 
 namespace jobwheel::ctl::xxl {
 namespace {
@@ -74,6 +75,10 @@ std::string PlanLine(const PlannedJob& p) {
     }
     if (!j.owner().empty()) kv.push_back("owner=" + Token(j.owner()));
     kv.push_back("children=" + (m.xxl_children.empty() ? "-" : absl::StrJoin(m.xxl_children, ",")));
+    if (p.next_fire.has_value()) {
+      kv.push_back("next=" +
+                   Token(absl::FormatTime("%Y-%m-%d %H:%M:%S", *p.next_fire, absl::UTCTimeZone())));
+    }
   }
   return absl::StrJoin(kv, " ");
 }

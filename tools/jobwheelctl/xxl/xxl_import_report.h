@@ -16,7 +16,8 @@ std::string Token(absl::string_view value);
 // One job of the plan as one line of `key=value` pairs, in this order:
 // xxl_job, action (create, exists, skip), job (exists: the jobwheel id), app, name, schedule,
 // misfire, routing, block, glue, handler, param, script (bytes), timeout, retries, enabled,
-// alarm, owner, children (XXL ids, "-" for none). A skipped job stops after name.
+// alarm, owner, children (XXL ids, "-" for none), next (the first fire time in UTC, when
+// known). A skipped job stops after name.
 std::string PlanLine(const PlannedJob& job);
 
 // The indented lines below a job's line: "  cannot map: ...", "  note: ...", and for a job

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 
 namespace jobwheel::ctl::xxl {
@@ -38,6 +40,9 @@ TEST(XxlImportReportTest, OneLinePerJob) {
             "routing=SHARDING_BROADCAST block=SERIAL_EXECUTION glue=HANDLER handler=report "
             "param=\"\" timeout=30s retries=2 enabled=true children=8,9");
   EXPECT_TRUE(PlanDetails(p).empty());
+  p.next_fire = absl::FromUnixSeconds(1700000000);
+  EXPECT_TRUE(absl::EndsWith(PlanLine(p), " children=8,9 next=\"2023-11-14 22:13:20\""))
+      << PlanLine(p);
 
   p.action = ImportAction::kExists;
   p.existing.set_id(17);
