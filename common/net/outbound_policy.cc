@@ -10,10 +10,12 @@
 namespace jobwheel::net {
 namespace {
 
-absl::Status Refused(absl::string_view host, absl::string_view target, absl::string_view rule,
-                     absl::string_view why) {
-  const std::string about =
-      host == target ? std::string(target) : absl::StrCat(target, " (host ", host, ")");
+// "connection to 10.0.0.5:80 (host api.example) refused by rule ...": `shown` is the address
+// (or the name, before resolution) connected to, `host` the URL's.
+absl::Status Refused(absl::string_view host, absl::string_view shown, int port,
+                     absl::string_view rule, absl::string_view why) {
+  const std::string target = JoinHostPort(shown, port);
+  const std::string about = host == shown ? target : absl::StrCat(target, " (host ", host, ")");
   return absl::PermissionDeniedError(
       absl::StrCat("connection to ", about, " refused by rule \"", rule, "\": ", why));
 }
@@ -32,7 +34,7 @@ absl::Status OutboundPolicy::CheckPort(absl::string_view host, int port) const {
     if (e.host == host && e.port == port) return absl::OkStatus();
   }
   const std::string target = JoinHostPort(host, port);
-  return Refused(host, target, "port",
+  return Refused(host, host, port, "port",
                  absl::StrCat("port ", port, " is not in ", options_.ports_flag, " (",
                               options_.allow_ports.ToString(), ") and no ", options_.hosts_flag,
                               " entry names ", target));
@@ -40,7 +42,7 @@ absl::Status OutboundPolicy::CheckPort(absl::string_view host, int port) const {
 
 absl::Status OutboundPolicy::CheckMetadataName(absl::string_view host, int port) const {
   if (!IsMetadataName(host) || HostListed(host, port)) return absl::OkStatus();
-  return Refused(host, JoinHostPort(host, port), "metadata",
+  return Refused(host, host, port, "metadata",
                  absl::StrCat(host, " is a cloud metadata service name; allowed only when ",
                               options_.hosts_flag, " names it"));
 }
@@ -56,7 +58,6 @@ absl::Status OutboundPolicy::CheckAddress(absl::string_view host, const IpAddres
   absl::Status named = CheckMetadataName(host, port);
   if (!named.ok()) return named;
   const std::string ip_text = IpToString(ip);
-  const std::string target = JoinHostPort(ip_text, port);
   const AddressClass c = ClassifyIp(ip);
   const absl::string_view rule = AddressClassName(c);
   switch (c) {
@@ -64,7 +65,7 @@ absl::Status OutboundPolicy::CheckAddress(absl::string_view host, const IpAddres
     case AddressClass::kMulticast:
     case AddressClass::kBroadcast:
     case AddressClass::kReserved:
-      return Refused(host, target, rule,
+      return Refused(host, ip_text, port, rule,
                      absl::StrCat(ip_text, rule == "unspecified" ? " is an " : " is a ", rule,
                                   " address, never a destination"));
     case AddressClass::kMetadata: {
@@ -73,7 +74,7 @@ absl::Status OutboundPolicy::CheckAddress(absl::string_view host, const IpAddres
         if (cidr.IsSingleAddress() && cidr.Contains(ip)) exact = true;
       }
       if (exact) return CheckPort(host, port);
-      return Refused(host, target, rule,
+      return Refused(host, ip_text, port, rule,
                      absl::StrCat(ip_text, " is a cloud metadata address; allowed only when ",
                                   options_.hosts_flag, " names it or ", options_.cidrs_flag,
                                   " lists it as a single address"));
@@ -91,7 +92,7 @@ absl::Status OutboundPolicy::CheckAddress(absl::string_view host, const IpAddres
     if (cidr.Contains(ip)) return CheckPort(host, port);
   }
   return Refused(
-      host, target, rule,
+      host, ip_text, port, rule,
       absl::StrCat(ip_text, " is a ", rule, " address; allowed only when ", options_.hosts_flag,
                    " names ", host, " or ", options_.cidrs_flag, " holds ", ip_text));
 }

@@ -318,6 +318,36 @@ stack_ensure_app() {
   return 1
 }
 
+# stack_start_xxl_gateway NAME LISTEN_HTTP PORTS REGISTRY_TARGET DISPATCHER_TARGET [FLAG...]:
+# the XXL-JOB gateway (services/xxl_gateway; docs/xxl-job.md). XXL executors find the admin at
+# http://LISTEN_HTTP/xxl-job-admin (or /); PORTS (FROM-TO) are the gRPC ports standing for
+# them. Its state defaults to $STACK_DIR/xxl_gateway/NAME (--state_dir overrides).
+stack_start_xxl_gateway() {
+  local name=$1 listen=$2 ports=$3 registry=$4 dispatcher=$5
+  shift 5
+  local -a flags
+  mapfile -t flags < <(_stack_metrics_default "$@"
+    _stack_has_flag state_dir "$@" || echo "--state_dir=$STACK_DIR/xxl_gateway/$name")
+  stack_spawn "$name" http "$listen" "$STACK_BIN/services/xxl_gateway/xxl_gateway" \
+    --listen_http="$listen" --executor_ports="$ports" --registry_target="$registry" \
+    --dispatcher_target="$dispatcher" --dispatcher_public_key_file="$STACK_TOK/dispatcher.pub" \
+    --scheduler_public_key_file="$STACK_TOK/scheduler.pub" "${flags[@]}" "$@"
+}
+
+# stack_start_xxl_executor NAME PORT APP ADMIN_URL TOKEN_FILE [FLAG...]: the XXL-JOB-protocol
+# test executor (tests/xxl/xxl_test_executor.py) of APP on 127.0.0.1:PORT, registering with
+# ADMIN_URL (the gateway) with the EXECUTOR token in TOKEN_FILE. Creates the app first. Its run
+# logs and callback spool go to $STACK_DIR/executors/NAME/{logs,spool}.
+stack_start_xxl_executor() {
+  local name=$1 port=$2 app=$3 admin=$4 token_file=$5
+  shift 5
+  stack_ensure_app "$app" || return 1
+  stack_spawn "$name" other "127.0.0.1:$port" /usr/bin/python3 \
+    "$STACK_ROOT/tests/xxl/xxl_test_executor.py" --port="$port" --app="$app" --admin="$admin" \
+    --token_file="$token_file" --log_dir="$STACK_DIR/executors/$name/logs" \
+    --spool_dir="$STACK_DIR/executors/$name/spool" "$@"
+}
+
 # stack_start_console NAME LISTEN SCHEDULER_TARGET REGISTRY_TARGET [FLAG...]: the web console
 # (it holds no token: every browser or Connect client sends its own).
 stack_start_console() {
@@ -356,6 +386,26 @@ stack_start_python_executor() {
     --dispatcher_public_key_file="$STACK_TOK/dispatcher.pub" \
     --scheduler_public_key_file="$STACK_TOK/scheduler.pub" --stubs_dir="$STACK_DIR/pystubs" \
     "${flags[@]}" "$@"
+}
+
+# stack_start_http_executor NAME LISTEN APP REGISTRY_TARGET DISPATCHER_TARGET [FLAG...]: the
+# HTTP executor (services/http_executor, handler `http`; docs/http-jobs.md). Creates the app
+# first. Run logs and the result spool default to $STACK_DIR/executors/NAME/{logs,spool}.
+# Its outbound policy comes from the flags (--allow_hosts, --allow_cidrs, --allow_ports):
+# loopback, private, link-local and metadata targets are refused unless allow-listed.
+stack_start_http_executor() {
+  local name=$1 listen=$2 app=$3 registry=$4 dispatcher=$5
+  shift 5
+  stack_ensure_app "$app" || return 1
+  local -a flags
+  mapfile -t flags < <(_stack_metrics_default "$@"
+    _stack_has_flag log_dir "$@" || echo "--log_dir=$STACK_DIR/executors/$name/logs"
+    _stack_has_flag spool_dir "$@" || echo "--spool_dir=$STACK_DIR/executors/$name/spool")
+  stack_spawn "$name" grpc "$listen" "$STACK_BIN/services/http_executor/http_executor" \
+    --listen="$listen" --app="$app" --registry_target="$registry" \
+    --dispatcher_target="$dispatcher" --executor_token_file="$STACK_TOK/executor" \
+    --dispatcher_public_key_file="$STACK_TOK/dispatcher.pub" \
+    --scheduler_public_key_file="$STACK_TOK/scheduler.pub" "${flags[@]}" "$@"
 }
 
 # stack_grpc_serving HOST:PORT: whether grpc.health.v1.Health/Check (service "") answers

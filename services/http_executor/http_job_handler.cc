@@ -73,7 +73,9 @@ jobwheel::Result HttpJobHandler::Run(jobwheel::JobContext& ctx) {
   }
   ctx.Log(Describe(*spec));
   const absl::Time start = clock_.Now();
-  const absl::Time deadline = std::min(start + spec->timeout, ctx.deadline());
+  // The run's own timeout (ctx.deadline()) is the SDK's: it cancels the run (TIMED_OUT), which
+  // aborts the transfer. The spec's timeout ends the call as a failure of this handler.
+  const absl::Time deadline = start + spec->timeout;
   auto token = ctx.cancellation();
   absl::StatusOr<HttpCaller::Outcome> outcome = caller_.Call(
       *spec, secret_headers, deadline, [token] { return token->cancelled(); },

@@ -11,11 +11,11 @@
 namespace jobwheel::http_executor {
 
 // The `http` handler: parses the run's param as an HTTP job spec, reads its secret headers,
-// makes the call (HttpCaller) bounded by the spec's timeout and the run's deadline and
-// aborted when the run is cancelled, and writes to the run's log each hop, the status, the
-// response headers (Set-Cookie values hidden) and the first KiB of the body. Succeeds when the
-// final status is an expected one. Failure codes: 400 bad spec or secret, 403 refused by the
-// outbound policy, 502 timed out, 500 otherwise. Thread-safe.
+// makes the call (HttpCaller) bounded by the spec's timeout and aborted when the run is
+// cancelled (killed, or timed out by the SDK at the job's own timeout), and writes to the run's log
+// each hop, the status, the response headers (Set-Cookie values hidden) and the first KiB of the
+// body. Succeeds when the final status is an expected one. Failure codes: 400 bad spec or secret,
+// 403 refused by the outbound policy, 502 timed out, 500 otherwise. Thread-safe.
 class HttpJobHandler {
  public:
   HttpJobHandler(HttpCaller& caller, const SecretSource& secrets, HttpExecutorMetrics& metrics,
