@@ -66,6 +66,17 @@ std::string IdentityKey(absl::string_view app, absl::string_view url_base) {
 
 absl::Status StateDir::Open() {
   if (dir_.empty()) return absl::OkStatus();
+  // Parents first (0700 too), like mkdir -p.
+  for (size_t slash = dir_.find('/', 1); slash != std::string::npos;
+       slash = dir_.find('/', slash + 1)) {
+    const std::string parent = dir_.substr(0, slash);
+    struct stat st;
+    if (stat(parent.c_str(), &st) == 0) continue;
+    if (mkdir(parent.c_str(), 0700) != 0 && errno != EEXIST) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--state_dir: cannot create ", parent, ": ", std::strerror(errno)));
+    }
+  }
   if (absl::Status s = MakeDir(dir_); !s.ok()) return s;
   if (absl::Status s = MakeDir(dir_ + "/identities"); !s.ok()) return s;
   return MakeDir(dir_ + "/runs");
