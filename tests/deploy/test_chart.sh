@@ -21,17 +21,11 @@ DASHBOARDS=(overview scheduler registry dispatcher executor)
 # Labels Prometheus attaches to every scraped series (target labels), usable on any metric.
 TARGET_LABELS=" namespace instance job pod service container endpoint "
 
-PASSED=0
-FAILED=0
-SKIPPED=0
-G_PASSED=0
-G_FAILED=0
-G_SKIPPED=0
+# ok / fail / skip and the PASSED, FAILED, SKIPPED (and per-group G_*) counts.
+# shellcheck source=scripts/lib/tally.sh
+. "$ROOT/scripts/lib/tally.sh"
 GROUP=""
 
-ok() { PASSED=$((PASSED + 1)); G_PASSED=$((G_PASSED + 1)); echo "ok   - $*"; }
-fail() { FAILED=$((FAILED + 1)); G_FAILED=$((G_FAILED + 1)); echo "FAIL - $*"; }
-skip() { SKIPPED=$((SKIPPED + 1)); G_SKIPPED=$((G_SKIPPED + 1)); echo "skip - $*"; }
 check() { # check DESCRIPTION COMMAND...: passes when COMMAND succeeds
   local desc="$1"; shift
   if "$@" >/dev/null 2>&1; then ok "$desc"; else fail "$desc"; fi

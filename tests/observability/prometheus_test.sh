@@ -24,10 +24,9 @@ PROMTOOL=${PROMTOOL:-/usr/bin/promtool}
 BUDGET=${JOBWHEEL_OBS_TEST_BUDGET:-100}
 START=$SECONDS
 
-PASSED=0
-FAILED=0
-ok() { PASSED=$((PASSED + 1)); echo "ok   - $*"; }
-fail() { FAILED=$((FAILED + 1)); echo "FAIL - $*"; }
+# ok / fail and the PASSED, FAILED counts.
+# shellcheck source=scripts/lib/tally.sh
+. "$ROOT/scripts/lib/tally.sh"
 finish() {
   echo "$PASSED passed, $FAILED failed ($((SECONDS - START))s)"
   [ "$FAILED" -eq 0 ]

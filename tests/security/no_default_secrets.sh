@@ -12,9 +12,9 @@
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT" || exit 2
-failed=0
-fail() { echo "FAIL - $*"; failed=$((failed + 1)); }
-ok() { echo "ok   - $*"; }
+# ok / fail and the FAILED count.
+# shellcheck source=scripts/lib/tally.sh
+. "$ROOT/scripts/lib/tally.sh"
 
 # 1. Flags (ABSL_FLAG spans lines: parse with python).
 bad_flags="$(python3 - <<'PY'
@@ -56,5 +56,5 @@ hits="$(grep -rnIE 'jw_[0-9a-f]{64}|[0-9a-fA-F]{32,}' \
 if [ -n "$hits" ]; then fail "secret-shaped literals:"; echo "$hits"; else
   ok "no secret-shaped literal (jw_<hex64> or 32+ hex digits) outside tests"; fi
 
-if [ "$failed" -gt 0 ]; then echo "no_default_secrets: $failed failed"; exit 1; fi
+if [ "$FAILED" -gt 0 ]; then echo "no_default_secrets: $FAILED failed"; exit 1; fi
 echo "no_default_secrets: all passed"
