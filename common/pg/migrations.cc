@@ -370,6 +370,22 @@ ALTER TABLE jobs ADD COLUMN fix_delay_ms BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN delay_fire_id BIGINT;
 CREATE INDEX jobs_delay_waiting ON jobs (id) WHERE delay_fire_id IS NOT NULL;
 )sql"},
+      {11,
+       // executor_drains. Owner: registry (AppAdminService/SetExecutorDraining through
+       // PgAppStore: set and undone by operators; deleted with the app). Read by the registry
+       // (PgExecutorStore) into each executor it lists and announces (Executor.draining), so
+       // dispatchers learn of it on their WatchExecutors stream. No other service reads it.
+       R"sql(
+-- Executor addresses operators drained: no new runs routed there until undone.
+CREATE TABLE executor_drains (
+  app TEXT NOT NULL REFERENCES apps (name) ON DELETE CASCADE,
+  address TEXT NOT NULL,
+  reason TEXT NOT NULL DEFAULT '',
+  set_by TEXT NOT NULL DEFAULT '',
+  set_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  PRIMARY KEY (app, address)
+);
+)sql"},
   };
   return *migrations;
 }

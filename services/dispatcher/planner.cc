@@ -52,11 +52,21 @@ FirePlan Planner::Plan(const v1::Fire& fire) {
   std::vector<std::string> candidates;
   candidates.reserve(live.size());
   const bool script = IsScript(job.glue_type());
+  size_t draining = 0;
   for (const v1::Executor& e : live) {
+    // Drained by an operator: its running runs finish, it gets no new one.
+    if (e.draining()) {
+      ++draining;
+      continue;
+    }
     const bool fits = script ? e.allow_scripts()
                              : std::find(e.handlers().begin(), e.handlers().end(), job.handler()) !=
                                    e.handlers().end();
     if (fits) candidates.push_back(e.address());
+  }
+  if (candidates.empty() && draining == live.size()) {
+    return Failed(fire, absl::StrCat("job ", job.id(), ": every executor online for app ",
+                                     job.app(), " (", live.size(), ") is drained"));
   }
   if (candidates.empty()) {
     return Failed(fire,
@@ -81,6 +91,14 @@ FirePlan Planner::Plan(const v1::Fire& fire) {
     if (!online) {
       return Failed(fire, absl::StrCat("job ", job.id(), ": executor ", want,
                                        " is not online for app ", job.app()));
+    }
+    const bool drained = std::any_of(live.begin(), live.end(), [&](const v1::Executor& e) {
+      return e.address() == want && e.draining();
+    });
+    if (drained) {
+      return Failed(fire,
+                    absl::StrCat("job ", job.id(), ": executor ", want, " is drained (",
+                                 "AppAdminService/SetExecutorDraining); trigger it on another"));
     }
     if (!std::binary_search(candidates.begin(), candidates.end(), want)) {
       return Failed(fire, absl::StrCat("job ", job.id(), ": executor ", want,

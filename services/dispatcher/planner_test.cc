@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/time/clock.h"
 #include "common/time/proto_time.h"
 #include "gmock/gmock.h"
@@ -28,6 +29,7 @@ class PlannerTest : public ::testing::Test {
     std::string address;
     std::vector<std::string> handlers;
     bool scripts;
+    bool draining = false;
   };
   void SetExecutors(const std::vector<Exec>& list) {
     v1::WatchExecutorsResponse snap;
@@ -38,6 +40,8 @@ class PlannerTest : public ::testing::Test {
       e->set_app("demo");
       e->set_address(x.address);
       e->set_allow_scripts(x.scripts);
+      e->set_draining(x.draining);
+      e->set_instance(absl::StrCat("instance-of-", x.address));
       for (const auto& h : x.handlers) e->add_handlers(h);
     }
     directory_.Apply(snap);
@@ -76,6 +80,29 @@ TEST_F(PlannerTest, RoutesOverTheExecutorsWithTheHandler) {
   ASSERT_EQ(plan.runs.size(), 1u);
   EXPECT_EQ(plan.runs[0].executor_address, "127.0.0.1:7203");
   EXPECT_THAT(plan.runs[0].trigger_message, HasSubstr("over 1 executor →"));
+}
+
+TEST_F(PlannerTest, DrainedExecutorsGetNoNewRunsAndRunsNameTheirInstance) {
+  SetExecutors({{"127.0.0.1:7201", {"echo"}, false, /*draining=*/true},
+                {"127.0.0.1:7202", {"echo"}, false}});
+  for (v1::RoutingStrategy s : {v1::ROUTING_STRATEGY_FIRST, v1::ROUTING_STRATEGY_ROUND,
+                                v1::ROUTING_STRATEGY_SHARDING_BROADCAST}) {
+    FirePlan plan = planner_.Plan(Fire(s));
+    ASSERT_EQ(plan.status, v1::FIRE_STATUS_DISPATCHED) << plan.reason;
+    ASSERT_EQ(plan.runs.size(), 1u) << v1::RoutingStrategy_Name(s);
+    EXPECT_EQ(plan.runs[0].executor_address, "127.0.0.1:7202");
+    EXPECT_EQ(plan.runs[0].executor_instance, "instance-of-127.0.0.1:7202");
+  }
+  v1::Fire manual = Fire(v1::ROUTING_STRATEGY_FIRST);
+  manual.set_executor_address("127.0.0.1:7201");
+  FirePlan refused = planner_.Plan(manual);
+  EXPECT_EQ(refused.status, v1::FIRE_STATUS_FAILED);
+  EXPECT_THAT(refused.reason, HasSubstr("executor 127.0.0.1:7201 is drained"));
+
+  SetExecutors({{"127.0.0.1:7201", {"echo"}, false, true}});
+  FirePlan none = planner_.Plan(Fire(v1::ROUTING_STRATEGY_FIRST));
+  EXPECT_EQ(none.status, v1::FIRE_STATUS_FAILED);
+  EXPECT_THAT(none.reason, HasSubstr("every executor online for app demo (1) is drained"));
 }
 
 TEST_F(PlannerTest, NoFittingExecutorFailsTheFireWithOneFailedRun) {

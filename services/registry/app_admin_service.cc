@@ -3,11 +3,15 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/base/log_text.h"
 #include "common/grpc/unary_on_pool.h"
 #include "services/registry/validation.h"
+#include "spdlog/spdlog.h"
 
 namespace jobwheel::registry {
 namespace {
+
+constexpr size_t kMaxDrainReason = 256;
 
 v1::App Normalized(const v1::App& in) {
   v1::App app;
@@ -112,6 +116,31 @@ grpc::ServerUnaryReactor* AppAdminService::DeleteApp(grpc::CallbackServerContext
     absl::Status s = ValidateAppName(request->name(), "name");
     if (!s.ok()) return s;
     return store_.Delete(request->name());
+  });
+}
+
+grpc::ServerUnaryReactor* AppAdminService::SetExecutorDraining(
+    grpc::CallbackServerContext* context, const v1::SetExecutorDrainingRequest* request,
+    v1::SetExecutorDrainingResponse* /*response*/) {
+  return Run(context, /*write=*/false, [this, request](const Principal& caller) -> absl::Status {
+    if (absl::Status s = ValidateAppName(request->app(), "app"); !s.ok()) return s;
+    if (absl::Status s = ValidateAddress(request->address(), "address"); !s.ok()) return s;
+    if (request->reason().size() > kMaxDrainReason) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("reason: longer than ", kMaxDrainReason, " characters"));
+    }
+    if (!CanWriteApp(caller, request->app())) {
+      return PermissionDenied(caller, "app",
+                              absl::StrCat("ADMIN, or OPERATOR of app ", request->app()));
+    }
+    absl::Status s = store_.SetDraining(request->app(), request->address(), request->draining(),
+                                        request->reason(), caller.name);
+    if (s.ok()) {
+      spdlog::info("executor {}/{} {} by {}{}", request->app(), request->address(),
+                   request->draining() ? "drained" : "no longer drained", caller.name,
+                   request->reason().empty() ? "" : absl::StrCat(": ", LogText(request->reason())));
+    }
+    return s;
   });
 }
 

@@ -34,6 +34,10 @@ class AppAdminService final : public v1::AppAdminService::CallbackService {
   grpc::ServerUnaryReactor* DeleteApp(grpc::CallbackServerContext* context,
                                       const v1::DeleteAppRequest* request,
                                       v1::DeleteAppResponse* response) override;
+  // ADMIN, or an OPERATOR of the app.
+  grpc::ServerUnaryReactor* SetExecutorDraining(grpc::CallbackServerContext* context,
+                                                const v1::SetExecutorDrainingRequest* request,
+                                                v1::SetExecutorDrainingResponse* response) override;
 
  private:
   // On the pool: authenticates (`write`: ADMIN only), then runs `fn` with the caller and

@@ -60,10 +60,26 @@ class MemoryAppStore : public AppStore {
     apps_.erase(name);
     return absl::OkStatus();
   }
+  absl::Status SetDraining(const std::string& app, const std::string& address, bool draining,
+                           const std::string& reason, const std::string& actor) override {
+    absl::MutexLock lock(&mu_);
+    if (apps_.count(app) == 0) return absl::NotFoundError(absl::StrCat("app ", app, ": not found"));
+    if (draining) {
+      drains_[{app, address}] = reason + "|" + actor;
+    } else {
+      drains_.erase({app, address});
+    }
+    return absl::OkStatus();
+  }
+  std::map<std::pair<std::string, std::string>, std::string> drains() {
+    absl::MutexLock lock(&mu_);
+    return drains_;
+  }
 
  private:
   absl::Mutex mu_;
   std::map<std::string, v1::App> apps_ ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<std::string, std::string>, std::string> drains_ ABSL_GUARDED_BY(mu_);
 };
 
 class AppAdminServiceTest : public ::testing::Test {

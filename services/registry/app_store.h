@@ -25,6 +25,12 @@ class AppStore {
   // FAILED_PRECONDITION (naming the job count) while jobs use the app;
   // NOT_FOUND when missing.
   virtual absl::Status Delete(const std::string& name) = 0;
+  // Drains the app's executor `address` (or undoes it) and announces the executor, so every
+  // replica lists it with its new state. NOT_FOUND when the app is missing. `actor` names the
+  // caller (kept with the drain).
+  virtual absl::Status SetDraining(const std::string& app, const std::string& address,
+                                   bool draining, const std::string& reason,
+                                   const std::string& actor) = 0;
 };
 
 }  // namespace jobwheel::registry

@@ -34,6 +34,16 @@ constexpr char kCountJobsSql[] = "SELECT count(*) FROM jobs WHERE app = $1";
 constexpr char kDeleteSql[] = "DELETE FROM apps WHERE name = $1";
 constexpr char kDeleteOfflineExecutorsSql[] = "DELETE FROM executors WHERE app = $1 AND NOT online";
 
+constexpr char kDrainSql[] =
+    "INSERT INTO executor_drains (app, address, reason, set_by) VALUES ($1, $2, $3, $4) "
+    "ON CONFLICT (app, address) DO UPDATE SET reason = EXCLUDED.reason, "
+    "set_by = EXCLUDED.set_by, set_at = now()";
+constexpr char kUndrainSql[] = "DELETE FROM executor_drains WHERE app = $1 AND address = $2";
+// Announced as an executor change: replicas reload its row (with the drain) and watchers get it.
+constexpr char kNotifyExecutorSql[] =
+    "SELECT pg_notify('jobwheel_executors', 'e|' || "
+    "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000)::BIGINT || '|' || $1 || '|' || $2)";
+
 v1::App AppFromRow(const pqxx::row& row) {
   v1::App app;
   app.set_name(row[0].as<std::string>());
@@ -137,6 +147,28 @@ absl::Status PgAppStore::Delete(const std::string& name) {
                                                       jobs == 1 ? " job" : " jobs",
                                                       "; delete or move them first"));
   }
+  return absl::OkStatus();
+}
+
+absl::Status PgAppStore::SetDraining(const std::string& app, const std::string& address,
+                                     bool draining, const std::string& reason,
+                                     const std::string& actor) {
+  bool found = false;
+  absl::Status s = pool_.Run("set_executor_draining", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    // Shared: the app cannot be deleted meanwhile (its drains go with it).
+    found = !tx.exec_params("SELECT 1 FROM apps WHERE name = $1 FOR SHARE", app).empty();
+    if (!found) return;
+    if (draining) {
+      tx.exec_params(kDrainSql, app, address, reason, actor);
+    } else {
+      tx.exec_params(kUndrainSql, app, address);
+    }
+    tx.exec_params(kNotifyExecutorSql, app, address);
+    tx.commit();
+  });
+  if (!s.ok()) return s;
+  if (!found) return absl::NotFoundError(absl::StrCat("app ", app, ": not found"));
   return absl::OkStatus();
 }
 

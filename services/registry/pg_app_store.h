@@ -18,6 +18,8 @@ class PgAppStore : public AppStore {
   absl::StatusOr<v1::App> Get(const std::string& name) override;
   absl::StatusOr<std::vector<v1::App>> List() override;
   absl::Status Delete(const std::string& name) override;
+  absl::Status SetDraining(const std::string& app, const std::string& address, bool draining,
+                           const std::string& reason, const std::string& actor) override;
 
  private:
   PgPool& pool_;

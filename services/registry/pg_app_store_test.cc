@@ -2,11 +2,13 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "common/pg/pg_pool.h"
 #include "common/testing/pg_test_db.h"
 #include "gtest/gtest.h"
 #include "pqxx/pqxx"
+#include "services/registry/pg_executor_store.h"
 
 namespace jobwheel::registry {
 namespace {
@@ -90,6 +92,38 @@ TEST_F(PgAppStoreTest, DeleteRefusesAnAppWithJobs) {
   EXPECT_TRUE(store_->Get("busy").ok());
   EXPECT_TRUE(store_->Delete("idle").ok());
   EXPECT_EQ(store_->Get("idle").status().code(), absl::StatusCode::kNotFound);
+}
+
+// A drain is kept by app and address, whether or not the executor is online, and every listing
+// of the executor carries it until it is undone.
+TEST_F(PgAppStoreTest, DrainsAreListedWithTheExecutorUntilUndone) {
+  ASSERT_TRUE(store_->Create(App("demo", v1::ADDRESS_TYPE_AUTO)).ok());
+  PgExecutorStore executors(*pool_);
+  v1::Executor e;
+  e.set_app("demo");
+  e.set_address("10.0.0.1:7200");
+  ASSERT_TRUE(executors.Register(e, "r1", "s1", absl::Seconds(10), "instance-0123456789").ok());
+  auto draining = [&]() -> std::pair<bool, std::string> {
+    auto online = executors.GetOnline({{"demo", "10.0.0.1:7200"}});
+    EXPECT_TRUE(online.ok()) << online.status();
+    if (!online.ok() || online->size() != 1) return {false, "missing"};
+    return {(*online)[0].draining(), (*online)[0].drain_reason()};
+  };
+  EXPECT_EQ(draining(), std::make_pair(false, std::string()));
+  ASSERT_TRUE(store_->SetDraining("demo", "10.0.0.1:7200", true, "kernel update", "ops").ok());
+  EXPECT_EQ(draining(), std::make_pair(true, std::string("kernel update")));
+  // Kept across a re-registration of the address.
+  ASSERT_TRUE(executors.MarkOffline({{"demo", "10.0.0.1:7200"}, "s1"}).ok());
+  ASSERT_TRUE(executors.Register(e, "r1", "s2", absl::Seconds(10), "instance-9876543210").ok());
+  EXPECT_EQ(draining().first, true);
+  auto listed = executors.ListOnline();
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_TRUE((*listed)[0].draining());
+  ASSERT_TRUE(store_->SetDraining("demo", "10.0.0.1:7200", false, "", "ops").ok());
+  EXPECT_EQ(draining(), std::make_pair(false, std::string()));
+  EXPECT_EQ(store_->SetDraining("nope", "10.0.0.1:7200", true, "", "ops").code(),
+            absl::StatusCode::kNotFound);
 }
 
 }  // namespace

@@ -97,15 +97,19 @@ constexpr char kExpireSql[] =
   "e.allow_scripts, e.replica_id, "                                       \
   "(EXTRACT(EPOCH FROM e.register_time) * 1000000)::BIGINT, "             \
   "(EXTRACT(EPOCH FROM e.last_beat_time) * 1000000)::BIGINT, e.running, " \
-  "e.queued, COALESCE(e.instance_id, '') "
+  "e.queued, COALESCE(e.instance_id, ''), d.address IS NOT NULL, COALESCE(d.reason, '') "
+
+// With the operator's drain of each row, if any.
+#define JW_EXECUTOR_DRAINS "LEFT JOIN executor_drains d ON d.app = e.app AND d.address = e.address "
 
 constexpr char kListOnlineSql[] =
-    "SELECT " JW_EXECUTOR_COLUMNS "FROM executors e WHERE e.online ORDER BY e.app, e.address";
+    "SELECT " JW_EXECUTOR_COLUMNS "FROM executors e " JW_EXECUTOR_DRAINS
+    "WHERE e.online ORDER BY e.app, e.address";
 
 constexpr char kGetOnlineSql[] =
     "SELECT " JW_EXECUTOR_COLUMNS
     "FROM executors e JOIN unnest($1::text[], $2::text[]) AS k(app, address) "
-    "ON e.app = k.app AND e.address = k.address WHERE e.online";
+    "ON e.app = k.app AND e.address = k.address " JW_EXECUTOR_DRAINS "WHERE e.online";
 
 constexpr char kListAppConfigsSql[] =
     "SELECT name, address_type, manual_addresses FROM apps ORDER BY name";
@@ -132,6 +136,8 @@ v1::Executor ExecutorFromRow(const pqxx::row& row) {
   e.set_running(row[11].as<int>());
   e.set_queued(row[12].as<int>());
   e.set_instance(InstanceTag(row[13].as<std::string>()));
+  e.set_draining(row[14].as<bool>());
+  e.set_drain_reason(row[15].as<std::string>());
   return e;
 }
 
