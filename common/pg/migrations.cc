@@ -370,6 +370,42 @@ ALTER TABLE jobs ADD COLUMN fix_delay_ms BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN delay_fire_id BIGINT;
 CREATE INDEX jobs_delay_waiting ON jobs (id) WHERE delay_fire_id IS NOT NULL;
 )sql"},
+      {10,
+       // audit_events. Owner: scheduler admin API (PgJobStore writes an event inside the
+       // transaction of the change it records and lists them; every replica). The leader
+       // (PgFireStore retention) deletes old ones. No other service reads or writes it.
+       // jobs (owner: scheduler): labels and the job's own run retention, written by the admin
+       // API (PgJobStore); labels read by its ListJobs filter, the retention by the leader's
+       // retention pass (PgFireStore).
+       R"sql(
+-- Who changed what through the admin API: one row per mutating call that succeeded.
+CREATE TABLE audit_events (
+  id BIGSERIAL PRIMARY KEY,
+  time TIMESTAMPTZ NOT NULL DEFAULT now(),
+  actor_token_id BIGINT NOT NULL DEFAULT 0,
+  actor_name TEXT NOT NULL,
+  action TEXT NOT NULL,
+  target TEXT NOT NULL,
+  apps TEXT[] NOT NULL DEFAULT '{}',
+  -- Field-level changes, index by index (secrets never stored).
+  change_fields TEXT[] NOT NULL DEFAULT '{}',
+  change_before TEXT[] NOT NULL DEFAULT '{}',
+  change_after TEXT[] NOT NULL DEFAULT '{}',
+  peer TEXT NOT NULL DEFAULT '',
+  request_id TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX audit_events_time ON audit_events (time);
+CREATE INDEX audit_events_target ON audit_events (target, id);
+CREATE INDEX audit_events_actor ON audit_events (actor_name, id);
+CREATE INDEX audit_events_apps ON audit_events USING gin (apps);
+-- key=value labels, filtered by ListJobs (containment uses the GIN index).
+ALTER TABLE jobs ADD COLUMN labels JSONB NOT NULL DEFAULT '{}';
+CREATE INDEX jobs_labels ON jobs USING gin (labels jsonb_path_ops);
+-- A job's own run retention (0: the global one); the retention pass reads the few jobs set.
+ALTER TABLE jobs ADD COLUMN run_max_age_ms BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN run_keep_last INT NOT NULL DEFAULT 0;
+CREATE INDEX jobs_own_retention ON jobs (id) WHERE run_max_age_ms > 0 OR run_keep_last > 0;
+)sql"},
       {11,
        // executor_drains. Owner: registry (AppAdminService/SetExecutorDraining through
        // PgAppStore: set and undone by operators; deleted with the app). Read by the registry

@@ -554,4 +554,8 @@ absl::StatusOr<FireStore::DelayChainResult> FakeFireStore::AdvanceDelayChains(in
   return DelayChainResult();
 }
 
+absl::StatusOr<int> FakeFireStore::DeleteAuditHistory(absl::Time /*cutoff*/, int /*limit*/) {
+  return 0;
+}
+
 }  // namespace jobwheel::scheduler

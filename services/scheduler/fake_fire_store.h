@@ -120,6 +120,7 @@ class FakeFireStore : public FireStore {
   // No delay chains: FIX_DELAY is tested against PostgreSQL (pg_fire_store_test).
   absl::StatusOr<DelayChainResult> AdvanceDelayChains(int limit) override;
   absl::StatusOr<int> DeleteHistory(absl::Time cutoff, int limit) override;
+  absl::StatusOr<int> DeleteAuditHistory(absl::Time cutoff, int limit) override;
 
  private:
   struct JobRow {

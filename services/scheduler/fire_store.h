@@ -170,6 +170,10 @@ class FireStore {
   // `cutoff`, and up to `limit` non-PENDING fires created before it that no run references.
   // Returns how many rows it deleted.
   virtual absl::StatusOr<int> DeleteHistory(absl::Time cutoff, int limit) = 0;
+
+  // In one transaction: deletes up to `limit` audit events older than `cutoff` (the audit
+  // trail's own retention). Returns how many.
+  virtual absl::StatusOr<int> DeleteAuditHistory(absl::Time cutoff, int limit) = 0;
 };
 
 }  // namespace jobwheel::scheduler

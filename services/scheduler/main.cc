@@ -80,6 +80,8 @@ ABSL_FLAG(absl::Duration, restart_grace, absl::Seconds(1),
           "RUNNING runs of an executor that restarted (a new process under its address) become "
           "LOST this long after the new process registered (it may replay spooled results)");
 ABSL_FLAG(int, retention_days, 30, "Fires and runs older than this are deleted");
+ABSL_FLAG(int, audit_retention_days, 365,
+          "Audit events (ListAuditEvents) older than this are deleted; 1..36500");
 ABSL_FLAG(std::string, alarm_webhook_url, "",
           "https:// (or http://) URL that receives alarms as JSON, each with an Idempotency-Key "
           "header; empty: alarms are recorded in alarm_outbox but not posted");
@@ -242,6 +244,11 @@ int main(int argc, char** argv) {
   monitor_options.offline_grace = absl::GetFlag(FLAGS_executor_offline_grace);
   monitor_options.restart_grace = absl::GetFlag(FLAGS_restart_grace);
   monitor_options.retention = absl::Hours(24) * absl::GetFlag(FLAGS_retention_days);
+  const int audit_days = absl::GetFlag(FLAGS_audit_retention_days);
+  if (audit_days < 1 || audit_days > 36500) {
+    return Fail("--audit_retention_days: must be between 1 and 36500");
+  }
+  monitor_options.audit_retention = absl::Hours(24) * audit_days;
 
   FireEngine* engine_ptr = nullptr;
   LeaderElector::Options elector_options;

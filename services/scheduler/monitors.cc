@@ -174,6 +174,13 @@ absl::StatusOr<int> Monitors::Retain() {
     deleted += *n;
     if (*n == 0) break;
   }
+  const absl::Time audit_cutoff = clock_.Now() - options_.audit_retention;
+  for (int round = 0; round < kRetentionRounds; ++round) {
+    absl::StatusOr<int> n = store_.DeleteAuditHistory(audit_cutoff, kRetentionBatch);
+    if (!n.ok()) return n.status();
+    deleted += *n;
+    if (*n == 0) break;
+  }
   return deleted;
 }
 

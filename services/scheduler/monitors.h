@@ -38,7 +38,8 @@ namespace jobwheel::scheduler {
 //  - delay chains: a FIX_DELAY job whose fire (and retries) ended gets its next fire time, the
 //    last run's end plus its delay (FireStore::AdvanceDelayChains), after each pass and, while
 //    any such job waits, every `delay_chain_interval` in between.
-//  - retention: fires and runs older than `retention` are deleted in small batches.
+//  - retention: fires and runs older than `retention`, and audit events older than
+//    `audit_retention`, are deleted in small batches.
 // The retry and child fires are picked up and dispatched by the FireEngine. The loop runs a
 // pass every `interval` (the safety net) and, after OnExecutorChanged (the registry announced
 // an executor going offline or registering), once the offline grace and once the restart grace
@@ -62,6 +63,8 @@ class Monitors {
     // change, may run a little ahead of ours.
     absl::Duration wake_margin = absl::Milliseconds(50);
     absl::Duration retention = absl::Hours(24 * 30);
+    // The audit trail's own retention.
+    absl::Duration audit_retention = absl::Hours(24 * 365);
     absl::Duration retention_interval = absl::Minutes(10);
     // How often waiting FIX_DELAY jobs are looked at between passes (only while some wait).
     absl::Duration delay_chain_interval = absl::Milliseconds(100);

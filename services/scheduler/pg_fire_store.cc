@@ -11,6 +11,7 @@
 #include "common/pg/pg_arrays.h"
 #include "common/pg/pg_prepared.h"
 #include "common/time/proto_time.h"
+#include "services/scheduler/admin/pg_audit_log.h"
 #include "services/scheduler/alarm_outbox_pg.h"
 #include "services/scheduler/job_row.h"
 
@@ -555,6 +556,15 @@ absl::StatusOr<int> PgFireStore::DeleteHistory(absl::Time cutoff, int limit) {
         "$1::timestamptz LIMIT $2) RETURNING id",
         before, limit);
     n = static_cast<int>(r1.size() + r2.size() + r3.size());
+  });
+  if (!s.ok()) return s;
+  return n;
+}
+
+absl::StatusOr<int> PgFireStore::DeleteAuditHistory(absl::Time cutoff, int limit) {
+  int n = 0;
+  absl::Status s = elector_.RunFenced("audit retention", [&](pqxx::work& tx) {
+    n = admin::DeleteAuditEventsBefore(tx, cutoff, limit);
   });
   if (!s.ok()) return s;
   return n;

@@ -23,6 +23,7 @@ class PgFireStore : public FireStore {
                                                const FollowupPlanner& plan) override;
   absl::StatusOr<DelayChainResult> AdvanceDelayChains(int limit) override;
   absl::StatusOr<int> DeleteHistory(absl::Time cutoff, int limit) override;
+  absl::StatusOr<int> DeleteAuditHistory(absl::Time cutoff, int limit) override;
 
  private:
   LeaderElector& elector_;

@@ -16,6 +16,7 @@ import * as runsPage from './runs_page.js';
 import * as runDetail from './run_detail_page.js';
 import * as executors from './executors_page.js';
 import * as tokensPage from './tokens_page.js';
+import * as auditPage from './audit_page.js';
 
 const ROUTES = [
   [/^\/?$/, dashboard, 'dashboard'],
@@ -27,6 +28,7 @@ const ROUTES = [
   [/^\/runs\/(\d+)$/, runDetail, 'runs'],
   [/^\/executors$/, executors, 'executors'],
   [/^\/tokens$/, tokensPage, 'tokens'],
+  [/^\/audit$/, auditPage, 'audit'],
 ];
 
 const root = document.getElementById('app');
@@ -68,6 +70,7 @@ function topBar(section) {
     ['/', 'nav.dashboard', 'dashboard'], ['/jobs', 'nav.jobs', 'jobs'],
     ['/runs', 'nav.runs', 'runs'], ['/executors', 'nav.executors', 'executors'],
   ];
+  nav.push(['/audit', 'nav.audit', 'audit']);
   if (isAdmin()) nav.push(['/tokens', 'nav.tokens', 'tokens']);
   const langSel = h('select', {class: 'lang', 'aria-label': t('nav.language'), 'data-test': 'lang',
     onchange: (e) => setLang(e.target.value)},

@@ -1,7 +1,10 @@
 // English messages.
 export const en = {
   'nav.dashboard': 'Dashboard', 'nav.jobs': 'Jobs', 'nav.runs': 'Runs',
-  'nav.executors': 'Executors', 'nav.tokens': 'Tokens', 'nav.signout': 'Sign out',
+  'nav.executors': 'Executors', 'nav.tokens': 'Tokens', 'nav.audit': 'Audit',
+  'audit.time': 'Time', 'audit.actor': 'Actor', 'audit.action': 'Action', 'audit.target': 'Target',
+  'audit.apps': 'Apps', 'audit.changes': 'Changes', 'audit.from': 'From', 'audit.filter': 'Filter',
+  'audit.more': 'More', 'nav.signout': 'Sign out',
   'nav.language': 'Language',
   'common.ok': 'OK', 'common.cancel': 'Cancel', 'common.none': 'Nothing here',
   'common.loading': 'Loading…', 'common.prev': '‹ Prev', 'common.next': 'Next ›',

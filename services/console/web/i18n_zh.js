@@ -1,7 +1,10 @@
 // 简体中文.
 export const zhCN = {
   'nav.dashboard': '运行报表', 'nav.jobs': '任务管理', 'nav.runs': '调度日志',
-  'nav.executors': '执行器', 'nav.tokens': '访问令牌', 'nav.signout': '退出',
+  'nav.executors': '执行器', 'nav.tokens': '访问令牌', 'nav.audit': '审计',
+  'audit.time': '时间', 'audit.actor': '操作者', 'audit.action': '操作', 'audit.target': '对象',
+  'audit.apps': '应用', 'audit.changes': '变更', 'audit.from': '来源', 'audit.filter': '筛选',
+  'audit.more': '更多', 'nav.signout': '退出',
   'nav.language': '语言',
   'common.ok': '确定', 'common.cancel': '取消', 'common.none': '暂无数据',
   'common.loading': '加载中…', 'common.prev': '‹ 上一页', 'common.next': '下一页 ›',

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "common/model/proto_enums.h"
 #include "common/time/proto_time.h"
+#include "services/scheduler/admin/audit_diff.h"
 #include "services/scheduler/admin/run_stats.h"
 
 namespace jobwheel::scheduler::admin {
@@ -120,15 +121,33 @@ Job InMemoryJobStore::Apply(int64_t id, const JobWrite& write) {
   return stored.job;
 }
 
-absl::StatusOr<Job> InMemoryJobStore::CreateJob(const JobMutation& prepare) {
+void InMemoryJobStore::Audit(const jobwheel::v1::AuditEvent* audit, const std::string& target,
+                             const std::vector<std::string>& apps,
+                             std::vector<jobwheel::v1::AuditFieldChange> changes) {
+  if (audit == nullptr) return;
+  jobwheel::v1::AuditEvent e = *audit;
+  e.set_id(next_audit_id_++);
+  *e.mutable_time() = ToProto(clock_.Now());
+  e.set_target(target);
+  for (const std::string& app : apps) e.add_apps(app);
+  for (auto& c : changes) *e.add_changes() = std::move(c);
+  audit_.push_back(std::move(e));
+}
+
+absl::StatusOr<Job> InMemoryJobStore::CreateJob(const JobMutation& prepare,
+                                                const jobwheel::v1::AuditEvent* audit) {
   absl::MutexLock lock(&mu_);
   absl::StatusOr<std::optional<JobWrite>> w = prepare(nullptr, GraphReader());
   if (!w.ok()) return w.status();
   if (!w->has_value()) return absl::InternalError("create job: the mutation produced no row");
-  return Apply(next_job_id_++, **w);
+  const int64_t id = next_job_id_++;
+  Job out = Apply(id, **w);
+  Audit(audit, absl::StrCat("job ", id), {out.app()}, DiffJobs(nullptr, &out));
+  return out;
 }
 
-absl::StatusOr<Job> InMemoryJobStore::UpdateJob(int64_t id, const JobMutation& mutate) {
+absl::StatusOr<Job> InMemoryJobStore::UpdateJob(int64_t id, const JobMutation& mutate,
+                                                const jobwheel::v1::AuditEvent* audit) {
   absl::MutexLock lock(&mu_);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
@@ -136,7 +155,11 @@ absl::StatusOr<Job> InMemoryJobStore::UpdateJob(int64_t id, const JobMutation& m
   absl::StatusOr<std::optional<JobWrite>> w = mutate(&current, GraphReader());
   if (!w.ok()) return w.status();
   if (!w->has_value()) return current;
-  return Apply(id, **w);
+  Job out = Apply(id, **w);
+  std::vector<std::string> apps = {current.app()};
+  if (out.app() != current.app()) apps.push_back(out.app());
+  Audit(audit, absl::StrCat("job ", id), apps, DiffJobs(&current, &out));
+  return out;
 }
 
 absl::StatusOr<Job> InMemoryJobStore::GetJob(int64_t id) {
@@ -169,7 +192,7 @@ absl::StatusOr<std::vector<Job>> InMemoryJobStore::ListJobs(const JobFilter& fil
   return out;
 }
 
-absl::Status InMemoryJobStore::DeleteJob(int64_t id) {
+absl::Status InMemoryJobStore::DeleteJob(int64_t id, const jobwheel::v1::AuditEvent* audit) {
   absl::MutexLock lock(&mu_);
   if (!jobs_.count(id)) return absl::NotFoundError(absl::StrCat("job ", id, " not found"));
   std::vector<int64_t> parents;
@@ -183,7 +206,9 @@ absl::Status InMemoryJobStore::DeleteJob(int64_t id) {
         absl::StrCat("job ", id, " is a child of job(s) ", absl::StrJoin(parents, ", "),
                      "; remove it from their child_job_ids first"));
   }
+  const Job current = jobs_[id].job;
   jobs_.erase(id);
+  Audit(audit, absl::StrCat("job ", id), {current.app()}, DiffJobs(&current, nullptr));
   for (auto it = fires_.begin(); it != fires_.end();) {
     if (it->second.job_id == id && it->second.status == jobwheel::v1::FIRE_STATUS_PENDING) {
       it = fires_.erase(it);
@@ -194,7 +219,8 @@ absl::Status InMemoryJobStore::DeleteJob(int64_t id) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> InMemoryJobStore::InsertManualFire(const ManualFire& fire) {
+absl::StatusOr<int64_t> InMemoryJobStore::InsertManualFire(const ManualFire& fire,
+                                                           const jobwheel::v1::AuditEvent* audit) {
   absl::MutexLock lock(&mu_);
   auto it = jobs_.find(fire.job_id);
   if (it == jobs_.end()) {
@@ -218,6 +244,10 @@ absl::StatusOr<int64_t> InMemoryJobStore::InsertManualFire(const ManualFire& fir
   f.shard_total = fire.shard_total;
   f.executor_address = fire.executor_address;
   fires_[f.id] = f;
+  jobwheel::v1::AuditFieldChange c;
+  c.set_field("fire_id");
+  c.set_after(absl::StrCat(f.id));
+  Audit(audit, absl::StrCat("job ", fire.job_id), {app}, {c});
   return f.id;
 }
 
@@ -263,7 +293,8 @@ absl::StatusOr<ExecutorState> InMemoryJobStore::GetExecutorState(const std::stri
   return it->second ? ExecutorState::kOnline : ExecutorState::kOffline;
 }
 
-absl::StatusOr<Run> InMemoryJobStore::MarkRunKilled(int64_t id, const std::string& message) {
+absl::StatusOr<Run> InMemoryJobStore::MarkRunKilled(int64_t id, const std::string& message,
+                                                    const jobwheel::v1::AuditEvent* audit) {
   absl::MutexLock lock(&mu_);
   auto it = runs_.find(id);
   if (it == runs_.end()) return absl::NotFoundError(absl::StrCat("run ", id, " not found"));
@@ -272,8 +303,47 @@ absl::StatusOr<Run> InMemoryJobStore::MarkRunKilled(int64_t id, const std::strin
     r.set_status(jobwheel::v1::RUN_STATUS_KILLED);
     r.set_result_message(message);
     *r.mutable_end_time() = ToProto(clock_.Now());
+    jobwheel::v1::AuditFieldChange c;
+    c.set_field("status");
+    c.set_after("RUN_STATUS_KILLED");
+    Audit(audit, absl::StrCat("run ", id), {r.app()}, {c});
   }
   return r;
+}
+
+absl::Status InMemoryJobStore::AppendAudit(const jobwheel::v1::AuditEvent& audit) {
+  absl::MutexLock lock(&mu_);
+  jobwheel::v1::AuditEvent e = audit;
+  e.set_id(next_audit_id_++);
+  *e.mutable_time() = ToProto(clock_.Now());
+  audit_.push_back(std::move(e));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<jobwheel::v1::AuditEvent>> InMemoryJobStore::ListAuditEvents(
+    const AuditFilter& filter, int64_t before_id, int limit) {
+  absl::MutexLock lock(&mu_);
+  std::vector<jobwheel::v1::AuditEvent> out;
+  for (auto it = audit_.rbegin(); it != audit_.rend(); ++it) {
+    const jobwheel::v1::AuditEvent& e = *it;
+    if (before_id != 0 && e.id() >= before_id) continue;
+    if (!filter.actor.empty() && e.actor_name() != filter.actor) continue;
+    if (!filter.target.empty() && e.target() != filter.target) continue;
+    if (!filter.action.empty() && e.action() != filter.action) continue;
+    const absl::Time t = FromProto(e.time());
+    if ((filter.from && t < *filter.from) || (filter.before && t >= *filter.before)) continue;
+    if (filter.only_apps) {
+      bool any = false;
+      for (const std::string& app : e.apps()) {
+        any = any || std::find(filter.only_apps->begin(), filter.only_apps->end(), app) !=
+                         filter.only_apps->end();
+      }
+      if (!any) continue;
+    }
+    out.push_back(e);
+    if (static_cast<int>(out.size()) >= limit) break;
+  }
+  return out;
 }
 
 absl::StatusOr<RunStatsRows> InMemoryJobStore::RunStats(const RunStatsQuery& query) {

@@ -46,19 +46,27 @@ class InMemoryJobStore : public JobStore {
   // The job's child_scope column (nullopt: every app); NOT_FOUND when missing.
   absl::StatusOr<std::optional<std::vector<std::string>>> child_scope(int64_t job_id) const;
 
-  absl::StatusOr<jobwheel::v1::Job> CreateJob(const JobMutation& prepare) override;
-  absl::StatusOr<jobwheel::v1::Job> UpdateJob(int64_t id, const JobMutation& mutate) override;
+  absl::StatusOr<jobwheel::v1::Job> CreateJob(const JobMutation& prepare,
+                                              const jobwheel::v1::AuditEvent* audit) override;
+  absl::StatusOr<jobwheel::v1::Job> UpdateJob(int64_t id, const JobMutation& mutate,
+                                              const jobwheel::v1::AuditEvent* audit) override;
   absl::StatusOr<jobwheel::v1::Job> GetJob(int64_t id) override;
   absl::StatusOr<std::vector<jobwheel::v1::Job>> ListJobs(const JobFilter& filter, int64_t after_id,
                                                           int limit) override;
-  absl::Status DeleteJob(int64_t id) override;
-  absl::StatusOr<int64_t> InsertManualFire(const ManualFire& fire) override;
+  absl::Status DeleteJob(int64_t id, const jobwheel::v1::AuditEvent* audit) override;
+  absl::StatusOr<int64_t> InsertManualFire(const ManualFire& fire,
+                                           const jobwheel::v1::AuditEvent* audit) override;
   absl::StatusOr<std::vector<jobwheel::v1::Run>> ListRuns(const RunFilter& filter,
                                                           int64_t before_id, int limit) override;
   absl::StatusOr<jobwheel::v1::Run> GetRun(int64_t id) override;
   absl::StatusOr<ExecutorState> GetExecutorState(const std::string& app,
                                                  const std::string& address) override;
-  absl::StatusOr<jobwheel::v1::Run> MarkRunKilled(int64_t id, const std::string& message) override;
+  absl::StatusOr<jobwheel::v1::Run> MarkRunKilled(int64_t id, const std::string& message,
+                                                  const jobwheel::v1::AuditEvent* audit) override;
+  absl::Status AppendAudit(const jobwheel::v1::AuditEvent& audit) override;
+  absl::StatusOr<std::vector<jobwheel::v1::AuditEvent>> ListAuditEvents(const AuditFilter& filter,
+                                                                        int64_t before_id,
+                                                                        int limit) override;
   absl::StatusOr<RunStatsRows> RunStats(const RunStatsQuery& query) override;
   absl::StatusOr<std::vector<AppJobCountsRow>> CountJobs(
       const std::string& app, const std::optional<std::vector<std::string>>& only_apps) override;
@@ -72,12 +80,18 @@ class InMemoryJobStore : public JobStore {
 
   ChildGraphReader GraphReader() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   jobwheel::v1::Job Apply(int64_t id, const JobWrite& write) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Audit(const jobwheel::v1::AuditEvent* audit, const std::string& target,
+             const std::vector<std::string>& apps,
+             std::vector<jobwheel::v1::AuditFieldChange> changes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Clock& clock_;
   mutable absl::Mutex mu_;
   int64_t next_job_id_ ABSL_GUARDED_BY(mu_) = 1;
   int64_t next_fire_id_ ABSL_GUARDED_BY(mu_) = 1;
   int64_t next_run_id_ ABSL_GUARDED_BY(mu_) = 1;
+  int64_t next_audit_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::vector<jobwheel::v1::AuditEvent> audit_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, StoredJob> jobs_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, Fire> fires_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, jobwheel::v1::Run> runs_ ABSL_GUARDED_BY(mu_);

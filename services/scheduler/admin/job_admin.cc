@@ -78,7 +78,8 @@ absl::StatusOr<JobWrite> JobAdmin::PrepareWrite(const Job& merged, const Job* cu
   return write;
 }
 
-absl::StatusOr<Job> JobAdmin::CreateJob(const Job& job, const AppScope& writer) {
+absl::StatusOr<Job> JobAdmin::CreateJob(const Job& job, const AppScope& writer,
+                                        const jobwheel::v1::AuditEvent* audit) {
   Job input = job;
   input.clear_id();  // Output only.
   const absl::Time now = clock_.Now();
@@ -89,11 +90,13 @@ absl::StatusOr<Job> JobAdmin::CreateJob(const Job& job, const AppScope& writer) 
           const ChildGraphReader& read_graph) -> absl::StatusOr<std::optional<JobWrite>> {
         ASSIGN_OR_RETURN(JobWrite write, PrepareWrite(input, current, read_graph, now, writer));
         return std::optional<JobWrite>(std::move(write));
-      });
+      },
+      audit);
 }
 
 absl::StatusOr<Job> JobAdmin::UpdateJob(const Job& job, const google::protobuf::FieldMask& mask,
-                                        const WriteGuard& guard, const AppScope& writer) {
+                                        const WriteGuard& guard, const AppScope& writer,
+                                        const jobwheel::v1::AuditEvent* audit) {
   RETURN_IF_ERROR(ValidateId(job.id(), "job.id"));
   // Reject a bad mask before touching the store.
   RETURN_IF_ERROR(ApplyUpdateMask(Job(), job, mask).status());
@@ -107,7 +110,8 @@ absl::StatusOr<Job> JobAdmin::UpdateJob(const Job& job, const google::protobuf::
         if (guard) RETURN_IF_ERROR(guard(*current, merged));
         ASSIGN_OR_RETURN(JobWrite write, PrepareWrite(merged, current, read_graph, now, writer));
         return std::optional<JobWrite>(std::move(write));
-      });
+      },
+      audit);
 }
 
 absl::StatusOr<Job> JobAdmin::GetJob(int64_t id) {
@@ -137,12 +141,13 @@ absl::StatusOr<jobwheel::v1::ListJobsResponse> JobAdmin::ListJobs(
   return resp;
 }
 
-absl::Status JobAdmin::DeleteJob(int64_t id) {
+absl::Status JobAdmin::DeleteJob(int64_t id, const jobwheel::v1::AuditEvent* audit) {
   RETURN_IF_ERROR(ValidateId(id, "id"));
-  return store_.DeleteJob(id);
+  return store_.DeleteJob(id, audit);
 }
 
-absl::StatusOr<Job> JobAdmin::SetEnabled(int64_t id, bool enabled, const WriteGuard& guard) {
+absl::StatusOr<Job> JobAdmin::SetEnabled(int64_t id, bool enabled, const WriteGuard& guard,
+                                         const jobwheel::v1::AuditEvent* audit) {
   RETURN_IF_ERROR(ValidateId(id, "id"));
   const absl::Time now = clock_.Now();
   return store_.UpdateJob(
@@ -157,18 +162,22 @@ absl::StatusOr<Job> JobAdmin::SetEnabled(int64_t id, bool enabled, const WriteGu
         ASSIGN_OR_RETURN(JobWrite write,
                          PrepareWrite(merged, current, read_graph, now, std::nullopt));
         return std::optional<JobWrite>(std::move(write));
-      });
+      },
+      audit);
 }
 
-absl::StatusOr<Job> JobAdmin::PauseJob(int64_t id, const WriteGuard& guard) {
-  return SetEnabled(id, false, guard);
+absl::StatusOr<Job> JobAdmin::PauseJob(int64_t id, const WriteGuard& guard,
+                                       const jobwheel::v1::AuditEvent* audit) {
+  return SetEnabled(id, false, guard, audit);
 }
 
-absl::StatusOr<Job> JobAdmin::ResumeJob(int64_t id, const WriteGuard& guard) {
-  return SetEnabled(id, true, guard);
+absl::StatusOr<Job> JobAdmin::ResumeJob(int64_t id, const WriteGuard& guard,
+                                        const jobwheel::v1::AuditEvent* audit) {
+  return SetEnabled(id, true, guard, audit);
 }
 
-absl::StatusOr<int64_t> JobAdmin::TriggerJob(const jobwheel::v1::TriggerJobRequest& req) {
+absl::StatusOr<int64_t> JobAdmin::TriggerJob(const jobwheel::v1::TriggerJobRequest& req,
+                                             const jobwheel::v1::AuditEvent* audit) {
   RETURN_IF_ERROR(ValidateId(req.id(), "id"));
   ManualFire fire;
   fire.job_id = req.id();
@@ -187,7 +196,7 @@ absl::StatusOr<int64_t> JobAdmin::TriggerJob(const jobwheel::v1::TriggerJobReque
         absl::StrCat("executor_address: must be at most ", kMaxAddressLength, " bytes"));
   }
   fire.executor_address = req.executor_address();
-  return store_.InsertManualFire(fire);
+  return store_.InsertManualFire(fire, audit);
 }
 
 absl::StatusOr<jobwheel::v1::ListRunsResponse> JobAdmin::ListRuns(
@@ -229,7 +238,7 @@ absl::StatusOr<Run> JobAdmin::GetRun(int64_t id) {
   return store_.GetRun(id);
 }
 
-absl::StatusOr<Run> JobAdmin::KillRun(int64_t id) {
+absl::StatusOr<Run> JobAdmin::KillRun(int64_t id, const jobwheel::v1::AuditEvent* audit) {
   RETURN_IF_ERROR(ValidateId(id, "id"));
   ASSIGN_OR_RETURN(Run run, store_.GetRun(id));
   if (!IsOpen(run.status())) {
@@ -255,6 +264,15 @@ absl::StatusOr<Run> JobAdmin::KillRun(int64_t id) {
       absl::StatusOr<jobwheel::v1::KillResponse> resp =
           executors_.Kill(run.app(), run.executor_address(), kill);
       if (resp.ok() && resp->killed()) {
+        if (audit != nullptr) {
+          jobwheel::v1::AuditEvent e = *audit;
+          e.set_target(absl::StrCat("run ", id));
+          e.add_apps(run.app());
+          jobwheel::v1::AuditFieldChange* c = e.add_changes();
+          c->set_field("kill");
+          c->set_after(absl::StrCat("accepted by executor ", run.executor_address()));
+          RETURN_IF_ERROR(store_.AppendAudit(e));
+        }
         // The executor reports the KILLED result through the dispatcher.
         return store_.GetRun(id);
       }
@@ -268,7 +286,7 @@ absl::StatusOr<Run> JobAdmin::KillRun(int64_t id) {
     }
   }
   return store_.MarkRunKilled(
-      id, absl::StrCat("killed by operator: executor unreachable: ", unreachable));
+      id, absl::StrCat("killed by operator: executor unreachable: ", unreachable), audit);
 }
 
 absl::StatusOr<jobwheel::v1::GetRunLogResponse> JobAdmin::GetRunLog(
@@ -350,6 +368,38 @@ absl::StatusOr<jobwheel::v1::CountJobsResponse> JobAdmin::CountJobs(
     c->set_pending_run_count(row.pending_runs);
     c->set_running_run_count(row.running_runs);
   }
+  return resp;
+}
+
+absl::StatusOr<jobwheel::v1::ListAuditEventsResponse> JobAdmin::ListAuditEvents(
+    const jobwheel::v1::ListAuditEventsRequest& req, const AppScope& scope) {
+  ASSIGN_OR_RETURN(const int page_size, ValidatePageSize(req.page_size()));
+  ASSIGN_OR_RETURN(const int64_t before, DecodePageToken(req.page_token()));
+  AuditFilter filter;
+  const std::pair<const std::string*, const char*> texts[] = {
+      {&req.actor(), "actor"}, {&req.target(), "target"}, {&req.action(), "action"}};
+  for (const auto& [value, field] : texts) {
+    if (value->size() > static_cast<size_t>(kMaxNameLength)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": must be at most ", kMaxNameLength, " bytes"));
+    }
+  }
+  filter.actor = req.actor();
+  filter.target = req.target();
+  filter.action = req.action();
+  filter.only_apps = scope;
+  if (req.has_start_time()) filter.from = FromProto(req.start_time());
+  if (req.has_end_time()) filter.before = FromProto(req.end_time());
+  if (filter.from && filter.before && *filter.before <= *filter.from) {
+    return absl::InvalidArgumentError("end_time: must be after start_time");
+  }
+  ASSIGN_OR_RETURN(std::vector<jobwheel::v1::AuditEvent> events,
+                   store_.ListAuditEvents(filter, before, page_size + 1));
+  jobwheel::v1::ListAuditEventsResponse resp;
+  const bool more = static_cast<int>(events.size()) > page_size;
+  if (more) events.resize(page_size);
+  for (auto& e : events) *resp.add_events() = std::move(e);
+  if (more) resp.set_next_page_token(EncodePageToken(resp.events(page_size - 1).id()));
   return resp;
 }
 

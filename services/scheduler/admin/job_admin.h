@@ -36,30 +36,46 @@ class JobAdmin {
 
   JobAdmin(JobStore& store, ExecutorClient& executors, const Clock& clock);
 
+  // Writes take `audit` (nullptr: not audited): the event the store records with the change,
+  // in its transaction (see JobStore), with the caller's actor, action, peer and request id.
+  //
   // `writer`: the apps the caller may operate (nullopt: every app). When a write sets or
   // changes child_job_ids, each child must be a job of one of those apps (otherwise the same
   // INVALID_ARGUMENT as a missing id: "job.child_job_ids[i]: job N does not exist"), and
   // `writer` is stored as the job's child scope, which bounds the apps its children may fire in.
   absl::StatusOr<jobwheel::v1::Job> CreateJob(const jobwheel::v1::Job& job,
-                                              const AppScope& writer = std::nullopt);
+                                              const AppScope& writer = std::nullopt,
+                                              const jobwheel::v1::AuditEvent* audit = nullptr);
   absl::StatusOr<jobwheel::v1::Job> UpdateJob(const jobwheel::v1::Job& job,
                                               const google::protobuf::FieldMask& mask,
                                               const WriteGuard& guard = nullptr,
-                                              const AppScope& writer = std::nullopt);
+                                              const AppScope& writer = std::nullopt,
+                                              const jobwheel::v1::AuditEvent* audit = nullptr);
   absl::StatusOr<jobwheel::v1::Job> GetJob(int64_t id);
   absl::StatusOr<jobwheel::v1::ListJobsResponse> ListJobs(const jobwheel::v1::ListJobsRequest& req,
                                                           const AppScope& scope = std::nullopt);
-  absl::Status DeleteJob(int64_t id);
-  // Idempotent: pausing a paused job (or resuming a running one) changes nothing.
-  absl::StatusOr<jobwheel::v1::Job> PauseJob(int64_t id, const WriteGuard& guard = nullptr);
-  absl::StatusOr<jobwheel::v1::Job> ResumeJob(int64_t id, const WriteGuard& guard = nullptr);
+  absl::Status DeleteJob(int64_t id, const jobwheel::v1::AuditEvent* audit = nullptr);
+  // Idempotent: pausing a paused job (or resuming a running one) changes nothing (and is not
+  // audited).
+  absl::StatusOr<jobwheel::v1::Job> PauseJob(int64_t id, const WriteGuard& guard = nullptr,
+                                             const jobwheel::v1::AuditEvent* audit = nullptr);
+  absl::StatusOr<jobwheel::v1::Job> ResumeJob(int64_t id, const WriteGuard& guard = nullptr,
+                                              const jobwheel::v1::AuditEvent* audit = nullptr);
   // Returns the id of the MANUAL fire. Works on paused jobs too.
-  absl::StatusOr<int64_t> TriggerJob(const jobwheel::v1::TriggerJobRequest& req);
+  absl::StatusOr<int64_t> TriggerJob(const jobwheel::v1::TriggerJobRequest& req,
+                                     const jobwheel::v1::AuditEvent* audit = nullptr);
 
   absl::StatusOr<jobwheel::v1::ListRunsResponse> ListRuns(const jobwheel::v1::ListRunsRequest& req,
                                                           const AppScope& scope = std::nullopt);
   absl::StatusOr<jobwheel::v1::Run> GetRun(int64_t id);
-  absl::StatusOr<jobwheel::v1::Run> KillRun(int64_t id);
+  // A kill the executor carried out is audited on its own (the executor reports the change);
+  // one recorded here (the executor unreachable) in the transaction that marks the run KILLED.
+  absl::StatusOr<jobwheel::v1::Run> KillRun(int64_t id,
+                                            const jobwheel::v1::AuditEvent* audit = nullptr);
+
+  // The audit trail, newest first, confined to `scope`.
+  absl::StatusOr<jobwheel::v1::ListAuditEventsResponse> ListAuditEvents(
+      const jobwheel::v1::ListAuditEventsRequest& req, const AppScope& scope = std::nullopt);
   absl::StatusOr<jobwheel::v1::GetRunLogResponse> GetRunLog(
       const jobwheel::v1::GetRunLogRequest& req);
 
@@ -79,7 +95,8 @@ class JobAdmin {
                                         const jobwheel::v1::Job* current,
                                         const ChildGraphReader& read_graph, absl::Time now,
                                         const AppScope& writer);
-  absl::StatusOr<jobwheel::v1::Job> SetEnabled(int64_t id, bool enabled, const WriteGuard& guard);
+  absl::StatusOr<jobwheel::v1::Job> SetEnabled(int64_t id, bool enabled, const WriteGuard& guard,
+                                               const jobwheel::v1::AuditEvent* audit);
 
   JobStore& store_;
   ExecutorClient& executors_;

@@ -2,7 +2,9 @@
 
 #include <utility>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/base/status_macros.h"
 #include "common/grpc/unary_on_pool.h"
 #include "services/scheduler/admin/job_access.h"
@@ -21,6 +23,31 @@ absl::Status Reply(absl::StatusOr<T> result, Set set) {
 }
 
 std::string JobName(int64_t id) { return absl::StrCat("job ", id); }
+
+// The caller's x-request-id when it is 1..128 printable ASCII characters, else a new one.
+std::string RequestId(const grpc::CallbackServerContext* ctx) {
+  auto it = ctx->client_metadata().find("x-request-id");
+  if (it != ctx->client_metadata().end()) {
+    const absl::string_view id(it->second.data(), it->second.size());
+    bool ok = !id.empty() && id.size() <= 128;
+    for (char c : id) ok = ok && c > ' ' && c < 127;
+    if (ok) return std::string(id);
+  }
+  thread_local absl::BitGen gen;
+  return absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(gen), absl::Uniform<uint64_t>(gen));
+}
+
+// The audit event of a call by `p` (target, apps and changes are the store's).
+jobwheel::v1::AuditEvent AuditOf(const Principal& p, absl::string_view action,
+                                 const std::string& peer, const std::string& request_id) {
+  jobwheel::v1::AuditEvent e;
+  e.set_actor_token_id(p.token_id);
+  e.set_actor_name(p.name);
+  e.set_action(std::string(action));
+  e.set_peer(peer);
+  e.set_request_id(request_id);
+  return e;
+}
 std::string RunName(int64_t id) { return absl::StrCat("run ", id); }
 
 }  // namespace
@@ -39,10 +66,12 @@ grpc::ServerUnaryReactor* JobAdminService::Handle(
 grpc::ServerUnaryReactor* JobAdminService::CreateJob(grpc::CallbackServerContext* ctx,
                                                      const jobwheel::v1::CreateJobRequest* req,
                                                      jobwheel::v1::CreateJobResponse* resp) {
-  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+  const std::string peer = ctx->peer(), request_id = RequestId(ctx);
+  return Handle(ctx, [this, req, resp, peer, request_id](const Principal& p) -> absl::Status {
+    const jobwheel::v1::AuditEvent audit = AuditOf(p, "CreateJob", peer, request_id);
     RETURN_IF_ERROR(CheckWriter(p, "CreateJob"));
     RETURN_IF_ERROR(CheckCreate(p, req->job()));
-    return Reply(core_.CreateJob(req->job(), WritableApps(p)),
+    return Reply(core_.CreateJob(req->job(), WritableApps(p), &audit),
                  [resp](jobwheel::v1::Job j) { *resp->mutable_job() = std::move(j); });
   });
 }
@@ -50,14 +79,16 @@ grpc::ServerUnaryReactor* JobAdminService::CreateJob(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* JobAdminService::UpdateJob(grpc::CallbackServerContext* ctx,
                                                      const jobwheel::v1::UpdateJobRequest* req,
                                                      jobwheel::v1::UpdateJobResponse* resp) {
-  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+  const std::string peer = ctx->peer(), request_id = RequestId(ctx);
+  return Handle(ctx, [this, req, resp, peer, request_id](const Principal& p) -> absl::Status {
+    const jobwheel::v1::AuditEvent audit = AuditOf(p, "UpdateJob", peer, request_id);
     RETURN_IF_ERROR(CheckWriter(p, "UpdateJob"));
     // Checked on the locked row, so a concurrent change of app or glue type cannot slip by.
     JobAdmin::WriteGuard guard = [&p](const jobwheel::v1::Job& current,
                                       const jobwheel::v1::Job& next) {
       return CheckEdit(p, current, next);
     };
-    return Reply(core_.UpdateJob(req->job(), req->update_mask(), guard, WritableApps(p)),
+    return Reply(core_.UpdateJob(req->job(), req->update_mask(), guard, WritableApps(p), &audit),
                  [resp](jobwheel::v1::Job j) { *resp->mutable_job() = std::move(j); });
   });
 }
@@ -86,25 +117,29 @@ grpc::ServerUnaryReactor* JobAdminService::ListJobs(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobAdminService::DeleteJob(grpc::CallbackServerContext* ctx,
                                                      const jobwheel::v1::DeleteJobRequest* req,
                                                      jobwheel::v1::DeleteJobResponse*) {
-  return Handle(ctx, [this, req](const Principal& p) -> absl::Status {
+  const std::string peer = ctx->peer(), request_id = RequestId(ctx);
+  return Handle(ctx, [this, req, peer, request_id](const Principal& p) -> absl::Status {
+    const jobwheel::v1::AuditEvent audit = AuditOf(p, "DeleteJob", peer, request_id);
     RETURN_IF_ERROR(CheckWriter(p, "DeleteJob"));
     ASSIGN_OR_RETURN(jobwheel::v1::Job job, core_.GetJob(req->id()));
     RETURN_IF_ERROR(CheckVisible(p, job.app(), JobNotFoundError(req->id())));
     RETURN_IF_ERROR(CheckWrite(p, job.app(), JobName(job.id())));
-    return core_.DeleteJob(req->id());
+    return core_.DeleteJob(req->id(), &audit);
   });
 }
 
 grpc::ServerUnaryReactor* JobAdminService::PauseJob(grpc::CallbackServerContext* ctx,
                                                     const jobwheel::v1::PauseJobRequest* req,
                                                     jobwheel::v1::PauseJobResponse* resp) {
-  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+  const std::string peer = ctx->peer(), request_id = RequestId(ctx);
+  return Handle(ctx, [this, req, resp, peer, request_id](const Principal& p) -> absl::Status {
+    const jobwheel::v1::AuditEvent audit = AuditOf(p, "PauseJob", peer, request_id);
     RETURN_IF_ERROR(CheckWriter(p, "PauseJob"));
     JobAdmin::WriteGuard guard = [&p](const jobwheel::v1::Job& current, const jobwheel::v1::Job&) {
       RETURN_IF_ERROR(CheckVisible(p, current.app(), JobNotFoundError(current.id())));
       return CheckWrite(p, current.app(), JobName(current.id()));
     };
-    return Reply(core_.PauseJob(req->id(), guard),
+    return Reply(core_.PauseJob(req->id(), guard, &audit),
                  [resp](jobwheel::v1::Job j) { *resp->mutable_job() = std::move(j); });
   });
 }
@@ -112,13 +147,15 @@ grpc::ServerUnaryReactor* JobAdminService::PauseJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobAdminService::ResumeJob(grpc::CallbackServerContext* ctx,
                                                      const jobwheel::v1::ResumeJobRequest* req,
                                                      jobwheel::v1::ResumeJobResponse* resp) {
-  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+  const std::string peer = ctx->peer(), request_id = RequestId(ctx);
+  return Handle(ctx, [this, req, resp, peer, request_id](const Principal& p) -> absl::Status {
+    const jobwheel::v1::AuditEvent audit = AuditOf(p, "ResumeJob", peer, request_id);
     RETURN_IF_ERROR(CheckWriter(p, "ResumeJob"));
     JobAdmin::WriteGuard guard = [&p](const jobwheel::v1::Job& current, const jobwheel::v1::Job&) {
       RETURN_IF_ERROR(CheckVisible(p, current.app(), JobNotFoundError(current.id())));
       return CheckWrite(p, current.app(), JobName(current.id()));
     };
-    return Reply(core_.ResumeJob(req->id(), guard),
+    return Reply(core_.ResumeJob(req->id(), guard, &audit),
                  [resp](jobwheel::v1::Job j) { *resp->mutable_job() = std::move(j); });
   });
 }
@@ -126,12 +163,14 @@ grpc::ServerUnaryReactor* JobAdminService::ResumeJob(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* JobAdminService::TriggerJob(grpc::CallbackServerContext* ctx,
                                                       const jobwheel::v1::TriggerJobRequest* req,
                                                       jobwheel::v1::TriggerJobResponse* resp) {
-  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+  const std::string peer = ctx->peer(), request_id = RequestId(ctx);
+  return Handle(ctx, [this, req, resp, peer, request_id](const Principal& p) -> absl::Status {
+    const jobwheel::v1::AuditEvent audit = AuditOf(p, "TriggerJob", peer, request_id);
     RETURN_IF_ERROR(CheckWriter(p, "TriggerJob"));
     ASSIGN_OR_RETURN(jobwheel::v1::Job job, core_.GetJob(req->id()));
     RETURN_IF_ERROR(CheckVisible(p, job.app(), JobNotFoundError(req->id())));
     RETURN_IF_ERROR(CheckWrite(p, job.app(), JobName(job.id())));
-    return Reply(core_.TriggerJob(*req), [resp](int64_t id) { resp->set_fire_id(id); });
+    return Reply(core_.TriggerJob(*req, &audit), [resp](int64_t id) { resp->set_fire_id(id); });
   });
 }
 
@@ -159,12 +198,14 @@ grpc::ServerUnaryReactor* JobAdminService::GetRun(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* JobAdminService::KillRun(grpc::CallbackServerContext* ctx,
                                                    const jobwheel::v1::KillRunRequest* req,
                                                    jobwheel::v1::KillRunResponse* resp) {
-  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+  const std::string peer = ctx->peer(), request_id = RequestId(ctx);
+  return Handle(ctx, [this, req, resp, peer, request_id](const Principal& p) -> absl::Status {
+    const jobwheel::v1::AuditEvent audit = AuditOf(p, "KillRun", peer, request_id);
     RETURN_IF_ERROR(CheckWriter(p, "KillRun"));
     ASSIGN_OR_RETURN(jobwheel::v1::Run run, core_.GetRun(req->id()));
     RETURN_IF_ERROR(CheckVisible(p, run.app(), RunNotFoundError(req->id())));
     RETURN_IF_ERROR(CheckWrite(p, run.app(), RunName(run.id())));
-    return Reply(core_.KillRun(req->id()),
+    return Reply(core_.KillRun(req->id(), &audit),
                  [resp](jobwheel::v1::Run r) { *resp->mutable_run() = std::move(r); });
   });
 }
@@ -207,6 +248,17 @@ grpc::ServerUnaryReactor* JobAdminService::CountJobs(grpc::CallbackServerContext
     ASSIGN_OR_RETURN(JobAdmin::AppScope scope, ListScope(p, req->app()));
     return Reply(core_.CountJobs(*req, scope),
                  [resp](jobwheel::v1::CountJobsResponse r) { *resp = std::move(r); });
+  });
+}
+
+grpc::ServerUnaryReactor* JobAdminService::ListAuditEvents(
+    grpc::CallbackServerContext* ctx, const jobwheel::v1::ListAuditEventsRequest* req,
+    jobwheel::v1::ListAuditEventsResponse* resp) {
+  // ADMIN: every event; OPERATOR and VIEWER: their apps' events.
+  return Handle(ctx, [this, req, resp](const Principal& p) -> absl::Status {
+    ASSIGN_OR_RETURN(JobAdmin::AppScope scope, ListScope(p, ""));
+    return Reply(core_.ListAuditEvents(*req, scope),
+                 [resp](jobwheel::v1::ListAuditEventsResponse r) { *resp = std::move(r); });
   });
 }
 

@@ -22,7 +22,9 @@ struct JobAdminServiceOptions {
 
 // The gRPC surface of JobAdmin (callback API): on a bounded WorkPool, authenticates every call
 // (ADMIN, OPERATOR or VIEWER tokens; see job_access.h for what each may do), authorizes it
-// against the job's or run's app, runs the core and maps statuses with ToGrpcStatus. The gRPC
+// against the job's or run's app, runs the core and maps statuses with ToGrpcStatus. Every
+// mutating call passes the core an audit event (actor = the token's id and name, the RPC, the
+// peer address, x-request-id or a generated id), recorded only when the change commits. The gRPC
 // server must be shut down before this object is destroyed; destruction finishes queued calls.
 class JobAdminService final : public jobwheel::v1::JobAdminService::CallbackService {
  public:
@@ -75,6 +77,9 @@ class JobAdminService final : public jobwheel::v1::JobAdminService::CallbackServ
   grpc::ServerUnaryReactor* CountJobs(grpc::CallbackServerContext* ctx,
                                       const jobwheel::v1::CountJobsRequest* req,
                                       jobwheel::v1::CountJobsResponse* resp) override;
+  grpc::ServerUnaryReactor* ListAuditEvents(grpc::CallbackServerContext* ctx,
+                                            const jobwheel::v1::ListAuditEventsRequest* req,
+                                            jobwheel::v1::ListAuditEventsResponse* resp) override;
 
  private:
   // AuthorizeOnPool on this service's pool.

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "jobwheel/v1/job_admin.pb.h"
 #include "jobwheel/v1/types.pb.h"
 
 namespace jobwheel::scheduler::admin {
@@ -124,6 +125,17 @@ struct ManualFire {
 
 enum class ExecutorState { kUnknown, kOffline, kOnline };
 
+// What ListAuditEvents reads (exact matches; empty: all).
+struct AuditFilter {
+  std::string actor;
+  std::string target;
+  std::string action;
+  std::optional<absl::Time> from;    // time >= this.
+  std::optional<absl::Time> before;  // time < this.
+  // Set: only events of these apps (the caller's token scope); an empty list matches nothing.
+  std::optional<std::vector<std::string>> only_apps;
+};
+
 // What a missing job or run answers; also what an id of an app the caller may not read answers,
 // so the answer does not tell whether it exists.
 inline absl::Status JobNotFoundError(int64_t id) {
@@ -137,26 +149,34 @@ inline absl::Status RunNotFoundError(int64_t id) {
 // locks the job row, writes it with its next_fire_at, and deletes the job's pending
 // schedule-driven fires in the future, so the firing leader never dispatches a stale fire.
 // Implementations are thread-safe.
+//
+// Audit: a write given an `audit` event (actor, action, peer and request id set; nullptr: none)
+// records it in the same transaction as the change, with its target ("job N", "run N"), apps
+// and field changes filled in (DiffJobs of the rows before and after); a write that fails, or
+// changes nothing, records none.
 class JobStore {
  public:
   virtual ~JobStore() = default;
 
   // `prepare` is called with current == nullptr. Also registers the app name in `apps`.
-  virtual absl::StatusOr<jobwheel::v1::Job> CreateJob(const JobMutation& prepare) = 0;
+  virtual absl::StatusOr<jobwheel::v1::Job> CreateJob(const JobMutation& prepare,
+                                                      const jobwheel::v1::AuditEvent* audit) = 0;
   // NOT_FOUND when the job does not exist.
-  virtual absl::StatusOr<jobwheel::v1::Job> UpdateJob(int64_t id, const JobMutation& mutate) = 0;
+  virtual absl::StatusOr<jobwheel::v1::Job> UpdateJob(int64_t id, const JobMutation& mutate,
+                                                      const jobwheel::v1::AuditEvent* audit) = 0;
   virtual absl::StatusOr<jobwheel::v1::Job> GetJob(int64_t id) = 0;
   // Jobs with id > after_id matching `filter`, by id ascending, at most `limit`.
   virtual absl::StatusOr<std::vector<jobwheel::v1::Job>> ListJobs(const JobFilter& filter,
                                                                   int64_t after_id, int limit) = 0;
   // Removes the job, its scripts and its pending fires; runs stay. NOT_FOUND when missing;
   // FAILED_PRECONDITION when another job lists it as a child.
-  virtual absl::Status DeleteJob(int64_t id) = 0;
+  virtual absl::Status DeleteJob(int64_t id, const jobwheel::v1::AuditEvent* audit) = 0;
 
   // Inserts a PENDING MANUAL fire scheduled now; returns its id. NOT_FOUND when the job is
   // missing; FAILED_PRECONDITION when executor_address is set but is not an online executor of
   // the job's app.
-  virtual absl::StatusOr<int64_t> InsertManualFire(const ManualFire& fire) = 0;
+  virtual absl::StatusOr<int64_t> InsertManualFire(const ManualFire& fire,
+                                                   const jobwheel::v1::AuditEvent* audit) = 0;
 
   // Runs with id < before_id (0: no bound) matching `filter`, newest (highest id) first.
   virtual absl::StatusOr<std::vector<jobwheel::v1::Run>> ListRuns(const RunFilter& filter,
@@ -167,8 +187,13 @@ class JobStore {
                                                          const std::string& address) = 0;
   // Sets a PENDING/RUNNING run to KILLED with `message` and returns the run as stored
   // afterwards (unchanged when it had already finished).
-  virtual absl::StatusOr<jobwheel::v1::Run> MarkRunKilled(int64_t id,
-                                                          const std::string& message) = 0;
+  virtual absl::StatusOr<jobwheel::v1::Run> MarkRunKilled(
+      int64_t id, const std::string& message, const jobwheel::v1::AuditEvent* audit) = 0;
+  // Records `audit` on its own, for a change made elsewhere (an executor killing a run).
+  virtual absl::Status AppendAudit(const jobwheel::v1::AuditEvent& audit) = 0;
+  // Events with id < before_id (0: no bound) matching `filter`, newest first.
+  virtual absl::StatusOr<std::vector<jobwheel::v1::AuditEvent>> ListAuditEvents(
+      const AuditFilter& filter, int64_t before_id, int limit) = 0;
 
   // Run counts by bucket and status, and lateness, of the runs `query` selects.
   virtual absl::StatusOr<RunStatsRows> RunStats(const RunStatsQuery& query) = 0;

@@ -12,6 +12,8 @@
 #include "common/pg/sql_enums.h"
 #include "common/time/proto_time.h"
 #include "pqxx/pqxx"
+#include "services/scheduler/admin/audit_diff.h"
+#include "services/scheduler/admin/pg_audit_log.h"
 #include "services/scheduler/job_row.h"
 
 namespace jobwheel::scheduler::admin {
@@ -202,11 +204,28 @@ void ApplyWrite(pqxx::work& tx, int64_t id, const JobWrite& w) {
   }
 }
 
+// Records `audit` (when set) for `target`, with the job versions before and after the change.
+void Audit(pqxx::work& tx, const jobwheel::v1::AuditEvent* audit, const std::string& target,
+           const Job* before, const Job* after) {
+  if (audit == nullptr) return;
+  jobwheel::v1::AuditEvent e = *audit;
+  e.set_target(target);
+  if (before != nullptr) e.add_apps(before->app());
+  if (after != nullptr && (before == nullptr || after->app() != before->app())) {
+    e.add_apps(after->app());
+  }
+  for (auto& c : DiffJobs(before, after)) *e.add_changes() = std::move(c);
+  InsertAuditEvent(tx, e);
+}
+
+std::string JobTarget(int64_t id) { return absl::StrCat("job ", id); }
+
 }  // namespace
 
 PgJobStore::PgJobStore(PgPool& pool) : pool_(pool) {}
 
-absl::StatusOr<Job> PgJobStore::CreateJob(const JobMutation& prepare) {
+absl::StatusOr<Job> PgJobStore::CreateJob(const JobMutation& prepare,
+                                          const jobwheel::v1::AuditEvent* audit) {
   absl::Status inner;
   Job out;
   absl::Status s = pool_.Run("create job", [&](pqxx::connection& conn) {
@@ -224,6 +243,7 @@ absl::StatusOr<Job> PgJobStore::CreateJob(const JobMutation& prepare) {
     const int64_t id = ExecJobWrite(tx, kInsertJobSql, write)[0][0].as<int64_t>();
     ApplyWrite(tx, id, write);
     out = JobFromRow(tx.exec_params1(SelectJobSql("WHERE j.id = $1::bigint"), id));
+    Audit(tx, audit, JobTarget(id), nullptr, &out);
     tx.commit();
   });
   if (!s.ok()) return s;
@@ -231,7 +251,8 @@ absl::StatusOr<Job> PgJobStore::CreateJob(const JobMutation& prepare) {
   return out;
 }
 
-absl::StatusOr<Job> PgJobStore::UpdateJob(int64_t id, const JobMutation& mutate) {
+absl::StatusOr<Job> PgJobStore::UpdateJob(int64_t id, const JobMutation& mutate,
+                                          const jobwheel::v1::AuditEvent* audit) {
   absl::Status inner;
   Job out;
   absl::Status s = pool_.Run("update job", [&](pqxx::connection& conn) {
@@ -255,6 +276,7 @@ absl::StatusOr<Job> PgJobStore::UpdateJob(int64_t id, const JobMutation& mutate)
     ExecJobWrite(tx, kUpdateJobSql, write, id);
     ApplyWrite(tx, id, write);
     out = JobFromRow(tx.exec_params1(SelectJobSql("WHERE j.id = $1::bigint"), id));
+    Audit(tx, audit, JobTarget(id), &current, &out);
     tx.commit();
   });
   if (!s.ok()) return s;
@@ -299,15 +321,17 @@ absl::StatusOr<std::vector<Job>> PgJobStore::ListJobs(const JobFilter& filter, i
   return out;
 }
 
-absl::Status PgJobStore::DeleteJob(int64_t id) {
+absl::Status PgJobStore::DeleteJob(int64_t id, const jobwheel::v1::AuditEvent* audit) {
   absl::Status inner;
   absl::Status s = pool_.Run("delete job", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
     // Row lock first, then the graph lock: the same order as UpdateJob.
-    if (tx.exec_params("SELECT id FROM jobs WHERE id = $1::bigint FOR UPDATE", id).empty()) {
+    pqxx::result row = tx.exec_params(SelectJobSql("WHERE j.id = $1::bigint FOR UPDATE"), id);
+    if (row.empty()) {
       inner = JobNotFound(id);
       return;
     }
+    const Job current = JobFromRow(row[0]);
     tx.exec(kLockChildGraphSql);
     pqxx::result parents = tx.exec_params(kChildParentsSql, id);
     if (!parents.empty()) {
@@ -321,13 +345,15 @@ absl::Status PgJobStore::DeleteJob(int64_t id) {
     tx.exec_params(DeletePendingFiresSql(), id);
     tx.exec_params("DELETE FROM scripts WHERE job_id = $1::bigint", id);
     tx.exec_params("DELETE FROM jobs WHERE id = $1::bigint", id);
+    Audit(tx, audit, JobTarget(id), &current, nullptr);
     tx.commit();
   });
   if (!s.ok()) return s;
   return inner;
 }
 
-absl::StatusOr<int64_t> PgJobStore::InsertManualFire(const ManualFire& fire) {
+absl::StatusOr<int64_t> PgJobStore::InsertManualFire(const ManualFire& fire,
+                                                     const jobwheel::v1::AuditEvent* audit) {
   absl::Status inner;
   int64_t fire_id = 0;
   absl::Status s = pool_.Run("trigger job", [&](pqxx::connection& conn) {
@@ -349,6 +375,22 @@ absl::StatusOr<int64_t> PgJobStore::InsertManualFire(const ManualFire& fire) {
     fire_id = tx.exec_params1(InsertManualFireSql(), fire.job_id, fire.param, fire.shard_index,
                               fire.shard_total, fire.executor_address)[0]
                   .as<int64_t>();
+    if (audit != nullptr) {
+      jobwheel::v1::AuditEvent e = *audit;
+      e.set_target(JobTarget(fire.job_id));
+      e.add_apps(app);
+      auto set = [&e](const std::string& field, const std::string& value) {
+        jobwheel::v1::AuditFieldChange* c = e.add_changes();
+        c->set_field(field);
+        c->set_after(value);
+      };
+      set("fire_id", absl::StrCat(fire_id));
+      if (fire.param) set("param", *fire.param);
+      if (fire.shard_total > 0)
+        set("shard_param", absl::StrCat(fire.shard_index, "/", fire.shard_total));
+      if (!fire.executor_address.empty()) set("executor_address", fire.executor_address);
+      InsertAuditEvent(tx, e);
+    }
     tx.commit();
   });
   if (!s.ok()) return s;
@@ -405,18 +447,51 @@ absl::StatusOr<ExecutorState> PgJobStore::GetExecutorState(const std::string& ap
   return state;
 }
 
-absl::StatusOr<Run> PgJobStore::MarkRunKilled(int64_t id, const std::string& message) {
+absl::StatusOr<Run> PgJobStore::MarkRunKilled(int64_t id, const std::string& message,
+                                              const jobwheel::v1::AuditEvent* audit) {
   std::optional<Run> out;
   absl::Status s = pool_.Run("kill run", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
-    tx.exec_params(MarkRunKilledSql(), id, message);
+    const bool killed = tx.exec_params(MarkRunKilledSql(), id, message).affected_rows() > 0;
     pqxx::result r = tx.exec_params(SelectRunSql("WHERE r.id = $1::bigint"), id);
     if (!r.empty()) out = RunFromRow(r[0]);
+    if (killed && out && audit != nullptr) {
+      jobwheel::v1::AuditEvent e = *audit;
+      e.set_target(absl::StrCat("run ", id));
+      e.add_apps(out->app());
+      jobwheel::v1::AuditFieldChange* c = e.add_changes();
+      c->set_field("status");
+      c->set_after("RUN_STATUS_KILLED");
+      InsertAuditEvent(tx, e);
+    }
     tx.commit();
   });
   if (!s.ok()) return s;
   if (!out) return RunNotFound(id);
   return *std::move(out);
+}
+
+}  // namespace jobwheel::scheduler::admin
+
+namespace jobwheel::scheduler::admin {
+
+absl::Status PgJobStore::AppendAudit(const jobwheel::v1::AuditEvent& audit) {
+  return pool_.Run("append audit event", [&](pqxx::connection& conn) {
+    pqxx::work tx(conn);
+    InsertAuditEvent(tx, audit);
+    tx.commit();
+  });
+}
+
+absl::StatusOr<std::vector<jobwheel::v1::AuditEvent>> PgJobStore::ListAuditEvents(
+    const AuditFilter& filter, int64_t before_id, int limit) {
+  std::vector<jobwheel::v1::AuditEvent> out;
+  absl::Status s = pool_.Run("list audit events", [&](pqxx::connection& conn) {
+    pqxx::read_transaction tx(conn);
+    out = SelectAuditEvents(tx, filter, before_id, limit);
+  });
+  if (!s.ok()) return s;
+  return out;
 }
 
 }  // namespace jobwheel::scheduler::admin

@@ -1,0 +1,194 @@
+// The audit trail over gRPC against a real scheduler and PostgreSQL: create, update and delete a
+// job with an API admin token; ListAuditEvents shows the three events, newest first, with the
+// token's id and name, the changed field's before and after, the caller's x-request-id and
+// peer; refused and failed calls (a viewer's create, bad input, a missing job) write none; a
+// viewer sees only its apps' events.
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/testing/stack.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "jobwheel/v1/job_admin.grpc.pb.h"
+#include "jobwheel/v1/token_admin.grpc.pb.h"
+#include "pqxx/pqxx"
+#include "tests/scheduler/stack_test.h"
+
+namespace jobwheel {
+namespace {
+
+using testing::Stack;
+
+class AuditTest : public SchedulerStackTest {
+ protected:
+  void SetUp() override {
+    Stack::Options options;
+    options.migrate_database = true;
+    ASSERT_NO_FATAL_FAILURE(StartStack(options));
+    auto channel = grpc::CreateChannel(stack_->scheduler(0), grpc::InsecureChannelCredentials());
+    admin_ = jobwheel::v1::JobAdminService::NewStub(channel);
+    tokens_ = jobwheel::v1::TokenAdminService::NewStub(channel);
+  }
+
+  // A new API token; its secret.
+  std::string Token(const std::string& name, jobwheel::v1::Role role, const std::string& app,
+                    int64_t* id = nullptr) {
+    jobwheel::v1::CreateTokenRequest req;
+    req.set_name(name);
+    req.set_role(role);
+    if (!app.empty()) req.add_apps(app);
+    jobwheel::v1::CreateTokenResponse resp;
+    grpc::Status s = tokens_->CreateToken(Ctx().get(), req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    if (id != nullptr) *id = resp.token().id();
+    return resp.secret();
+  }
+
+  std::unique_ptr<grpc::ClientContext> As(const std::string& secret,
+                                          const std::string& request_id = "") {
+    auto c = std::make_unique<grpc::ClientContext>();
+    c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    c->AddMetadata("authorization", "Bearer " + secret);
+    if (!request_id.empty()) c->AddMetadata("x-request-id", request_id);
+    return c;
+  }
+
+  jobwheel::v1::ListAuditEventsResponse List(const std::string& secret,
+                                             jobwheel::v1::ListAuditEventsRequest req = {}) {
+    jobwheel::v1::ListAuditEventsResponse resp;
+    grpc::Status s = admin_->ListAuditEvents(As(secret).get(), req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return resp;
+  }
+
+  int64_t AuditRows() {
+    pqxx::nontransaction tx(*db_);
+    return tx.exec("SELECT count(*) FROM audit_events")[0][0].as<int64_t>();
+  }
+
+  std::unique_ptr<jobwheel::v1::JobAdminService::Stub> admin_;
+  std::unique_ptr<jobwheel::v1::TokenAdminService::Stub> tokens_;
+};
+
+TEST_F(AuditTest, CreateUpdateDeleteAreAuditedAndRefusedCallsAreNot) {
+  int64_t alice_id = 0;
+  const std::string alice = Token("alice-admin", jobwheel::v1::ROLE_ADMIN, "", &alice_id);
+  const std::string viewer = Token("vera-viewer", jobwheel::v1::ROLE_VIEWER, "demo");
+  const std::string outsider = Token("otto-viewer", jobwheel::v1::ROLE_VIEWER, "other");
+
+  jobwheel::v1::CreateJobRequest create;
+  create.mutable_job()->set_app("demo");
+  create.mutable_job()->set_name("nightly");
+  create.mutable_job()->set_handler("echo");
+  create.mutable_job()->mutable_schedule()->mutable_cron()->set_expression("0 0 2 * * ?");
+  create.mutable_job()->set_script_source("");
+
+  // Refused and failed calls first: none leaves an event.
+  jobwheel::v1::CreateJobResponse created;
+  grpc::Status s = admin_->CreateJob(As(viewer).get(), create, &created);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  jobwheel::v1::CreateJobRequest bad = create;
+  bad.mutable_job()->set_app("");
+  s = admin_->CreateJob(As(alice).get(), bad, &created);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  jobwheel::v1::UpdateJobRequest missing;
+  *missing.mutable_job() = create.job();
+  missing.mutable_job()->set_id(999999);
+  jobwheel::v1::UpdateJobResponse updated;
+  s = admin_->UpdateJob(As(alice).get(), missing, &updated);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  EXPECT_EQ(AuditRows(), 0);
+
+  s = admin_->CreateJob(As(alice, "req-create-1").get(), create, &created);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const int64_t id = created.job().id();
+  // A refused update of the existing job (a viewer), then bad input (an unknown mask path).
+  jobwheel::v1::UpdateJobRequest update;
+  update.mutable_job()->set_id(id);
+  update.mutable_job()->set_name("nightly-v2");
+  update.mutable_update_mask()->add_paths("name");
+  s = admin_->UpdateJob(As(viewer).get(), update, &updated);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  jobwheel::v1::UpdateJobRequest bad_mask = update;
+  bad_mask.mutable_update_mask()->add_paths("no_such_field");
+  s = admin_->UpdateJob(As(alice).get(), bad_mask, &updated);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  EXPECT_EQ(AuditRows(), 1);
+
+  s = admin_->UpdateJob(As(alice).get(), update, &updated);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  jobwheel::v1::DeleteJobRequest del;
+  del.set_id(id);
+  jobwheel::v1::DeleteJobResponse deleted;
+  s = admin_->DeleteJob(As(viewer).get(), del, &deleted);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  s = admin_->DeleteJob(As(alice).get(), del, &deleted);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+
+  const jobwheel::v1::ListAuditEventsResponse all = List(alice);
+  ASSERT_EQ(all.events_size(), 3) << all.DebugString();
+  EXPECT_EQ(AuditRows(), 3);
+  const std::string target = absl::StrCat("job ", id);
+  const char* actions[] = {"DeleteJob", "UpdateJob", "CreateJob"};  // Newest first.
+  for (int i = 0; i < 3; ++i) {
+    const jobwheel::v1::AuditEvent& e = all.events(i);
+    EXPECT_EQ(e.action(), actions[i]);
+    EXPECT_EQ(e.target(), target);
+    EXPECT_EQ(e.actor_name(), "alice-admin");
+    EXPECT_EQ(e.actor_token_id(), alice_id);
+    ASSERT_EQ(e.apps_size(), 1);
+    EXPECT_EQ(e.apps(0), "demo");
+    EXPECT_FALSE(e.peer().empty());
+    EXPECT_FALSE(e.request_id().empty());
+    EXPECT_TRUE(e.has_time());
+  }
+  EXPECT_EQ(all.events(2).request_id(), "req-create-1");
+  EXPECT_NE(all.events(1).request_id(), all.events(0).request_id());  // Generated, distinct.
+  // The update changed one field: the name, with its before and after.
+  const jobwheel::v1::AuditEvent& u = all.events(1);
+  ASSERT_EQ(u.changes_size(), 1) << u.DebugString();
+  EXPECT_EQ(u.changes(0).field(), "name");
+  EXPECT_EQ(u.changes(0).before(), "\"nightly\"");
+  EXPECT_EQ(u.changes(0).after(), "\"nightly-v2\"");
+  // The create lists what it set; the delete what was there.
+  bool named = false;
+  for (const auto& c : all.events(2).changes()) {
+    named = named || (c.field() == "name" && c.before().empty() && c.after() == "\"nightly\"");
+  }
+  EXPECT_TRUE(named) << all.events(2).DebugString();
+  EXPECT_GT(all.events(0).changes_size(), 0);
+
+  // Filters and paging by key.
+  jobwheel::v1::ListAuditEventsRequest by_action;
+  by_action.set_action("UpdateJob");
+  EXPECT_EQ(List(alice, by_action).events_size(), 1);
+  jobwheel::v1::ListAuditEventsRequest by_actor;
+  by_actor.set_actor("somebody-else");
+  EXPECT_EQ(List(alice, by_actor).events_size(), 0);
+  jobwheel::v1::ListAuditEventsRequest page;
+  page.set_page_size(2);
+  const jobwheel::v1::ListAuditEventsResponse first = List(alice, page);
+  ASSERT_EQ(first.events_size(), 2);
+  ASSERT_FALSE(first.next_page_token().empty());
+  page.set_page_token(first.next_page_token());
+  const jobwheel::v1::ListAuditEventsResponse second = List(alice, page);
+  ASSERT_EQ(second.events_size(), 1);
+  EXPECT_EQ(second.events(0).action(), "CreateJob");
+  EXPECT_TRUE(second.next_page_token().empty());
+
+  // Viewers see their apps' events only.
+  EXPECT_EQ(List(viewer).events_size(), 3);
+  EXPECT_EQ(List(outsider).events_size(), 0);
+  // Bad filter input is refused naming the field.
+  jobwheel::v1::ListAuditEventsRequest bad_page;
+  bad_page.set_page_size(501);
+  jobwheel::v1::ListAuditEventsResponse ignored;
+  s = admin_->ListAuditEvents(As(alice).get(), bad_page, &ignored);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("page_size"), std::string::npos) << s.error_message();
+}
+
+}  // namespace
+}  // namespace jobwheel
