@@ -17,7 +17,7 @@
 #include "common/testing/process.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
-#include "tests/e2e/stack_test.h"
+#include "tests/ctl/ctl_stack_test.h"
 
 namespace jobwheel::e2e {
 namespace {
@@ -27,10 +27,6 @@ using testing::Ctx;
 using testing::WriteFile;
 
 constexpr char kAppMap[] = "--app_map=1=demo,2=demo";
-
-std::string Show(const CommandResult& r) {
-  return absl::StrCat("exit ", r.exit_code, "\n--- stdout\n", r.out, "--- stderr\n", r.err);
-}
 
 // The `key=value` pairs of the plan line of XXL job `xxl_id` (empty when there is none).
 std::map<std::string, std::string> PlanLine(const std::string& out, int64_t xxl_id) {
@@ -63,19 +59,8 @@ std::map<std::string, std::string> PlanLine(const std::string& out, int64_t xxl_
   return kv;
 }
 
-class ImportXxlTest : public StackTest {
+class ImportXxlTest : public CtlStackTest {
  protected:
-  CommandResult Ctl(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {"--scheduler=" + stack_->scheduler(),
-                                     "--registry=" + stack_->registry(),
-                                     "--token_file=" + stack_->dir() + "/admin"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto r = ::jobwheel::testing::RunCommand(
-        ::jobwheel::testing::RunfilePath("tools/jobwheelctl/jobwheelctl"), argv);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : CommandResult{};
-  }
-
   static std::string Sample(const std::string& name) {
     return ::jobwheel::testing::RunfilePath("tests/ctl/testdata/" + name);
   }
@@ -251,25 +236,18 @@ TEST_F(ImportXxlTest, TsvExportAndBadInput) {
       std::vector<int64_t>(jobs[101].child_job_ids().begin(), jobs[101].child_job_ids().end()),
       std::vector<int64_t>{jobs[102].id()});
 
-  auto expect_error = [&](const std::vector<std::string>& args, int code,
-                          const std::string& message) {
-    CommandResult e = Ctl(args);
-    EXPECT_EQ(e.exit_code, code) << Show(e);
-    EXPECT_TRUE(absl::StrContains(e.err, message)) << "want \"" << message << "\"\n" << Show(e);
-    EXPECT_TRUE(e.out.empty()) << Show(e);
-  };
   const std::string dir = stack_->dir();
-  expect_error({"import", "xxl-job", dir + "/none.json"}, 2, "none.json: cannot read");
-  expect_error({"import", "xxl-job", WriteFile(dir + "/bad.json", "{\"data\": [")}, 2,
-               "not valid JSON");
-  expect_error({"import", "xxl-job", WriteFile(dir + "/bad.tsv", "id\tjob_group\tcolour\n")}, 2,
-               "unknown column \"colour\"");
-  expect_error({"import", "xxl-job", Sample("xxl_job_info.tsv"), "--app_map=5"}, 2,
-               "--app_map: \"5\" is not GROUPID=app");
-  expect_error({"import", "xxl-job", Sample("xxl_job_info.tsv"), "--time_zone=Mars/Base"}, 2,
-               "--time_zone: unknown zone");
-  expect_error({"import", "xxl-job"}, 2, "import xxl-job: needs one FILE");
-  expect_error({"import", "powerjob", "x"}, 2, "unknown command import powerjob");
+  ExpectError(Ctl({"import", "xxl-job", dir + "/none.json"}), 2, "none.json: cannot read");
+  ExpectError(Ctl({"import", "xxl-job", WriteFile(dir + "/bad.json", "{\"data\": [")}), 2,
+              "not valid JSON");
+  ExpectError(Ctl({"import", "xxl-job", WriteFile(dir + "/bad.tsv", "id\tjob_group\tcolour\n")}), 2,
+              "unknown column \"colour\"");
+  ExpectError(Ctl({"import", "xxl-job", Sample("xxl_job_info.tsv"), "--app_map=5"}), 2,
+              "--app_map: \"5\" is not GROUPID=app");
+  ExpectError(Ctl({"import", "xxl-job", Sample("xxl_job_info.tsv"), "--time_zone=Mars/Base"}), 2,
+              "--time_zone: unknown zone");
+  ExpectError(Ctl({"import", "xxl-job"}), 2, "import xxl-job: needs one FILE");
+  ExpectError(Ctl({"import", "powerjob", "x"}), 2, "unknown command import powerjob");
   EXPECT_EQ(AllJobs().size(), 2u);
 }
 

@@ -23,7 +23,7 @@
 #include "jobwheel/v1/leadership.pb.h"
 #include "jobwheel/v1/registry.pb.h"
 #include "jobwheel/v1/token_admin.pb.h"
-#include "tests/e2e/stack_test.h"
+#include "tests/ctl/ctl_stack_test.h"
 
 namespace jobwheel::e2e {
 namespace {
@@ -31,10 +31,6 @@ namespace {
 using ::jobwheel::testing::CommandResult;
 using ::jobwheel::testing::Eventually;
 using testing::WriteFile;
-
-std::string Show(const CommandResult& r) {
-  return absl::StrCat("exit ", r.exit_code, "\n--- stdout\n", r.out, "--- stderr\n", r.err);
-}
 
 template <typename M>
 M FromJson(const std::string& json) {
@@ -58,33 +54,8 @@ std::vector<std::string> Cells(const std::string& row) {
   return absl::StrSplit(row, absl::ByAnyChar(" \n"), absl::SkipEmpty());
 }
 
-class JobwheelctlTest : public StackTest {
+class JobwheelctlTest : public CtlStackTest {
  protected:
-  void SetUp() override {
-    StackTest::SetUp();
-    if (HasFatalFailure()) return;
-    admin_file_ = stack_->dir() + "/admin";  // Written by the stack (the bootstrap admin).
-  }
-
-  // jobwheelctl against the stack with `token_file` (default: the admin token) and `args`.
-  CommandResult Ctl(const std::vector<std::string>& args, const std::string& token_file = "") {
-    std::vector<std::string> argv = {
-        "--scheduler=" + stack_->scheduler(), "--registry=" + stack_->registry(),
-        "--token_file=" + (token_file.empty() ? admin_file_ : token_file)};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto r = ::jobwheel::testing::RunCommand(
-        ::jobwheel::testing::RunfilePath("tools/jobwheelctl/jobwheelctl"), argv);
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? *r : CommandResult{};
-  }
-
-  // Expects exit `code` with `message` on stderr (and nothing on stdout).
-  void ExpectError(const CommandResult& r, int code, absl::string_view message) {
-    EXPECT_EQ(r.exit_code, code) << Show(r);
-    EXPECT_TRUE(absl::StrContains(r.err, message)) << "want \"" << message << "\"\n" << Show(r);
-    EXPECT_TRUE(r.out.empty()) << Show(r);
-  }
-
   std::string JobFile(const std::string& name, const std::string& json) {
     return WriteFile(absl::StrCat(stack_->dir(), "/", name, ".json"), json);
   }
@@ -96,8 +67,6 @@ class JobwheelctlTest : public StackTest {
     if (!absl::ConsumePrefix(&out, "created job ")) return 0;
     return absl::SimpleAtoi(out.substr(0, out.find(' ')), &id) ? id : 0;
   }
-
-  std::string admin_file_;
 };
 
 constexpr char kEchoJob[] = R"({"app": "demo", "name": "ctl-echo", "handler": "echo",
