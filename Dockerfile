@@ -36,6 +36,7 @@ RUN bazel build --jobs=2 ${BAZEL_TARGETS} \
       bazel-bin/services/dispatcher/dispatcher \
       bazel-bin/services/console/console \
       bazel-bin/sdk/examples/demo_executor \
+      bazel-bin/services/xxl_gateway/xxl_gateway \
       bazel-bin/tools/jobwheelctl/jobwheelctl \
       /out/ \
  && mkdir -p /web \

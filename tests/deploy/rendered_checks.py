@@ -277,8 +277,8 @@ check("Secrets hold only the values given, no default or short token (%d Secrets
 # public keys only where they verify callers; executors get no private key at all.
 MAY_MOUNT = {
     "scheduler-signing-key": {"scheduler"}, "dispatcher-signing-key": {"dispatcher"},
-    "scheduler-public-key": {"dispatcher", "demo-executor"},
-    "dispatcher-public-key": {"registry", "demo-executor"},
+    "scheduler-public-key": {"dispatcher", "demo-executor", "xxl-gateway"},
+    "dispatcher-public-key": {"registry", "demo-executor", "xxl-gateway"},
 }
 probs = []
 mounted = set()
@@ -309,7 +309,8 @@ if EXPECT.get("network_policy", True):
         if "Ingress" not in types or "Egress" not in types:
             probs.append("%s: policyTypes %s, want Ingress and Egress" % (name(np), types))
         for rule in np["spec"].get("ingress", []):
-            if not rule.get("from") and component(np) != "console":
+            # The console and the XXL gateway's admin side serve any client (with a token).
+            if not rule.get("from") and component(np) not in ("console", "xxl-gateway"):
                 probs.append("%s: an ingress rule admits any source" % name(np))
             if not rule.get("ports"):
                 probs.append("%s: an ingress rule admits every port" % name(np))
@@ -322,7 +323,9 @@ if EXPECT.get("network_policy", True):
     CALLS = {("scheduler", "dispatcher"), ("scheduler", "registry"), ("scheduler", "demo-executor"),
              ("dispatcher", "registry"), ("dispatcher", "demo-executor"),
              ("demo-executor", "registry"), ("demo-executor", "dispatcher"),
-             ("console", "scheduler"), ("console", "registry")}
+             ("console", "scheduler"), ("console", "registry"),
+             ("scheduler", "xxl-gateway"), ("dispatcher", "xxl-gateway"),
+             ("xxl-gateway", "registry"), ("xxl-gateway", "dispatcher")}
     by_comp = {}
     for d in deployments:
         c = containers(d)[0]

@@ -218,6 +218,7 @@ services/dispatcher listen metrics_address db_dsn replica_id log_json log_level 
 sdk/examples/demo_executor.cc listen metrics_address log_json log_level dispatcher_public_key_file scheduler_public_key_file executor_token_file registry_target dispatcher_target app advertise_address log_dir spool_dir tls_cert tls_key tls_ca tls_client_ca
 services/console listen metrics_address log_json log_level scheduler_target registry_target web_root tls_ca tls_client_cert tls_client_key drain_delay
 common/server/readiness_flags.cc drain_delay
+services/xxl_gateway listen_http metrics_address executor_ports advertise_host bind_host registry_target dispatcher_target state_dir log_json log_level drain_delay dispatcher_public_key_file scheduler_public_key_file app_handlers script_apps tls_cert tls_key tls_ca tls_client_ca
 "
 ALL_FLAGS=" "
 while read -r src flags; do
@@ -377,7 +378,7 @@ done
 # console, TLS), and value sets that must fail do so with the template's message.
 group "chart rendered (tools/chart-render)"
 RENDER_SCENARIOS=(default tls-cert-manager tls-existing-secret console-ingress replicas
-                  external-secrets minimal)
+                  external-secrets minimal xxl-gateway)
 RENDER_FAILURES=(no-values tls-without-certificates ingress-without-host short-token missing-keys
                  swapped-key insecure-dev insecure-dev-with-secrets)
 render_skip() { # render_skip REASON: every rendered check is skipped, visibly
@@ -413,6 +414,7 @@ readiness = "common/server/readiness_flags.cc"
 src = {"scheduler": ["services/scheduler", readiness], "registry": ["services/registry", readiness],
        "dispatcher": ["services/dispatcher", readiness],
        "demo-executor": ["sdk/examples/demo_executor.cc"], "console": ["services/console"],
+       "xxl-gateway": ["services/xxl_gateway"],
        "migrations": ["services/scheduler", readiness]}
 out = {}
 for comp, rels in src.items():
@@ -511,6 +513,9 @@ YAML
     '"kinds": {"NetworkPolicy": 0, "ServiceMonitor": 1, "Deployment": 3}, "network_policy": false, "console": false' \
     "${SECRETS[@]}" --set networkPolicy.enabled=false,console.enabled=false \
     --set serviceMonitor.enabled=true,metrics.scrapeAnnotations=true --api-versions monitoring.coreos.com/v1
+  scenario xxl-gateway jw jw-jobwheel \
+    '"kinds": {"Deployment": 5, "NetworkPolicy": 5, "PodDisruptionBudget": 5}' \
+    "${SECRETS[@]}" --set xxlGateway.enabled=true,xxlGateway.appHandlers=demo-xxl=echo
 
   must_fail no-values "authentication tokens are required"
   must_fail tls-without-certificates "tls.enabled needs certificates" "${SECRETS[@]}" --set tls.enabled=true
