@@ -46,7 +46,9 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry)
       refused_(prometheus::BuildCounter()
                    .Name("jobwheel_dispatcher_results_refused_total")
                    .Help("Results refused for good, by reason (bad_key: missing or wrong result "
-                         "key; no_run: no such run). The run is left untouched.")
+                         "key; no_run: no such run; forbidden: a run of an app the reporting token "
+                         "does not "
+                         "serve, answered as no_run). The run is left untouched.")
                    .Register(registry)),
       lost_triggers_(prometheus::BuildCounter()
                          .Name("jobwheel_dispatcher_lost_triggers_settled_total")
@@ -100,7 +102,7 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry)
   for (const char* outcome : {"recorded", "duplicate", "late", "refused"}) {
     results_.Add({{"outcome", outcome}});
   }
-  for (const char* reason : {"bad_key", "no_run"}) refused_.Add({{"reason", reason}});
+  for (const char* reason : {"bad_key", "no_run", "forbidden"}) refused_.Add({{"reason", reason}});
   for (const char* presence : {"fenced", "queued", "running", "ended", "refused", "unknown"}) {
     lost_triggers_.Add({{"presence", presence}});
   }

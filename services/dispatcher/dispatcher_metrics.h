@@ -44,7 +44,7 @@ class DispatcherMetrics {
   void Result(absl::string_view outcome) {
     results_.Add({{"outcome", std::string(outcome)}}).Increment();
   }
-  // A refused result (also counted as Result("refused")); reason: bad_key, no_run.
+  // A refused result (also counted as Result("refused")); reason: bad_key, no_run, forbidden.
   void ResultRefused(absl::string_view reason) {
     Result("refused");
     refused_.Add({{"reason", std::string(reason)}}).Increment();
