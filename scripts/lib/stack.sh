@@ -408,6 +408,42 @@ stack_start_http_executor() {
     --scheduler_public_key_file="$STACK_TOK/scheduler.pub" "${flags[@]}" "$@"
 }
 
+# stack_start_http_demo_endpoint NAME LISTEN DIR: the HTTP jobs' demo endpoint, Python's
+# http.server on LISTEN serving DIR/www, where it writes ping.txt; waits until it accepts.
+stack_start_http_demo_endpoint() {
+  local name=$1 listen=$2 dir=$3
+  mkdir -p "$dir/www" && echo "pong from the jobwheel demo endpoint" >"$dir/www/ping.txt" ||
+    { STACK_ERROR="cannot write $dir/www/ping.txt"; return 1; }
+  stack_spawn "$name" other "$listen" /usr/bin/python3 -m http.server --bind "${listen%:*}" \
+    --directory "$dir/www" "${listen##*:}"
+  stack_wait_ready "$name"
+}
+
+# stack_http_demo_jobs ENDPOINT DIR: creates (or keeps) the HTTP demo jobs of app http, their
+# JSON written to DIR: http-ping (GET http://ENDPOINT/ping.txt every 10 s) and
+# http-metadata-refused (GET http://169.254.169.254/..., disabled and unscheduled: a trigger
+# shows the outbound policy refusing it, rule "metadata").
+stack_http_demo_jobs() {
+  local endpoint=$1 dir=$2 f
+  mkdir -p "$dir" || { STACK_ERROR="cannot create $dir"; return 1; }
+  cat >"$dir/http-ping.json" <<EOT
+{"app": "http", "name": "http-ping", "description": "GET the local demo endpoint every 10 s",
+ "handler": "http", "param": "{\\"url\\": \\"http://$endpoint/ping.txt\\", \\"timeout\\": \\"5s\\"}",
+ "schedule": {"fixRate": {"intervalSeconds": "10"}}, "routingStrategy": "ROUTING_STRATEGY_FIRST",
+ "enabled": true}
+EOT
+  cat >"$dir/http-metadata-refused.json" <<'EOT'
+{"app": "http", "name": "http-metadata-refused",
+ "description": "Aimed at the cloud metadata address: refused by the outbound policy",
+ "handler": "http", "param": "{\"url\": \"http://169.254.169.254/latest/meta-data/\"}",
+ "schedule": {"none": {}}, "routingStrategy": "ROUTING_STRATEGY_FIRST", "enabled": false}
+EOT
+  for f in http-ping http-metadata-refused; do
+    stack_ctl jobs ensure --file="$dir/$f.json" >>"$STACK_LOGS/jobwheelctl.log" 2>&1 ||
+      { tail -n 5 "$STACK_LOGS/jobwheelctl.log"; STACK_ERROR="jobs ensure $dir/$f.json failed"; return 1; }
+  done
+}
+
 # stack_grpc_serving HOST:PORT: whether grpc.health.v1.Health/Check (service "") answers
 # SERVING. Speaks gRPC over cleartext HTTP/2 with curl: the request is an empty message (a
 # 5-byte frame header), the SERVING answer the frame 00 00000002 08 01.

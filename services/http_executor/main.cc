@@ -28,7 +28,7 @@
 #include "services/http_executor/secret_source.h"
 #include "spdlog/spdlog.h"
 
-ABSL_FLAG(std::string, listen, "127.0.0.1:7210", "ExecutorService listen address");
+ABSL_FLAG(std::string, listen, "127.0.0.1:7220", "ExecutorService listen address");
 ABSL_FLAG(std::string, advertise_address, "",
           "Address registered for dispatchers to dial (default: --listen)");
 ABSL_FLAG(std::string, app, "http", "Executor group (app) name");
@@ -36,7 +36,7 @@ ABSL_FLAG(std::string, registry_target, "127.0.0.1:7101",
           "Registry: comma list of host:port tried in turn, or a gRPC target (empty: none)");
 ABSL_FLAG(std::string, dispatcher_target, "127.0.0.1:7102",
           "Dispatcher for results: host:port, gRPC target or comma list of ip:port");
-ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9210",
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9220",
           "Prometheus /metrics listen address (empty disables)");
 ABSL_FLAG(std::string, log_dir, "", "Run logs (default /tmp/jobwheel-http-executor-<port>/logs)");
 ABSL_FLAG(std::string, spool_dir, "",
