@@ -348,6 +348,23 @@ stack_start_xxl_executor() {
     --spool_dir="$STACK_DIR/executors/$name/spool" "$@"
 }
 
+# stack_app_token APP: an EXECUTOR API token scoped to APP alone, made once through
+# TokenAdminService (the scheduler must serve) into $STACK_TOK/executor-APP (0600); its path is
+# left in STACK_APP_TOKEN. An executor given it may register and report for APP only.
+stack_app_token() {
+  local app=$1 file="$STACK_TOK/executor-$1"
+  # shellcheck disable=SC2034  # Read by the caller.
+  STACK_APP_TOKEN=$file
+  [ -s "$file" ] && return 0
+  if ! (umask 077 && stack_ctl tokens create --name="executor-$app" --role=executor \
+      --apps="$app" >"$file.new" 2>>"$STACK_LOGS/jobwheelctl.log") || [ ! -s "$file.new" ]; then
+    rm -f "$file.new"
+    STACK_ERROR="cannot create an executor token for app $app (see $STACK_LOGS/jobwheelctl.log)"
+    return 1
+  fi
+  mv "$file.new" "$file"
+}
+
 # stack_start_console NAME LISTEN SCHEDULER_TARGET REGISTRY_TARGET [FLAG...]: the web console
 # (it holds no token: every browser or Connect client sends its own).
 stack_start_console() {
