@@ -4,7 +4,7 @@
 // error), at least one bad case per command group. Effects are checked through the API and
 // on the executor, not only in the CLI's own output. Commands: leader; jobs create, ensure,
 // list, get, pause, resume, trigger, count, delete; runs list, get, log, kill, stats; apps
-// list; executors list; tokens create, whoami, list, revoke.
+// list; executors list; tokens create, whoami, list, revoke; audit list.
 #include <algorithm>
 #include <fstream>
 
@@ -430,6 +430,44 @@ TEST_F(JobwheelctlTest, Tokens) {
   ExpectError(Ctl({"tokens", "revoke", "999999"}), 1, "999999");
   ExpectError(Ctl({"tokens", "create", "--role=viewer"}), 1, "name");
   ExpectError(Ctl({"tokens", "frobnicate"}), 2, "unknown tokens command frobnicate");
+}
+
+TEST_F(JobwheelctlTest, Audit) {
+  CommandResult r = Ctl({"jobs", "create", "--file=" + JobFile("echo", kEchoJob)});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  const int64_t id = CreatedId(r);
+  ASSERT_GT(id, 0) << r.out;
+  ASSERT_EQ(Ctl({"jobs", "pause", absl::StrCat(id)}).exit_code, 0);
+  const std::string target = absl::StrCat("job ", id);
+
+  // Both calls, newest first, by the admin token, the pause naming the field it changed.
+  r = Ctl({"--json", "audit", "list", "--target=" + target});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  auto events = FromJson<jobwheel::v1::ListAuditEventsResponse>(r.out);
+  ASSERT_EQ(events.events_size(), 2) << r.out;
+  EXPECT_EQ(events.events(0).action(), "PauseJob");
+  EXPECT_EQ(events.events(1).action(), "CreateJob");
+  EXPECT_FALSE(events.events(0).actor_name().empty());
+  bool enabled_changed = false;
+  for (const auto& c : events.events(0).changes()) enabled_changed |= c.field() == "enabled";
+  EXPECT_TRUE(enabled_changed) << r.out;
+
+  // The table, filtered by action.
+  r = Ctl({"audit", "list", "--action=CreateJob"});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_EQ(RowsWith(r.out, "ACTION").size(), 1u) << r.out;
+  std::vector<std::string> rows = RowsWith(r.out, target);
+  ASSERT_EQ(rows.size(), 1u) << r.out;
+  EXPECT_TRUE(absl::StrContains(rows[0], "CreateJob")) << r.out;
+  EXPECT_TRUE(absl::StrContains(rows[0], events.events(1).actor_name())) << r.out;
+  r = Ctl({"audit", "list", "--action=DeleteJob"});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_TRUE(RowsWith(r.out, target).empty()) << r.out;
+
+  // Bad input.
+  ExpectError(Ctl({"audit", "list"}, WriteFile(stack_->dir() + "/wrong", "not-a-token\n")), 1,
+              "jobwheelctl: ");
+  ExpectError(Ctl({"audit", "frobnicate"}), 2, "unknown command audit frobnicate");
 }
 
 }  // namespace

@@ -28,6 +28,9 @@ struct CtlOptions {
   bool apply = false;
   std::string app_map;
   std::string time_zone;
+  std::string actor;
+  std::string target;
+  std::string action;
 };
 
 }  // namespace jobwheel::ctl

@@ -1,7 +1,7 @@
 // jobwheelctl: a small CLI over the admin APIs (jobs, runs, logs, apps, executors, tokens,
-// leader, import of XXL-JOB jobs), with table or JSON output, over plaintext, TLS or mutual TLS.
-// Exit code 0 on success, 1 on an RPC error, 2 on bad usage. This file parses the flags and
-// dispatches; each noun is its own <noun>_commands file with one function per RPC.
+// leader, import of XXL-JOB jobs, audit trail), with table or JSON output, over plaintext, TLS or
+// mutual TLS. Exit code 0 on success, 1 on an RPC error, 2 on bad usage. This file parses the flags
+// and dispatches; each noun is its own <noun>_commands file with one function per RPC.
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -13,6 +13,7 @@
 #include "common/base/flags.h"
 #include "common/grpc/channel.h"
 #include "tools/jobwheelctl/apps_commands.h"
+#include "tools/jobwheelctl/audit_commands.h"
 #include "tools/jobwheelctl/command.h"
 #include "tools/jobwheelctl/ctl_options.h"
 #include "tools/jobwheelctl/executors_commands.h"
@@ -46,6 +47,9 @@ ABSL_FLAG(std::string, app_map, "",
           "`import xxl-job`: XXL job_group ids to apps, GROUPID=app,GROUPID=app");
 ABSL_FLAG(std::string, time_zone, "",
           "`import xxl-job`: IANA zone of the cron jobs (XXL-JOB used its admin's; empty: UTC)");
+ABSL_FLAG(std::string, actor, "", "`audit list`: only events of this token name");
+ABSL_FLAG(std::string, target, "", "`audit list`: only events on this target, e.g. \"job 42\"");
+ABSL_FLAG(std::string, action, "", "`audit list`: only this action, e.g. CreateJob");
 ABSL_FLAG(std::string, tls_ca, "", "CA (PEM) to verify the servers; enables TLS");
 ABSL_FLAG(std::string, tls_cert, "", "Client certificate (PEM) for mutual TLS");
 ABSL_FLAG(std::string, tls_key, "", "Private key of --tls_cert");
@@ -65,6 +69,7 @@ constexpr char kUsage[] = R"(usage: jobwheelctl [flags] COMMAND
   import xxl-job FILE [--app_map=GROUPID=app,...] [--time_zone=Z] [--apply]
                                  (XXL-JOB jobs from jobinfo/pageList JSON or an xxl_job_info TSV;
                                   a dry run unless --apply)
+  audit list [--actor NAME] [--target "job 42"] [--action CreateJob] [--since 24h]
   leader
 flags: --scheduler --registry --token_file --json --limit --bucket --since
        --tls_ca --tls_cert --tls_key (TLS / mutual TLS))";
@@ -89,6 +94,9 @@ jobwheel::ctl::CtlOptions OptionsFromFlags() {
   o.apply = absl::GetFlag(FLAGS_apply);
   o.app_map = absl::GetFlag(FLAGS_app_map);
   o.time_zone = absl::GetFlag(FLAGS_time_zone);
+  o.actor = absl::GetFlag(FLAGS_actor);
+  o.target = absl::GetFlag(FLAGS_target);
+  o.action = absl::GetFlag(FLAGS_action);
   return o;
 }
 
@@ -119,9 +127,9 @@ int main(int argc, char** argv) {
   jobwheel::ctl::CommandContext ctx(OptionsFromFlags(), *std::move(token), std::move(tls), kUsage);
   // The nouns, one file each: a new noun is a new file and a line here.
   const std::vector<jobwheel::ctl::Noun> nouns = {
-      jobwheel::ctl::LeaderNoun(), jobwheel::ctl::JobsNoun(), jobwheel::ctl::RunsNoun(),
-      jobwheel::ctl::TokensNoun(), jobwheel::ctl::AppsNoun(), jobwheel::ctl::ExecutorsNoun(),
-      jobwheel::ctl::ImportNoun(),
+      jobwheel::ctl::LeaderNoun(), jobwheel::ctl::JobsNoun(),  jobwheel::ctl::RunsNoun(),
+      jobwheel::ctl::TokensNoun(), jobwheel::ctl::AppsNoun(),  jobwheel::ctl::ExecutorsNoun(),
+      jobwheel::ctl::ImportNoun(), jobwheel::ctl::AuditNoun(),
   };
   return jobwheel::ctl::Dispatch(nouns, words, ctx);
 }
