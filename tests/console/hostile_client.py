@@ -34,13 +34,9 @@ def split(address: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def connection(
-    console: str, source: str, timeout: float = 5.0
-) -> http.client.HTTPConnection:
+def connection(console: str, source: str, timeout: float = 5.0) -> http.client.HTTPConnection:
     host, port = split(console)
-    return http.client.HTTPConnection(
-        host, port, timeout=timeout, source_address=(source, 0)
-    )
+    return http.client.HTTPConnection(host, port, timeout=timeout, source_address=(source, 0))
 
 
 def call(
@@ -142,9 +138,7 @@ class Slowloris:
                         s = socket.create_connection(
                             (host, port), timeout=1, source_address=(ATTACKER, 0)
                         )
-                        s.sendall(
-                            b"POST " + LIST_JOBS.encode() + b" HTTP/1.1\r\nHost: "
-                        )
+                        s.sendall(b"POST " + LIST_JOBS.encode() + b" HTTP/1.1\r\nHost: ")
                         s.setblocking(False)
                         self.opened += 1
                     except OSError:
@@ -195,9 +189,7 @@ def siege(console: str, pid: int, token_file: str, seconds: float = 10.0) -> int
             probes += 1
             slowest = max(slowest, took)
             if status != 200 or took > 1.0:
-                failures.append(
-                    f"{method} {path}: {status} in {took:.2f}s {body[:80]!r}"
-                )
+                failures.append(f"{method} {path}: {status} in {took:.2f}s {body[:80]!r}")
         peak = max(peak, memory_kib(pid).get("VmRSS", 0))
         time.sleep(max(0.0, 0.2 - (time.monotonic() - tick)))
     loris.stop.set()
@@ -212,9 +204,7 @@ def siege(console: str, pid: int, token_file: str, seconds: float = 10.0) -> int
     )
     rc = 0
     if failures:
-        print(
-            f"siege: FAILED: {len(failures)} probes late or refused, e.g. {failures[:3]}"
-        )
+        print(f"siege: FAILED: {len(failures)} probes late or refused, e.g. {failures[:3]}")
         rc = 1
     if after.get("VmHWM", 0) >= 100 * 1024:
         print(f"siege: FAILED: console peak memory {after['VmHWM']} kB >= 100 MB")
