@@ -1,6 +1,6 @@
 # One image with every jobwheel binary: scheduler, registry, dispatcher, console,
-# demo_executor and jobwheelctl in /usr/local/bin, and the console's web pages in
-# /usr/share/jobwheel/console/web (its --web_root). The Helm chart (deploy/k8s/jobwheel) picks
+# demo_executor, xxl_gateway, http_executor and jobwheelctl in /usr/local/bin, and the console's
+# web pages in /usr/share/jobwheel/console/web (its --web_root). The Helm chart (deploy/k8s/jobwheel) picks
 # the binary of each Deployment with `command`, e.g. `docker run IMAGE registry --help`.
 #
 #   docker build -t registry.example.com/jobwheel:0.1.0 .
@@ -18,7 +18,7 @@ RUN apt-get update \
       g++ \
       libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev \
       libabsl-dev libpqxx-dev prometheus-cpp-dev libspdlog-dev \
-      libcpp-httplib-dev libssl-dev \
+      libcpp-httplib-dev libssl-dev libcurl4-openssl-dev \
       libgtest-dev libgmock-dev \
       tzdata ca-certificates \
  && rm -rf /var/lib/apt/lists/*
@@ -37,6 +37,7 @@ RUN bazel build --jobs=2 ${BAZEL_TARGETS} \
       bazel-bin/services/console/console \
       bazel-bin/sdk/examples/demo_executor \
       bazel-bin/services/xxl_gateway/xxl_gateway \
+      bazel-bin/services/http_executor/http_executor \
       bazel-bin/tools/jobwheelctl/jobwheelctl \
       /out/ \
  && mkdir -p /web \
@@ -49,13 +50,14 @@ FROM debian:bookworm-slim
 
 # Only the shared libraries the binaries link (their dependencies come along: libgrpc29,
 # libre2-9, libc-ares2, libssl3, libpq5, libfmt9, libcivetweb1, libbrotli1, zlib1g).
-# libcpp-httplib0.11: the console's HTTP server. tzdata: cron time zones; ca-certificates: TLS.
+# libcpp-httplib0.11: the console's HTTP server; libcurl4: the HTTP executor's calls.
+# tzdata: cron time zones; ca-certificates: TLS.
 ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libgrpc++1.51 libprotobuf32 libabsl20220623 libpqxx-6.4 \
       libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libspdlog1.10 \
-      libcpp-httplib0.11 \
+      libcpp-httplib0.11 libcurl4 \
       tzdata ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 65532 nonroot \
@@ -75,9 +77,9 @@ RUN set -e; for b in /usr/local/bin/*; do \
 LABEL org.opencontainers.image.title="jobwheel" \
       org.opencontainers.image.description="jobwheel distributed job scheduler: scheduler, registry, dispatcher, console, demo_executor, jobwheelctl"
 
-# gRPC: scheduler 7100, registry 7101, dispatcher 7102, demo executor 7200; console HTTP 7180;
-# metrics: 9100, 9101, 9102, 9200, 9180.
-EXPOSE 7100 7101 7102 7180 7200 9100 9101 9102 9180 9200
+# gRPC: scheduler 7100, registry 7101, dispatcher 7102, demo executor 7200, HTTP executor 7220;
+# console HTTP 7180; metrics: 9100, 9101, 9102, 9200, 9220, 9180.
+EXPOSE 7100 7101 7102 7180 7200 7220 9100 9101 9102 9180 9200 9220
 
 USER 65532:65532
 WORKDIR /home/nonroot

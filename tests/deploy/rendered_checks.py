@@ -277,8 +277,8 @@ check("Secrets hold only the values given, no default or short token (%d Secrets
 # public keys only where they verify callers; executors get no private key at all.
 MAY_MOUNT = {
     "scheduler-signing-key": {"scheduler"}, "dispatcher-signing-key": {"dispatcher"},
-    "scheduler-public-key": {"dispatcher", "demo-executor", "xxl-gateway"},
-    "dispatcher-public-key": {"registry", "demo-executor", "xxl-gateway"},
+    "scheduler-public-key": {"dispatcher", "demo-executor", "xxl-gateway", "http-executor"},
+    "dispatcher-public-key": {"registry", "demo-executor", "xxl-gateway", "http-executor"},
 }
 probs = []
 mounted = set()
@@ -325,7 +325,9 @@ if EXPECT.get("network_policy", True):
              ("demo-executor", "registry"), ("demo-executor", "dispatcher"),
              ("console", "scheduler"), ("console", "registry"),
              ("scheduler", "xxl-gateway"), ("dispatcher", "xxl-gateway"),
-             ("xxl-gateway", "registry"), ("xxl-gateway", "dispatcher")}
+             ("xxl-gateway", "registry"), ("xxl-gateway", "dispatcher"),
+             ("scheduler", "http-executor"), ("dispatcher", "http-executor"),
+             ("http-executor", "registry"), ("http-executor", "dispatcher")}
     by_comp = {}
     for d in deployments:
         c = containers(d)[0]

@@ -122,7 +122,7 @@ check "Chart.yaml: SemVer version" grep -qE '^version:[[:space:]]*"?[0-9]+\.[0-9
 check "Chart.yaml: appVersion" grep -qE '^appVersion:' "$CHART/Chart.yaml"
 check "values.yaml exists" test -f "$CHART/values.yaml"
 for t in _helpers.tpl NOTES.txt validate.yaml secret.yaml scheduler.yaml registry.yaml dispatcher.yaml \
-         demo-executor.yaml console.yaml serviceaccount.yaml servicemonitor.yaml dashboards.yaml \
+         demo-executor.yaml http-executor.yaml console.yaml serviceaccount.yaml servicemonitor.yaml dashboards.yaml \
          networkpolicy.yaml certificates.yaml migrations-job.yaml; do
   check "templates/$t exists" test -f "$CHART/templates/$t"
 done
@@ -378,7 +378,7 @@ done
 # console, TLS), and value sets that must fail do so with the template's message.
 group "chart rendered (tools/chart-render)"
 RENDER_SCENARIOS=(default tls-cert-manager tls-existing-secret console-ingress replicas
-                  external-secrets minimal xxl-gateway)
+                  external-secrets minimal xxl-gateway http-executor)
 RENDER_FAILURES=(no-values tls-without-certificates ingress-without-host short-token missing-keys
                  swapped-key insecure-dev insecure-dev-with-secrets)
 render_skip() { # render_skip REASON: every rendered check is skipped, visibly
@@ -415,6 +415,7 @@ src = {"scheduler": ["services/scheduler", readiness], "registry": ["services/re
        "dispatcher": ["services/dispatcher", readiness],
        "demo-executor": ["sdk/examples/demo_executor.cc"], "console": ["services/console"],
        "xxl-gateway": ["services/xxl_gateway"],
+       "http-executor": ["services/http_executor/main.cc"],
        "migrations": ["services/scheduler", readiness]}
 out = {}
 for comp, rels in src.items():
@@ -516,6 +517,9 @@ YAML
   scenario xxl-gateway jw jw-jobwheel \
     '"kinds": {"Deployment": 5, "NetworkPolicy": 5, "PodDisruptionBudget": 5}' \
     "${SECRETS[@]}" --set xxlGateway.enabled=true,xxlGateway.appHandlers=demo-xxl=echo
+  scenario http-executor jw jw-jobwheel \
+    '"kinds": {"Deployment": 5, "NetworkPolicy": 5, "PodDisruptionBudget": 4}' \
+    "${SECRETS[@]}" --set httpExecutor.enabled=true
 
   must_fail no-values "authentication tokens are required"
   must_fail tls-without-certificates "tls.enabled needs certificates" "${SECRETS[@]}" --set tls.enabled=true

@@ -2,7 +2,7 @@
 Naming, labels and the shared building blocks of every jobwheel component.
 
 Components are described by "jobwheel.component" dicts:
-  key    values key (scheduler, registry, dispatcher, demoExecutor, console)
+  key    values key (scheduler, registry, dispatcher, demoExecutor, httpExecutor, console)
   name   resource-name suffix and app.kubernetes.io/component label
   binary executable in the image's /usr/local/bin
   port   name of the serving port: grpc (gRPC services) or http (the console)
@@ -76,7 +76,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {key: dispatcher, name: dispatcher, binary: dispatcher, port: grpc, db: true, tokens: [{key: dispatcher-signing-key, file: signing-key}, {key: scheduler-public-key, file: scheduler-public-key}, {key: executor-token, file: executor-token}]}
 {{- else if eq . "demoExecutor" -}}
 {{- /* Executors hold public keys only: nothing another component accepts. */ -}}
-{key: demoExecutor, name: demo-executor, binary: demo_executor, port: grpc, db: false, tokens: [{key: dispatcher-public-key, file: dispatcher-public-key}, {key: scheduler-public-key, file: scheduler-public-key}, {key: executor-token, file: executor-token}]}
+{key: demoExecutor, name: demo-executor, binary: demo_executor, port: grpc, db: false, executor: true, tokens: [{key: dispatcher-public-key, file: dispatcher-public-key}, {key: scheduler-public-key, file: scheduler-public-key}, {key: executor-token, file: executor-token}]}
+{{- else if eq . "httpExecutor" -}}
+{key: httpExecutor, name: http-executor, binary: http_executor, port: grpc, db: false, executor: true, tokens: [{key: dispatcher-public-key, file: dispatcher-public-key}, {key: scheduler-public-key, file: scheduler-public-key}, {key: executor-token, file: executor-token}]}
 {{- else if eq . "console" -}}
 {{- /* The console forwards each caller's own token and holds none. */ -}}
 {key: console, name: console, binary: console, port: http, db: false, tokens: []}
@@ -199,7 +201,7 @@ Argument: dict root, c. The component's `config` map wins over the chart's own k
 {{- range $c.tokens -}}
 {{- $_ := set $env (printf "JOBWHEEL_%s_FILE" (.file | replace "-" "_" | upper)) (printf "%s/%s" $secrets .file) -}}
 {{- end -}}
-{{- if has $c.key (list "dispatcher" "demoExecutor" "console") -}}
+{{- if has $c.key (list "dispatcher" "demoExecutor" "httpExecutor" "console") -}}
 {{- $_ := set $env "JOBWHEEL_REGISTRY_TARGET" (include "jobwheel.registryTarget" $root) -}}
 {{- end -}}
 {{- if has $c.key (include "jobwheel.drainingComponents" $root | splitList " ") -}}
@@ -209,10 +211,10 @@ Argument: dict root, c. The component's `config` map wins over the chart's own k
 {{- $_ := set $env "JOBWHEEL_SCHEDULER_TARGET" (include "jobwheel.schedulerTarget" $root) -}}
 {{- $_ := set $env "JOBWHEEL_WEB_ROOT" (toString $v.webRoot) -}}
 {{- end -}}
-{{- if has $c.key (list "scheduler" "demoExecutor") -}}
+{{- if has $c.key (list "scheduler" "demoExecutor" "httpExecutor") -}}
 {{- $_ := set $env "JOBWHEEL_DISPATCHER_TARGET" (include "jobwheel.dispatcherTarget" $root) -}}
 {{- end -}}
-{{- if eq $c.key "demoExecutor" -}}
+{{- if $c.executor -}}
 {{- $_ := set $env "JOBWHEEL_APP" (toString $v.app) -}}
 {{- $_ := set $env "JOBWHEEL_LOG_DIR" "/var/lib/jobwheel/logs" -}}
 {{- $_ := set $env "JOBWHEEL_SPOOL_DIR" "/var/lib/jobwheel/spool" -}}
@@ -355,7 +357,7 @@ spec:
         {{- with $root.Values.commonLabels }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
-        {{- if eq $c.key "demoExecutor" }}
+        {{- if $c.executor }}
         {{- /* Executors are recognized by this label in the NetworkPolicies. */}}
         jobwheel.io/executor: "true"
         {{- end }}
@@ -435,7 +437,7 @@ spec:
           envFrom:
             - configMapRef:
                 name: {{ include "jobwheel.fullname" $root }}-{{ $c.name }}
-          {{- if or $c.db (eq $c.key "demoExecutor") $v.extraEnv }}
+          {{- if or $c.db $c.executor $v.extraEnv }}
           env:
             {{- if $c.db }}
             - name: JOBWHEEL_REPLICA_ID
@@ -447,7 +449,7 @@ spec:
                 secretKeyRef:
                   name: {{ include "jobwheel.dsnSecretName" $root }}
                   key: {{ include "jobwheel.dsnSecretKey" $root }}
-            {{- else if eq $c.key "demoExecutor" }}
+            {{- else if $c.executor }}
             - name: POD_IP
               valueFrom:
                 fieldRef:
@@ -486,7 +488,7 @@ spec:
               mountPath: {{ include "jobwheel.tlsDir" $root }}
               readOnly: true
             {{- end }}
-            {{- if eq $c.key "demoExecutor" }}
+            {{- if $c.executor }}
             - name: data
               mountPath: /var/lib/jobwheel
             {{- end }}
@@ -521,7 +523,7 @@ spec:
               - key: ca.crt
                 path: ca.crt
         {{- end }}
-        {{- if eq $c.key "demoExecutor" }}
+        {{- if $c.executor }}
         - name: data
           emptyDir:
             sizeLimit: {{ $v.dataSizeLimit }}
