@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/base/json_escape.h"
+#include "common/net/url.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -147,70 +148,22 @@ std::string LogJson(int64_t log_id, int64_t log_date_time_ms, int from_line) {
 
 absl::StatusOr<ExecutorUrl> ParseExecutorUrl(absl::string_view url) {
   if (url.size() > 512) return BadUrl(url, "longer than 512 characters");
-  for (char c : url) {
-    if (static_cast<unsigned char>(c) <= 0x20 || static_cast<unsigned char>(c) >= 0x7f) {
-      return BadUrl(url, "spaces, control or non-ASCII characters");
-    }
-  }
-  ExecutorUrl out;
-  absl::string_view rest = url;
-  if (absl::ConsumePrefix(&rest, "http://")) {
-    out.scheme = "http";
-  } else if (absl::ConsumePrefix(&rest, "https://")) {
-    out.scheme = "https";
-  } else {
-    return BadUrl(url, "must start with http:// or https://");
-  }
-  if (absl::StrContains(rest, '?') || absl::StrContains(rest, '#')) {
-    return BadUrl(url, "no query or fragment allowed");
-  }
-  const size_t slash = rest.find('/');
-  absl::string_view authority = rest.substr(0, slash);
-  absl::string_view path = slash == absl::string_view::npos ? "" : rest.substr(slash);
-  if (absl::StrContains(authority, '@')) return BadUrl(url, "no user info allowed");
-  absl::string_view host = authority;
-  absl::string_view port_text;
-  if (absl::StartsWith(authority, "[")) {
-    const size_t close = authority.find(']');
-    if (close == absl::string_view::npos) return BadUrl(url, "bad IPv6 literal");
-    host = authority.substr(1, close - 1);
-    absl::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (!absl::ConsumePrefix(&after, ":")) return BadUrl(url, "bad IPv6 literal");
-      port_text = after;
-    }
-    for (char c : host) {
-      if (!absl::ascii_isxdigit(static_cast<unsigned char>(c)) && c != ':' && c != '.') {
-        return BadUrl(url, "bad IPv6 literal");
-      }
-    }
-  } else {
-    const size_t colon = authority.rfind(':');
-    if (colon != absl::string_view::npos) {
-      host = authority.substr(0, colon);
-      port_text = authority.substr(colon + 1);
-    }
-    for (char c : host) {
-      if (!IsNameChar(c)) return BadUrl(url, "bad character in host");
-    }
-  }
-  if (host.empty()) return BadUrl(url, "no host");
-  out.host = std::string(host);
-  out.port = out.scheme == "https" ? 443 : 80;
-  if (!port_text.empty() && (!absl::SimpleAtoi(port_text, &out.port) || out.port < 1 ||
-                             out.port > 65535 || !absl::ascii_isdigit(port_text[0]))) {
-    return BadUrl(url, "port must be 1..65535");
-  }
+  absl::StatusOr<net::Url> parsed = net::ParseHttpUrl(url);
+  if (!parsed.ok()) return BadUrl(url, parsed.status().message());
+  absl::string_view path = parsed->path;
+  if (absl::StrContains(path, '?')) return BadUrl(url, "no query allowed");
   while (absl::ConsumeSuffix(&path, "/")) {
   }
   if (absl::StrContains(path, "//") || absl::StrContains(path, "/../") ||
       absl::EndsWith(path, "/..")) {
     return BadUrl(url, "bad path");
   }
+  ExecutorUrl out;
+  out.scheme = parsed->scheme;
+  out.host = parsed->host;
+  out.port = parsed->port;
   out.path = std::string(path);
-  const bool v6 = absl::StrContains(out.host, ':');
-  out.base = absl::StrCat(out.scheme, "://", v6 ? "[" : "", out.host, v6 ? "]" : "", ":", out.port,
-                          out.path);
+  out.base = absl::StrCat(parsed->Origin(), out.path);
   return out;
 }
 
