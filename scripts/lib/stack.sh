@@ -461,6 +461,23 @@ EOT
   done
 }
 
+# stack_console_proxy_token: the console's own token, a VIEWER of no app (it reads nothing), in
+# $STACK_TOK/console_proxy, made once through the first scheduler and kept (a persistent stack
+# reuses it). Pass --proxy_token_file="$STACK_TOK/console_proxy" to stack_start_console: the
+# console then names each caller's IP to the scheduler and registry, which limit failed
+# authentications per console client (docs/security.md, "One hostile client at the console").
+stack_console_proxy_token() {
+  [ -s "$STACK_TOK/console_proxy" ] && return 0
+  local tmp="$STACK_TOK/console_proxy.new"
+  if ! (umask 077 && stack_ctl tokens create --name=console-proxy --role=viewer >"$tmp" \
+    2>>"$STACK_LOGS/jobwheelctl.log"); then
+    rm -f "$tmp"
+    STACK_ERROR="cannot create the console's proxy token (see $STACK_LOGS/jobwheelctl.log)"
+    return 1
+  fi
+  mv "$tmp" "$STACK_TOK/console_proxy"
+}
+
 # stack_grpc_serving HOST:PORT: whether grpc.health.v1.Health/Check (service "") answers
 # SERVING. Speaks gRPC over cleartext HTTP/2 with curl: the request is an empty message (a
 # 5-byte frame header), the SERVING answer the frame 00 00000002 08 01.

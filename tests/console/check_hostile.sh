@@ -44,8 +44,7 @@ stack_start_ready scheduler scheduler "$SCHEDULER" "$DISPATCHER" || fail "$STACK
 
 # The console's own token (a viewer of no app: it can read nothing) names each call's client to
 # the scheduler and registry; the fresh token is made now and used for the first time mid-flood.
-stack_ctl tokens create --name=console-proxy --role=viewer >"$STACK_TOK/console_proxy" \
-  2>>"$STACK_LOGS/jobwheelctl.log" || fail "jobwheelctl tokens create console-proxy failed"
+stack_console_proxy_token || fail "$STACK_ERROR"
 stack_ctl tokens create --name=fresh --role=viewer --apps=demo >"$STACK_TOK/fresh" \
   2>>"$STACK_LOGS/jobwheelctl.log" || fail "jobwheelctl tokens create fresh failed"
 stack_start_ready console console "$CONSOLE" "$SCHEDULER" "$REGISTRY" \
