@@ -9,6 +9,7 @@ import {errorBox, spinner} from './widgets.js';
 import {durationSeconds} from './time.js';
 import {CronPreview, zoneNames} from './cron_preview.js';
 import {fieldFor, fieldError} from './job_form_errors.js';
+import {httpSection} from './http_job_fields.js';
 
 const ROUTING = ['FIRST', 'LAST', 'ROUND', 'RANDOM', 'CONSISTENT_HASH', 'LEAST_FREQUENTLY_USED',
   'LEAST_RECENTLY_USED', 'FAILOVER', 'BUSYOVER', 'SHARDING_BROADCAST'];
@@ -100,6 +101,7 @@ export async function render(view, ctx) {
   f.kind.value = kind;
   f.param.value = job.param || '';
   f.script.value = job.scriptSource || '';
+  const http = httpSection(f.param, f.handler);  // Writes f.param for handler http.
   if (!canScript()) {
     for (const o of f.glue.options) if (o.value !== 'GLUE_TYPE_HANDLER') o.disabled = true;
   }
@@ -139,12 +141,14 @@ export async function render(view, ctx) {
     rateBox.hidden = f.kind.value !== 'fix_rate';
     delayBox.hidden = f.kind.value !== 'fix_delay';
     scriptBox.hidden = f.glue.value === 'GLUE_TYPE_HANDLER';
+    http.refresh();
     if (f.kind.value === 'none') preview.update(null);
     else preview.update(schedule(), f.kind.value === 'cron' ? f.zone.value.trim() || 'UTC' : 'UTC');
   };
   for (const el of [f.kind, f.cron, f.zone, f.interval, f.start, f.delay, f.delayStart, f.glue]) {
     el.addEventListener('input', refresh);
   }
+  f.handler.addEventListener('input', refresh);  // Shows the HTTP section for http.
 
   let topError = errorBox(null);
   const save = h('button', {class: 'btn primary', type: 'submit', 'data-test': 'save'},
@@ -199,6 +203,7 @@ export async function render(view, ctx) {
   h('fieldset', null, h('legend', null, t('form.execution')),
       field('glue_type', t('field.glue'), f.glue),
       field('handler', t('field.handler'), f.handler), field('param', t('field.param'), f.param),
+      http.el,
       scriptBox),
   h('fieldset', null, h('legend', null, t('form.strategies')),
       field('routing_strategy', t('field.routing'), f.routing),
