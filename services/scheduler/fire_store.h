@@ -167,7 +167,10 @@ class FireStore {
   virtual absl::StatusOr<DelayChainResult> AdvanceDelayChains(int limit) = 0;
 
   // In one transaction: deletes up to `limit` finished, followed-up runs triggered before
-  // `cutoff`, and up to `limit` non-PENDING fires created before it that no run references.
+  // `cutoff` (except those of jobs with a max_age of their own), up to `limit` runs of jobs with
+  // their own retention (Job.run_retention: older than their max_age by the database's clock,
+  // or behind their keep_last newest runs) with their fires, and up to `limit` non-PENDING
+  // fires created before `cutoff` that no run references.
   // Returns how many rows it deleted.
   virtual absl::StatusOr<int> DeleteHistory(absl::Time cutoff, int limit) = 0;
 

@@ -15,6 +15,18 @@ const char* const kJobColumns =
     "(EXTRACT(EPOCH FROM j.create_time) * 1000000)::BIGINT, "
     "(EXTRACT(EPOCH FROM j.update_time) * 1000000)::BIGINT, j.schedule_error, j.fix_delay_ms";
 
+const char* const kJobAdminColumns =
+    "j.id, j.app, j.name, j.description, j.owner, j.alarm_contacts, j.schedule_kind, "
+    "j.cron_expression, j.time_zone, j.fix_rate_seconds, "
+    "(EXTRACT(EPOCH FROM j.fix_rate_start) * 1000000)::BIGINT, j.misfire_strategy, "
+    "j.routing_strategy, j.block_strategy, j.handler, j.param, j.timeout_ms, "
+    "j.fail_retry_count, j.child_job_ids, j.glue_type, j.script_source, j.script_version, "
+    "j.enabled, (EXTRACT(EPOCH FROM j.next_fire_at) * 1000000)::BIGINT, "
+    "(EXTRACT(EPOCH FROM j.create_time) * 1000000)::BIGINT, "
+    "(EXTRACT(EPOCH FROM j.update_time) * 1000000)::BIGINT, j.schedule_error, j.fix_delay_ms, "
+    "ARRAY(SELECT l.key || '=' || l.value FROM jsonb_each_text(j.labels) AS l ORDER BY l.key), "
+    "j.run_max_age_ms, j.run_keep_last";
+
 namespace {
 
 // Parses a one-dimensional PostgreSQL array of text or numbers.
@@ -79,6 +91,22 @@ jobwheel::v1::Job JobFromRow(const pqxx::row& row, int offset) {
   SetTime(row[offset + 24], [&] { return job.mutable_create_time(); });
   SetTime(row[offset + 25], [&] { return job.mutable_update_time(); });
   if (!row[offset + 26].is_null()) job.set_schedule_error(row[offset + 26].as<std::string>());
+  return job;
+}
+
+jobwheel::v1::Job JobFromAdminRow(const pqxx::row& row) {
+  jobwheel::v1::Job job = JobFromRow(row);
+  ParseArray(row[28], [&](const std::string& kv) {
+    const size_t eq = kv.find('=');  // Keys hold no '='.
+    if (eq != std::string::npos) (*job.mutable_labels())[kv.substr(0, eq)] = kv.substr(eq + 1);
+  });
+  const int64_t max_age_ms = row[29].as<int64_t>();
+  const int keep_last = row[30].as<int>();
+  if (max_age_ms > 0) {
+    *job.mutable_run_retention()->mutable_max_age() =
+        ToProtoDuration(absl::Milliseconds(max_age_ms));
+  }
+  if (keep_last > 0) job.mutable_run_retention()->set_keep_last(keep_last);
   return job;
 }
 

@@ -16,6 +16,13 @@ extern const char* const kJobColumns;
 // Decodes a row selected with kJobColumns, starting at column `offset`.
 jobwheel::v1::Job JobFromRow(const pqxx::row& row, int offset = 0);
 
+// kJobColumns plus what only the admin API reads (labels, the job's own run retention): the
+// leader's claim and hand-off do not carry them.
+extern const char* const kJobAdminColumns;
+
+// Decodes a row selected with kJobAdminColumns.
+jobwheel::v1::Job JobFromAdminRow(const pqxx::row& row);
+
 // The select list that RunFromRow reads, for table alias `r`.
 extern const char* const kRunColumns;
 

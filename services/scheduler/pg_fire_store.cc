@@ -542,10 +542,32 @@ absl::StatusOr<int> PgFireStore::DeleteHistory(absl::Time cutoff, int limit) {
   int n = 0;
   const std::string before = ToPgTimestamp(cutoff);
   absl::Status s = elector_.RunFenced("retention", [&](pqxx::work& tx) {
+    // Jobs with a max_age of their own keep their runs for that long instead (the subquery
+    // reads the few rows of the partial index jobs_own_retention).
     pqxx::result r1 = tx.exec_params(
         "DELETE FROM runs WHERE id IN (SELECT id FROM runs WHERE trigger_time < "
-        "$1::timestamptz AND status >= 3 AND followup_done LIMIT $2) RETURNING id",
+        "$1::timestamptz AND status >= 3 AND followup_done AND job_id NOT IN (SELECT id FROM "
+        "jobs WHERE run_max_age_ms > 0) LIMIT $2) RETURNING id",
         before, limit);
+    // Jobs with their own retention: older than their max_age (by the database's clock), or
+    // behind their keep_last newest runs.
+    pqxx::result own = tx.exec_params(
+        "DELETE FROM runs WHERE id IN (SELECT o.id FROM jobs j CROSS JOIN LATERAL (SELECT r.id "
+        "FROM runs r WHERE r.job_id = j.id AND r.status >= 3 AND r.followup_done AND ("
+        "(j.run_max_age_ms > 0 AND r.trigger_time < now() - j.run_max_age_ms * "
+        "interval '1 millisecond') OR (j.run_keep_last > 0 AND r.trigger_time < (SELECT "
+        "r2.trigger_time FROM runs r2 WHERE r2.job_id = j.id ORDER BY r2.trigger_time DESC "
+        "OFFSET j.run_keep_last - 1 LIMIT 1))) LIMIT $1) AS o "
+        "WHERE j.run_max_age_ms > 0 OR j.run_keep_last > 0 LIMIT $1) RETURNING id, fire_id",
+        limit);
+    std::vector<int64_t> own_fires;
+    own_fires.reserve(own.size());
+    for (const pqxx::row& r : own) own_fires.push_back(r[1].as<int64_t>());
+    // Their fires go with them.
+    pqxx::result own_fire_rows = tx.exec_params(
+        "DELETE FROM fires f WHERE f.id = ANY($1::bigint[]) AND f.status <> 1 AND NOT EXISTS "
+        "(SELECT 1 FROM runs r WHERE r.fire_id = f.id) RETURNING id",
+        ToPgIntArray(own_fires));
     pqxx::result r2 = tx.exec_params(
         "DELETE FROM fires WHERE id IN (SELECT f.id FROM fires f WHERE f.create_time < "
         "$1::timestamptz AND f.status <> 1 AND NOT EXISTS (SELECT 1 FROM runs r WHERE "
@@ -555,7 +577,7 @@ absl::StatusOr<int> PgFireStore::DeleteHistory(absl::Time cutoff, int limit) {
         "DELETE FROM alarm_outbox WHERE id IN (SELECT id FROM alarm_outbox WHERE sent_at < "
         "$1::timestamptz LIMIT $2) RETURNING id",
         before, limit);
-    n = static_cast<int>(r1.size() + r2.size() + r3.size());
+    n = static_cast<int>(r1.size() + own.size() + own_fire_rows.size() + r2.size() + r3.size());
   });
   if (!s.ok()) return s;
   return n;

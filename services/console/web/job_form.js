@@ -66,6 +66,8 @@ export async function render(view, ctx) {
     description: input('description', job.description),
     owner: input('owner', job.owner),
     alarmContacts: input('alarm_contacts', (job.alarmContacts || []).join(', ')),
+    labels: input('labels', Object.entries(job.labels || {}).map(([k, v]) => `${k}=${v}`)
+        .join(', '), {placeholder: 'team=payments, tier=batch', autocomplete: 'off'}),
     enabled: h('input', {type: 'checkbox', name: 'enabled', id: 'f-enabled', checked: job.enabled}),
     kind: h('select', {name: 'schedule_kind', id: 'f-schedule_kind'},
         h('option', {value: 'cron'}, t('sched.cron')),
@@ -168,6 +170,10 @@ export async function render(view, ctx) {
       glueType: f.glue.value,
       scriptSource: f.glue.value === 'GLUE_TYPE_HANDLER' ? '' : f.script.value,
       enabled: f.enabled.checked,
+      labels: Object.fromEntries(f.labels.value.split(',').map((s) => s.trim()).filter(Boolean)
+          .map((kv) => [kv.split('=')[0].trim(), kv.split('=').slice(1).join('=').trim()])),
+      // Not on the form: kept as it is (an update without a mask replaces every field).
+      runRetention: job.runRetention,
     };
     save.disabled = true;
     const box = errorBox(null);
@@ -197,6 +203,7 @@ export async function render(view, ctx) {
       field('description', t('field.description'), f.description),
       field('owner', t('field.owner'), f.owner),
       field('alarm_contacts', t('field.alarm'), f.alarmContacts, t('help.commas')),
+      field('labels', t('field.labels'), f.labels, t('help.commas')),
       field('enabled', t('field.enabled'), f.enabled)),
   h('fieldset', null, h('legend', null, t('form.schedule')),
       field('schedule', t('field.schedulekind'), f.kind), cronBox, rateBox, delayBox),

@@ -1,7 +1,7 @@
 // Maps an API message naming a field ("job.schedule.cron: time_zone: unknown time zone 'X'")
 // to the form field that shows it (data-field keys of job_form.js).
 
-const FIELDS = new Set(['app', 'name', 'description', 'owner', 'alarm_contacts', 'enabled',
+const FIELDS = new Set(['app', 'name', 'description', 'owner', 'alarm_contacts', 'enabled', 'labels',
   'schedule', 'schedule.cron', 'schedule.cron.expression', 'schedule.cron.time_zone',
   'schedule.fix_rate', 'schedule.fix_rate.interval_seconds', 'schedule.fix_rate.start_time',
   'schedule.fix_delay', 'schedule.fix_delay.delay', 'schedule.fix_delay.start_time',

@@ -17,6 +17,8 @@ export function render(view, ctx) {
     list: 'app-names', 'data-test': 'filter-app'});
   const name = h('input', {name: 'name', placeholder: t('jobs.namecontains'),
     value: q.get('name') || '', 'data-test': 'filter-name'});
+  const labels = h('input', {name: 'labels', placeholder: 'team=payments,tier!=batch',
+    value: q.get('labels') || '', title: t('jobs.labelshelp'), 'data-test': 'filter-labels'});
   const enabled = h('select', {name: 'enabled', 'data-test': 'filter-enabled'},
       h('option', {value: ''}, t('jobs.all')),
       h('option', {value: 'true'}, t('job.enabled')),
@@ -33,6 +35,7 @@ export function render(view, ctx) {
     if (app.value.trim()) req.app = app.value.trim();
     if (name.value.trim()) req.nameContains = name.value.trim();
     if (enabled.value) req.enabled = enabled.value === 'true';
+    if (labels.value.trim()) req.labelSelector = labels.value.trim();
     try {
       const r = await jobs('ListJobs', req);
       if (mine !== seq) return;
@@ -57,12 +60,14 @@ export function render(view, ctx) {
   }
 
   const refilter = () => {
-    replaceQuery({app: app.value.trim(), name: name.value.trim(), enabled: enabled.value});
+    replaceQuery({app: app.value.trim(), name: name.value.trim(), enabled: enabled.value,
+      labels: labels.value.trim()});
     pager.reset();
     load();
   };
   app.addEventListener('input', debounce(refilter, 300));
   name.addEventListener('input', debounce(refilter, 300));
+  labels.addEventListener('input', debounce(refilter, 500));
   enabled.addEventListener('change', refilter);
 
   put(view,
@@ -70,7 +75,7 @@ export function render(view, ctx) {
           canWrite() ? h('a', {class: 'btn primary', href: '#/jobs/new', 'data-test': 'new-job'},
               t('jobs.new')) : null),
       h('div', {class: 'card'},
-          h('div', {class: 'filters'}, app, apps, name, enabled), body, pager.el));
+          h('div', {class: 'filters'}, app, apps, name, labels, enabled), body, pager.el));
   jobs('CountJobs', {}).then((r) => put(apps, (r.apps || []).map((a) =>
     h('option', {value: a.app})))).catch(() => {});
   load();

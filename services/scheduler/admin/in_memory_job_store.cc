@@ -186,6 +186,16 @@ absl::StatusOr<std::vector<Job>> InMemoryJobStore::ListJobs(const JobFilter& fil
                            absl::AsciiStrToLower(filter.name_contains))) {
       continue;
     }
+    bool labels = true;
+    for (const auto& [k, v] : filter.labels_equal) {
+      auto l = j.labels().find(k);
+      labels = labels && l != j.labels().end() && l->second == v;
+    }
+    for (const auto& [k, v] : filter.labels_not_equal) {
+      auto l = j.labels().find(k);
+      labels = labels && !(l != j.labels().end() && l->second == v);
+    }
+    if (!labels) continue;
     out.push_back(j);
     if (static_cast<int>(out.size()) >= limit) break;
   }

@@ -131,6 +131,11 @@ absl::StatusOr<jobwheel::v1::ListJobsResponse> JobAdmin::ListJobs(
   filter.app = req.app();
   if (req.has_enabled()) filter.enabled = req.enabled();
   filter.name_contains = req.name_contains();
+  ASSIGN_OR_RETURN(std::vector<LabelRequirement> labels, ParseLabelSelector(req.label_selector()));
+  for (LabelRequirement& r : labels) {
+    (r.equal ? filter.labels_equal : filter.labels_not_equal)
+        .emplace_back(std::move(r.key), std::move(r.value));
+  }
   filter.only_apps = scope;
   ASSIGN_OR_RETURN(std::vector<Job> jobs, store_.ListJobs(filter, after, page_size + 1));
   jobwheel::v1::ListJobsResponse resp;

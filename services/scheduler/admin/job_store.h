@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -57,6 +58,10 @@ struct JobFilter {
   std::string app;              // Empty: all.
   std::optional<bool> enabled;  // Unset: both.
   std::string name_contains;    // Case-insensitive substring; empty: all.
+  // Labels the job has with these values (key=value), and pairs it has not (key!=value: another
+  // value or no such label).
+  std::vector<std::pair<std::string, std::string>> labels_equal;
+  std::vector<std::pair<std::string, std::string>> labels_not_equal;
   // Set: only jobs of these apps (the caller's token scope); an empty list matches nothing.
   std::optional<std::vector<std::string>> only_apps;
 };

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "common/base/status_macros.h"
 #include "common/model/proto_enums.h"
 #include "common/time/proto_time.h"
 #include "services/scheduler/cron.h"
@@ -125,6 +126,29 @@ absl::StatusOr<Job> NormalizeJob(const Job& in, absl::Time created) {
       return Invalid(field, "must not be empty");
     }
     if (!(s = CheckLength(field, job.alarm_contacts(i), kMaxAlarmContactLength)).ok()) return s;
+  }
+
+  if (!(s = ValidateLabels(job.labels(), "job.labels")).ok()) return s;
+  if (job.has_run_retention()) {
+    const jobwheel::v1::RunRetention& r = job.run_retention();
+    const absl::Duration age = absl::Trunc(FromProto(r.max_age()), absl::Milliseconds(1));
+    if (age != absl::ZeroDuration() && (age < kMinRunMaxAge || age > kMaxRunMaxAge)) {
+      return Invalid("job.run_retention.max_age",
+                     absl::StrCat("must be 0 (the global retention) or between 1m and 3660 days, "
+                                  "got ",
+                                  absl::FormatDuration(FromProto(r.max_age()))));
+    }
+    if (r.keep_last() < 0 || r.keep_last() > kMaxRunKeepLast) {
+      return Invalid(
+          "job.run_retention.keep_last",
+          absl::StrCat("must be between 0 and ", kMaxRunKeepLast, ", got ", r.keep_last()));
+    }
+    if (age == absl::ZeroDuration() && r.keep_last() == 0) {
+      job.clear_run_retention();  // The global retention: stored as none.
+    } else {
+      *job.mutable_run_retention()->mutable_max_age() = ToProtoDuration(age);
+      if (age == absl::ZeroDuration()) job.mutable_run_retention()->clear_max_age();
+    }
   }
 
   if (!job.has_schedule()) return Invalid("job.schedule", "must be set");
@@ -315,6 +339,71 @@ absl::StatusOr<Job> ApplyUpdateMask(const Job& current, const Job& patch,
   Job source = patch;
   merged.GetReflection()->SwapFields(&merged, &source, fields);
   return merged;
+}
+
+namespace {
+
+bool LabelChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
+         c == '/';
+}
+
+absl::Status CheckLabelText(absl::string_view field, absl::string_view what, absl::string_view text,
+                            bool key) {
+  if (key && text.empty()) return Invalid(field, absl::StrCat(what, " must not be empty"));
+  if (text.size() > static_cast<size_t>(kMaxLabelLength)) {
+    return Invalid(field, absl::StrCat(what, " must be at most ", kMaxLabelLength, " characters"));
+  }
+  for (char c : text) {
+    if (!LabelChar(c)) {
+      return Invalid(field, absl::StrCat(what, " may hold only letters, digits and . _ - /"));
+    }
+  }
+  if (key && !absl::ascii_isalnum(static_cast<unsigned char>(text[0]))) {
+    return Invalid(field, absl::StrCat(what, " must start with a letter or digit"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateLabels(const google::protobuf::Map<std::string, std::string>& labels,
+                            absl::string_view field) {
+  if (labels.size() > static_cast<size_t>(kMaxLabels)) {
+    return Invalid(field, absl::StrCat("at most ", kMaxLabels, " labels, got ", labels.size()));
+  }
+  for (const auto& [k, v] : labels) {
+    const std::string f = absl::StrCat(field, "[\"", absl::CHexEscape(k), "\"]");
+    absl::Status s = CheckLabelText(f, "the key", k, true);
+    if (s.ok()) s = CheckLabelText(f, "the value", v, false);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<LabelRequirement>> ParseLabelSelector(absl::string_view selector) {
+  std::vector<LabelRequirement> out;
+  if (selector.empty()) return out;
+  for (absl::string_view part : absl::StrSplit(selector, ',')) {
+    part = absl::StripAsciiWhitespace(part);
+    LabelRequirement r;
+    size_t eq = part.find('=');
+    if (eq == absl::string_view::npos || eq == 0) {
+      return Invalid("label_selector", absl::StrCat("want key=value or key!=value, got \"",
+                                                    absl::CHexEscape(part), "\""));
+    }
+    r.equal = part[eq - 1] != '!';
+    r.key = std::string(absl::StripAsciiWhitespace(part.substr(0, r.equal ? eq : eq - 1)));
+    r.value = std::string(absl::StripAsciiWhitespace(part.substr(eq + 1)));
+    RETURN_IF_ERROR(CheckLabelText("label_selector", "a key", r.key, true));
+    RETURN_IF_ERROR(CheckLabelText("label_selector", "a value", r.value, false));
+    out.push_back(std::move(r));
+    if (out.size() > static_cast<size_t>(kMaxLabelRequirements)) {
+      return Invalid("label_selector",
+                     absl::StrCat("at most ", kMaxLabelRequirements, " requirements"));
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<int> ValidatePageSize(int32_t page_size) {

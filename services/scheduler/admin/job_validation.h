@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -34,6 +35,12 @@ inline constexpr int kMaxPageSize = 500;
 inline constexpr int kMaxShardTotal = 1000;
 inline constexpr int kDefaultPreviewCount = 10;
 inline constexpr int kMaxPreviewCount = 100;
+inline constexpr int kMaxLabels = 20;
+inline constexpr int kMaxLabelLength = 63;
+inline constexpr int kMaxLabelRequirements = 20;
+inline constexpr absl::Duration kMinRunMaxAge = absl::Minutes(1);
+inline constexpr absl::Duration kMaxRunMaxAge = absl::Hours(24 * 3660);
+inline constexpr int kMaxRunKeepLast = 1000000;
 
 // Validates every writable field of `job` and returns it normalized: output-only fields
 // cleared, UNSPECIFIED enums replaced by their documented defaults, an empty cron time zone
@@ -55,6 +62,20 @@ absl::Status CheckChildGraph(int64_t self_id, const jobwheel::v1::Job& job,
 absl::StatusOr<jobwheel::v1::Job> ApplyUpdateMask(const jobwheel::v1::Job& current,
                                                   const jobwheel::v1::Job& patch,
                                                   const google::protobuf::FieldMask& mask);
+
+// The labels of a job: at most kMaxLabels; keys 1..kMaxLabelLength characters of
+// [A-Za-z0-9._/-] starting with a letter or digit, values up to kMaxLabelLength of the same set.
+// `field` names the map ("job.labels"); errors name the key ("job.labels[\"Team!\"]").
+absl::Status ValidateLabels(const google::protobuf::Map<std::string, std::string>& labels,
+                            absl::string_view field);
+
+// A ListJobs label selector: "k=v,k2!=v2" (see ListJobsRequest.label_selector).
+struct LabelRequirement {
+  std::string key;
+  std::string value;
+  bool equal = true;
+};
+absl::StatusOr<std::vector<LabelRequirement>> ParseLabelSelector(absl::string_view selector);
 
 // page_size 0 → default; otherwise 1..kMaxPageSize.
 absl::StatusOr<int> ValidatePageSize(int32_t page_size);

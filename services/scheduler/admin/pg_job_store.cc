@@ -1,5 +1,6 @@
 #include "services/scheduler/admin/pg_job_store.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -25,16 +26,18 @@ using jobwheel::v1::Run;
 // Transaction-level advisory lock serializing child-graph writers ("jwchild").
 constexpr const char* kLockChildGraphSql = "SELECT pg_advisory_xact_lock(7667393437640804)";
 
-// Parameters $1..$26, shared by kInsertJobSql and kUpdateJobSql.
+// Parameters $1..$29, shared by kInsertJobSql and kUpdateJobSql.
 constexpr const char* kInsertJobSql =
     "INSERT INTO jobs (app, name, description, owner, alarm_contacts, schedule_kind, "
     "cron_expression, time_zone, fix_rate_seconds, fix_rate_start, misfire_strategy, "
     "routing_strategy, block_strategy, handler, param, timeout_ms, fail_retry_count, "
     "child_job_ids, glue_type, script_source, script_version, enabled, next_fire_at, "
-    "create_time, update_time, fix_delay_ms) VALUES ($1, $2, $3, $4, $5::text[], $6, $7, $8, "
+    "create_time, update_time, fix_delay_ms, labels, run_max_age_ms, run_keep_last) VALUES ($1, "
+    "$2, $3, $4, $5::text[], $6, $7, $8, "
     "$9::bigint, $10::timestamptz, $11::int, $12::int, $13::int, $14, $15, $16::bigint, "
     "$17::int, $18::bigint[], $19::int, $20, $21::int, $22::boolean, $23::timestamptz, "
-    "$24::timestamptz, $25::timestamptz, $26::bigint) RETURNING id";
+    "$24::timestamptz, $25::timestamptz, $26::bigint, $27::jsonb, $28::bigint, $29::int) "
+    "RETURNING id";
 
 constexpr const char* kUpdateJobSql =
     "UPDATE jobs SET app = $1, name = $2, description = $3, owner = $4, "
@@ -45,10 +48,11 @@ constexpr const char* kUpdateJobSql =
     "child_job_ids = $18::bigint[], glue_type = $19::int, script_source = $20, "
     "script_version = $21::int, enabled = $22::boolean, next_fire_at = $23::timestamptz, "
     "create_time = $24::timestamptz, update_time = $25::timestamptz, fix_delay_ms = $26::bigint, "
+    "labels = $27::jsonb, run_max_age_ms = $28::bigint, run_keep_last = $29::int, "
     // A written job has a computable schedule (the admin API checked it): any error the
     // monitors recorded for the old one is gone. A FIX_DELAY chain restarts from next_fire_at
     // (the claim does not fire it while a run of the job is open).
-    "schedule_error = NULL, delay_fire_id = NULL WHERE id = $27::bigint";
+    "schedule_error = NULL, delay_fire_id = NULL WHERE id = $30::bigint";
 
 constexpr const char* kRegisterAppSql =
     "INSERT INTO apps (name) VALUES ($1) ON CONFLICT (name) DO NOTHING";
@@ -104,7 +108,27 @@ const std::string& MarkRunKilledSql() {
 }
 
 std::string SelectJobSql(absl::string_view where) {
-  return absl::StrCat("SELECT ", kJobColumns, " FROM jobs j ", where);
+  return absl::StrCat("SELECT ", kJobAdminColumns, " FROM jobs j ", where);
+}
+
+// The labels as a JSON object (keys and values are validated to need no escaping; escaped all
+// the same).
+std::string LabelsJson(const google::protobuf::Map<std::string, std::string>& labels) {
+  std::vector<std::pair<std::string, std::string>> sorted(labels.begin(), labels.end());
+  std::sort(sorted.begin(), sorted.end());
+  auto quote = [](const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\') out.push_back('\\');
+      out.push_back(c);
+    }
+    return out + "\"";
+  };
+  std::string out = "{";
+  for (const auto& [k, v] : sorted) {
+    absl::StrAppend(&out, out.size() > 1 ? "," : "", quote(k), ":", quote(v));
+  }
+  return out + "}";
 }
 
 std::string SelectRunSql(absl::string_view where) {
@@ -116,7 +140,7 @@ std::optional<std::string> PgTime(const std::optional<absl::Time>& t) {
   return ToPgTimestamp(*t);
 }
 
-// Executes `sql` with the 26 job columns of `w` as $1..$26 and `extra` after them.
+// Executes `sql` with the 29 job columns of `w` as $1..$29 and `extra` after them.
 template <typename... Extra>
 pqxx::result ExecJobWrite(pqxx::work& tx, const char* sql, const JobWrite& w, Extra&&... extra) {
   const Job& j = w.job;
@@ -152,7 +176,9 @@ pqxx::result ExecJobWrite(pqxx::work& tx, const char* sql, const JobWrite& w, Ex
       j.fail_retry_count(), ToPgIntArray(j.child_job_ids()), static_cast<int>(j.glue_type()),
       j.script_source(), j.script_version(), j.enabled(), PgTime(w.next_fire_at),
       ToPgTimestamp(FromProto(j.create_time())), ToPgTimestamp(FromProto(j.update_time())),
-      fix_delay_ms, std::forward<Extra>(extra)...);
+      fix_delay_ms, LabelsJson(j.labels()),
+      absl::ToInt64Milliseconds(FromProto(j.run_retention().max_age())),
+      j.run_retention().keep_last(), std::forward<Extra>(extra)...);
 }
 
 // Reads the child graph inside `tx` after taking the graph lock. Database errors become
@@ -242,7 +268,7 @@ absl::StatusOr<Job> PgJobStore::CreateJob(const JobMutation& prepare,
     const JobWrite& write = **w;
     const int64_t id = ExecJobWrite(tx, kInsertJobSql, write)[0][0].as<int64_t>();
     ApplyWrite(tx, id, write);
-    out = JobFromRow(tx.exec_params1(SelectJobSql("WHERE j.id = $1::bigint"), id));
+    out = JobFromAdminRow(tx.exec_params1(SelectJobSql("WHERE j.id = $1::bigint"), id));
     Audit(tx, audit, JobTarget(id), nullptr, &out);
     tx.commit();
   });
@@ -262,7 +288,7 @@ absl::StatusOr<Job> PgJobStore::UpdateJob(int64_t id, const JobMutation& mutate,
       inner = JobNotFound(id);
       return;
     }
-    const Job current = JobFromRow(r[0]);
+    const Job current = JobFromAdminRow(r[0]);
     absl::StatusOr<std::optional<JobWrite>> w = mutate(&current, MakeGraphReader(tx));
     if (!w.ok()) {
       inner = w.status();
@@ -275,7 +301,7 @@ absl::StatusOr<Job> PgJobStore::UpdateJob(int64_t id, const JobMutation& mutate,
     const JobWrite& write = **w;
     ExecJobWrite(tx, kUpdateJobSql, write, id);
     ApplyWrite(tx, id, write);
-    out = JobFromRow(tx.exec_params1(SelectJobSql("WHERE j.id = $1::bigint"), id));
+    out = JobFromAdminRow(tx.exec_params1(SelectJobSql("WHERE j.id = $1::bigint"), id));
     Audit(tx, audit, JobTarget(id), &current, &out);
     tx.commit();
   });
@@ -289,7 +315,7 @@ absl::StatusOr<Job> PgJobStore::GetJob(int64_t id) {
   absl::Status s = pool_.Run("get job", [&](pqxx::connection& conn) {
     pqxx::read_transaction tx(conn);
     pqxx::result r = tx.exec_params(SelectJobSql("WHERE j.id = $1::bigint"), id);
-    if (!r.empty()) out = JobFromRow(r[0]);
+    if (!r.empty()) out = JobFromAdminRow(r[0]);
   });
   if (!s.ok()) return s;
   if (!out) return JobNotFound(id);
@@ -304,6 +330,17 @@ absl::StatusOr<std::vector<Job>> PgJobStore::ListJobs(const JobFilter& filter, i
     if (c == '%' || c == '_' || c == '\\') pattern.push_back('\\');
     pattern.push_back(c);
   }
+  google::protobuf::Map<std::string, std::string> equal;
+  for (const auto& [k, v] : filter.labels_equal) {
+    // Two values for one key match nothing.
+    auto [it, inserted] = equal.insert({k, v});
+    if (!inserted && it->second != v) return std::vector<Job>();
+  }
+  std::vector<std::string> not_keys, not_values;
+  for (const auto& [k, v] : filter.labels_not_equal) {
+    not_keys.push_back(k);
+    not_values.push_back(v);
+  }
   std::vector<Job> out;
   absl::Status s = pool_.Run("list jobs", [&](pqxx::connection& conn) {
     pqxx::read_transaction tx(conn);
@@ -312,10 +349,14 @@ absl::StatusOr<std::vector<Job>> PgJobStore::ListJobs(const JobFilter& filter, i
                      "AND ($3::boolean IS NULL OR j.enabled = $3::boolean) "
                      "AND ($4 = '' OR j.name ILIKE '%' || $4 || '%' ESCAPE '\\') "
                      "AND (NOT $6::boolean OR j.app = ANY($7::text[])) "
+                     // Containment uses the GIN index jobs_labels.
+                     "AND j.labels @> $8::jsonb AND NOT EXISTS (SELECT 1 FROM "
+                     "unnest($9::text[], $10::text[]) AS u(k, v) WHERE j.labels ->> u.k = u.v) "
                      "ORDER BY j.id LIMIT $5::int"),
         after_id, filter.app, filter.enabled, pattern, limit, filter.only_apps.has_value(),
-        ToPgArray(filter.only_apps.value_or(std::vector<std::string>())));
-    for (const pqxx::row& row : r) out.push_back(JobFromRow(row));
+        ToPgArray(filter.only_apps.value_or(std::vector<std::string>())), LabelsJson(equal),
+        ToPgArray(not_keys), ToPgArray(not_values));
+    for (const pqxx::row& row : r) out.push_back(JobFromAdminRow(row));
   });
   if (!s.ok()) return s;
   return out;
@@ -331,7 +372,7 @@ absl::Status PgJobStore::DeleteJob(int64_t id, const jobwheel::v1::AuditEvent* a
       inner = JobNotFound(id);
       return;
     }
-    const Job current = JobFromRow(row[0]);
+    const Job current = JobFromAdminRow(row[0]);
     tx.exec(kLockChildGraphSql);
     pqxx::result parents = tx.exec_params(kChildParentsSql, id);
     if (!parents.empty()) {
