@@ -72,6 +72,12 @@ jobwheel::Result HttpJobHandler::Run(jobwheel::JobContext& ctx) {
     secret_headers.emplace_back(ref.header, *std::move(value));
   }
   ctx.Log(Describe(*spec));
+  // Who is calling, for the endpoint's logs and deduplication (a run id is sent once per try).
+  spec->headers.emplace_back("X-Jobwheel-Job", absl::StrCat(ctx.job_id()));
+  spec->headers.emplace_back("X-Jobwheel-Fire", absl::StrCat(ctx.fire_id()));
+  spec->headers.emplace_back("X-Jobwheel-Run", absl::StrCat(ctx.run_id()));
+  spec->headers.emplace_back("X-Jobwheel-Scheduled-Us",
+                             absl::StrCat(absl::ToUnixMicros(ctx.scheduled_time())));
   const absl::Time start = clock_.Now();
   // The run's own timeout (ctx.deadline()) is the SDK's: it cancels the run (TIMED_OUT), which
   // aborts the transfer. The spec's timeout ends the call as a failure of this handler.

@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
@@ -41,6 +42,9 @@ absl::Status CheckHeader(absl::string_view field, absl::string_view name, absl::
   const std::string lower = absl::AsciiStrToLower(name);
   for (absl::string_view r : kReservedHeaders) {
     if (lower == r) return Invalid(field, "set by the executor; a job cannot set it");
+  }
+  if (absl::StartsWith(lower, "x-jobwheel-")) {
+    return Invalid(field, "X-Jobwheel-* headers are the executor's (job, fire, run, schedule)");
   }
   if (!seen.insert(lower).second) return Invalid(field, "given twice (names are case-insensitive)");
   if (value.size() > kMaxHeaderValue) return Invalid(field, "value longer than 8192 bytes");

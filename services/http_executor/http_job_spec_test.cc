@@ -81,6 +81,7 @@ TEST(HttpJobSpecTest, BadSpecsNameTheField) {
   ExpectInvalid(R"({"url":"http://h/","headers":{"Host":"evil"}})", "set by the executor");
   ExpectInvalid(R"({"url":"http://h/","headers":{"Content-Length":"5"}})", "set by the executor");
   ExpectInvalid(R"({"url":"http://h/","headers":{"x-a":"1","X-A":"2"}})", "given twice");
+  ExpectInvalid(R"({"url":"http://h/","headers":{"X-Jobwheel-Run":"1"}})", "the executor's");
   ExpectInvalid(R"({"url":"http://h/","expected_status":[99]})", "param.expected_status[0]");
   ExpectInvalid(R"({"url":"http://h/","expected_status":[200.5]})", "param.expected_status[0]");
   ExpectInvalid(R"({"url":"http://h/","expected_status":["6xx"]})", "param.expected_status");

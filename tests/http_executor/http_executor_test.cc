@@ -37,8 +37,12 @@ constexpr char kHttpExecutorBinary[] = "services/http_executor/http_executor";
 class TestServer {
  public:
   TestServer() {
-    server_.Get("/ok", [this](const httplib::Request&, httplib::Response& res) {
+    server_.Get("/ok", [this](const httplib::Request& req, httplib::Response& res) {
       Count("/ok");
+      {
+        absl::MutexLock lock(&mu_);
+        last_run_header_ = req.get_header_value("X-Jobwheel-Run");
+      }
       res.set_header("X-Test", "yes");
       res.set_content("hello from the test server\nsecond line", "text/plain");
     });
@@ -78,6 +82,10 @@ class TestServer {
     return hits_[path];
   }
   int clients_gone() const { return clients_gone_.load(); }
+  std::string last_run_header() {
+    absl::MutexLock lock(&mu_);
+    return last_run_header_;
+  }
 
  private:
   void Count(const std::string& path) {
@@ -90,6 +98,7 @@ class TestServer {
   std::thread thread_;
   absl::Mutex mu_;
   std::map<std::string, int> hits_ ABSL_GUARDED_BY(mu_);
+  std::string last_run_header_ ABSL_GUARDED_BY(mu_);
   std::atomic<int> clients_gone_{0};
 };
 
@@ -176,6 +185,7 @@ TEST_F(HttpExecutorTest, CallsSucceedOrFailOnTheStatusAndInternalTargetsAreRefus
   EXPECT_NE(log.find("< X-Test: yes"), std::string::npos) << log;
   EXPECT_NE(log.find("| hello from the test server"), std::string::npos) << log;
   EXPECT_NE(log.find("| second line"), std::string::npos) << log;
+  EXPECT_EQ(server_.last_run_header(), absl::StrCat(run->id()));  // X-Jobwheel-Run.
 
   run = Ended(*bad);
   ASSERT_TRUE(run.ok()) << run.status();
