@@ -94,17 +94,13 @@ def start_executor(endpoint: str, work: str) -> subprocess.Popen[bytes]:
     )
 
 
-def create_jobs(
-    sched: grpc.Channel, admin: tuple, rate: int, endpoint: str
-) -> tuple[int, list]:
+def create_jobs(sched: grpc.Channel, admin: tuple, rate: int, endpoint: str) -> tuple[int, list]:
     jobs = job_admin_pb2_grpc.JobAdminServiceStub(sched)
     t0 = int(time.time()) + 5 + max(1, rate // 250)
     param = json.dumps({"url": f"http://{endpoint}/bench", "timeout": "5s"})
     ids = []
     for i in range(rate):
-        schedule = types_pb2.Schedule(
-            fix_rate=types_pb2.FixRateSchedule(interval_seconds=1)
-        )
+        schedule = types_pb2.Schedule(fix_rate=types_pb2.FixRateSchedule(interval_seconds=1))
         schedule.fix_rate.start_time.FromNanoseconds(int((t0 + i / rate) * 1e9))
         job = types_pb2.Job(
             app="bench-http",
