@@ -96,6 +96,32 @@ void CopyOutputOnly(const Job& from, Job* to) {
   }
 }
 
+// Validates job.run_retention; the global retention (both zero) is stored as none.
+absl::Status NormalizeRunRetention(Job& job) {
+  if (job.has_run_retention()) {
+    const jobwheel::v1::RunRetention& r = job.run_retention();
+    const absl::Duration age = absl::Trunc(FromProto(r.max_age()), absl::Milliseconds(1));
+    if (age != absl::ZeroDuration() && (age < kMinRunMaxAge || age > kMaxRunMaxAge)) {
+      return Invalid("job.run_retention.max_age",
+                     absl::StrCat("must be 0 (the global retention) or between 1m and 3660 days, "
+                                  "got ",
+                                  absl::FormatDuration(FromProto(r.max_age()))));
+    }
+    if (r.keep_last() < 0 || r.keep_last() > kMaxRunKeepLast) {
+      return Invalid(
+          "job.run_retention.keep_last",
+          absl::StrCat("must be between 0 and ", kMaxRunKeepLast, ", got ", r.keep_last()));
+    }
+    if (age == absl::ZeroDuration() && r.keep_last() == 0) {
+      job.clear_run_retention();  // The global retention: stored as none.
+    } else {
+      *job.mutable_run_retention()->mutable_max_age() = ToProtoDuration(age);
+      if (age == absl::ZeroDuration()) job.mutable_run_retention()->clear_max_age();
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<Job> NormalizeJob(const Job& in, absl::Time created) {
@@ -129,27 +155,7 @@ absl::StatusOr<Job> NormalizeJob(const Job& in, absl::Time created) {
   }
 
   if (!(s = ValidateLabels(job.labels(), "job.labels")).ok()) return s;
-  if (job.has_run_retention()) {
-    const jobwheel::v1::RunRetention& r = job.run_retention();
-    const absl::Duration age = absl::Trunc(FromProto(r.max_age()), absl::Milliseconds(1));
-    if (age != absl::ZeroDuration() && (age < kMinRunMaxAge || age > kMaxRunMaxAge)) {
-      return Invalid("job.run_retention.max_age",
-                     absl::StrCat("must be 0 (the global retention) or between 1m and 3660 days, "
-                                  "got ",
-                                  absl::FormatDuration(FromProto(r.max_age()))));
-    }
-    if (r.keep_last() < 0 || r.keep_last() > kMaxRunKeepLast) {
-      return Invalid(
-          "job.run_retention.keep_last",
-          absl::StrCat("must be between 0 and ", kMaxRunKeepLast, ", got ", r.keep_last()));
-    }
-    if (age == absl::ZeroDuration() && r.keep_last() == 0) {
-      job.clear_run_retention();  // The global retention: stored as none.
-    } else {
-      *job.mutable_run_retention()->mutable_max_age() = ToProtoDuration(age);
-      if (age == absl::ZeroDuration()) job.mutable_run_retention()->clear_max_age();
-    }
-  }
+  if (!(s = NormalizeRunRetention(job)).ok()) return s;
 
   if (!job.has_schedule()) return Invalid("job.schedule", "must be set");
   auto schedule = Schedule::FromProto(job.schedule(), created, "job.schedule");
