@@ -2,6 +2,7 @@
 export const en = {
   'nav.dashboard': 'Dashboard', 'nav.jobs': 'Jobs', 'nav.runs': 'Runs',
   'nav.executors': 'Executors', 'nav.tokens': 'Tokens', 'nav.audit': 'Audit', 'field.labels': 'Labels (key=value)',
+  'field.retention': 'Run history kept', 'job.keeplast': 'the last {n} runs',
   'jobs.labelshelp': 'Label selector: key=value or key!=value, comma-separated',
   'audit.time': 'Time', 'audit.actor': 'Actor', 'audit.action': 'Action', 'audit.target': 'Target',
   'audit.apps': 'Apps', 'audit.changes': 'Changes', 'audit.from': 'From', 'audit.filter': 'Filter',

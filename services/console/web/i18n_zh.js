@@ -2,6 +2,7 @@
 export const zhCN = {
   'nav.dashboard': '运行报表', 'nav.jobs': '任务管理', 'nav.runs': '调度日志',
   'nav.executors': '执行器', 'nav.tokens': '访问令牌', 'nav.audit': '审计', 'field.labels': '标签（key=value）',
+  'field.retention': '运行记录保留', 'job.keeplast': '最近 {n} 次运行',
   'jobs.labelshelp': '标签选择器：key=value 或 key!=value，逗号分隔',
   'audit.time': '时间', 'audit.actor': '操作者', 'audit.action': '操作', 'audit.target': '对象',
   'audit.apps': '应用', 'audit.changes': '变更', 'audit.from': '来源', 'audit.filter': '筛选',

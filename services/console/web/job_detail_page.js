@@ -17,6 +17,12 @@ function config(j) {
     [t('field.owner'), j.owner || ''],
     [t('field.alarm'), (j.alarmContacts || []).join(', ')],
     [t('col.schedule'), scheduleEl(j.schedule)],
+    [t('field.labels'), Object.entries(j.labels || {}).sort().map(([k, v]) => `${k}=${v}`)
+        .join(', ')],
+    j.runRetention ? [t('field.retention'), [
+      j.runRetention.maxAge ? `${durationSeconds(j.runRetention.maxAge) / 86400} d` : '',
+      j.runRetention.keepLast ? t('job.keeplast', {n: j.runRetention.keepLast}) : '',
+    ].filter(Boolean).join(', ')] : null,
     [t('field.glue'), enumLabel('GLUE_TYPE_', j.glueType || 'GLUE_TYPE_HANDLER')],
     script ? null : [t('field.handler'), h('code', null, j.handler || '')],
     [t('field.param'), j.param ? h('code', {class: 'pre'}, j.param) : ''],
