@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "common/base/log_text.h"
 #include "services/dispatcher/result_message.h"
 #include "spdlog/spdlog.h"
 
@@ -62,18 +63,21 @@ absl::StatusOr<v1::ReportResultsResponse> ResultIngestion::Report(
     // What is logged of a result: never its key.
     auto from = [&] {
       const v1::RunResult& r = *result_of.at(rec.run_id);
-      return absl::StrCat(v1::RunStatus_Name(r.status()), " from ",
-                          r.executor_address().empty() ? "(no address)" : r.executor_address());
+      return absl::StrCat(
+          v1::RunStatus_Name(r.status()), " from ",
+          r.executor_address().empty() ? "(no address)" : LogText(r.executor_address()));
     };
     switch (rec.disposition) {
       case ResultDisposition::kForbidden:
         // Answered exactly as an unknown run is, so an executor learns nothing of the runs of
         // other apps (the run is untouched: its own executor still reports it).
         response.add_refused_run_ids(rec.run_id);
-        spdlog::warn(
-            "result for run {} ({}) refused: its app is not on the reporting executor's "
-            "token",
-            rec.run_id, from());
+        if (auto v = refusal_log_.Admit("forbidden"); v.log) {
+          spdlog::warn(
+              "result for run {} ({}) refused: its app is not on the reporting executor's "
+              "token{}",
+              rec.run_id, from(), LogRateLimiter::SuppressedNote(v.suppressed));
+        }
         if (metrics_ != nullptr) metrics_->ResultRefused("forbidden");
         break;
       case ResultDisposition::kRecorded:
@@ -97,13 +101,19 @@ absl::StatusOr<v1::ReportResultsResponse> ResultIngestion::Report(
         break;
       case ResultDisposition::kUnknown:
         response.add_refused_run_ids(rec.run_id);
-        spdlog::warn("result for run {} ({}) refused: no such run", rec.run_id, from());
+        if (auto v = refusal_log_.Admit("no_run"); v.log) {
+          spdlog::warn("result for run {} ({}) refused: no such run{}", rec.run_id, from(),
+                       LogRateLimiter::SuppressedNote(v.suppressed));
+        }
         if (metrics_ != nullptr) metrics_->ResultRefused("no_run");
         break;
       case ResultDisposition::kBadKey:
         response.add_refused_run_ids(rec.run_id);
-        spdlog::warn("result for run {} ({}) refused: {} result key", rec.run_id, from(),
-                     result_of.at(rec.run_id)->result_key().empty() ? "no" : "wrong");
+        if (auto v = refusal_log_.Admit("bad_key"); v.log) {
+          spdlog::warn("result for run {} ({}) refused: {} result key{}", rec.run_id, from(),
+                       result_of.at(rec.run_id)->result_key().empty() ? "no" : "wrong",
+                       LogRateLimiter::SuppressedNote(v.suppressed));
+        }
         if (metrics_ != nullptr) metrics_->ResultRefused("bad_key");
         break;
     }

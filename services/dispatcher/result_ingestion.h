@@ -5,6 +5,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/base/log_rate_limiter.h"
 #include "common/time/clock.h"
 #include "jobwheel/v1/dispatcher.pb.h"
 #include "services/dispatcher/dispatch_store.h"
@@ -40,6 +41,9 @@ class ResultIngestion {
   DispatcherMetrics* const metrics_;
   Clock& clock_;
   const size_t max_message_bytes_;
+  // Refused results are logged once per reason per interval, with a count (whoever holds an
+  // executor token cannot flood the log).
+  LogRateLimiter refusal_log_{LogRateLimiter::Options(), clock_};
 };
 
 }  // namespace jobwheel::dispatcher

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/auth/failed_auth_limiter.h"
+#include "common/base/log_text.h"
 #include "common/grpc/grpc_status.h"
 #include "common/grpc/unary_on_pool.h"
 #include "services/registry/stream_write_queue.h"
@@ -45,7 +46,10 @@ class RegistryService::HeartbeatReactor final
               ->Authorize(authorization_, {Role::kExecutor}, kHeartbeat, peer_host_)
               .status();
       if (service_->metrics_ != nullptr) service_->metrics_->registrations_rejected.Increment();
-      spdlog::warn("heartbeat from {} refused: {}", peer_, std::string(refused.message()));
+      if (auto v = service_->refusal_log_.Admit(peer_host_); v.log) {
+        spdlog::warn("heartbeat from {} refused: {}{}", LogText(peer_), LogText(refused.message()),
+                     LogRateLimiter::SuppressedNote(v.suppressed));
+      }
       closing_ = true;
       Finish(ToGrpcStatus(refused));
       return;
@@ -163,8 +167,11 @@ class RegistryService::HeartbeatReactor final
     if (auth.ok()) auth = CheckAddress(reg);
     if (!auth.ok()) {
       if (service_->metrics_ != nullptr) service_->metrics_->registrations_rejected.Increment();
-      spdlog::warn("registration of {}/{} from {} refused: {}", reg.app(), reg.address(), peer_,
-                   std::string(auth.message()));
+      if (auto v = service_->refusal_log_.Admit(peer_host_); v.log) {
+        spdlog::warn("registration of {}/{} from {} refused: {}{}", LogText(reg.app()),
+                     LogText(reg.address()), LogText(peer_), LogText(auth.message()),
+                     LogRateLimiter::SuppressedNote(v.suppressed));
+      }
       BeginClose(ToGrpcStatus(auth));
       return;
     }
@@ -181,8 +188,11 @@ class RegistryService::HeartbeatReactor final
     auto registered =
         service_->registry_.Register(session_, reg, std::move(credential), std::move(origin));
     if (!registered.ok()) {
-      spdlog::info("registration of {}/{} failed: {}", reg.app(), reg.address(),
-                   registered.status().ToString());
+      if (auto v = service_->refusal_log_.Admit(peer_host_); v.log) {
+        spdlog::info("registration of {}/{} failed: {}{}", LogText(reg.app()),
+                     LogText(reg.address()), LogText(registered.status().ToString()),
+                     LogRateLimiter::SuppressedNote(v.suppressed));
+      }
       BeginClose(ToGrpcStatus(registered.status()));
       return;
     }
@@ -302,7 +312,8 @@ RegistryService::RegistryService(Registry& registry, ExecutorView& view, WorkPoo
       view_(view),
       pool_(pool),
       metrics_(metrics),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      refusal_log_(LogRateLimiter::Options(), *options_.clock) {}
 
 grpc::ServerBidiReactor<v1::HeartbeatRequest, v1::HeartbeatResponse>* RegistryService::Heartbeat(
     grpc::CallbackServerContext* context) {

@@ -6,7 +6,9 @@
 #include "absl/synchronization/mutex.h"
 #include "common/auth/bearer.h"
 #include "common/auth/token_authenticator.h"
+#include "common/base/log_rate_limiter.h"
 #include "common/base/work_pool.h"
+#include "common/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
 #include "services/registry/address_policy.h"
@@ -44,6 +46,8 @@ class RegistryService final : public v1::RegistryService::CallbackService {
     // Heartbeat: which addresses a caller may register (its own; see AddressPolicy). Must
     // outlive this; nullptr is the strictest policy (no loopback, no allowlist).
     const AddressPolicy* address_policy = nullptr;
+    // The clock of the refusal log's rate limit (one line per peer per 10 s, with a count).
+    const Clock* clock = &RealClock::Get();
   };
 
   RegistryService(Registry& registry, ExecutorView& view, WorkPool& pool, RegistryMetrics* metrics,
@@ -77,6 +81,9 @@ class RegistryService final : public v1::RegistryService::CallbackService {
   WorkPool& pool_;
   RegistryMetrics* const metrics_;
   const Options options_;
+  // Refused heartbeats and registrations, logged once per peer per interval with a count: a
+  // client cannot flood the log.
+  LogRateLimiter refusal_log_;
 
   absl::Mutex mu_;
   std::set<WatchReactor*> watchers_ ABSL_GUARDED_BY(mu_);
