@@ -190,5 +190,50 @@ TEST_F(AuditTest, CreateUpdateDeleteAreAuditedAndRefusedCallsAreNot) {
   EXPECT_NE(s.error_message().find("page_size"), std::string::npos) << s.error_message();
 }
 
+TEST_F(AuditTest, PauseResumeAndTriggerAreAuditedANoOpPauseIsNot) {
+  const std::string op = Token("olga-operator", jobwheel::v1::ROLE_OPERATOR, "demo");
+  jobwheel::v1::CreateJobRequest create;
+  create.mutable_job()->set_app("demo");
+  create.mutable_job()->set_name("hourly");
+  create.mutable_job()->set_handler("echo");
+  create.mutable_job()->mutable_schedule()->mutable_none();
+  jobwheel::v1::CreateJobResponse created;
+  grpc::Status s = admin_->CreateJob(As(op).get(), create, &created);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const int64_t id = created.job().id();  // Created paused (enabled unset).
+  jobwheel::v1::ResumeJobRequest resume;
+  resume.set_id(id);
+  jobwheel::v1::ResumeJobResponse resumed;
+  ASSERT_TRUE(admin_->ResumeJob(As(op).get(), resume, &resumed).ok());
+  jobwheel::v1::PauseJobRequest pause;
+  pause.set_id(id);
+  jobwheel::v1::PauseJobResponse paused;
+  ASSERT_TRUE(admin_->PauseJob(As(op).get(), pause, &paused).ok());
+  ASSERT_TRUE(admin_->PauseJob(As(op).get(), pause, &paused).ok());  // Already paused.
+  jobwheel::v1::TriggerJobRequest trigger;
+  trigger.set_id(id);
+  trigger.set_param("p1");
+  jobwheel::v1::TriggerJobResponse fired;
+  ASSERT_TRUE(admin_->TriggerJob(As(op).get(), trigger, &fired).ok());
+
+  const jobwheel::v1::ListAuditEventsResponse all = List(op);
+  ASSERT_EQ(all.events_size(), 4) << all.DebugString();
+  EXPECT_EQ(all.events(0).action(), "TriggerJob");
+  EXPECT_EQ(all.events(1).action(), "PauseJob");
+  EXPECT_EQ(all.events(2).action(), "ResumeJob");
+  EXPECT_EQ(all.events(3).action(), "CreateJob");
+  for (const auto& e : all.events()) EXPECT_EQ(e.actor_name(), "olga-operator");
+  ASSERT_EQ(all.events(2).changes_size(), 1) << all.events(2).DebugString();
+  EXPECT_EQ(all.events(2).changes(0).field(), "enabled");
+  EXPECT_EQ(all.events(2).changes(0).before(), "false");
+  EXPECT_EQ(all.events(2).changes(0).after(), "true");
+  bool fire_id = false, param = false;
+  for (const auto& c : all.events(0).changes()) {
+    fire_id = fire_id || (c.field() == "fire_id" && c.after() == absl::StrCat(fired.fire_id()));
+    param = param || (c.field() == "param" && c.after() == "p1");
+  }
+  EXPECT_TRUE(fire_id && param) << all.events(0).DebugString();
+}
+
 }  // namespace
 }  // namespace jobwheel
