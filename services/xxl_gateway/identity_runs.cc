@@ -10,6 +10,7 @@
 #include "absl/strings/strip.h"
 #include "common/model/proto_enums.h"
 #include "common/time/proto_time.h"
+#include "services/xxl_gateway/run_trigger.h"
 #include "services/xxl_gateway/xxl_protocol.h"
 #include "spdlog/spdlog.h"
 
@@ -99,53 +100,11 @@ absl::StatusOr<v1::RunResponse> IdentityRuns::Submit(const v1::RunRequest& req) 
     metrics_.Run("rejected");
     return Answer(v1::RUN_DISPOSITION_REJECTED, std::move(why));
   };
-  if (req.app() != info_.app) {
-    return reject(absl::StrCat("run ", req.run_id(), " is for app \"", req.app(),
-                               "\"; this executor registered for app \"", info_.app, "\""));
-  }
-  if (req.executor_instance() != info_.instance) {
-    return reject(absl::StrCat("run ", req.run_id(), " is for executor instance \"",
-                               req.executor_instance(), "\", not this one (\"", info_.instance,
-                               "\")"));
-  }
-  if (req.job_id() > std::numeric_limits<int32_t>::max()) {
-    return reject(absl::StrCat("job ", req.job_id(),
-                               ": XXL-JOB executors take job ids up to 2147483647 only"));
-  }
-  Trigger t;
-  t.job_id = static_cast<int32_t>(req.job_id());
-  t.handler = req.handler();
-  t.params = req.param();
-  t.block_strategy = "SERIAL_EXECUTION";  // The gateway's lanes decide; XXL never blocks.
+  absl::StatusOr<Trigger> trigger =
+      TriggerOf(req, info_.app, info_.instance, options_.allow_scripts);
+  if (!trigger.ok()) return reject(std::string(trigger.status().message()));
+  Trigger& t = *trigger;
   const absl::Duration timeout = FromProto(req.timeout());
-  t.timeout_s =
-      timeout > absl::ZeroDuration()
-          ? static_cast<int32_t>(absl::ToInt64Seconds(absl::Ceil(timeout, absl::Seconds(1))))
-          : 0;
-  t.log_id = req.run_id();
-  t.glue_source = req.script_source();
-  t.glue_updatetime = req.script_version();
-  t.broadcast_index = req.shard_total() > 0 ? req.shard_index() : 0;
-  t.broadcast_total = req.shard_total() > 0 ? req.shard_total() : 1;
-  switch (req.glue_type()) {
-    case v1::GLUE_TYPE_UNSPECIFIED:
-    case v1::GLUE_TYPE_HANDLER:
-      t.glue_type = "BEAN";
-      break;
-    case v1::GLUE_TYPE_SCRIPT_SHELL:
-    case v1::GLUE_TYPE_SCRIPT_PYTHON:
-      if (!options_.allow_scripts) {
-        return reject(absl::StrCat("app ", info_.app,
-                                   ": script jobs are not enabled for it on this gateway "
-                                   "(--script_apps)"));
-      }
-      t.glue_type = req.glue_type() == v1::GLUE_TYPE_SCRIPT_SHELL ? "GLUE_SHELL" : "GLUE_PYTHON";
-      break;
-    default:
-      return reject(absl::StrCat("glue type ", v1::GlueType_Name(req.glue_type()),
-                                 " cannot run on an XXL-JOB executor"));
-  }
-
   RunRecord record;
   std::vector<int64_t> covered;
   int64_t kill_job = 0;
