@@ -470,5 +470,35 @@ TEST_F(JobwheelctlTest, Audit) {
   ExpectError(Ctl({"audit", "frobnicate"}), 2, "unknown command audit frobnicate");
 }
 
+TEST_F(JobwheelctlTest, JobsListByLabels) {
+  const std::string payments = R"({"app": "demo", "name": "ctl-payments", "handler": "echo",
+      "schedule": {"none": {}}, "labels": {"team": "payments", "tier": "batch"}})";
+  const std::string reports = R"({"app": "demo", "name": "ctl-reports", "handler": "echo",
+      "schedule": {"none": {}}, "labels": {"team": "reports"}})";
+  ASSERT_EQ(Ctl({"jobs", "create", "--file=" + JobFile("payments", payments)}).exit_code, 0);
+  ASSERT_EQ(Ctl({"jobs", "create", "--file=" + JobFile("reports", reports)}).exit_code, 0);
+
+  auto names = [&](const std::string& selector) {
+    CommandResult r = Ctl({"--json", "jobs", "list", "--labels=" + selector});
+    EXPECT_EQ(r.exit_code, 0) << Show(r);
+    std::vector<std::string> out;
+    const auto listed = FromJson<jobwheel::v1::ListJobsResponse>(r.out);
+    for (const auto& j : listed.jobs()) {
+      out.push_back(j.name());
+    }
+    return out;
+  };
+  EXPECT_EQ(names("team=payments"), std::vector<std::string>{"ctl-payments"});
+  EXPECT_EQ(names("tier!=batch"), std::vector<std::string>{"ctl-reports"});
+  EXPECT_EQ(names("team=payments,tier!=batch"), std::vector<std::string>{});
+  EXPECT_EQ(names("").size(), 2u);
+  CommandResult r = Ctl({"jobs", "list", "--labels=team=reports"});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_EQ(RowsWith(r.out, "ctl-").size(), 1u) << r.out;
+  EXPECT_EQ(RowsWith(r.out, " ctl-reports ").size(), 1u) << r.out;
+
+  ExpectError(Ctl({"jobs", "list", "--labels=team"}), 1, "label_selector");
+}
+
 }  // namespace
 }  // namespace jobwheel::e2e

@@ -14,6 +14,7 @@ struct CtlOptions {
   std::string registry;
   bool json = false;
   std::string app;
+  std::string labels;  // `jobs list`: ListJobsRequest.label_selector.
   int64_t job = 0;
   std::string param;
   std::string file;

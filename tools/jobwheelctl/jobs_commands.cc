@@ -37,6 +37,7 @@ int NeedsJobId(CommandContext& ctx, absl::string_view verb) {
 int ListJobs(CommandContext& ctx) {
   v1::ListJobsRequest req;
   req.set_app(ctx.options().app);
+  req.set_label_selector(ctx.options().labels);
   req.set_page_size(ctx.options().limit);
   v1::ListJobsResponse r;
   grpc::Status s = Stub(ctx)->ListJobs(ctx.Rpc().get(), req, &r);

@@ -28,6 +28,8 @@ ABSL_FLAG(std::string, registry, "127.0.0.1:7101", "Registry address");
 ABSL_FLAG(std::string, token_file, "", "Admin token file (JobAdminService, AppAdminService)");
 ABSL_FLAG(bool, json, false, "Print JSON instead of a table");
 ABSL_FLAG(std::string, app, "", "Filter by app");
+ABSL_FLAG(std::string, labels, "",
+          "`jobs list`: label selector, e.g. team=payments,tier!=batch (all must hold)");
 ABSL_FLAG(int64_t, job, 0, "Filter runs by job id");
 ABSL_FLAG(std::string, param, "", "Param override for `jobs trigger`");
 ABSL_FLAG(std::string, file, "", "JSON file for `jobs create|ensure` (a jobwheel.v1.Job)");
@@ -57,7 +59,7 @@ ABSL_FLAG(std::string, tls_key, "", "Private key of --tls_cert");
 namespace {
 
 constexpr char kUsage[] = R"(usage: jobwheelctl [flags] COMMAND
-  jobs list [--app A]            jobs get ID
+  jobs list [--app A] [--labels k=v,k!=v]    jobs get ID
   jobs create --file job.json    jobs ensure --file job.json   (create unless app+name exists)
   jobs pause ID | resume ID | delete ID | trigger ID [--param P]
   jobs count [--app A]           (jobs, enabled jobs, pending and running runs per app)
@@ -80,6 +82,7 @@ jobwheel::ctl::CtlOptions OptionsFromFlags() {
   o.registry = absl::GetFlag(FLAGS_registry);
   o.json = absl::GetFlag(FLAGS_json);
   o.app = absl::GetFlag(FLAGS_app);
+  o.labels = absl::GetFlag(FLAGS_labels);
   o.job = absl::GetFlag(FLAGS_job);
   o.param = absl::GetFlag(FLAGS_param);
   o.file = absl::GetFlag(FLAGS_file);
