@@ -144,7 +144,7 @@ int Gateway::PortOf(const std::string& app, const std::string& url_base) const {
 }
 
 int Gateway::FreePort() const {
-  std::set<int> used;
+  std::set<int> used = unusable_ports_;
   for (const auto& [key, id] : identities_) used.insert(id->record.port());
   for (int p = options_.port_from; p <= options_.port_to; ++p) {
     if (!used.count(p)) return p;
@@ -317,7 +317,21 @@ absl::Status Gateway::Register(const RegistryParam& param, const std::string& to
   id->record.set_token(token);
   if (id->server == nullptr || id->info.token != token || restart) {
     if (id->server == nullptr) {
-      if (absl::Status s = Serve(*id); !s.ok()) return s;
+      absl::Status s = Serve(*id);
+      // A port of the range taken by another process: the next free one, a few times.
+      for (int tries = 0; !s.ok() && id->record.live() == false && tries < 8; ++tries) {
+        int port = 0;
+        {
+          absl::MutexLock lock(&mu_);
+          unusable_ports_.insert(id->record.port());
+          port = FreePort();
+        }
+        if (port == 0) break;
+        spdlog::warn("{}; trying port {}", std::string(s.message()), port);
+        id->record.set_port(port);
+        s = Serve(*id);
+      }
+      if (!s.ok()) return s;
     } else {
       // Same port; a new token or instance for the identity's runs and checks.
       id->server->Shutdown(absl::ToChronoTime(clock_.Now() + absl::Seconds(1)));

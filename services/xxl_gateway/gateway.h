@@ -95,7 +95,7 @@ class Gateway {
   void Persist(Identity& id);
   void ProbeLoop();
   void Probe(Identity& id);
-  int FreePort() const;
+  int FreePort() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const GatewayOptions options_;
   StateDir& state_;
@@ -112,6 +112,8 @@ class Gateway {
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<Identity>> identities_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::set<int> unusable_ports_ ABSL_GUARDED_BY(mu_);  // Could not be bound.
+
   std::thread prober_;
 };
 

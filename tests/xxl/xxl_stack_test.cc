@@ -1,5 +1,10 @@
 #include "tests/xxl/xxl_stack_test.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <iostream>
 
 #include "absl/strings/match.h"
@@ -16,6 +21,34 @@ namespace jobwheel::xxl_test {
 using testing::Ctx;
 using testing::Eventually;
 
+namespace {
+
+bool Bindable(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  close(fd);
+  return ok;
+}
+
+// The first of `n` consecutive ports that are free now (the gateway's --executor_ports).
+int FreePortRange(int n) {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    const int base = testing::PickFreePort();
+    if (base + n > 65535) continue;
+    bool all = true;
+    for (int p = base; p < base + n && all; ++p) all = Bindable(p);
+    if (all) return base;
+  }
+  return testing::PickFreePort();
+}
+
+}  // namespace
+
 void XxlStackTest::SetUp() {
   StackTest::SetUp();
   if (HasFatalFailure()) return;
@@ -24,7 +57,7 @@ void XxlStackTest::SetUp() {
   ASSERT_TRUE(token.ok()) << token.status();
   token_ = *token;
   http_port_ = testing::PickFreePort();
-  port_from_ = testing::PickFreePort();
+  port_from_ = FreePortRange(4);
   gateway_.name = "xxl_gateway";
   gateway_.binary = "services/xxl_gateway/xxl_gateway";
   gateway_.serves = false;
