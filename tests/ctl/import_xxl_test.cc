@@ -194,6 +194,14 @@ TEST_F(ImportXxlTest, DryRunThenApplyTwice) {
   EXPECT_EQ(std::vector<int64_t>(jobs[2].child_job_ids().begin(), jobs[2].child_job_ids().end()),
             std::vector<int64_t>{jobs[3].id()});
   EXPECT_EQ(jobs[3].child_job_ids_size(), 0);
+  // Each carries its import labels: listed by them.
+  EXPECT_EQ(nightly.labels().at("xxl-job-id"), "1");
+  v1::ListJobsRequest by_label;
+  by_label.set_label_selector("imported-from=xxl-job");
+  by_label.set_page_size(500);
+  v1::ListJobsResponse labelled;
+  ASSERT_TRUE(admin_->ListJobs(Ctx(stack_->admin_token()).get(), by_label, &labelled).ok());
+  EXPECT_EQ(labelled.jobs_size(), 13);
   EXPECT_EQ(jobs[13].child_job_ids_size(), 0);
 
   // --apply again: nothing created, nothing changed.

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,20 +32,30 @@ int BadInput(absl::string_view message) {
   return 2;
 }
 
-// Every job whose name an import could have given it ("xxl-" names), of every app the token
-// may read (a child may be in another app), all pages.
+// Every job an import may have made, of every app the token may read (a child may be in
+// another app): those labelled imported-from=xxl-job and those named "xxl-..." (imports from
+// before labels), each once, all pages.
 grpc::Status ListImported(CommandContext& ctx, JobAdminService::Stub& stub,
                           std::vector<v1::Job>* jobs) {
-  v1::ListJobsRequest req;
-  req.set_name_contains("xxl-");
-  req.set_page_size(500);
-  do {
-    v1::ListJobsResponse r;
-    grpc::Status s = stub.ListJobs(ctx.Rpc().get(), req, &r);
-    if (!s.ok()) return s;
-    jobs->insert(jobs->end(), r.jobs().begin(), r.jobs().end());
-    req.set_page_token(r.next_page_token());
-  } while (!req.page_token().empty());
+  std::set<int64_t> seen;
+  for (int pass = 0; pass < 2; ++pass) {
+    v1::ListJobsRequest req;
+    if (pass == 0) {
+      req.set_label_selector(absl::StrCat(xxl::kImportedFromLabel, "=xxl-job"));
+    } else {
+      req.set_name_contains("xxl-");
+    }
+    req.set_page_size(500);
+    do {
+      v1::ListJobsResponse r;
+      grpc::Status s = stub.ListJobs(ctx.Rpc().get(), req, &r);
+      if (!s.ok()) return s;
+      for (const v1::Job& j : r.jobs()) {
+        if (seen.insert(j.id()).second) jobs->push_back(j);
+      }
+      req.set_page_token(r.next_page_token());
+    } while (!req.page_token().empty());
+  }
   return grpc::Status::OK;
 }
 
@@ -84,7 +95,7 @@ void PrintPlan(const std::vector<PlannedJob>& plan) {
 void KnownIds(const std::vector<PlannedJob>& plan, const std::vector<v1::Job>& existing,
               std::map<int64_t, int64_t>* ids, std::map<int64_t, std::string>* skipped) {
   for (const v1::Job& j : existing) {
-    std::optional<int64_t> xxl_id = xxl::ImportedXxlId(j.name());
+    std::optional<int64_t> xxl_id = xxl::ImportedXxlId(j);
     if (xxl_id.has_value() && (ids->count(*xxl_id) == 0 || j.id() < ids->at(*xxl_id))) {
       (*ids)[*xxl_id] = j.id();
     }

@@ -54,7 +54,7 @@ std::vector<PlannedJob> PlanImport(std::vector<MappedJob> mapped,
   // (app, XXL id) -> the jobwheel job with the lowest id.
   std::map<std::pair<std::string, int64_t>, const v1::Job*> imported;
   for (const v1::Job& j : existing) {
-    std::optional<int64_t> xxl_id = ImportedXxlId(j.name());
+    std::optional<int64_t> xxl_id = ImportedXxlId(j);
     if (!xxl_id.has_value()) continue;
     const v1::Job*& slot = imported[{j.app(), *xxl_id}];
     if (slot == nullptr || j.id() < slot->id()) slot = &j;

@@ -30,9 +30,9 @@ struct PlannedJob {
   std::optional<absl::Time> next_fire;
 };
 
-// Matches each mapped job with the jobwheel job an earlier import made of it: same app, a name
-// whose "xxl-<id>" prefix is its XXL id (the lowest jobwheel id when several). `existing`: the
-// jobs of the apps concerned (any others are ignored).
+// Matches each mapped job with the jobwheel job an earlier import made of it: same app and
+// ImportedXxlId (its label, else its name's prefix) equal to its XXL id (the lowest jobwheel id
+// when several). Jobs of other apps, or not imported, are ignored.
 std::vector<PlannedJob> PlanImport(std::vector<MappedJob> mapped,
                                    const std::vector<v1::Job>& existing);
 

@@ -35,18 +35,22 @@ TEST(XxlImportPlanTest, MatchesEarlierImportsByAppAndXxlId) {
   v1::Job renamed = Existing(11, a);
   renamed.set_name("xxl-1-renamed since");  // The description changed: still the same job.
   v1::Job later_copy = Existing(15, a);
+  v1::Job relabelled = Existing(16, c);  // Renamed entirely: its label still says xxl job 3.
+  relabelled.set_name("nightly");
   v1::Job other_app = Existing(12, b);
   other_app.set_app("elsewhere");
   v1::Job not_imported = Existing(13, c);
   not_imported.set_name("nightly");
+  not_imported.clear_labels();
   std::vector<PlannedJob> plan =
-      PlanImport({a, b, c, skipped}, {later_copy, renamed, other_app, not_imported});
+      PlanImport({a, b, c, skipped}, {later_copy, renamed, other_app, not_imported, relabelled});
   ASSERT_EQ(plan.size(), 4u);
   EXPECT_EQ(plan[0].action, ImportAction::kExists);
   EXPECT_EQ(plan[0].existing.id(), 11);  // The lowest id of the two.
   EXPECT_TRUE(plan[0].differs.empty());
   EXPECT_EQ(plan[1].action, ImportAction::kCreate);  // Its namesake is in another app.
-  EXPECT_EQ(plan[2].action, ImportAction::kCreate);
+  EXPECT_EQ(plan[2].action, ImportAction::kExists);
+  EXPECT_EQ(plan[2].existing.id(), 16);
   EXPECT_EQ(plan[3].action, ImportAction::kSkip);
 }
 

@@ -201,6 +201,13 @@ std::optional<int64_t> ImportedXxlId(absl::string_view name) {
   return id;
 }
 
+std::optional<int64_t> ImportedXxlId(const v1::Job& job) {
+  auto it = job.labels().find(kXxlIdLabel);
+  int64_t id = 0;
+  if (it != job.labels().end() && absl::SimpleAtoi(it->second, &id) && id > 0) return id;
+  return ImportedXxlId(job.name());
+}
+
 absl::StatusOr<std::string> AppFor(const XxlJob& job, const MappingOptions& options) {
   auto it = options.app_map.find(job.job_group);
   if (it != options.app_map.end()) return it->second;
@@ -224,6 +231,8 @@ MappedJob MapXxlJob(const XxlJob& in, const std::string& app, const MappingOptio
   }
   job.set_param(in.executor_param);
   job.set_enabled(in.trigger_status == 1);
+  (*job.mutable_labels())[kImportedFromLabel] = "xxl-job";
+  (*job.mutable_labels())[kXxlIdLabel] = absl::StrCat(in.id);
   for (const auto& map : {MapSchedule(in, options, out), MapStrategies(in, out), MapGlue(in, out),
                           MapLimits(in, out)}) {
     if (out.skip.empty()) out.skip = map;

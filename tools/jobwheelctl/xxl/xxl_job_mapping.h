@@ -44,6 +44,14 @@ std::string ImportedName(int64_t xxl_id, absl::string_view job_desc);
 // The XXL id in the name of a job this importer created; nullopt for any other name.
 std::optional<int64_t> ImportedXxlId(absl::string_view name);
 
+// The labels every imported job carries: kImportedFromLabel=xxl-job and kXxlIdLabel=<id>.
+inline constexpr char kImportedFromLabel[] = "imported-from";
+inline constexpr char kXxlIdLabel[] = "xxl-job-id";
+
+// The XXL id of a job this importer created: its kXxlIdLabel label, else the "xxl-<id>" prefix
+// of its name (imports before labels existed, or a label removed by hand); nullopt otherwise.
+std::optional<int64_t> ImportedXxlId(const v1::Job& job);
+
 // The app for `job`: the --app_map entry for its group, else its app_name column. NOT_FOUND,
 // naming the group, when there is neither.
 absl::StatusOr<std::string> AppFor(const XxlJob& job, const MappingOptions& options);

@@ -68,6 +68,9 @@ TEST(XxlJobMappingTest, EveryField) {
   EXPECT_EQ(job.fail_retry_count(), 2);
   EXPECT_TRUE(job.enabled());
   EXPECT_EQ(job.child_job_ids_size(), 0);  // Set once the children exist.
+  EXPECT_EQ(job.labels().at("imported-from"), "xxl-job");
+  EXPECT_EQ(job.labels().at("xxl-job-id"), "7");
+  EXPECT_EQ(ImportedXxlId(job), 7);
   // Duplicates and the job itself dropped, the latter with a note.
   EXPECT_EQ(m.xxl_children, (std::vector<int64_t>{8, 9}));
   ASSERT_EQ(m.notes.size(), 1u);
@@ -240,6 +243,16 @@ TEST(XxlJobMappingTest, NamesAndImportedIds) {
   EXPECT_EQ(ImportedXxlId("xxl-4x"), std::nullopt);
   EXPECT_EQ(ImportedXxlId("xxl-0"), std::nullopt);
   EXPECT_EQ(ImportedXxlId("nightly xxl-4"), std::nullopt);
+
+  // A job: its label first, then its name.
+  v1::Job job;
+  job.set_name("renamed by hand");
+  EXPECT_EQ(ImportedXxlId(job), std::nullopt);
+  (*job.mutable_labels())["xxl-job-id"] = "9";
+  EXPECT_EQ(ImportedXxlId(job), 9);
+  (*job.mutable_labels())["xxl-job-id"] = "x";
+  job.set_name("xxl-5-old import");
+  EXPECT_EQ(ImportedXxlId(job), 5);
 }
 
 TEST(XxlJobMappingTest, Apps) {
