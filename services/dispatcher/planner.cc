@@ -12,6 +12,8 @@
 namespace jobwheel::dispatcher {
 namespace {
 
+constexpr char kAnyHandler[] = "*";
+
 // A FAILED fire, with one FAILED run carrying the reason (so run listings show it).
 FirePlan Failed(const v1::Fire& fire, std::string reason) {
   FirePlan plan;
@@ -59,9 +61,13 @@ FirePlan Planner::Plan(const v1::Fire& fire) {
       ++draining;
       continue;
     }
-    const bool fits = script ? e.allow_scripts()
-                             : std::find(e.handlers().begin(), e.handlers().end(), job.handler()) !=
-                                   e.handlers().end();
+    // "*": an executor that runs whatever handler it is asked for and answers for unknown ones
+    // itself (an XXL-JOB executor behind the gateway lists no handlers).
+    const bool fits =
+        script ? e.allow_scripts()
+               : std::find_if(e.handlers().begin(), e.handlers().end(), [&](const std::string& h) {
+                   return h == job.handler() || h == kAnyHandler;
+                 }) != e.handlers().end();
     if (fits) candidates.push_back(e.address());
   }
   if (candidates.empty() && draining == live.size()) {

@@ -105,6 +105,16 @@ TEST_F(PlannerTest, DrainedExecutorsGetNoNewRunsAndRunsNameTheirInstance) {
   EXPECT_THAT(none.reason, HasSubstr("every executor online for app demo (1) is drained"));
 }
 
+TEST_F(PlannerTest, AnExecutorListingTheAnyHandlerTakesEveryHandlerButNoScripts) {
+  SetExecutors({{"127.0.0.1:7201", {"*"}, false}});
+  FirePlan plan = planner_.Plan(Fire(v1::ROUTING_STRATEGY_FIRST, "whatever-it-is"));
+  ASSERT_EQ(plan.status, v1::FIRE_STATUS_DISPATCHED) << plan.reason;
+  EXPECT_EQ(plan.runs[0].executor_address, "127.0.0.1:7201");
+  v1::Fire script = Fire(v1::ROUTING_STRATEGY_FIRST);
+  script.mutable_job()->set_glue_type(v1::GLUE_TYPE_SCRIPT_SHELL);
+  EXPECT_EQ(planner_.Plan(script).status, v1::FIRE_STATUS_FAILED);
+}
+
 TEST_F(PlannerTest, NoFittingExecutorFailsTheFireWithOneFailedRun) {
   FirePlan plan = planner_.Plan(Fire(v1::ROUTING_STRATEGY_FIRST, "nope"));
   EXPECT_EQ(plan.status, v1::FIRE_STATUS_FAILED);
