@@ -1,5 +1,6 @@
 #include "services/scheduler/pg_fire_store.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -140,10 +141,26 @@ void EndLostRuns(pqxx::work& tx, const FireStore::MonitorLimits& limits,
 }
 
 // The claim's guard for FIX_DELAY jobs: none is fired while a run of it is open (a manual
-// run, or one left by a resume or an edit). Other jobs pay one comparison.
-constexpr char kNoOpenDelayRunSql[] =
-    "(j.schedule_kind <> 'FIX_DELAY' OR NOT EXISTS (SELECT 1 FROM runs r WHERE "
-    "r.job_id = j.id AND r.status IN (1, 2)))";
+// run, or one left by a resume or an edit). Asked only of the claimed FIX_DELAY jobs, in a
+// statement of its own: inside the claim's WHERE the planner evaluated it for every due job,
+// which took the throughput bench's p99 lateness from 8 ms to 190-250 ms at 5,000 fires/s.
+void DropDelayJobsWithOpenRuns(pqxx::work& tx, std::vector<Job>* jobs) {
+  std::vector<int64_t> delay_jobs;
+  for (const Job& j : *jobs) {
+    if (j.schedule().has_fix_delay()) delay_jobs.push_back(j.id());
+  }
+  if (delay_jobs.empty()) return;
+  pqxx::result open = ExecPrepared(
+      tx, "delay_jobs_with_open_runs",
+      "SELECT DISTINCT job_id FROM runs WHERE job_id = ANY($1::bigint[]) AND status IN (1, 2)",
+      ToPgIntArray(delay_jobs));
+  if (open.empty()) return;
+  absl::flat_hash_set<int64_t> busy;
+  for (const pqxx::row& r : open) busy.insert(r[0].as<int64_t>());
+  jobs->erase(std::remove_if(jobs->begin(), jobs->end(),
+                             [&](const Job& j) { return busy.contains(j.id()); }),
+              jobs->end());
+}
 
 // The claimed FIX_DELAY jobs wait for the fire the claim recorded for them (found by the unique
 // (job, scheduled time) of schedule-driven fires, so one already recorded counts too).
@@ -175,15 +192,16 @@ absl::StatusOr<FireStore::ClaimResult> PgFireStore::ClaimDueJobs(absl::Time hori
         ExecPrepared(tx, "claim_jobs",
                      absl::StrCat("SELECT ", kJobColumns,
                                   " FROM jobs j WHERE j.enabled AND j.next_fire_at IS NOT NULL AND "
-                                  "j.next_fire_at <= $1::timestamptz AND ",
-                                  kNoOpenDelayRunSql,
-                                  " ORDER BY j.next_fire_at LIMIT $2 FOR UPDATE SKIP LOCKED"),
+                                  "j.next_fire_at <= $1::timestamptz ORDER BY j.next_fire_at "
+                                  "LIMIT $2 FOR UPDATE SKIP LOCKED"),
                      ToPgTimestamp(horizon), limit);
-    result.jobs = static_cast<int>(rows.size());
     if (rows.empty()) return;
     std::vector<Job> jobs;
     jobs.reserve(rows.size());
     for (const pqxx::row& row : rows) jobs.push_back(JobFromRow(row));
+    DropDelayJobsWithOpenRuns(tx, &jobs);
+    result.jobs = static_cast<int>(jobs.size());
+    if (jobs.empty()) return;
     const ClaimPlan& planned = plan(jobs);
     if (!planned.fires.empty()) {
       std::vector<int64_t> f_job;
