@@ -337,6 +337,29 @@ TEST_F(JobwheelctlTest, AppsAndExecutors) {
   ASSERT_EQ(r.exit_code, 0) << Show(r);
   EXPECT_TRUE(RowsWith(r.out, stack_->executor()).empty()) << r.out;
 
+  // Drain and undrain: listed as drained in between; bad input is refused naming the field.
+  r = Ctl({"--reason=maintenance", "executors", "drain", "demo", stack_->executor()});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_TRUE(absl::StrContains(r.out, "drained")) << r.out;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto listed = Ctl({"--app=demo", "executors", "list"});
+        auto row = RowsWith(listed.out, stack_->executor());
+        return row.size() == 1 && absl::StrContains(row[0], "drained");
+      },
+      absl::Seconds(10)));
+  r = Ctl({"executors", "undrain", "demo", stack_->executor()});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto listed = Ctl({"--app=demo", "executors", "list"});
+        auto row = RowsWith(listed.out, stack_->executor());
+        return row.size() == 1 && absl::StrContains(row[0], "routed");
+      },
+      absl::Seconds(10)));
+  ExpectError(Ctl({"executors", "drain", "demo"}), 2, "needs APP and ADDRESS");
+  ExpectError(Ctl({"executors", "drain", "demo", "LOCALHOST.:1"}), 1, "address");
+
   // Bad input: a token the registry does not know; apps has only `list`.
   const std::string wrong = WriteFile(stack_->dir() + "/wrong", "not-a-token\n");
   ExpectError(Ctl({"executors", "list"}, wrong), 1, "jobwheelctl: ");

@@ -32,6 +32,7 @@ struct CtlOptions {
   std::string actor;
   std::string target;
   std::string action;
+  std::string reason;  // `executors drain`.
 };
 
 }  // namespace jobwheel::ctl

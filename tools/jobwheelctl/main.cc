@@ -52,6 +52,7 @@ ABSL_FLAG(std::string, time_zone, "",
 ABSL_FLAG(std::string, actor, "", "`audit list`: only events of this token name");
 ABSL_FLAG(std::string, target, "", "`audit list`: only events on this target, e.g. \"job 42\"");
 ABSL_FLAG(std::string, action, "", "`audit list`: only this action, e.g. CreateJob");
+ABSL_FLAG(std::string, reason, "", "`executors drain`: why (shown next to the executor)");
 ABSL_FLAG(std::string, tls_ca, "", "CA (PEM) to verify the servers; enables TLS");
 ABSL_FLAG(std::string, tls_cert, "", "Client certificate (PEM) for mutual TLS");
 ABSL_FLAG(std::string, tls_key, "", "Private key of --tls_cert");
@@ -66,6 +67,8 @@ constexpr char kUsage[] = R"(usage: jobwheelctl [flags] COMMAND
   runs list [--job ID]           runs get ID      runs log ID      runs kill ID
   runs stats [--app A] [--job ID] [--bucket 1h] [--since 24h]   (runs by status per bucket)
   apps list                      executors list [--app A]
+  executors drain APP ADDRESS [--reason TEXT]   executors undrain APP ADDRESS
+                                 (no new runs routed to that executor / routed to again)
   tokens create --name N --role admin|operator|viewer|executor [--apps a,b] [--expire_in 720h]
   tokens list [--include_revoked]    tokens revoke ID    tokens whoami
   import xxl-job FILE [--app_map=GROUPID=app,...] [--time_zone=Z] [--apply]
@@ -100,6 +103,7 @@ jobwheel::ctl::CtlOptions OptionsFromFlags() {
   o.actor = absl::GetFlag(FLAGS_actor);
   o.target = absl::GetFlag(FLAGS_target);
   o.action = absl::GetFlag(FLAGS_action);
+  o.reason = absl::GetFlag(FLAGS_reason);
   return o;
 }
 

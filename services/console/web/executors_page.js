@@ -1,16 +1,35 @@
-// Apps and their online executors: running/queued counts, capacity and last beat.
+// Apps and their online executors: running/queued counts, capacity and last beat; an operator
+// of the app drains an executor (no new runs routed to it) or undoes it with one click.
 
 import {h, put, link} from './dom.js';
 import {apps, registry} from './api.js';
 import {t, enumLabel} from './i18n.js';
 import {agoEl, timeEl} from './time.js';
 import {card, table, errorBox, spinner} from './widgets.js';
-import {isAdmin} from './session.js';
+import {isAdmin, canWrite} from './session.js';
 import {appDialog, deleteAppDialog} from './app_dialogs.js';
 
 const REFRESH_MS = 3000;
 
-function executorsTable(list) {
+function drainCell(x, reload) {
+  const state = h('span', {class: x.draining ? 'bad' : 'ok', title: x.drainReason || ''},
+      x.draining ? t('ex.drained') : t('ex.routed'));
+  if (!canWrite(x.app)) return state;
+  const button = h('button', {class: 'btn small', 'data-test': x.draining ? 'undrain' : 'drain',
+    onclick: async () => {
+      button.disabled = true;
+      try {
+        await apps('SetExecutorDraining', {app: x.app, address: x.address, draining: !x.draining});
+      } catch (e) {
+        put(button.parentNode, state, errorBox(e));
+        return;
+      }
+      reload();
+    }}, x.draining ? t('ex.undrain') : t('ex.drain'));
+  return h('span', null, state, ' ', button);
+}
+
+function executorsTable(list, reload) {
   return table([
     {title: t('col.address'), cell: (x) => h('code', null, x.address)},
     {title: t('ex.running'), cls: 'num', cell: (x) => String(x.running || 0)},
@@ -21,6 +40,8 @@ function executorsTable(list) {
     {title: t('ex.handlers'), cls: 'wrap', cell: (x) => (x.handlers || []).join(', ')},
     {title: t('ex.scripts'), cell: (x) => (x.allowScripts ? t('common.yes') : t('common.no'))},
     {title: t('ex.version'), cell: (x) => x.sdkVersion || ''},
+    {title: t('ex.protocol'), cell: (x) => (x.labels || {})['jobwheel.protocol'] || 'jobwheel'},
+    {title: t('ex.state'), cell: (x) => drainCell(x, reload)},
     {title: t('ex.replica'), cell: (x) => x.registryReplica || ''},
   ], list, {empty: t('ex.none'), rowAttrs: (x) => ({'data-executor': x.address})});
 }
@@ -54,7 +75,7 @@ async function load(body, reload) {
                       onclick: () => deleteAppDialog(app, reload)}, t('job.delete'))) : null),
             manual ? h('p', {class: 'muted small'}, t('ex.manual'), ' ',
                 (app.manualAddresses || []).join(', ')) : null,
-            executorsTable(executors));
+            executorsTable(executors, reload));
       });
   put(body, appList.error ? errorBox(appList.error) : null,
       sections.length ? sections : h('div', {class: 'card muted'}, t('ex.noapps')));

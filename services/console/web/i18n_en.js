@@ -87,6 +87,8 @@ export const en = {
   'ex.running': 'Running', 'ex.queued': 'Queued', 'ex.capacity': 'Capacity',
   'ex.lastbeat': 'Last beat', 'ex.registered': 'Registered', 'ex.handlers': 'Handlers',
   'ex.scripts': 'Scripts', 'ex.version': 'SDK', 'ex.replica': 'Registry replica',
+  'ex.protocol': 'Protocol', 'ex.state': 'Routing', 'ex.drained': 'drained',
+  'ex.routed': 'routed', 'ex.drain': 'Drain', 'ex.undrain': 'Undrain',
   'ex.none': 'No executor online.', 'ex.online': '{n} online', 'ex.jobs': 'jobs →',
   'ex.manual': 'Manual addresses:', 'ex.noapps': 'No apps yet.',
   'app.new': 'New app', 'app.create': 'Create app', 'app.edit': 'Edit app {name}',
