@@ -34,8 +34,27 @@ GatewayMetrics::GatewayMetrics(prometheus::Registry& registry)
       auth_failures_(Counter(registry, "jobwheel_xxl_gateway_auth_failures_total",
                              "Admin-side requests refused for a missing or wrong token")
                          .Add({})) {
-  for (const char* e : {"registry", "registryRemove", "callback"}) {
-    admin_requests_.Add({{"endpoint", e}, {"outcome", "ok"}});
+  // Every documented label value exists at 0 from the start (docs/metrics.md), so a dashboard
+  // or an alert on it has a series before its first event.
+  for (const char* e : {"registry", "registryRemove", "callback", "none"}) {
+    for (const char* o : {"ok", "refused", "bad_request", "unavailable", "limited"}) {
+      admin_requests_.Add({{"endpoint", e}, {"outcome", o}});
+    }
+  }
+  for (const char* r : {"token", "registry", "address", "invalid", "ports"}) {
+    registrations_refused_.Add({{"reason", r}});
+  }
+  for (const char* r : {"not_sent_here", "unknown_run"}) callbacks_refused_.Add({{"reason", r}});
+  for (const char* d : {"started", "queued", "discarded", "rejected"}) {
+    runs_.Add({{"disposition", d}});
+  }
+  for (const char* s : {"SUCCEEDED", "FAILED", "TIMED_OUT", "KILLED", "DISCARDED"}) {
+    for (const char* o : {"acked", "refused", "failed"}) {
+      results_.Add({{"status", s}, {"outcome", o}});
+    }
+  }
+  for (const char* e : {"run", "kill", "log", "beat"}) {
+    for (const char* o : {"ok", "error"}) xxl_calls_.Add({{"endpoint", e}, {"outcome", o}});
   }
 }
 

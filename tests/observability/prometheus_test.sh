@@ -43,7 +43,8 @@ done
 . "$ROOT/scripts/lib/stack.sh"
 stack_need_bins services/registry/registry services/dispatcher/dispatcher \
   services/scheduler/scheduler sdk/examples/demo_executor tools/jobwheelctl/jobwheelctl \
-  services/console/console || abort "$STACK_ERROR: run bazel build //... first"
+  services/console/console services/xxl_gateway/xxl_gateway ||
+  abort "$STACK_ERROR: run bazel build //... first"
 [ -x "$PG_BIN/initdb" ] || abort "PostgreSQL server binaries not found (PG_BIN=$PG_BIN)"
 
 [ -n "${JOBWHEEL_OBS_KEEP_TMP:-}" ] && export STACK_KEEP_DIR=1
@@ -51,7 +52,8 @@ stack_init prometheus_test || abort "$STACK_ERROR"
 TMP=$STACK_DIR
 mkdir -p "$TMP/prometheus" "$TMP/metrics"
 stack_pick_ports PG_PORT REG_PORT REG_MPORT DISP_PORT DISP_MPORT SCHED_PORT SCHED_MPORT \
-  EXEC_PORT EXEC_MPORT PROM_PORT CONSOLE_PORT CONSOLE_MPORT || abort "$STACK_ERROR"
+  EXEC_PORT EXEC_MPORT PROM_PORT CONSOLE_PORT CONSOLE_MPORT XXL_PORT XXL_MPORT XXL_IDPORT ||
+  abort "$STACK_ERROR"
 
 ############################################################################ the stack
 if stack_pg_private "$PG_PORT"; then
@@ -97,6 +99,12 @@ stack_start_console console "127.0.0.1:$CONSOLE_PORT" "127.0.0.1:$SCHED_PORT" \
 if stack_wait_ready console; then ok "console serves on 127.0.0.1:$CONSOLE_PORT (/readyz)"
 else abort "$STACK_ERROR"; fi
 
+# The XXL gateway (no XXL executor registers with it here: its series exist from the start).
+stack_start_xxl_gateway xxl_gateway "127.0.0.1:$XXL_PORT" "$XXL_IDPORT-$XXL_IDPORT" \
+  "127.0.0.1:$REG_PORT" "127.0.0.1:$DISP_PORT" --metrics_address="127.0.0.1:$XXL_MPORT"
+if stack_wait_ready xxl_gateway; then ok "xxl gateway serves on 127.0.0.1:$XXL_PORT (/readyz)"
+else abort "$STACK_ERROR"; fi
+
 # A job firing every second that succeeds, and one that always fails with a retry, so the
 # success, failure and retry series all move.
 cat >"$TMP/echo.json" <<'EOF'
@@ -135,6 +143,8 @@ scrape_configs:
     static_configs: [{targets: ["127.0.0.1:$EXEC_MPORT"]}]
   - job_name: console
     static_configs: [{targets: ["127.0.0.1:$CONSOLE_MPORT"]}]
+  - job_name: xxl_gateway
+    static_configs: [{targets: ["127.0.0.1:$XXL_MPORT"]}]
 EOF
 if "$PROMTOOL" check config "$TMP/prometheus/prometheus.yml" >"$TMP/logs/promtool-config.log" 2>&1; then
   ok "promtool check config accepts the generated configuration"
@@ -194,13 +204,13 @@ def poll(cond, timeout=20, interval=0.25):
         time.sleep(interval)
 
 if CMD == "targets":
-    want = {"scheduler", "registry", "dispatcher", "executor", "console"}
+    want = {"scheduler", "registry", "dispatcher", "executor", "console", "xxl_gateway"}
     def all_up():
         ts = api("/api/v1/targets", state="active")["activeTargets"]
         up = {t["labels"]["job"] for t in ts if t["health"] == "up"}
         return want <= up and up
     if poll(all_up, timeout=30):
-        ok("Prometheus scrapes all five targets (scheduler, registry, dispatcher, executor, console) and they are up")
+        ok("Prometheus scrapes all six targets (scheduler, registry, dispatcher, executor, console, xxl gateway) and they are up")
     else:
         try:
             ts = api("/api/v1/targets", state="active")["activeTargets"]
