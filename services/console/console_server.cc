@@ -180,34 +180,13 @@ absl::Status ConsoleServer::Start() {
                   req.remote_addr);
   });
 
-  if (port == 0) {
-    port_ = server_->bind_to_any_port(host);
-    if (port_ < 0) port_ = 0;
-  } else if (server_->bind_to_port(host, port)) {
-    port_ = port;
-  }
-  if (port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("--listen ", options_.listen, ": cannot bind"));
-  }
-  started_ = true;
-  thread_ = std::thread([this] {
-    server_->listen_after_bind();
-    listen_returned_ = true;
-  });
-  // httplib's stop() does nothing until the accept loop runs, and offers no event to await:
-  // wait for the loop here so that a Shutdown() right after Start() is never lost.
-  while (!server_->is_running() && !listen_returned_) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  absl::StatusOr<int> bound = listener_.Start(*server_, host, port, "--listen", options_.listen);
+  if (!bound.ok()) return bound.status();
+  port_ = *bound;
   return absl::OkStatus();
 }
 
-void ConsoleServer::Shutdown() {
-  if (!started_) return;
-  started_ = false;
-  server_->stop();  // Closes the listener; workers finish their requests and are joined.
-  if (thread_.joinable()) thread_.join();
-}
+void ConsoleServer::Shutdown() { listener_.Stop(); }
 
 void ConsoleServer::Rpc(const httplib::Request& req, httplib::Response& res) {
   const absl::Time start = clock_.Now();

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "common/base/log_rate_limiter.h"
+#include "common/server/http_listener.h"
 #include "common/time/clock.h"
 #include "services/console/connect_gateway.h"
 #include "services/console/console_metrics.h"
@@ -89,11 +90,9 @@ class ConsoleServer {
   const Clock& clock_;
   LogRateLimiter refusal_log_;
   std::unique_ptr<GuardedHttpServer> server_;
-  std::thread thread_;
+  HttpListener listener_;  // Declared after server_: stopped before it goes.
   std::atomic<int> in_flight_{0};
-  std::atomic<bool> listen_returned_{false};
   int port_ = 0;
-  bool started_ = false;
 };
 
 }  // namespace jobwheel::console

@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/base/log_text.h"
 #include "httplib.h"
 #include "services/xxl_gateway/xxl_protocol.h"
 #include "spdlog/spdlog.h"
@@ -94,35 +95,17 @@ absl::Status AdminHttpServer::Start() {
   server_->Patch(".*", not_post);
   server_->set_exception_handler(
       [](const httplib::Request& req, httplib::Response& res, std::exception_ptr) {
-        spdlog::error("POST {}: handler threw", req.path);
+        spdlog::error("POST {}: handler threw", LogText(req.path));
         Reply(res, absl::InternalError("internal error"));
       });
-  if (port == 0) {
-    port_ = server_->bind_to_any_port(host);
-    if (port_ < 0) port_ = 0;
-  } else if (server_->bind_to_port(host, port)) {
-    port_ = port;
-  }
-  if (port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("--listen_http ", options_.listen, ": cannot bind"));
-  }
-  started_ = true;
-  thread_ = std::thread([this] {
-    server_->listen_after_bind();
-    listen_returned_ = true;
-  });
-  while (!server_->is_running() && !listen_returned_) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  absl::StatusOr<int> bound =
+      listener_.Start(*server_, host, port, "--listen_http", options_.listen);
+  if (!bound.ok()) return bound.status();
+  port_ = *bound;
   return absl::OkStatus();
 }
 
-void AdminHttpServer::Shutdown() {
-  if (!started_) return;
-  started_ = false;
-  server_->stop();
-  if (thread_.joinable()) thread_.join();
-}
+void AdminHttpServer::Shutdown() { listener_.Stop(); }
 
 void AdminHttpServer::Post(const httplib::Request& req, httplib::Response& res) {
   const AdminEndpoint endpoint = AdminEndpointOf(req.path);

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/server/http_listener.h"
 #include "services/xxl_gateway/gateway.h"
 #include "services/xxl_gateway/gateway_metrics.h"
 
@@ -53,10 +54,8 @@ class AdminHttpServer {
   GatewayMetrics& metrics_;
   const std::function<absl::Status()> ready_;
   std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-  std::atomic<bool> listen_returned_{false};
+  HttpListener listener_;  // Declared after server_: stopped before it goes.
   int port_ = 0;
-  bool started_ = false;
 };
 
 }  // namespace jobwheel::xxl
