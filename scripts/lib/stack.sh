@@ -284,15 +284,19 @@ stack_start_scheduler() {
 # stack_start_executor NAME LISTEN APP REGISTRY_TARGET DISPATCHER_TARGET [FLAG...]: the demo
 # executor (sdk/examples). Its run logs and result spool default to
 # $STACK_DIR/executors/NAME/{logs,spool} (--log_dir, --spool_dir override).
-stack_start_executor() {
-  local name=$1 listen=$2 app=$3 registry=$4 dispatcher=$5
-  shift 5
+stack_start_executor() { _stack_start_sdk_executor sdk/examples/demo_executor "$@"; }
+
+# _stack_start_sdk_executor BINARY NAME LISTEN APP REGISTRY_TARGET DISPATCHER_TARGET [FLAG...]:
+# an executor built on the C++ SDK (bazel-bin/BINARY), with the flags every one of them takes.
+_stack_start_sdk_executor() {
+  local binary=$1 name=$2 listen=$3 app=$4 registry=$5 dispatcher=$6
+  shift 6
   stack_ensure_app "$app" || return 1
   local -a flags
   mapfile -t flags < <(_stack_metrics_default "$@"
     _stack_has_flag log_dir "$@" || echo "--log_dir=$STACK_DIR/executors/$name/logs"
     _stack_has_flag spool_dir "$@" || echo "--spool_dir=$STACK_DIR/executors/$name/spool")
-  stack_spawn "$name" grpc "$listen" "$STACK_BIN/sdk/examples/demo_executor" \
+  stack_spawn "$name" grpc "$listen" "$STACK_BIN/$binary" \
     --listen="$listen" --app="$app" --registry_target="$registry" \
     --dispatcher_target="$dispatcher" --executor_token_file="$STACK_TOK/executor" \
     --dispatcher_public_key_file="$STACK_TOK/dispatcher.pub" \
@@ -352,14 +356,22 @@ stack_start_xxl_executor() {
 # TokenAdminService (the scheduler must serve) into $STACK_TOK/executor-APP (0600); its path is
 # left in STACK_APP_TOKEN. An executor given it may register and report for APP only.
 stack_app_token() {
-  local app=$1 file="$STACK_TOK/executor-$1"
   # shellcheck disable=SC2034  # Read by the caller.
-  STACK_APP_TOKEN=$file
+  STACK_APP_TOKEN="$STACK_TOK/executor-$1"
+  _stack_token_once "$STACK_APP_TOKEN" "an executor token for app $1" \
+    --name="executor-$1" --role=executor --apps="$1"
+}
+
+# _stack_token_once FILE WHAT FLAG...: an API token made once through TokenAdminService
+# (`jobwheelctl tokens create FLAG...`) into FILE (0600); kept when FILE exists.
+_stack_token_once() {
+  local file=$1 what=$2
+  shift 2
   [ -s "$file" ] && return 0
-  if ! (umask 077 && stack_ctl tokens create --name="executor-$app" --role=executor \
-      --apps="$app" >"$file.new" 2>>"$STACK_LOGS/jobwheelctl.log") || [ ! -s "$file.new" ]; then
+  if ! (umask 077 && stack_ctl tokens create "$@" >"$file.new" \
+      2>>"$STACK_LOGS/jobwheelctl.log") || [ ! -s "$file.new" ]; then
     rm -f "$file.new"
-    STACK_ERROR="cannot create an executor token for app $app (see $STACK_LOGS/jobwheelctl.log)"
+    STACK_ERROR="cannot create $what (see $STACK_LOGS/jobwheelctl.log)"
     return 1
   fi
   mv "$file.new" "$file"
@@ -380,7 +392,7 @@ stack_start_console() {
 # Python demo executor (sdk/python/examples/demo_executor.py) on Debian's /usr/bin/python3
 # (JOBWHEEL_PYTHON overrides; another python3 on PATH may lack grpcio), with its gRPC stubs
 # generated from proto/ into $STACK_DIR/pystubs at every start (docs/sdk-python.md). Creates
-# the app first (stack_ensure_app, when this stack.sh has it). Run logs and the result spool
+# the app first (stack_ensure_app). Run logs and the result spool
 # default to $STACK_DIR/executors/NAME/{logs,spool}.
 stack_start_python_executor() {
   local name=$1 listen=$2 app=$3 registry=$4 dispatcher=$5
@@ -390,7 +402,7 @@ stack_start_python_executor() {
     STACK_ERROR="$py lacks grpcio, protobuf or cryptography (Debian: python3-grpcio python3-protobuf python3-cryptography)"
     return 1
   }
-  if declare -F stack_ensure_app >/dev/null; then stack_ensure_app "$app" || return 1; fi
+  stack_ensure_app "$app" || return 1
   "$py" "$STACK_ROOT/sdk/python/gen_stubs.py" "$STACK_DIR/pystubs" >>"$STACK_LOGS/$name.log" 2>&1 ||
     { STACK_ERROR="cannot generate the Python stubs; see $STACK_LOGS/$name.log"; return 1; }
   local -a flags
@@ -411,18 +423,7 @@ stack_start_python_executor() {
 # Its outbound policy comes from the flags (--allow_hosts, --allow_cidrs, --allow_ports):
 # loopback, private, link-local and metadata targets are refused unless allow-listed.
 stack_start_http_executor() {
-  local name=$1 listen=$2 app=$3 registry=$4 dispatcher=$5
-  shift 5
-  stack_ensure_app "$app" || return 1
-  local -a flags
-  mapfile -t flags < <(_stack_metrics_default "$@"
-    _stack_has_flag log_dir "$@" || echo "--log_dir=$STACK_DIR/executors/$name/logs"
-    _stack_has_flag spool_dir "$@" || echo "--spool_dir=$STACK_DIR/executors/$name/spool")
-  stack_spawn "$name" grpc "$listen" "$STACK_BIN/services/http_executor/http_executor" \
-    --listen="$listen" --app="$app" --registry_target="$registry" \
-    --dispatcher_target="$dispatcher" --executor_token_file="$STACK_TOK/executor" \
-    --dispatcher_public_key_file="$STACK_TOK/dispatcher.pub" \
-    --scheduler_public_key_file="$STACK_TOK/scheduler.pub" "${flags[@]}" "$@"
+  _stack_start_sdk_executor services/http_executor/http_executor "$@"
 }
 
 # stack_start_http_demo_endpoint NAME LISTEN DIR: the HTTP jobs' demo endpoint, Python's
@@ -467,15 +468,8 @@ EOT
 # console then names each caller's IP to the scheduler and registry, which limit failed
 # authentications per console client (docs/security.md, "One hostile client at the console").
 stack_console_proxy_token() {
-  [ -s "$STACK_TOK/console_proxy" ] && return 0
-  local tmp="$STACK_TOK/console_proxy.new"
-  if ! (umask 077 && stack_ctl tokens create --name=console-proxy --role=viewer >"$tmp" \
-    2>>"$STACK_LOGS/jobwheelctl.log"); then
-    rm -f "$tmp"
-    STACK_ERROR="cannot create the console's proxy token (see $STACK_LOGS/jobwheelctl.log)"
-    return 1
-  fi
-  mv "$tmp" "$STACK_TOK/console_proxy"
+  _stack_token_once "$STACK_TOK/console_proxy" "the console's proxy token" \
+    --name=console-proxy --role=viewer
 }
 
 # stack_grpc_serving HOST:PORT: whether grpc.health.v1.Health/Check (service "") answers
