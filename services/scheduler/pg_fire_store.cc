@@ -1,6 +1,5 @@
 #include "services/scheduler/pg_fire_store.h"
 
-#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -14,6 +13,7 @@
 #include "common/time/proto_time.h"
 #include "services/scheduler/admin/pg_audit_log.h"
 #include "services/scheduler/alarm_outbox_pg.h"
+#include "services/scheduler/delay_chain_sql.h"
 #include "services/scheduler/job_row.h"
 
 namespace jobwheel::scheduler {
@@ -138,45 +138,6 @@ void EndLostRuns(pqxx::work& tx, const FireStore::MonitorLimits& limits,
                    absl::ToUnixMicros(limits.restarted_before)),
       LostReason::kExecutorRestarted);
   result.lost = static_cast<int>(result.lost_runs.size());
-}
-
-// The claim's guard for FIX_DELAY jobs: none is fired while a run of it is open (a manual
-// run, or one left by a resume or an edit). Asked only of the claimed FIX_DELAY jobs, in a
-// statement of its own, so the claim of every other job stays the plain index scan it was.
-void DropDelayJobsWithOpenRuns(pqxx::work& tx, std::vector<Job>* jobs) {
-  std::vector<int64_t> delay_jobs;
-  for (const Job& j : *jobs) {
-    if (j.schedule().has_fix_delay()) delay_jobs.push_back(j.id());
-  }
-  if (delay_jobs.empty()) return;
-  pqxx::result open = ExecPrepared(
-      tx, "delay_jobs_with_open_runs",
-      "SELECT DISTINCT job_id FROM runs WHERE job_id = ANY($1::bigint[]) AND status IN (1, 2)",
-      ToPgIntArray(delay_jobs));
-  if (open.empty()) return;
-  absl::flat_hash_set<int64_t> busy;
-  for (const pqxx::row& r : open) busy.insert(r[0].as<int64_t>());
-  jobs->erase(std::remove_if(jobs->begin(), jobs->end(),
-                             [&](const Job& j) { return busy.contains(j.id()); }),
-              jobs->end());
-}
-
-// The claimed FIX_DELAY jobs wait for the fire the claim recorded for them (found by the unique
-// (job, scheduled time) of schedule-driven fires, so one already recorded counts too).
-void RecordDelayChains(pqxx::work& tx, const std::vector<DelayChainFire>& chains) {
-  std::vector<int64_t> jobs;
-  std::vector<std::optional<absl::Time>> times;
-  jobs.reserve(chains.size());
-  times.reserve(chains.size());
-  for (const DelayChainFire& c : chains) {
-    jobs.push_back(c.job_id);
-    times.push_back(c.scheduled);
-  }
-  ExecPrepared(tx, "record_delay_chains",
-               "UPDATE jobs j SET delay_fire_id = f.id FROM unnest($1::bigint[], "
-               "$2::timestamptz[]) AS u(job_id, at) JOIN fires f ON f.job_id = u.job_id AND "
-               "f.scheduled_at = u.at AND f.trigger_type IN (1, 2, 4) WHERE j.id = u.job_id",
-               ToPgIntArray(jobs), ToPgTimeArray(times));
 }
 
 }  // namespace
@@ -532,25 +493,8 @@ absl::StatusOr<FireStore::MonitorResult> PgFireStore::RunMonitorPass(const Monit
 
 absl::StatusOr<FireStore::DelayChainResult> PgFireStore::AdvanceDelayChains(int limit) {
   DelayChainResult result;
-  absl::Status s = elector_.RunFenced("delay chains", [&](pqxx::work& tx) {
-    result = DelayChainResult();
-    pqxx::result advanced = ExecPrepared(
-        tx, "advance_delay_chains",
-        "WITH ready AS (SELECT j.id, j.delay_fire_id, j.fix_delay_ms FROM jobs j "
-        "WHERE j.delay_fire_id IS NOT NULL AND j.enabled AND j.schedule_kind = 'FIX_DELAY' "
-        "AND NOT EXISTS (SELECT 1 FROM fires f WHERE f.id = j.delay_fire_id AND f.status = 1) "
-        "AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.fire_id = j.delay_fire_id AND "
-        "(r.status < 3 OR NOT r.followup_done)) "
-        "AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.job_id = j.id AND r.status IN (1, 2)) "
-        "ORDER BY j.id LIMIT $1 FOR UPDATE OF j SKIP LOCKED) "
-        "UPDATE jobs SET next_fire_at = COALESCE((SELECT max(r.end_time) FROM runs r WHERE "
-        "r.fire_id = ready.delay_fire_id), now()) + ready.fix_delay_ms * interval '1 millisecond', "
-        "delay_fire_id = NULL FROM ready WHERE jobs.id = ready.id RETURNING jobs.id",
-        limit);
-    result.advanced = static_cast<int>(advanced.size());
-    result.waiting =
-        tx.exec("SELECT count(*) FROM jobs WHERE delay_fire_id IS NOT NULL")[0][0].as<int>();
-  });
+  absl::Status s = elector_.RunFenced(
+      "delay chains", [&](pqxx::work& tx) { result = AdvanceDelayChainsIn(tx, limit); });
   if (!s.ok()) return s;
   return result;
 }
