@@ -14,6 +14,15 @@ namespace {
 
 constexpr char kAnyHandler[] = "*";
 
+// The executor at `address` in `live` (sorted by address, as ExecutorDirectory returns them),
+// or null.
+const v1::Executor* Find(const std::vector<v1::Executor>& live, const std::string& address) {
+  auto it =
+      std::lower_bound(live.begin(), live.end(), address,
+                       [](const v1::Executor& e, const std::string& a) { return e.address() < a; });
+  return it != live.end() && it->address() == address ? &*it : nullptr;
+}
+
 // A FAILED fire, with one FAILED run carrying the reason (so run listings show it).
 FirePlan Failed(const v1::Fire& fire, std::string reason) {
   FirePlan plan;
@@ -84,24 +93,18 @@ FirePlan Planner::Plan(const v1::Fire& fire) {
   }
   // Each planned run names the process it is for (the executors of the snapshot planned on).
   auto instance_of = [&live](const std::string& address) {
-    for (const v1::Executor& e : live) {
-      if (e.address() == address) return e.instance();
-    }
-    return std::string();
+    const v1::Executor* e = Find(live, address);
+    return e != nullptr ? e->instance() : std::string();
   };
   FirePlan plan;
   if (!fire.executor_address().empty()) {
     const std::string& want = fire.executor_address();
-    const bool online = std::any_of(live.begin(), live.end(),
-                                    [&](const v1::Executor& e) { return e.address() == want; });
-    if (!online) {
+    const v1::Executor* wanted = Find(live, want);
+    if (wanted == nullptr) {
       return Failed(fire, absl::StrCat("job ", job.id(), ": executor ", want,
                                        " is not online for app ", job.app()));
     }
-    const bool drained = std::any_of(live.begin(), live.end(), [&](const v1::Executor& e) {
-      return e.address() == want && e.draining();
-    });
-    if (drained) {
+    if (wanted->draining()) {
       return Failed(fire,
                     absl::StrCat("job ", job.id(), ": executor ", want, " is drained (",
                                  "AppAdminService/SetExecutorDraining); trigger it on another"));
@@ -113,7 +116,7 @@ FirePlan Planner::Plan(const v1::Fire& fire) {
     }
     PlannedRun run;
     run.executor_address = want;
-    run.executor_instance = instance_of(want);
+    run.executor_instance = wanted->instance();
     if (fire.shard_total() > 0) {
       run.shard_index = fire.shard_index();
       run.shard_total = fire.shard_total();
