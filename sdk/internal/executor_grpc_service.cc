@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/auth/bearer.h"
 #include "common/grpc/grpc_status.h"
 
 namespace jobwheel::sdk {
@@ -18,66 +16,6 @@ grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* ctx, const absl::S
 }
 
 }  // namespace
-
-absl::string_view ExecutorRpcIssuer(ExecutorRpc rpc) {
-  switch (rpc) {
-    case ExecutorRpc::kRun:
-    case ExecutorRpc::kRunBatch:
-    case ExecutorRpc::kBeat:
-    case ExecutorRpc::kIdleBeat:
-    case ExecutorRpc::kGetRuns:
-      return kIssuerDispatcher;
-    case ExecutorRpc::kKill:
-    case ExecutorRpc::kLog:
-      return kIssuerScheduler;
-  }
-  return {};
-}
-
-absl::string_view ExecutorRpcName(ExecutorRpc rpc) {
-  switch (rpc) {
-    case ExecutorRpc::kRun:
-      return "Run";
-    case ExecutorRpc::kRunBatch:
-      return "RunBatch";
-    case ExecutorRpc::kKill:
-      return "Kill";
-    case ExecutorRpc::kBeat:
-      return "Beat";
-    case ExecutorRpc::kIdleBeat:
-      return "IdleBeat";
-    case ExecutorRpc::kLog:
-      return "Log";
-    case ExecutorRpc::kGetRuns:
-      return "GetRuns";
-  }
-  return "?";
-}
-
-absl::Status AuthorizeExecutorCall(
-    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
-    const ExecutorCallers& callers, ExecutorRpc rpc) {
-  if (callers.insecure_dev) return absl::OkStatus();
-  auto it = metadata.find("authorization");
-  if (it == metadata.end()) {
-    return absl::UnauthenticatedError("missing authorization metadata (Bearer token)");
-  }
-  absl::StatusOr<absl::string_view> token =
-      BearerToken(absl::string_view(it->second.data(), it->second.size()));
-  if (!token.ok()) return token.status();
-  if (callers.verifier == nullptr || !absl::StartsWith(*token, kCallerTokenPrefix)) {
-    return absl::UnauthenticatedError("invalid token");
-  }
-  absl::StatusOr<CallerIdentity> caller = callers.verifier->Verify(*token);
-  if (!caller.ok()) return caller.status();
-  const absl::string_view allowed = ExecutorRpcIssuer(rpc);
-  if (caller->issuer != allowed) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("ExecutorService.", ExecutorRpcName(rpc), ": tokens of issuer \"",
-                     caller->issuer, "\" are not accepted (only \"", allowed, "\")"));
-  }
-  return absl::OkStatus();
-}
 
 ExecutorGrpcService::ExecutorGrpcService(RunManager* runs, RunLogStore* logs,
                                          ExecutorCallers callers)

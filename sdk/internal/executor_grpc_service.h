@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "common/auth/caller_token.h"
+#include "common/auth/executor_callers.h"
 #include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/executor.grpc.pb.h"
 #include "sdk/internal/run_log_store.h"
@@ -14,28 +15,13 @@
 
 namespace jobwheel::sdk {
 
-// Who may call ExecutorService: caller tokens (common/auth/caller_token.h) for this executor's
-// address, each issuer only on the RPCs it makes:
-//  - the dispatcher (kIssuerDispatcher): Run, RunBatch, Beat, IdleBeat, GetRuns;
-//  - the scheduler (kIssuerScheduler): Kill, Log (its admin API's kill and log viewer).
-// A missing, malformed, forged or expired token is UNAUTHENTICATED; a valid token of an issuer
-// on an RPC it may not call is PERMISSION_DENIED. `insecure_dev` accepts any call.
-struct ExecutorCallers {
-  bool insecure_dev = false;
-  std::shared_ptr<const CallerTokenVerifier> verifier;
-};
-
-enum class ExecutorRpc { kRun, kRunBatch, kKill, kBeat, kIdleBeat, kLog, kGetRuns };
-
-// The issuer whose tokens `rpc` accepts.
-absl::string_view ExecutorRpcIssuer(ExecutorRpc rpc);
-absl::string_view ExecutorRpcName(ExecutorRpc rpc);
-
-// OK when the call's `authorization: Bearer <caller token>` may make `rpc` (see
-// ExecutorCallers).
-absl::Status AuthorizeExecutorCall(
-    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
-    const ExecutorCallers& callers, ExecutorRpc rpc);
+// ExecutorCallers, ExecutorRpc and AuthorizeExecutorCall: common/auth/executor_callers.h (every
+// executor kind checks its callers the same way).
+using ::jobwheel::AuthorizeExecutorCall;
+using ::jobwheel::ExecutorCallers;
+using ::jobwheel::ExecutorRpc;
+using ::jobwheel::ExecutorRpcIssuer;
+using ::jobwheel::ExecutorRpcName;
 
 // The gRPC surface of an executor (jobwheel.v1.ExecutorService, callback API): checks each
 // caller's token against the RPC (AuthorizeExecutorCall), maps requests to the RunManager and

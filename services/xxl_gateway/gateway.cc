@@ -187,7 +187,7 @@ absl::Status Gateway::Serve(Identity& id) {
   id.info.token = id.record.token();
   id.info.address = address;
   id.info.instance = jobwheel::InstanceTag(id.record.instance_id());
-  IdentityCallers callers;
+  ExecutorCallers callers;
   callers.insecure_dev = options_.insecure_dev;
   if (!options_.insecure_dev) {
     CallerTokenVerifier::Options vo;

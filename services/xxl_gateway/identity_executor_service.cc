@@ -2,42 +2,16 @@
 
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "common/auth/bearer.h"
 #include "common/grpc/grpc_status.h"
 
 namespace jobwheel::xxl {
 
 namespace v1 = jobwheel::v1;
 
-IdentityExecutorService::IdentityExecutorService(IdentityRuns& runs, IdentityCallers callers,
+IdentityExecutorService::IdentityExecutorService(IdentityRuns& runs, ExecutorCallers callers,
                                                  WorkPool& pool, std::function<bool()> alive)
     : runs_(runs), callers_(std::move(callers)), pool_(pool), alive_(std::move(alive)) {}
-
-absl::Status IdentityExecutorService::Authorize(grpc::CallbackServerContext* ctx, Issuer issuer,
-                                                absl::string_view rpc) const {
-  if (callers_.insecure_dev) return absl::OkStatus();
-  const auto& md = ctx->client_metadata();
-  auto it = md.find("authorization");
-  if (it == md.end()) return absl::UnauthenticatedError("missing authorization metadata");
-  absl::StatusOr<absl::string_view> token =
-      BearerToken(absl::string_view(it->second.data(), it->second.size()));
-  if (!token.ok()) return token.status();
-  if (callers_.verifier == nullptr || !absl::StartsWith(*token, kCallerTokenPrefix)) {
-    return absl::UnauthenticatedError("invalid token");
-  }
-  absl::StatusOr<CallerIdentity> caller = callers_.verifier->Verify(*token);
-  if (!caller.ok()) return caller.status();
-  const absl::string_view want =
-      issuer == Issuer::kDispatcher ? kIssuerDispatcher : kIssuerScheduler;
-  if (caller->issuer != want) {
-    return absl::PermissionDeniedError(absl::StrCat("ExecutorService.", rpc,
-                                                    ": tokens of issuer \"", caller->issuer,
-                                                    "\" are not accepted (only \"", want, "\")"));
-  }
-  return absl::OkStatus();
-}
 
 grpc::ServerUnaryReactor* IdentityExecutorService::OnPool(grpc::CallbackServerContext* ctx,
                                                           std::function<absl::Status()> work) {
@@ -54,7 +28,8 @@ grpc::ServerUnaryReactor* IdentityExecutorService::OnPool(grpc::CallbackServerCo
 grpc::ServerUnaryReactor* IdentityExecutorService::Run(grpc::CallbackServerContext* ctx,
                                                        const v1::RunRequest* request,
                                                        v1::RunResponse* response) {
-  if (absl::Status a = Authorize(ctx, Issuer::kDispatcher, "Run"); !a.ok()) {
+  if (absl::Status a = AuthorizeExecutorCall(ctx->client_metadata(), callers_, ExecutorRpc::kRun);
+      !a.ok()) {
     return OnPool(ctx, [a] { return a; });
   }
   return OnPool(ctx, [this, request, response]() -> absl::Status {
@@ -68,7 +43,9 @@ grpc::ServerUnaryReactor* IdentityExecutorService::Run(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* IdentityExecutorService::RunBatch(grpc::CallbackServerContext* ctx,
                                                             const v1::RunBatchRequest* request,
                                                             v1::RunBatchResponse* response) {
-  if (absl::Status a = Authorize(ctx, Issuer::kDispatcher, "RunBatch"); !a.ok()) {
+  if (absl::Status a =
+          AuthorizeExecutorCall(ctx->client_metadata(), callers_, ExecutorRpc::kRunBatch);
+      !a.ok()) {
     return OnPool(ctx, [a] { return a; });
   }
   if (request->runs_size() == 0 || request->runs_size() > kMaxBatchRuns) {
@@ -99,7 +76,8 @@ grpc::ServerUnaryReactor* IdentityExecutorService::RunBatch(grpc::CallbackServer
 grpc::ServerUnaryReactor* IdentityExecutorService::Kill(grpc::CallbackServerContext* ctx,
                                                         const v1::KillRequest* request,
                                                         v1::KillResponse* response) {
-  if (absl::Status a = Authorize(ctx, Issuer::kScheduler, "Kill"); !a.ok()) {
+  if (absl::Status a = AuthorizeExecutorCall(ctx->client_metadata(), callers_, ExecutorRpc::kKill);
+      !a.ok()) {
     return OnPool(ctx, [a] { return a; });
   }
   return OnPool(ctx, [this, request, response]() -> absl::Status {
@@ -111,7 +89,7 @@ grpc::ServerUnaryReactor* IdentityExecutorService::Kill(grpc::CallbackServerCont
 
 grpc::ServerUnaryReactor* IdentityExecutorService::Beat(grpc::CallbackServerContext* ctx,
                                                         const v1::BeatRequest*, v1::BeatResponse*) {
-  absl::Status a = Authorize(ctx, Issuer::kDispatcher, "Beat");
+  absl::Status a = AuthorizeExecutorCall(ctx->client_metadata(), callers_, ExecutorRpc::kBeat);
   if (a.ok() && !alive_()) a = absl::UnavailableError("the XXL executor does not answer /beat");
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   reactor->Finish(ToGrpcStatus(a));
@@ -121,7 +99,7 @@ grpc::ServerUnaryReactor* IdentityExecutorService::Beat(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* IdentityExecutorService::IdleBeat(grpc::CallbackServerContext* ctx,
                                                             const v1::IdleBeatRequest* request,
                                                             v1::IdleBeatResponse* response) {
-  absl::Status a = Authorize(ctx, Issuer::kDispatcher, "IdleBeat");
+  absl::Status a = AuthorizeExecutorCall(ctx->client_metadata(), callers_, ExecutorRpc::kIdleBeat);
   if (a.ok() && request->job_id() <= 0) a = absl::InvalidArgumentError("job_id: must be positive");
   if (a.ok() && !alive_()) a = absl::UnavailableError("the XXL executor does not answer /beat");
   if (a.ok()) {
@@ -138,7 +116,8 @@ grpc::ServerUnaryReactor* IdentityExecutorService::IdleBeat(grpc::CallbackServer
 grpc::ServerUnaryReactor* IdentityExecutorService::Log(grpc::CallbackServerContext* ctx,
                                                        const v1::LogRequest* request,
                                                        v1::LogResponse* response) {
-  if (absl::Status a = Authorize(ctx, Issuer::kScheduler, "Log"); !a.ok()) {
+  if (absl::Status a = AuthorizeExecutorCall(ctx->client_metadata(), callers_, ExecutorRpc::kLog);
+      !a.ok()) {
     return OnPool(ctx, [a] { return a; });
   }
   return OnPool(ctx, [this, request, response]() -> absl::Status {
@@ -157,7 +136,7 @@ grpc::ServerUnaryReactor* IdentityExecutorService::Log(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* IdentityExecutorService::GetRuns(grpc::CallbackServerContext* ctx,
                                                            const v1::GetRunsRequest* request,
                                                            v1::GetRunsResponse* response) {
-  absl::Status a = Authorize(ctx, Issuer::kDispatcher, "GetRuns");
+  absl::Status a = AuthorizeExecutorCall(ctx->client_metadata(), callers_, ExecutorRpc::kGetRuns);
   if (a.ok() && request->run_ids_size() > kMaxGetRuns) {
     a = absl::InvalidArgumentError(absl::StrCat("run_ids: at most ", kMaxGetRuns));
   }

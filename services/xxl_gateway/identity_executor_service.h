@@ -7,21 +7,13 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
-#include "common/auth/caller_token.h"
+#include "common/auth/executor_callers.h"
 #include "common/base/work_pool.h"
 #include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/executor.grpc.pb.h"
 #include "services/xxl_gateway/identity_runs.h"
 
 namespace jobwheel::xxl {
-
-// Who may call an identity's ExecutorService: caller tokens for "<app>@<address>" of the
-// identity, the dispatcher's on Run, RunBatch, Beat, IdleBeat, GetRuns and the scheduler's on
-// Kill and Log (as every executor). `insecure_dev` accepts any call.
-struct IdentityCallers {
-  bool insecure_dev = false;
-  std::shared_ptr<const CallerTokenVerifier> verifier;
-};
 
 // The ExecutorService of one identity, on its own port: checks the caller, then runs the
 // call on `pool` (calls to the XXL executor block) against the identity's IdentityRuns. Beat
@@ -31,7 +23,7 @@ class IdentityExecutorService final : public jobwheel::v1::ExecutorService::Call
   static constexpr int kMaxBatchRuns = 1000;
   static constexpr int kMaxGetRuns = 1000;
 
-  IdentityExecutorService(IdentityRuns& runs, IdentityCallers callers, WorkPool& pool,
+  IdentityExecutorService(IdentityRuns& runs, ExecutorCallers callers, WorkPool& pool,
                           std::function<bool()> alive);
 
   grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* ctx,
@@ -57,15 +49,12 @@ class IdentityExecutorService final : public jobwheel::v1::ExecutorService::Call
                                     jobwheel::v1::GetRunsResponse* response) override;
 
  private:
-  enum class Issuer { kDispatcher, kScheduler };
-  absl::Status Authorize(grpc::CallbackServerContext* ctx, Issuer issuer,
-                         absl::string_view rpc) const;
   // Runs `work` on the pool and finishes with its status (RESOURCE_EXHAUSTED when full).
   grpc::ServerUnaryReactor* OnPool(grpc::CallbackServerContext* ctx,
                                    std::function<absl::Status()> work);
 
   IdentityRuns& runs_;
-  const IdentityCallers callers_;
+  const ExecutorCallers callers_;  // Callers for "<app>@<address>" of the identity.
   WorkPool& pool_;
   const std::function<bool()> alive_;
 };
