@@ -15,20 +15,18 @@ namespace jobwheel::dispatcher {
 namespace {
 
 TriggerResolver::Options ResolverOptions(const DispatcherOptions& options,
-                                         DispatcherMetrics* metrics) {
+                                         DispatcherMetrics& metrics) {
   TriggerResolver::Options o = options.resolver();
-  if (metrics != nullptr) {
-    o.on_settled = [metrics](absl::string_view presence, size_t runs) {
-      metrics->LostTriggersSettled(presence, runs);
-    };
-  }
+  o.on_settled = [&metrics](absl::string_view presence, size_t runs) {
+    metrics.LostTriggersSettled(presence, runs);
+  };
   return o;
 }
 
 }  // namespace
 
 Dispatcher::Dispatcher(DispatchStore& store, const ExecutorDirectory& directory, Router& router,
-                       ExecutorClients& executors, TriggerPools& pools, DispatcherMetrics* metrics,
+                       ExecutorClients& executors, TriggerPools& pools, DispatcherMetrics& metrics,
                        Clock& clock, Options options)
     : store_(store),
       directory_(directory),
@@ -106,14 +104,12 @@ absl::StatusOr<v1::DispatchResponse> Dispatcher::Dispatch(const v1::DispatchRequ
     o->set_message(r.message);
     for (int64_t id : r.run_ids) o->add_run_ids(id);
     o->set_not_found(r.not_found);
-    if (metrics_ != nullptr) {
-      metrics_->Fire(r.duplicate                          ? "duplicate"
-                     : r.not_found                        ? "not_found"
-                     : r.status == v1::FIRE_STATUS_FAILED ? "failed"
-                                                          : "dispatched");
-      for (const CreatedRun& run : r.created) {
-        if (IsTerminal(run.planned.status)) metrics_->RunFinished(run.planned.status);
-      }
+    metrics_.Fire(r.duplicate                          ? "duplicate"
+                  : r.not_found                        ? "not_found"
+                  : r.status == v1::FIRE_STATUS_FAILED ? "failed"
+                                                       : "dispatched");
+    for (const CreatedRun& run : r.created) {
+      if (IsTerminal(run.planned.status)) metrics_.RunFinished(run.planned.status);
     }
     if (r.status == v1::FIRE_STATUS_FAILED && !r.duplicate && !r.not_found) {
       spdlog::warn("fire {}: failed: {}", r.fire_id, r.message);

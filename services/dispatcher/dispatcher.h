@@ -51,7 +51,7 @@ class Dispatcher {
   using Options = DispatcherOptions;
 
   Dispatcher(DispatchStore& store, const ExecutorDirectory& directory, Router& router,
-             ExecutorClients& executors, TriggerPools& pools, DispatcherMetrics* metrics,
+             ExecutorClients& executors, TriggerPools& pools, DispatcherMetrics& metrics,
              Clock& clock, Options options);
   ~Dispatcher();
 
@@ -84,7 +84,7 @@ class Dispatcher {
   DispatchStore& store_;
   const ExecutorDirectory& directory_;
   TriggerPools& pools_;
-  DispatcherMetrics* const metrics_;
+  DispatcherMetrics& metrics_;
   Clock& clock_;
   const Options options_;
 

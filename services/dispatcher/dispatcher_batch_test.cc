@@ -67,7 +67,7 @@ class DispatcherBatchTest : public ::testing::Test {
     dispatcher_.reset();
     pools_ = std::make_unique<TriggerPools>(clock_, TriggerPools::Options());
     dispatcher_ = std::make_unique<Dispatcher>(*store_, directory_, *router_, executors_, *pools_,
-                                               metrics_.get(), clock_, options);
+                                               *metrics_, clock_, options);
     dispatcher_->Start();
   }
   // Waits for the calls in flight and writes every answer; then Restart() to go on.

@@ -52,7 +52,7 @@ class DispatcherFoldTest : public ::testing::Test {
     Dispatcher::Options options;
     options.trigger_write_delay = kDelay;
     dispatcher_ = std::make_unique<Dispatcher>(store_, directory_, router_, executors_, pools_,
-                                               &metrics_, clock_, options);
+                                               metrics_, clock_, options);
     dispatcher_->Start();
   }
   void TearDown() override { dispatcher_->Shutdown(); }

@@ -12,6 +12,8 @@
 #include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
+#include "prometheus/registry.h"
+#include "services/dispatcher/dispatcher_metrics.h"
 #include "services/dispatcher/fake_executor_clients.h"
 
 namespace jobwheel::dispatcher {
@@ -122,6 +124,8 @@ class DispatcherServiceTest : public ::testing::Test {
   const CallerKeyPair scheduler_keys_ = *GenerateCallerKeyPair();
   const CallerKeyPair dispatcher_keys_ = *GenerateCallerKeyPair();
   FakeClock clock_;
+  prometheus::Registry registry_;
+  DispatcherMetrics metrics_{registry_};
   std::mt19937_64 gen_{1};
   FakeExecutorClients executors_;
   ExecutorDirectory directory_;
@@ -129,7 +133,7 @@ class DispatcherServiceTest : public ::testing::Test {
   Router router_{clock_, gen_, executors_};
   TriggerPools pools_{clock_, TriggerPools::Options()};
   Dispatcher dispatcher_{store_, directory_, router_, executors_,
-                         pools_, nullptr,    clock_,  Dispatcher::Options()};
+                         pools_, metrics_,   clock_,  Dispatcher::Options()};
   WorkPool work_{2, 10};
   InMemoryTokenStore tokens_;
   std::unique_ptr<TokenAuthenticator> auth_;

@@ -61,7 +61,7 @@ class DispatcherTest : public ::testing::Test {
     options.max_trigger_hold = absl::Seconds(1);
     options.trigger_tick = absl::Milliseconds(5);
     dispatcher_ = std::make_unique<Dispatcher>(*store_, directory_, *router_, executors_, *pools_,
-                                               metrics_.get(), clock_, options);
+                                               *metrics_, clock_, options);
     dispatcher_->Start();
     SetExecutors(
         {{kExecutors[0], {"echo"}}, {kExecutors[1], {"echo"}}, {kExecutors[2], {"echo", "sleep"}}});
@@ -455,7 +455,7 @@ TEST_F(DispatcherTest, LongResultMessagesAreCutAtACharacterBoundary) {
 
 TEST_F(DispatcherTest, NotReadyBeforeFirstSnapshot) {
   ExecutorDirectory empty;
-  Dispatcher d(*store_, empty, *router_, executors_, *pools_, nullptr, clock_,
+  Dispatcher d(*store_, empty, *router_, executors_, *pools_, *metrics_, clock_,
                Dispatcher::Options());
   v1::DispatchRequest req;
   *req.add_fires() = NewFire(v1::ROUTING_STRATEGY_FIRST);

@@ -6,7 +6,7 @@
 
 namespace jobwheel::dispatcher {
 
-HeldRuns::HeldRuns(Clock& clock, absl::Duration max_hold, DispatcherMetrics* metrics, DueFn on_due)
+HeldRuns::HeldRuns(Clock& clock, absl::Duration max_hold, DispatcherMetrics& metrics, DueFn on_due)
     : clock_(clock), max_hold_(max_hold), metrics_(metrics), on_due_(std::move(on_due)) {}
 
 HeldRuns::~HeldRuns() { Shutdown(); }
@@ -48,7 +48,7 @@ bool HeldRuns::Hold(std::vector<std::pair<RoutedRun, absl::Time>>& runs) {
     count_ += runs.size();
     held = count_;
   }
-  if (metrics_ != nullptr) metrics_->RunsHeld(held);
+  metrics_.RunsHeld(held);
   return true;
 }
 
@@ -77,7 +77,7 @@ void HeldRuns::Loop() {
       std::vector<RoutedRun> due = TakeDueLocked(now, all);
       const size_t left = count_;
       mu_.Unlock();
-      if (metrics_ != nullptr) metrics_->RunsHeld(left);
+      metrics_.RunsHeld(left);
       on_due_(std::move(due));
       mu_.Lock();
       continue;

@@ -32,7 +32,7 @@ class HeldRuns {
   // due time waits for it).
   using DueFn = std::function<void(std::vector<RoutedRun>)>;
 
-  HeldRuns(Clock& clock, absl::Duration max_hold, DispatcherMetrics* metrics, DueFn on_due);
+  HeldRuns(Clock& clock, absl::Duration max_hold, DispatcherMetrics& metrics, DueFn on_due);
   ~HeldRuns();
 
   void Start();
@@ -54,7 +54,7 @@ class HeldRuns {
 
   Clock& clock_;
   const absl::Duration max_hold_;
-  DispatcherMetrics* const metrics_;
+  DispatcherMetrics& metrics_;
   const DueFn on_due_;
 
   mutable absl::Mutex mu_;

@@ -9,6 +9,8 @@
 #include "common/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "services/dispatcher/dispatcher_metrics.h"
 
 namespace jobwheel::dispatcher {
 namespace {
@@ -40,10 +42,12 @@ class HeldRunsTest : public ::testing::Test {
   }
 
   SimulatedClock clock_;
+  prometheus::Registry registry_;
+  DispatcherMetrics metrics_{registry_};
   absl::Mutex mu_;
   std::vector<std::vector<int64_t>> delivered_ ABSL_GUARDED_BY(mu_);
   const absl::Time t0_ = clock_.Now();
-  HeldRuns held_{clock_, absl::Seconds(2), nullptr, [this](std::vector<RoutedRun> due) {
+  HeldRuns held_{clock_, absl::Seconds(2), metrics_, [this](std::vector<RoutedRun> due) {
                    std::vector<int64_t> ids;
                    for (const RoutedRun& r : due) ids.push_back(r.run.request.run_id());
                    absl::MutexLock lock(&mu_);

@@ -213,7 +213,7 @@ int Run(const DispatcherServerOptions& c, const ReadinessOptions& readiness_opti
         metrics.TriggerLatency(TriggerPoolName(p), d);
       },
       [&metrics](TriggerPool p, size_t n) { metrics.PoolDepth(TriggerPoolName(p), n); });
-  Dispatcher dispatcher(store, directory, router, executors, pools, &metrics, RealClock::Get(),
+  Dispatcher dispatcher(store, directory, router, executors, pools, metrics, RealClock::Get(),
                         c.dispatcher);
   WorkPool db_work(c.db_pool_size, /*max_queue=*/1000);
   PgTokenStore token_store(pg);

@@ -9,7 +9,7 @@
 
 namespace jobwheel::dispatcher {
 
-OutcomeWriter::OutcomeWriter(DispatchStore& store, DispatcherMetrics* metrics, Clock& clock,
+OutcomeWriter::OutcomeWriter(DispatchStore& store, DispatcherMetrics& metrics, Clock& clock,
                              Options options)
     : store_(store), metrics_(metrics), clock_(clock), options_(options) {}
 
@@ -121,10 +121,10 @@ void OutcomeWriter::Loop() {
     }
     absl::StatusOr<std::vector<int64_t>> finished = store_.RecordTriggerOutcomes(batch);
     if (finished.ok()) {
-      if (metrics_ != nullptr && !finished->empty()) {
+      if (!finished->empty()) {
         absl::flat_hash_set<int64_t> done(finished->begin(), finished->end());
         for (const TriggerOutcome& o : batch) {
-          if (done.contains(o.run_id)) metrics_->RunFinished(o.status);
+          if (done.contains(o.run_id)) metrics_.RunFinished(o.status);
         }
       }
       absl::MutexLock lock(&mu_);

@@ -36,7 +36,7 @@ class OutcomeWriter {
     absl::Duration trigger_write_delay = absl::Milliseconds(250);
   };
 
-  OutcomeWriter(DispatchStore& store, DispatcherMetrics* metrics, Clock& clock, Options options);
+  OutcomeWriter(DispatchStore& store, DispatcherMetrics& metrics, Clock& clock, Options options);
   ~OutcomeWriter();
 
   void Start();
@@ -64,7 +64,7 @@ class OutcomeWriter {
   void Loop();
 
   DispatchStore& store_;
-  DispatcherMetrics* const metrics_;
+  DispatcherMetrics& metrics_;
   Clock& clock_;
   const Options options_;
 

@@ -8,6 +8,8 @@
 #include "common/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "services/dispatcher/dispatcher_metrics.h"
 #include "services/dispatcher/recording_store.h"
 
 namespace jobwheel::dispatcher {
@@ -24,7 +26,7 @@ class OutcomeWriterTest : public ::testing::Test {
   void SetUp() override {
     OutcomeWriter::Options options;
     options.trigger_write_delay = kDelay;
-    writer_ = std::make_unique<OutcomeWriter>(store_, nullptr, clock_, options);
+    writer_ = std::make_unique<OutcomeWriter>(store_, metrics_, clock_, options);
     writer_->Start();
   }
   void TearDown() override { writer_->Shutdown(); }
@@ -46,6 +48,8 @@ class OutcomeWriterTest : public ::testing::Test {
 
   RecordingStore store_;
   SimulatedClock clock_;
+  prometheus::Registry registry_;
+  DispatcherMetrics metrics_{registry_};
   std::unique_ptr<OutcomeWriter> writer_;
 };
 

@@ -13,7 +13,7 @@
 namespace jobwheel::dispatcher {
 
 ResultIngestion::ResultIngestion(DispatchStore& store, OutcomeWriter& answers,
-                                 DispatcherMetrics* metrics, Clock& clock, size_t max_message_bytes)
+                                 DispatcherMetrics& metrics, Clock& clock, size_t max_message_bytes)
     : store_(store),
       answers_(answers),
       metrics_(metrics),
@@ -52,8 +52,8 @@ absl::StatusOr<v1::ReportResultsResponse> ResultIngestion::Report(
     for (TriggerOutcome& a : carried) {
       if (!recorded.contains(a.run_id)) put_back.push_back(std::move(a));
     }
-    if (metrics_ != nullptr && put_back.size() < taken) {
-      metrics_->TriggerAnswersFolded(taken - put_back.size());
+    if (put_back.size() < taken) {
+      metrics_.TriggerAnswersFolded(taken - put_back.size());
     }
     answers_.EndFold(taken, std::move(put_back));
   }
@@ -78,18 +78,16 @@ absl::StatusOr<v1::ReportResultsResponse> ResultIngestion::Report(
               "token{}",
               rec.run_id, from(), LogRateLimiter::SuppressedNote(v.suppressed));
         }
-        if (metrics_ != nullptr) metrics_->ResultRefused("forbidden");
+        metrics_.ResultRefused("forbidden");
         break;
       case ResultDisposition::kRecorded:
         response.add_acked_run_ids(rec.run_id);
-        if (metrics_ != nullptr) {
-          metrics_->Result("recorded");
-          metrics_->RunFinished(rec.status);
-        }
+        metrics_.Result("recorded");
+        metrics_.RunFinished(rec.status);
         break;
       case ResultDisposition::kDuplicate:
         response.add_acked_run_ids(rec.run_id);
-        if (metrics_ != nullptr) metrics_->Result("duplicate");
+        metrics_.Result("duplicate");
         break;
       case ResultDisposition::kLate:
         response.add_acked_run_ids(rec.run_id);
@@ -97,7 +95,7 @@ absl::StatusOr<v1::ReportResultsResponse> ResultIngestion::Report(
             "late result for run {} ({}): its status was already decided; kept as its "
             "late result",
             rec.run_id, from());
-        if (metrics_ != nullptr) metrics_->Result("late");
+        metrics_.Result("late");
         break;
       case ResultDisposition::kUnknown:
         response.add_refused_run_ids(rec.run_id);
@@ -105,7 +103,7 @@ absl::StatusOr<v1::ReportResultsResponse> ResultIngestion::Report(
           spdlog::warn("result for run {} ({}) refused: no such run{}", rec.run_id, from(),
                        LogRateLimiter::SuppressedNote(v.suppressed));
         }
-        if (metrics_ != nullptr) metrics_->ResultRefused("no_run");
+        metrics_.ResultRefused("no_run");
         break;
       case ResultDisposition::kBadKey:
         response.add_refused_run_ids(rec.run_id);
@@ -114,7 +112,7 @@ absl::StatusOr<v1::ReportResultsResponse> ResultIngestion::Report(
                        result_of.at(rec.run_id)->result_key().empty() ? "no" : "wrong",
                        LogRateLimiter::SuppressedNote(v.suppressed));
         }
-        if (metrics_ != nullptr) metrics_->ResultRefused("bad_key");
+        metrics_.ResultRefused("bad_key");
         break;
     }
   }

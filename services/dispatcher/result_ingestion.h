@@ -28,7 +28,7 @@ namespace jobwheel::dispatcher {
 // the scheduler leader's monitors own them. Thread-safe.
 class ResultIngestion {
  public:
-  ResultIngestion(DispatchStore& store, OutcomeWriter& answers, DispatcherMetrics* metrics,
+  ResultIngestion(DispatchStore& store, OutcomeWriter& answers, DispatcherMetrics& metrics,
                   Clock& clock, size_t max_message_bytes);
 
   // `request` passed ValidateReportResultsRequest.
@@ -38,7 +38,7 @@ class ResultIngestion {
  private:
   DispatchStore& store_;
   OutcomeWriter& answers_;
-  DispatcherMetrics* const metrics_;
+  DispatcherMetrics& metrics_;
   Clock& clock_;
   const size_t max_message_bytes_;
   // Refused results are logged once per reason per interval, with a count (whoever holds an

@@ -23,9 +23,9 @@ class ResultIngestionTest : public ::testing::Test {
   void SetUp() override {
     OutcomeWriter::Options options;
     options.trigger_write_delay = absl::Milliseconds(250);
-    writer_ = std::make_unique<OutcomeWriter>(store_, &metrics_, clock_, options);
+    writer_ = std::make_unique<OutcomeWriter>(store_, metrics_, clock_, options);
     writer_->Start();
-    ingestion_ = std::make_unique<ResultIngestion>(store_, *writer_, &metrics_, clock_, 16);
+    ingestion_ = std::make_unique<ResultIngestion>(store_, *writer_, metrics_, clock_, 16);
   }
   void TearDown() override { writer_->Shutdown(); }
 

@@ -48,7 +48,7 @@ TriggerOutcome OutcomeOf(int64_t run_id, const absl::StatusOr<v1::RunResponse>& 
 }
 
 TriggerSender::TriggerSender(ExecutorClients& executors, TriggerPools& pools,
-                             DispatcherMetrics* metrics, Clock& clock, Options options,
+                             DispatcherMetrics& metrics, Clock& clock, Options options,
                              AnswerSink answers, TriggerResolver* resolver)
     : executors_(executors),
       pools_(pools),
@@ -71,9 +71,7 @@ void TriggerSender::Send(std::vector<RoutedRun> runs) {
   const size_t max_batch = std::max<size_t>(1, options_.max_runs_per_batch);
   const absl::Time now = clock_.Now();
   for (RoutedRun& r : runs) {
-    if (metrics_ != nullptr) {
-      metrics_->TriggerLateness(now - FromProto(r.run.request.scheduled_time()));
-    }
+    metrics_.TriggerLateness(now - FromProto(r.run.request.scheduled_time()));
     auto [it, added] = group_of.try_emplace(std::make_tuple(r.run.request.app(), r.address, r.pool),
                                             groups.size());
     if (added) groups.push_back(Group{r.run.request.app(), std::move(r.address), r.pool, {}});
@@ -93,7 +91,7 @@ void TriggerSender::SendBatch(const std::string& app, const std::string& address
   std::vector<int64_t> job_ids;
   job_ids.reserve(runs.size());
   for (const PendingRun& run : runs) job_ids.push_back(run.request.job_id());
-  if (metrics_ != nullptr) metrics_->TriggerBatchSize(runs.size());
+  metrics_.TriggerBatchSize(runs.size());
   auto batch = std::make_shared<const std::vector<PendingRun>>(std::move(runs));
   bool accepted = false;
   // The call is asynchronous: no thread waits for the executor, and the batches of a Dispatch
@@ -120,7 +118,7 @@ void TriggerSender::SendBatch(const std::string& app, const std::string& address
                 ids.reserve(batch->size());
                 for (const PendingRun& run : *batch) {
                   ids.push_back(run.request.run_id());
-                  if (metrics_ != nullptr) metrics_->Triggered(run.strategy, "unknown");
+                  metrics_.Triggered(run.strategy, "unknown");
                 }
                 resolver_->Resolve(app, address, std::move(ids), r.status());
                 done();
@@ -148,7 +146,7 @@ void TriggerSender::SendBatch(const std::string& app, const std::string& address
 void TriggerSender::Answer(const PendingRun& run, const absl::StatusOr<v1::RunResponse>& answer) {
   std::string label;
   TriggerOutcome o = OutcomeOf(run.request.run_id(), answer, clock_.Now(), &label);
-  if (metrics_ != nullptr) metrics_->Triggered(run.strategy, label);
+  metrics_.Triggered(run.strategy, label);
   answers_(std::move(o));
 }
 

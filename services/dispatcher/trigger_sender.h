@@ -37,7 +37,7 @@ class TriggerSender {
   using AnswerSink = std::function<void(TriggerOutcome)>;
 
   // `resolver` (may be null) must outlive the calls in flight.
-  TriggerSender(ExecutorClients& executors, TriggerPools& pools, DispatcherMetrics* metrics,
+  TriggerSender(ExecutorClients& executors, TriggerPools& pools, DispatcherMetrics& metrics,
                 Clock& clock, Options options, AnswerSink answers,
                 TriggerResolver* resolver = nullptr);
 
@@ -54,7 +54,7 @@ class TriggerSender {
 
   ExecutorClients& executors_;
   TriggerPools& pools_;
-  DispatcherMetrics* const metrics_;
+  DispatcherMetrics& metrics_;
   Clock& clock_;
   const Options options_;
   const AnswerSink answers_;

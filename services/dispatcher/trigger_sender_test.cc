@@ -9,6 +9,8 @@
 #include "common/time/proto_time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "services/dispatcher/dispatcher_metrics.h"
 #include "services/dispatcher/fake_executor_clients.h"
 
 namespace jobwheel::dispatcher {
@@ -25,7 +27,7 @@ constexpr char kB[] = "127.0.0.1:7202";
 class TriggerSenderTest : public ::testing::Test {
  protected:
   void Make(TriggerSender::Options options) {
-    sender_ = std::make_unique<TriggerSender>(executors_, pools_, nullptr, clock_, options,
+    sender_ = std::make_unique<TriggerSender>(executors_, pools_, metrics_, clock_, options,
                                               [this](TriggerOutcome o) {
                                                 absl::MutexLock lock(&mu_);
                                                 answers_.push_back(std::move(o));
@@ -66,6 +68,8 @@ class TriggerSenderTest : public ::testing::Test {
   }
 
   FakeClock clock_;
+  prometheus::Registry registry_;
+  DispatcherMetrics metrics_{registry_};
   FakeExecutorClients executors_;
   TriggerPools pools_{clock_, TriggerPools::Options()};
   std::unique_ptr<TriggerSender> sender_;

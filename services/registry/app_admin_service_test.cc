@@ -148,7 +148,7 @@ class AppAdminServiceTest : public ::testing::Test {
   MemoryAppStore store_;
   prometheus::Registry registry_;
   RegistryMetrics metrics_{registry_};
-  ExecutorView view_{&metrics_, 1};
+  ExecutorView view_{metrics_, 1};
   WorkPool work_{2, 100};
   std::unique_ptr<AppAdminService> service_;
   std::unique_ptr<grpc::Server> server_;

@@ -6,7 +6,7 @@
 
 namespace jobwheel::registry {
 
-ExecutorView::ExecutorView(RegistryMetrics* metrics, int64_t initial_version)
+ExecutorView::ExecutorView(RegistryMetrics& metrics, int64_t initial_version)
     : metrics_(metrics), version_(initial_version) {}
 
 ExecutorView::ExecutorMap ExecutorView::EffectiveLocked(const std::string& app) const {
@@ -66,10 +66,8 @@ void ExecutorView::MutateLocked(const std::set<std::string>& apps,
   mutate();
   for (const std::string& app : apps) {
     DiffLocked(app, before[app], EffectiveLocked(app));
-    if (metrics_ != nullptr) {
-      auto it = registered_.find(app);
-      metrics_->SetExecutorsOnline(app, it == registered_.end() ? 0 : it->second.size());
-    }
+    auto it = registered_.find(app);
+    metrics_.SetExecutorsOnline(app, it == registered_.end() ? 0 : it->second.size());
   }
 }
 

@@ -30,7 +30,7 @@ class ExecutorView {
  public:
   using Listener = std::function<void(const v1::WatchExecutorsResponse&)>;
 
-  ExecutorView(RegistryMetrics* metrics, int64_t initial_version);
+  ExecutorView(RegistryMetrics& metrics, int64_t initial_version);
 
   // Replaces the whole state (after (re)subscribing to the feed), emitting the
   // differences.
@@ -75,7 +75,7 @@ class ExecutorView {
     Listener listener;
   };
 
-  RegistryMetrics* const metrics_;
+  RegistryMetrics& metrics_;
   mutable absl::Mutex mu_;
   std::map<std::string, ExecutorMap> registered_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, AppConfig> apps_ ABSL_GUARDED_BY(mu_);

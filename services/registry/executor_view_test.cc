@@ -29,7 +29,7 @@ class ExecutorViewTest : public ::testing::Test {
  protected:
   prometheus::Registry prom_;
   RegistryMetrics metrics_{prom_};
-  ExecutorView view_{&metrics_, 100};
+  ExecutorView view_{metrics_, 100};
   std::vector<v1::WatchExecutorsResponse> all_, demo_;
 
   void SubscribeBoth() {

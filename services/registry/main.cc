@@ -151,15 +151,15 @@ int Run(const RegistryServerOptions& config) {
   Readiness readiness(clock, prom.get(), "jobwheel_registry");
   AddDatabaseCheck(readiness, pool, config.readiness);
   readiness.Start();
-  ExecutorView view(&metrics, absl::ToUnixMicros(clock.Now()));
-  ViewSyncer syncer(executor_store, std::make_unique<PgChangeFeed>(config.db_dsn), view, &metrics,
+  ExecutorView view(metrics, absl::ToUnixMicros(clock.Now()));
+  ViewSyncer syncer(executor_store, std::make_unique<PgChangeFeed>(config.db_dsn), view, metrics,
                     clock, ViewSyncer::Options());
   if (absl::Status s = syncer.Start(); !s.ok()) {
     return Fail("loading executors", s);
   }
   // Leave one connection for the lease and deadline thread.
   WorkPool work(config.db_pool_size - 1, 10000);
-  Registry registry(config.registry, executor_store, clock, &metrics);
+  Registry registry(config.registry, executor_store, clock, metrics);
   registry.Start();
 
   PgTokenStore token_store(pool);
@@ -191,7 +191,7 @@ int Run(const RegistryServerOptions& config) {
   spdlog::info("{}", DescribeAddressPolicy(*address_options));
   const AddressPolicy address_policy(*std::move(address_options));
   service_options.address_policy = &address_policy;
-  RegistryService registry_service(registry, view, work, &metrics, service_options);
+  RegistryService registry_service(registry, view, work, metrics, service_options);
   AppAdminService app_admin(app_store, view, work, authenticator);
   int port = 0;
   auto server = StartGrpcServer(config.listen, {&registry_service, &app_admin}, config.tls, &port);

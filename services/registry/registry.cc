@@ -53,7 +53,7 @@ absl::Duration RegistryOptions::EffectiveRenewInterval() const {
 }
 
 Registry::Registry(RegistryOptions options, ExecutorStore& store, Clock& clock,
-                   RegistryMetrics* metrics)
+                   RegistryMetrics& metrics)
     : options_(std::move(options)),
       store_(store),
       clock_(clock),
@@ -71,7 +71,7 @@ int64_t Registry::OpenSession(SessionSink* sink) {
   const int64_t id = next_session_++;
   sessions_[id].sink = sink;
   sessions_[id].opened = clock_.Now();
-  if (metrics_ != nullptr) metrics_->sessions_open.Increment();
+  metrics_.sessions_open.Increment();
   return id;
 }
 
@@ -80,7 +80,7 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
     std::shared_ptr<SessionCredential> credential, RegistrationOrigin origin) {
   absl::Status valid = ValidateRegistration(reg);
   if (!valid.ok()) {
-    if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
+    metrics_.registrations_rejected.Increment();
     return valid;
   }
   SessionRef previous;
@@ -116,7 +116,7 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
         if (!origin.peer.empty() && other.origin.peer == origin.peer) ++same_peer;
       }
       if (holding && other_key.address == ref.key.address && other_key.app != ref.key.app) {
-        if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
+        metrics_.registrations_rejected.Increment();
         return absl::AlreadyExistsError(absl::StrCat("register.address: ", reg.address(),
                                                      " is online for another app (", other_key.app,
                                                      "); an address serves one app at a time"));
@@ -126,7 +126,7 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
                                          other.registration.instance_id() != reg.instance_id();
       const bool registering = other.state == State::kRegistering && other.pending == ref.key;
       if (other_instance_online || registering) {
-        if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
+        metrics_.registrations_rejected.Increment();
         return absl::AlreadyExistsError(absl::StrCat(
             "register.address: executor ", reg.app(), "/", reg.address(), " is online with ",
             registering ? "a registration in progress" : "another instance",
@@ -138,7 +138,7 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
     auto over = [](int held, int cap) { return cap > 0 && held >= cap; };
     if (over(same_token, options_.max_registrations_per_token) ||
         over(same_peer, options_.max_registrations_per_peer)) {
-      if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
+      metrics_.registrations_rejected.Increment();
       const bool token = over(same_token, options_.max_registrations_per_token);
       return absl::ResourceExhaustedError(
           absl::StrCat("register: this ", token ? "executor token" : "peer", " already holds ",
@@ -211,11 +211,11 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
   if (!stored.ok()) {
     if (absl::StartsWith(stored.status().message(), "register.")) {
       // Refused by a rule the store states in full (unknown app, address of another app).
-      if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
+      metrics_.registrations_rejected.Increment();
       return stored.status();
     }
     if (stored.status().code() == absl::StatusCode::kAlreadyExists) {
-      if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
+      metrics_.registrations_rejected.Increment();
       return absl::AlreadyExistsError(absl::StrCat(
           "register.address: ", stored.status().message(),
           "; it is free once that instance's stream closes (on whichever replica), or at the "
@@ -230,7 +230,7 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
     (void)store_.MarkOffline(ref);
     return absl::UnavailableError("session closed during registration");
   }
-  if (metrics_ != nullptr) metrics_->registrations_accepted.Increment();
+  metrics_.registrations_accepted.Increment();
   spdlog::info("executor {}/{} registered (session {})", reg.app(), reg.address(), ref.session_id);
   v1::HeartbeatRegistered out;
   out.set_replica_id(options_.replica_id);
@@ -250,7 +250,7 @@ absl::StatusOr<int64_t> Registry::Beat(int64_t session, const v1::ExecutorBeat& 
   s.last_beat = clock_.Now();
   s.running = std::max(0, beat.running());
   s.queued = std::max(0, beat.queued());
-  if (metrics_ != nullptr) metrics_->beats.Increment();
+  metrics_.beats.Increment();
   return beat.seq();
 }
 
@@ -274,7 +274,7 @@ absl::Status Registry::Goodbye(int64_t session, const std::string& reason) {
     }
     return changed.status();
   }
-  if (*changed && metrics_ != nullptr) metrics_->offline_goodbye.Increment();
+  if (*changed) metrics_.offline_goodbye.Increment();
   spdlog::info("executor {}/{} said goodbye: {}", ref.key.app, ref.key.address, reason);
   return absl::OkStatus();
 }
@@ -289,7 +289,7 @@ void Registry::CloseSession(int64_t session) {
     online = it->second.state == State::kOnline;
     ref = it->second.ref;
     sessions_.erase(it);
-    if (metrics_ != nullptr) metrics_->sessions_open.Decrement();
+    metrics_.sessions_open.Decrement();
     if (online && draining_) {
       // Told to move: it is probably registering on another replica right now.
       // Taking the row offline here would flash a REMOVE to every watcher;
@@ -309,7 +309,7 @@ void Registry::CloseSession(int64_t session) {
     return;
   }
   if (*changed) {
-    if (metrics_ != nullptr) metrics_->offline_stream_closed.Increment();
+    metrics_.offline_stream_closed.Increment();
     spdlog::info("executor {}/{} offline: stream closed", ref.key.app, ref.key.address);
   }
 }
@@ -321,7 +321,7 @@ void Registry::CheckDeadlines(absl::Time now) {
     for (auto& [id, s] : sessions_) {
       if (s.state == State::kNew && !s.closing && now - s.opened > options_.register_deadline) {
         s.closing = true;
-        if (metrics_ != nullptr) metrics_->registrations_rejected.Increment();
+        metrics_.registrations_rejected.Increment();
         if (s.sink != nullptr) {
           s.sink->Close(absl::DeadlineExceededError(
               absl::StrCat("heartbeat: no valid register within ",
@@ -344,7 +344,7 @@ void Registry::CheckDeadlines(absl::Time now) {
           "will expire): {}",
           ref.key.app, ref.key.address, changed.status().ToString());
     } else if (*changed) {
-      if (metrics_ != nullptr) metrics_->offline_deadline.Increment();
+      metrics_.offline_deadline.Increment();
       spdlog::info("executor {}/{} offline: no beat for {}", ref.key.app, ref.key.address,
                    absl::FormatDuration(options_.beat_deadline));
     }
@@ -445,7 +445,7 @@ void Registry::ExpireLeases() {
     return;
   }
   if (*expired > 0) {
-    if (metrics_ != nullptr) metrics_->offline_lease_expired.Increment(*expired);
+    metrics_.offline_lease_expired.Increment(*expired);
     spdlog::info("{} executors offline: lease expired", *expired);
   }
 }
@@ -498,9 +498,7 @@ void Registry::TakeAllOffline() {
   }
   for (const auto& [id, ref] : online) {
     auto changed = store_.MarkOffline(ref);
-    if (changed.ok() && *changed && metrics_ != nullptr) {
-      metrics_->offline_stream_closed.Increment();
-    }
+    if (changed.ok() && *changed) metrics_.offline_stream_closed.Increment();
   }
   absl::MutexLock lock(&mu_);
   for (auto& [id, s] : sessions_) {

@@ -75,7 +75,7 @@ class SessionSink {
 // periodically; Shutdown() (idempotent, joining) stops it.
 class Registry {
  public:
-  Registry(RegistryOptions options, ExecutorStore& store, Clock& clock, RegistryMetrics* metrics);
+  Registry(RegistryOptions options, ExecutorStore& store, Clock& clock, RegistryMetrics& metrics);
   ~Registry();
 
   // A new stream. The returned id names it in the other calls.
@@ -151,7 +151,7 @@ class Registry {
   const RegistryOptions options_;
   ExecutorStore& store_;
   Clock& clock_;
-  RegistryMetrics* const metrics_;
+  RegistryMetrics& metrics_;
   const int64_t incarnation_;
 
   mutable absl::Mutex mu_;

@@ -45,7 +45,7 @@ class RegistryService::HeartbeatReactor final
           service_->options_.authenticator
               ->Authorize(authorization_, {Role::kExecutor}, kHeartbeat, peer_host_)
               .status();
-      if (service_->metrics_ != nullptr) service_->metrics_->registrations_rejected.Increment();
+      service_->metrics_.registrations_rejected.Increment();
       if (auto v = service_->refusal_log_.Admit(peer_host_); v.log) {
         spdlog::warn("heartbeat from {} refused: {}{}", LogText(peer_), LogText(refused.message()),
                      LogRateLimiter::SuppressedNote(v.suppressed));
@@ -166,7 +166,7 @@ class RegistryService::HeartbeatReactor final
     absl::Status auth = Authorize(reg);
     if (auth.ok()) auth = CheckAddress(reg);
     if (!auth.ok()) {
-      if (service_->metrics_ != nullptr) service_->metrics_->registrations_rejected.Increment();
+      service_->metrics_.registrations_rejected.Increment();
       if (auto v = service_->refusal_log_.Admit(peer_host_); v.log) {
         spdlog::warn("registration of {}/{} from {} refused: {}{}", LogText(reg.app()),
                      LogText(reg.address()), LogText(peer_), LogText(auth.message()),
@@ -259,7 +259,7 @@ class RegistryService::WatchReactor final
       service_->watchers_.insert(this);
     }
     registered_ = true;
-    if (service_->metrics_ != nullptr) service_->metrics_->watchers.Increment();
+    service_->metrics_.watchers.Increment();
     subscription_ = service_->view_.Subscribe(
         request->app(), [this](const v1::WatchExecutorsResponse& e) { Enqueue(e); });
   }
@@ -277,7 +277,7 @@ class RegistryService::WatchReactor final
         absl::MutexLock lock(&service_->mu_);
         service_->watchers_.erase(this);
       }
-      if (service_->metrics_ != nullptr) service_->metrics_->watchers.Decrement();
+      service_->metrics_.watchers.Decrement();
     }
     delete this;
   }
@@ -307,7 +307,7 @@ class RegistryService::WatchReactor final
 };
 
 RegistryService::RegistryService(Registry& registry, ExecutorView& view, WorkPool& pool,
-                                 RegistryMetrics* metrics, Options options)
+                                 RegistryMetrics& metrics, Options options)
     : registry_(registry),
       view_(view),
       pool_(pool),

@@ -50,7 +50,7 @@ class RegistryService final : public v1::RegistryService::CallbackService {
     const Clock* clock = &RealClock::Get();
   };
 
-  RegistryService(Registry& registry, ExecutorView& view, WorkPool& pool, RegistryMetrics* metrics,
+  RegistryService(Registry& registry, ExecutorView& view, WorkPool& pool, RegistryMetrics& metrics,
                   Options options);
 
   grpc::ServerBidiReactor<v1::HeartbeatRequest, v1::HeartbeatResponse>* Heartbeat(
@@ -79,7 +79,7 @@ class RegistryService final : public v1::RegistryService::CallbackService {
   Registry& registry_;
   ExecutorView& view_;
   WorkPool& pool_;
-  RegistryMetrics* const metrics_;
+  RegistryMetrics& metrics_;
   const Options options_;
   // Refused heartbeats and registrations, logged once per peer per interval with a count: a
   // client cannot flood the log.

@@ -62,17 +62,17 @@ class RegistryServiceTest : public ::testing::Test {
     pool_ = std::make_unique<PgPool>(dsn_, 4);
     executor_store_ = std::make_unique<PgExecutorStore>(*pool_);
     app_store_ = std::make_unique<PgAppStore>(*pool_);
-    view_ = std::make_unique<ExecutorView>(&metrics_, 1);
+    view_ = std::make_unique<ExecutorView>(metrics_, 1);
     syncer_ =
         std::make_unique<ViewSyncer>(*executor_store_, std::make_unique<PgChangeFeed>(dsn_), *view_,
-                                     &metrics_, RealClock::Get(), ViewSyncer::Options());
+                                     metrics_, RealClock::Get(), ViewSyncer::Options());
     ASSERT_TRUE(syncer_->Start().ok());
     work_ = std::make_unique<WorkPool>(3, 100);
     RegistryOptions options;
     options.replica_id = "r1";
     options.register_deadline = absl::Seconds(1);
     options.recheck_interval = absl::Milliseconds(500);
-    registry_ = std::make_unique<Registry>(options, *executor_store_, RealClock::Get(), &metrics_);
+    registry_ = std::make_unique<Registry>(options, *executor_store_, RealClock::Get(), metrics_);
     registry_->Start();
     TokenAuthenticator::Options auth_options;
     auth_options.admin_token = kAdminToken;
@@ -96,7 +96,7 @@ class RegistryServiceTest : public ::testing::Test {
     address_policy_ = std::make_unique<AddressPolicy>(address_options);
     service_options.address_policy = address_policy_.get();
     service_ =
-        std::make_unique<RegistryService>(*registry_, *view_, *work_, &metrics_, service_options);
+        std::make_unique<RegistryService>(*registry_, *view_, *work_, metrics_, service_options);
     admin_ = std::make_unique<AppAdminService>(*app_store_, *view_, *work_, *auth_);
     int port = 0;
     auto server = StartGrpcServer("127.0.0.1:0", {service_.get(), admin_.get()}, {}, &port);
@@ -790,7 +790,7 @@ TEST_F(RegistryServiceTest, FailedAuthenticationsAreLimitedPerPeer) {
   RegistryService::Options service_options;
   service_options.authenticator = &auth;
   service_options.address_policy = address_policy_.get();
-  RegistryService limited(*registry_, *view_, *work_, nullptr, service_options);
+  RegistryService limited(*registry_, *view_, *work_, metrics_, service_options);
   int port = 0;
   auto server = StartGrpcServer("[::]:0", {&limited}, {}, &port);
   ASSERT_TRUE(server.ok()) << server.status();

@@ -63,7 +63,10 @@ class RegistryTest : public ::testing::Test {
   InMemoryExecutorStore store_{clock_};
   prometheus::Registry prom_;
   RegistryMetrics metrics_{prom_};
-  Registry registry_{Options("r1"), store_, clock_, &metrics_};
+  // A second replica's metrics, apart from the first's.
+  prometheus::Registry other_prom_;
+  RegistryMetrics other_metrics_{other_prom_};
+  Registry registry_{Options("r1"), store_, clock_, metrics_};
   // Admins create apps; registrations do not.
   const bool apps_ = [this] {
     store_.SetApp(AppConfig{"demo", v1::ADDRESS_TYPE_AUTO, {}});
@@ -213,7 +216,7 @@ TEST_F(RegistryTest, StreamCloseTakesOffline) {
 }
 
 TEST_F(RegistryTest, StaleSessionCannotOverwriteNewerOneOnAnotherReplica) {
-  Registry other(Options("r2"), store_, clock_, nullptr);
+  Registry other(Options("r2"), store_, clock_, other_metrics_);
   FakeSink old_sink, new_sink;
   const int64_t old_session = registry_.OpenSession(&old_sink);
   ASSERT_TRUE(registry_.Register(old_session, Reg("demo", "h:1")).ok());
@@ -287,7 +290,7 @@ TEST_F(RegistryTest, RegistrationsPerTokenAndPerPeerAreCapped) {
   RegistryOptions o = Options("r1");
   o.max_registrations_per_token = 2;
   o.max_registrations_per_peer = 3;
-  Registry capped(o, store_, clock_, &metrics_);
+  Registry capped(o, store_, clock_, metrics_);
   std::vector<std::unique_ptr<FakeSink>> sinks;
   auto reg = [&](const std::string& address, const std::string& token, const std::string& peer) {
     sinks.push_back(std::make_unique<FakeSink>());
@@ -334,7 +337,7 @@ TEST_F(RegistryTest, SameInstanceReconnectingOnTheSameReplicaSupersedesItsHalfOp
 }
 
 TEST_F(RegistryTest, AnotherInstanceCannotTakeOverThroughAnotherReplica) {
-  Registry other(Options("r2"), store_, clock_, &metrics_);
+  Registry other(Options("r2"), store_, clock_, metrics_);
   FakeSink x_sink, y_sink, x2_sink;
   const int64_t x = registry_.OpenSession(&x_sink);
   ASSERT_TRUE(registry_.Register(x, Reg("demo", "h:1", kInstanceX)).ok());
@@ -381,7 +384,7 @@ TEST_F(RegistryTest, AnotherInstanceCannotTakeOverThroughAnotherReplica) {
 }
 
 TEST_F(RegistryTest, AnotherInstanceMayRegisterOnceADeadReplicasLeaseRanOut) {
-  Registry other(Options("r2"), store_, clock_, nullptr);
+  Registry other(Options("r2"), store_, clock_, other_metrics_);
   FakeSink x_sink, y_sink;
   const int64_t x = registry_.OpenSession(&x_sink);
   ASSERT_TRUE(registry_.Register(x, Reg("demo", "h:1", kInstanceX)).ok());
@@ -484,7 +487,7 @@ TEST_F(RegistryTest, RevokedCredentialClosesItsStreamWithinTheRecheckInterval) {
 }
 
 TEST_F(RegistryTest, DeadReplicaLeasesExpireOnAnotherReplica) {
-  Registry other(Options("r2"), store_, clock_, &metrics_);
+  Registry other(Options("r2"), store_, clock_, metrics_);
   FakeSink sink;
   const int64_t s = registry_.OpenSession(&sink);
   ASSERT_TRUE(registry_.Register(s, Reg("demo", "h:1")).ok());
@@ -503,7 +506,7 @@ TEST_F(RegistryTest, DeadReplicaLeasesExpireOnAnotherReplica) {
 // After a database outage longer than a lease every lease in the table looks expired; the
 // first replica back must not expire the others' executors before they had a lease to renew.
 TEST_F(RegistryTest, NoLeaseExpiryForALeaseAfterADatabaseOutage) {
-  Registry other(Options("r2"), store_, clock_, &metrics_);
+  Registry other(Options("r2"), store_, clock_, metrics_);
   FakeSink sink;
   const int64_t s = registry_.OpenSession(&sink);
   ASSERT_TRUE(registry_.Register(s, Reg("demo", "h:1")).ok());
@@ -589,7 +592,7 @@ TEST_F(RegistryTest, DrainInstructsEverySessionAndRefusesNewRegistrations) {
 }
 
 TEST_F(RegistryTest, SessionsEndingWhileDrainingStayOnlineUntilTakeAllOffline) {
-  Registry other(Options("r2"), store_, clock_, nullptr);
+  Registry other(Options("r2"), store_, clock_, other_metrics_);
   FakeSink moved_sink, gone_sink, new_sink;
   const int64_t moved = registry_.OpenSession(&moved_sink);
   const int64_t gone = registry_.OpenSession(&gone_sink);

@@ -9,7 +9,7 @@
 namespace jobwheel::registry {
 
 ViewSyncer::ViewSyncer(ExecutorStore& store, std::unique_ptr<ChangeFeed> feed, ExecutorView& view,
-                       RegistryMetrics* metrics, Clock& clock, Options options)
+                       RegistryMetrics& metrics, Clock& clock, Options options)
     : store_(store),
       feed_(std::move(feed)),
       view_(view),
@@ -70,9 +70,7 @@ absl::Status ViewSyncer::Step() {
   std::set<ExecutorKey> keys;
   std::set<std::string> apps;
   for (const Change& c : *changes) {
-    if (metrics_ != nullptr) {
-      metrics_->notify_lag.Observe(std::max(0.0, absl::ToDoubleSeconds(now - c.committed_at)));
-    }
+    metrics_.notify_lag.Observe(std::max(0.0, absl::ToDoubleSeconds(now - c.committed_at)));
     if (c.kind == Change::Kind::kExecutor) {
       keys.insert({c.app, c.address});
     } else {

@@ -32,7 +32,7 @@ class ViewSyncer {
   };
 
   ViewSyncer(ExecutorStore& store, std::unique_ptr<ChangeFeed> feed, ExecutorView& view,
-             RegistryMetrics* metrics, Clock& clock, Options options);
+             RegistryMetrics& metrics, Clock& clock, Options options);
   ~ViewSyncer();
 
   // Subscribes and loads the initial state synchronously (so the view is
@@ -53,7 +53,7 @@ class ViewSyncer {
   ExecutorStore& store_;
   std::unique_ptr<ChangeFeed> feed_;
   ExecutorView& view_;
-  RegistryMetrics* const metrics_;
+  RegistryMetrics& metrics_;
   Clock& clock_;
   const Options options_;
   bool connected_ = false;

@@ -44,11 +44,11 @@ TEST(ViewSyncerTest, LoadsThenFollowsChangesAndReloadsAfterLosingTheFeed) {
   store.SetApp(AppConfig{"demo", v1::ADDRESS_TYPE_AUTO, {}});
   prometheus::Registry prom;
   RegistryMetrics metrics(prom);
-  ExecutorView view(&metrics, 1);
+  ExecutorView view(metrics, 1);
   ASSERT_TRUE(store.Register(Exec("demo", "h:1"), "r1", "s1", absl::Seconds(10)).ok());
   auto feed = std::make_unique<FlakyFeed>(store);
   FlakyFeed* flaky = feed.get();
-  ViewSyncer syncer(store, std::move(feed), view, &metrics, clock, ViewSyncer::Options());
+  ViewSyncer syncer(store, std::move(feed), view, metrics, clock, ViewSyncer::Options());
   ASSERT_TRUE(syncer.Step().ok());  // Connects and loads.
   EXPECT_EQ(view.List("demo").size(), 1u);
 
@@ -131,7 +131,7 @@ TEST(ViewSyncerTest, ReconnectsAfterABackoffOnTheClockThatGrowsWhileFailing) {
   store.SetApp(AppConfig{"demo", v1::ADDRESS_TYPE_AUTO, {}});
   prometheus::Registry prom;
   RegistryMetrics metrics(prom);
-  ExecutorView view(&metrics, 1);
+  ExecutorView view(metrics, 1);
   auto owned = std::make_unique<ScriptedFeed>(clock);
   ScriptedFeed* feed = owned.get();
   ViewSyncer::Options options;
@@ -139,7 +139,7 @@ TEST(ViewSyncerTest, ReconnectsAfterABackoffOnTheClockThatGrowsWhileFailing) {
   options.max_backoff = absl::Milliseconds(400);
   options.wait_slice = absl::Seconds(10);
   options.resync_interval = absl::Hours(1);
-  ViewSyncer syncer(store, std::move(owned), view, &metrics, clock, options);
+  ViewSyncer syncer(store, std::move(owned), view, metrics, clock, options);
   feed->FailNextWait();  // The loop's first Wait loses the feed.
   ASSERT_TRUE(syncer.Start().ok());
   EXPECT_EQ(feed->connects(), 1);
