@@ -18,7 +18,12 @@ using jobwheel::v1::Job;
 
 FireEngine::FireEngine(Options options, FireStore& store, DispatchClient& dispatcher, Clock& clock,
                        SchedulerMetrics& metrics)
-    : options_(options), store_(store), dispatcher_(dispatcher), clock_(clock), metrics_(metrics) {}
+    : options_(options),
+      store_(store),
+      dispatcher_(dispatcher),
+      clock_(clock),
+      metrics_(metrics),
+      coverage_(options.misfire_threshold) {}
 
 FireEngine::~FireEngine() { Shutdown(); }
 
@@ -58,7 +63,7 @@ size_t FireEngine::held() const {
 }
 
 void FireEngine::OnElected(int64_t epoch) {
-  terms_.fetch_add(1);
+  coverage_.NewTerm();
   {
     absl::MutexLock lock(&mu_);
     active_ = true;
@@ -85,7 +90,7 @@ void FireEngine::OnElected(int64_t epoch) {
 }
 
 void FireEngine::OnDeposed() {
-  terms_.fetch_add(1);
+  coverage_.NewTerm();
   {
     absl::MutexLock lock(&mu_);
     active_ = false;
@@ -138,27 +143,22 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
   // the jobs it locked.
   ClaimPlan plan;
   const absl::Time start = clock_.Now();
-  absl::StatusOr<FireStore::ClaimResult> claimed;
-  {
-    // One plan at a time with the late-fire plans: a FIRE_ONCE_NOW job fires once per outage,
-    // whether the takeover load (late pending fires) or the claim (a next fire time long past)
-    // sees the missed times first.
-    absl::MutexLock late_lock(&late_mu_);
-    StartLatePlanLocked();
-    claimed = store_.ClaimDueJobs(ClaimHorizon(now, window), options_.claim_batch,
-                                  [&](const std::vector<Job>& jobs) -> const ClaimPlan& {
-                                    plan = PlanClaim(jobs, now, window, fired_once_through_);
-                                    return plan;
-                                  });
-    metrics_.DbQuery("claim", clock_.Now() - start, claimed.ok());
-    if (!claimed.ok()) return claimed.status();
-    // A claim-time fire-once covers the job's late pending fires up to the threshold.
-    for (const PlannedFire& f : plan.fires) {
-      if (f.trigger_type != jobwheel::v1::TRIGGER_TYPE_MISFIRE) continue;
-      absl::Time& t = fired_once_through_[f.job_id];
-      t = std::max(t, now - options_.misfire_threshold);
-    }
-  }
+  // One plan at a time with the late-fire plans: a FIRE_ONCE_NOW job fires once per outage,
+  // whether the takeover load (late pending fires) or the claim (a next fire time long past)
+  // sees the missed times first.
+  absl::StatusOr<FireStore::ClaimResult> claimed =
+      coverage_.Plan([&](MisfireCoverage::Ledger& ledger) {
+        absl::StatusOr<FireStore::ClaimResult> result =
+            store_.ClaimDueJobs(ClaimHorizon(now, window), options_.claim_batch,
+                                [&](const std::vector<Job>& jobs) -> const ClaimPlan& {
+                                  plan = PlanClaim(jobs, now, window, ledger.fired_once_through());
+                                  return plan;
+                                });
+        metrics_.DbQuery("claim", clock_.Now() - start, result.ok());
+        if (result.ok()) ledger.RecordClaim(plan, now);
+        return result;
+      });
+  if (!claimed.ok()) return claimed.status();
   for (const auto& [job_id, status] : plan.invalid) {
     spdlog::error("job {}: stored schedule is invalid, not firing: {}", job_id, status.ToString());
   }
@@ -176,21 +176,21 @@ absl::StatusOr<int> FireEngine::LoadPending(bool all_types) {
   int added = 0;
   while (true) {
     LatePlan plan;
-    absl::StatusOr<FireStore::PendingPage> page;
-    {
-      absl::MutexLock late_lock(&late_mu_);
-      StartLatePlanLocked();
-      const absl::Time start = clock_.Now();
-      page = store_.LoadPendingFires(
-          after, all_types, options_.load_batch,
-          [&](const std::vector<Fire>& fires) -> const LatePlan& {
-            plan = PlanLateFires(fires, start, options_.misfire_threshold, fired_once_through_);
-            return plan;
-          });
-      metrics_.DbQuery("load_pending", clock_.Now() - start, page.ok());
-      if (!page.ok()) return page.status();
-      RecordFiredOnce(plan, start);
-    }
+    absl::StatusOr<FireStore::PendingPage> page =
+        coverage_.Plan([&](MisfireCoverage::Ledger& ledger) {
+          const absl::Time start = clock_.Now();
+          absl::StatusOr<FireStore::PendingPage> result = store_.LoadPendingFires(
+              after, all_types, options_.load_batch,
+              [&](const std::vector<Fire>& fires) -> const LatePlan& {
+                plan = PlanLateFires(fires, start, options_.misfire_threshold,
+                                     ledger.fired_once_through());
+                return plan;
+              });
+          metrics_.DbQuery("load_pending", clock_.Now() - start, result.ok());
+          if (result.ok()) ledger.RecordFiredOnce(plan, start);
+          return result;
+        });
+    if (!page.ok()) return page.status();
     for (const MisfireCount& m : plan.misfires) metrics_.Misfires(m.strategy, m.missed);
     if (!plan.empty()) {
       spdlog::info("{} pending fires were late: {} skipped, {} fired once (misfire strategy)",
@@ -303,47 +303,31 @@ void FireEngine::Requeue(const std::vector<int64_t>& ids) {
   for (const auto& [id, backoff] : requeue) timer_.Add(id, clock_.Now() + backoff);
 }
 
-void FireEngine::RecordFiredOnce(const LatePlan& plan, absl::Time now) {
-  // Everything late at `now` was in the plan's view; a fire-once covers the job's fires up to
-  // there.
-  const absl::Time through = now - options_.misfire_threshold;
-  for (const LateFire& f : plan.fired_once) {
-    absl::Time& t = fired_once_through_[f.job_id];
-    t = std::max(t, through);
-  }
-}
-
-void FireEngine::StartLatePlanLocked() {
-  const int64_t term = terms_.load();
-  if (term != late_term_) {
-    fired_once_through_.clear();
-    late_term_ = term;
-  }
-}
-
-void FireEngine::CoverHeldMisfiresLocked(absl::Time now) {
-  const absl::Time through = now - options_.misfire_threshold;
+void FireEngine::CoverHeldMisfires(MisfireCoverage::Ledger& ledger, absl::Time now) {
   absl::MutexLock lock(&mu_);
   for (const auto& [id, fire] : fires_) {
     if (fire.trigger_type() != jobwheel::v1::TRIGGER_TYPE_MISFIRE) continue;
-    absl::Time& t = fired_once_through_[fire.job().id()];
-    t = std::max(t, through);
+    ledger.Cover(fire.job().id(), now);
   }
 }
 
 void FireEngine::SettleLate(const std::vector<int64_t>& late, absl::Time now,
                             jobwheel::v1::DispatchRequest& request) {
   LatePlan plan;
-  absl::MutexLock late_lock(&late_mu_);
-  StartLatePlanLocked();
-  CoverHeldMisfiresLocked(now);
-  const absl::Time start = clock_.Now();
   absl::StatusOr<std::vector<int64_t>> pending =
-      store_.SettleLateFires(late, [&](const std::vector<Fire>& fires) -> const LatePlan& {
-        plan = PlanLateFires(fires, now, options_.misfire_threshold, fired_once_through_);
-        return plan;
+      coverage_.Plan([&](MisfireCoverage::Ledger& ledger) {
+        CoverHeldMisfires(ledger, now);
+        const absl::Time start = clock_.Now();
+        absl::StatusOr<std::vector<int64_t>> result =
+            store_.SettleLateFires(late, [&](const std::vector<Fire>& fires) -> const LatePlan& {
+              plan = PlanLateFires(fires, now, options_.misfire_threshold,
+                                   ledger.fired_once_through());
+              return plan;
+            });
+        metrics_.DbQuery("settle_late", clock_.Now() - start, result.ok());
+        if (result.ok()) ledger.RecordFiredOnce(plan, now);
+        return result;
       });
-  metrics_.DbQuery("settle_late", clock_.Now() - start, pending.ok());
   if (!pending.ok()) {
     // The database is out of reach too: they stay PENDING and held, and are judged again.
     spdlog::warn("settling {} late fires failed, retrying: {}", late.size(),
@@ -351,7 +335,6 @@ void FireEngine::SettleLate(const std::vector<int64_t>& late, absl::Time now,
     Requeue(late);
     return;
   }
-  RecordFiredOnce(plan, now);
   for (const MisfireCount& m : plan.misfires) metrics_.Misfires(m.strategy, m.missed);
   spdlog::info("{} fires were handed off more than {} late: {} skipped, {} fired once, {} gone",
                late.size(), absl::FormatDuration(options_.misfire_threshold), plan.skipped.size(),

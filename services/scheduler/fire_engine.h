@@ -16,6 +16,7 @@
 #include "services/scheduler/dispatch_client.h"
 #include "services/scheduler/fire_plan.h"
 #include "services/scheduler/fire_store.h"
+#include "services/scheduler/misfire_coverage.h"
 #include "services/scheduler/scheduler_metrics.h"
 
 namespace jobwheel::scheduler {
@@ -37,7 +38,9 @@ namespace jobwheel::scheduler {
 // Misfires (more than `misfire_threshold` late) follow the job's strategy (fire_plan.h has
 // the arithmetic): due times found late by the claim, pending fires found late when loaded
 // (an old leader's, on takeover), and held fires whose hand-off comes late (an outage held
-// them back). Fires on time pay nothing for the last two: no extra statement. Reads and writes go
+// them back). Fires on time pay nothing for the last two: no extra statement. A FIRE_ONCE_NOW job
+// fires once per outage whichever plan sees its missed times first (MisfireCoverage keeps the
+// ledger). Reads and writes go
 // through a FireStore, each fenced by the schedule lock; leadership comes from LeaderElector:
 // OnElected/OnDeposed must be wired to its callbacks. Time comes from `clock`: the loops wait on
 // it, so a simulated clock drives them in tests.
@@ -95,16 +98,9 @@ class FireEngine {
   // error they are put back with a backoff.
   void SettleLate(const std::vector<int64_t>& late, absl::Time now,
                   jobwheel::v1::DispatchRequest& request);
-  // After a committed plan made at `now`: its fired-once jobs are covered up to the threshold.
-  void RecordFiredOnce(const LatePlan& plan, absl::Time now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(late_mu_);
-  // Forgets the previous term's fire-once coverage when the term changed since the last plan.
-  // (OnElected/OnDeposed only count terms: they may run on a thread that is inside a store
-  // call under late_mu_, when a fenced transaction finds leadership lost.)
-  void StartLatePlanLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(late_mu_);
   // Jobs with a MISFIRE fire held and not yet handed off are covered: their fire-once is on
   // its way (an outage longer than the threshold judges each newly late batch again).
-  void CoverHeldMisfiresLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(late_mu_);
+  void CoverHeldMisfires(MisfireCoverage::Ledger& ledger, absl::Time now);
   void Hold(jobwheel::v1::Fire fire);
   // When a fire scheduled at `scheduled` goes to the dispatcher.
   absl::Time HandOffAt(absl::Time scheduled) const;
@@ -119,15 +115,9 @@ class FireEngine {
   SchedulerMetrics& metrics_;
 
   TimerQueue timer_;
-  // Late fires are judged one plan at a time (a load's page, a settle or a claim), so two plans
-  // never both fire a FIRE_ONCE_NOW job once for the same outage. Taken before mu_.
-  absl::Mutex late_mu_ ABSL_ACQUIRED_BEFORE(mu_);
-  // Per FIRE_ONCE_NOW job that fired once this term: its late fires scheduled up to this time
-  // were covered by that fire (PlanLateFires, PlanClaim).
-  absl::flat_hash_map<int64_t, absl::Time> fired_once_through_ ABSL_GUARDED_BY(late_mu_);
-  // Terms started (elected or deposed) and the term fired_once_through_ belongs to.
-  std::atomic<int64_t> terms_{0};
-  int64_t late_term_ ABSL_GUARDED_BY(late_mu_) = 0;
+  // Late fires are judged one plan at a time (a load's page, a settle or a claim). Its lock is
+  // taken before mu_.
+  MisfireCoverage coverage_;
   mutable absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool active_ ABSL_GUARDED_BY(mu_) = false;
