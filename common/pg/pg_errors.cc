@@ -22,6 +22,14 @@ absl::Status PgErrorToStatus(const std::exception& e, absl::string_view what) {
     return absl::FailedPreconditionError(absl::StrCat(what, ": ", e.what()));
   }
   if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e); sql != nullptr) {
+    // A server that is no primary (any more): read-only transaction (25006: a demoted or
+    // standby server), or shutting down / starting up (57P01..57P03, as in a failover). The
+    // caller drops the connection and reconnects, which finds the primary.
+    const std::string& state = sql->sqlstate();
+    if (state == "25006" || state == "57P01" || state == "57P02" || state == "57P03") {
+      return absl::UnavailableError(
+          absl::StrCat(what, ": database not writable here (SQLSTATE ", state, "): ", e.what()));
+    }
     return absl::InternalError(absl::StrCat(what, ": SQLSTATE ", sql->sqlstate(), ": ", e.what()));
   }
   return absl::InternalError(absl::StrCat(what, ": ", e.what()));

@@ -9,7 +9,8 @@
 namespace jobwheel {
 
 // Maps a libpqxx exception to a status: unique_violation → ALREADY_EXISTS,
-// serialization/deadlock → ABORTED, broken connection → UNAVAILABLE, foreign-key or check
+// serialization/deadlock → ABORTED, broken connection, a read-only server (25006) or one
+// shutting down (57P01..03) → UNAVAILABLE, foreign-key or check
 // violation → FAILED_PRECONDITION, other → INTERNAL with the SQLSTATE. `what` says which
 // operation failed.
 absl::Status PgErrorToStatus(const std::exception& e, absl::string_view what);

@@ -3,15 +3,16 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "common/pg/pg_errors.h"
-#include "common/pg/pg_pool.h"
 #include "common/time/proto_time.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::scheduler {
 
 LeaderElector::LeaderElector(Options options, Callbacks callbacks, Clock& clock)
-    : options_(std::move(options)), callbacks_(std::move(callbacks)), clock_(clock) {}
+    : options_(std::move(options)),
+      callbacks_(std::move(callbacks)),
+      clock_(clock),
+      lock_({options_.dsn, options_.lock_key, options_.replica_id}) {}
 
 LeaderElector::~LeaderElector() { Shutdown(); }
 
@@ -39,17 +40,8 @@ void LeaderElector::Shutdown() {
   bool was_leader = false;
   {
     absl::MutexLock lock(&conn_mu_);
-    was_leader = leader_;
-    if (leader_) {
-      try {
-        pqxx::nontransaction tx(*conn_);
-        tx.exec("SELECT pg_advisory_unlock(" + std::to_string(options_.lock_key) + ")");
-      } catch (const std::exception& e) {
-        spdlog::warn("releasing the schedule lock: {}", e.what());
-      }
-      leader_ = false;
-    }
-    conn_.reset();
+    was_leader = lock_.held();
+    lock_.Release();
   }
   SetLeader(
       absl::UnavailableError(absl::StrCat("replica ", options_.replica_id, " is shutting down")));
@@ -58,12 +50,12 @@ void LeaderElector::Shutdown() {
 
 bool LeaderElector::is_leader() const {
   absl::MutexLock lock(&conn_mu_);
-  return leader_;
+  return lock_.held();
 }
 
 int64_t LeaderElector::epoch() const {
   absl::MutexLock lock(&conn_mu_);
-  return epoch_;
+  return lock_.epoch();
 }
 
 absl::StatusOr<LeaderInfo> LeaderElector::Leader() const {
@@ -101,91 +93,51 @@ absl::Status NoDatabase(absl::string_view replica, absl::string_view why) {
 }  // namespace
 
 bool LeaderElector::TryAcquire() {
-  if (conn_ == nullptr || !conn_->is_open()) {
-    absl::StatusOr<std::unique_ptr<pqxx::connection>> conn = PgPool::Connect(options_.dsn);
-    if (!conn.ok()) {
-      spdlog::warn("schedule lock: {}", conn.status().ToString());
-      SetLeader(NoDatabase(options_.replica_id, conn.status().message()));
-      conn_.reset();
+  absl::StatusOr<ScheduleLock::Acquired> acquired = lock_.TryAcquire();
+  if (!acquired.ok()) {
+    if (acquired.status().code() == absl::StatusCode::kFailedPrecondition) {
+      // A pooler: refused for as long as it stays. Said once a minute, not every try.
+      if (clock_.Now() - last_refusal_log_ > absl::Minutes(1)) {
+        spdlog::error("schedule lock: {}", std::string(acquired.status().message()));
+        last_refusal_log_ = clock_.Now();
+      }
+      SetLeader(absl::FailedPreconditionError(
+          absl::StrCat("replica ", options_.replica_id, ": ", acquired.status().message())));
       return false;
     }
-    conn_ = std::move(conn).value();
-    try {
-      // The lock is only released when the server ends this session. A leader killed on this
-      // host closes its socket and the server notices at once; a leader whose node dies or is
-      // cut off sends nothing more, and with the OS defaults (2 h keepalive idle) the server
-      // would keep the session — and the lock — for hours: no standby could take over. So the
-      // server probes this session after 2 s idle and drops it after 3 unanswered probes 1 s
-      // apart, or when data it sent stays unacknowledged for 5 s. The peer's kernel answers
-      // probes, so a busy but alive leader is never dropped. (Ignored over Unix sockets.)
-      pqxx::nontransaction ntx(*conn_);
-      ntx.exec(
-          "SET tcp_keepalives_idle = 2; SET tcp_keepalives_interval = 1; "
-          "SET tcp_keepalives_count = 3; SET tcp_user_timeout = 5000");
-    } catch (const std::exception& e) {
-      spdlog::warn("schedule lock: cannot connect to database: {}", e.what());
-      SetLeader(NoDatabase(options_.replica_id, e.what()));
-      conn_.reset();
-      return false;
-    }
+    spdlog::warn("schedule lock: {}", acquired.status().ToString());
+    SetLeader(NoDatabase(options_.replica_id, acquired.status().message()));
+    return false;
   }
-  try {
-    bool acquired = false;
-    {
-      pqxx::nontransaction ntx(*conn_);
-      pqxx::result r =
-          ntx.exec("SELECT pg_try_advisory_lock(" + std::to_string(options_.lock_key) + ")");
-      acquired = r[0][0].as<bool>();
+  if (!acquired->held) {
+    absl::Status looked = lock_.Inspect([this](pqxx::nontransaction& ntx) {
+      EndSilentHolder(ntx);
+      ReadHolder(ntx);
+    });
+    if (!looked.ok()) {
+      spdlog::warn("schedule lock: {}", looked.ToString());
+      SetLeader(NoDatabase(options_.replica_id, looked.message()));
     }
-    if (!acquired) {
-      EndSilentHolder();
-      ReadHolder();
-      return false;
-    }
-  } catch (const std::exception& e) {
-    spdlog::warn("schedule lock: {}", e.what());
-    SetLeader(NoDatabase(options_.replica_id, e.what()));
-    conn_.reset();
     return false;
   }
   LeaderInfo mine;
-  try {
-    pqxx::work tx(*conn_);
-    pqxx::result r = tx.exec_params(
-        "INSERT INTO leadership (id, holder_id, since, epoch) VALUES (1, $1, now(), 1) "
-        "ON CONFLICT (id) DO UPDATE SET holder_id = $1, since = now(), "
-        "epoch = leadership.epoch + 1 "
-        "RETURNING epoch, (EXTRACT(EPOCH FROM since) * 1000000)::BIGINT",
-        options_.replica_id);
-    epoch_ = r[0][0].as<int64_t>();
-    mine.since = FromMicros(r[0][1].as<int64_t>());
-    tx.commit();
-  } catch (const std::exception& e) {
-    spdlog::warn("schedule lock: recording the new epoch failed: {}", e.what());
-    SetLeader(NoDatabase(options_.replica_id, e.what()));
-    conn_.reset();  // Closing the session releases the lock.
-    return false;
-  }
+  mine.since = acquired->since;
   mine.holder_id = options_.replica_id;
-  mine.epoch = epoch_;
+  mine.epoch = acquired->epoch;
   Confirmed();
   SetLeader(std::move(mine));
-  leader_ = true;
   return true;
 }
 
 void LeaderElector::Depose(absl::string_view why) {
-  if (!leader_) return;
-  spdlog::error("lost the schedule lock (epoch {}): {}", epoch_, std::string(why));
-  leader_ = false;
-  conn_.reset();
+  spdlog::error("lost the schedule lock (epoch {}): {}", lock_.epoch(), std::string(why));
+  lock_.Drop();
   SetLeader(absl::UnavailableError(
       absl::StrCat("replica ", options_.replica_id,
                    " lost the schedule lock and has not yet seen who holds it")));
 }
 
-void LeaderElector::ReadHolder() {
-  pqxx::nontransaction ntx(*conn_);
+void LeaderElector::ReadHolder(pqxx::nontransaction& ntx) {
   // The lock is the truth; the table says who took it last (a new holder records itself
   // right after taking the lock, so the next try sees it).
   pqxx::result r = ntx.exec_params(
@@ -205,9 +157,8 @@ void LeaderElector::ReadHolder() {
   SetLeader(std::move(info));
 }
 
-void LeaderElector::EndSilentHolder() {
+void LeaderElector::EndSilentHolder(pqxx::nontransaction& ntx) {
   if (options_.takeover_after <= absl::ZeroDuration()) return;
-  pqxx::nontransaction ntx(*conn_);
   // 'active' means the server is working for the holder: it is alive, however long that takes.
   pqxx::result r = ntx.exec_params(
       "SELECT a.pid, EXTRACT(EPOCH FROM now() - GREATEST(a.query_start, a.state_change))::FLOAT8 "
@@ -230,17 +181,17 @@ void LeaderElector::Loop() {
     int64_t epoch = 0;
     {
       absl::MutexLock lock(&conn_mu_);
-      if (!leader_) {
+      if (!lock_.held()) {
         elected = TryAcquire();
-        epoch = epoch_;
+        epoch = lock_.epoch();
       } else {
-        // An idle leader still notices a dead session within check_interval.
-        try {
-          pqxx::nontransaction ntx(*conn_);
-          ntx.exec("SELECT 1");
+        // An idle leader still notices a dead session (or one that lost the lock, or moved
+        // to another backend) within check_interval.
+        absl::Status confirmed = lock_.Confirm();
+        if (confirmed.ok()) {
           Confirmed();
-        } catch (const std::exception& e) {
-          Depose(e.what());
+        } else {
+          Depose(confirmed.message());
           deposed = true;
         }
       }
@@ -268,21 +219,16 @@ absl::Status LeaderElector::RunFenced(absl::string_view what,
   absl::Status status;
   {
     absl::MutexLock lock(&conn_mu_);
-    if (!leader_ || conn_ == nullptr) {
+    if (!lock_.held()) {
       return absl::FailedPreconditionError(
           absl::StrCat(what, ": replica ", options_.replica_id, " is not the leader"));
     }
-    try {
-      pqxx::work tx(*conn_);
-      fn(tx);
-      tx.commit();
+    status = lock_.Fence(what, fn);
+    if (status.ok()) {
       Confirmed();
-    } catch (const std::exception& e) {
-      status = PgErrorToStatus(e, what);
-      if (status.code() == absl::StatusCode::kUnavailable || !conn_->is_open()) {
-        Depose(e.what());
-        deposed = true;
-      }
+    } else if (lock_.lost()) {
+      Depose(status.message());
+      deposed = true;
     }
   }
   if (deposed && callbacks_.on_deposed) callbacks_.on_deposed();

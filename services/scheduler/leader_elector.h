@@ -11,9 +11,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "common/pg/pg_pool.h"
 #include "common/time/clock.h"
 #include "pqxx/pqxx"
+#include "services/scheduler/schedule_lock.h"
 
 namespace jobwheel::scheduler {
 
@@ -24,13 +24,12 @@ struct LeaderInfo {
   int64_t epoch = 0;
 };
 
-// Races for the schedule lock: a session-level pg_try_advisory_lock on a dedicated connection.
-// The holder is leader. Each takeover bumps the fencing epoch in `leadership`. All of the
-// leader's writes run on the lock-holding session through RunFenced, so once the session is
-// gone (connection lost, server restarted, session killed) they fail and leadership ends at
-// once. Standbys retry every `retry_interval`, and each try also reads who holds the lock, so
-// every replica knows the leader from memory (`Leader()`), never from a query per caller.
-// Its loop waits on `clock`. Thread-safe.
+// Races for the schedule lock (ScheduleLock: a session advisory lock and its fencing epoch).
+// The holder is leader. All of the leader's writes run on the lock-holding session through
+// RunFenced, so once the session is gone (connection lost, server restarted or failed over,
+// session killed) they fail and leadership ends at once. Standbys retry every `retry_interval`, and
+// each try also reads who holds the lock, so every replica knows the leader from memory
+// (`Leader()`), never from a query per caller. Its loop waits on `clock`. Thread-safe.
 class LeaderElector {
  public:
   struct Options {
@@ -89,10 +88,10 @@ class LeaderElector {
   void Loop();
   bool TryAcquire() ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
   // Ends the holder's session if it has been silent longer than takeover_after.
-  void EndSilentHolder() ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
+  void EndSilentHolder(pqxx::nontransaction& ntx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
   void Depose(absl::string_view why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
   // On a standby after a failed try: reads the holder into the snapshot.
-  void ReadHolder() ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
+  void ReadHolder(pqxx::nontransaction& ntx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(conn_mu_);
   void SetLeader(absl::StatusOr<LeaderInfo> leader) ABSL_LOCKS_EXCLUDED(leader_mu_);
   // The lock session just answered (a check, a fenced transaction, the takeover).
   void Confirmed() ABSL_LOCKS_EXCLUDED(leader_mu_);
@@ -102,11 +101,10 @@ class LeaderElector {
   const Callbacks callbacks_;
   Clock& clock_;
 
-  // Guards the dedicated connection: libpqxx connections are not thread-safe.
+  // Guards the lock and its dedicated connection: libpqxx connections are not thread-safe.
   mutable absl::Mutex conn_mu_;
-  std::unique_ptr<pqxx::connection> conn_ ABSL_GUARDED_BY(conn_mu_);
-  bool leader_ ABSL_GUARDED_BY(conn_mu_) = false;
-  int64_t epoch_ ABSL_GUARDED_BY(conn_mu_) = 0;
+  ScheduleLock lock_ ABSL_GUARDED_BY(conn_mu_);
+  absl::Time last_refusal_log_ ABSL_GUARDED_BY(conn_mu_) = absl::InfinitePast();
 
   // The snapshot Leader() returns; its own mutex so readers never wait for a query.
   mutable absl::Mutex leader_mu_;
