@@ -15,8 +15,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT" || exit 77
 START=$SECONDS
 
-skip() { echo "check_bench_attach: skipped: $*"; exit 77; }
-fail() { echo "check_bench_attach: FAIL: $*"; exit 1; }
+CHECK_NAME=check_bench_attach
+# shellcheck source=scripts/lib/check.sh
+. "$ROOT/scripts/lib/check.sh"
 
 # shellcheck source=scripts/lib/stack.sh
 . "$ROOT/scripts/lib/stack.sh"

@@ -64,11 +64,9 @@ APP=chaos
 START=$SECONDS
 
 say() { printf '[%4ds %s] %s\n' "$((SECONDS - START))" "$(date -u +%T)" "$*"; }
-CHECK_FAILED=0
-CHECK_PASSED=0
-FAILURES=()
-ok() { CHECK_PASSED=$((CHECK_PASSED + 1)); say "ok   - $*"; }
-fail() { CHECK_FAILED=$((CHECK_FAILED + 1)); FAILURES+=("$*"); say "FAIL - $*"; }
+tally_say() { say "$@"; }
+# shellcheck source=scripts/lib/tally.sh
+. "$ROOT/scripts/lib/tally.sh"
 die() { say "ABORT - $*"; echo "chaos: aborted: $*"; exit 1; }
 
 # shellcheck source=scripts/lib/stack.sh
@@ -637,10 +635,10 @@ if [ -n "$SPOOL_MNT" ]; then  # (its files are kept with the directory)
   umount -l "$SPOOL_MNT" && SPOOL_MNT=""
 fi
 net_cleanup
-if [ "$CHAOS_RESULT" = 0 ] && [ "$CHECK_FAILED" = 0 ]; then stack_release_dir 0; else stack_release_dir 1; fi
+if [ "$CHAOS_RESULT" = 0 ] && [ "$FAILED" = 0 ]; then stack_release_dir 0; else stack_release_dir 1; fi
 echo
-echo "liveness checks: $CHECK_PASSED passed, $CHECK_FAILED failed"
+echo "liveness checks: $PASSED passed, $FAILED failed"
 for f in "${FAILURES[@]}"; do echo "  FAIL - $f"; done
 say "done in $((SECONDS - START)) s"
 if [ -n "$CHECK_OUT" ]; then echo "$CHECK_OUT"; else echo "chaos: the checker produced no output"; fi
-[ "$CHAOS_RESULT" = 0 ] && [ "$CHECK_FAILED" = 0 ]
+[ "$CHAOS_RESULT" = 0 ] && [ "$FAILED" = 0 ]

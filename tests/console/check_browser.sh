@@ -14,8 +14,9 @@ cd "$(dirname "$0")/../.." || exit 1
 ROOT=$PWD
 export CHROMIUM=${JOBWHEEL_CHROMIUM:-/usr/bin/chromium}
 
-skip() { echo "check_browser: cannot run: $*"; exit 77; }
-fail() { echo "check_browser: FAILED: $*"; exit 1; }
+CHECK_NAME=check_browser
+# shellcheck source=scripts/lib/check.sh
+. "$ROOT/scripts/lib/check.sh"
 # shellcheck source=scripts/lib/stack.sh
 . "$ROOT/scripts/lib/stack.sh"
 command -v node >/dev/null || skip "node is not installed (scripts/setup installs it)"

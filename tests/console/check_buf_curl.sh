@@ -11,8 +11,9 @@ cd "$(dirname "$0")/../.." || exit 1
 ROOT=$PWD
 BUF=(npx --yes --cache "$ROOT/.data/npm" @bufbuild/buf@1.75.0)
 
-skip() { echo "check_buf_curl: cannot run: $*"; exit 77; }
-fail() { echo "check_buf_curl: FAILED: $*"; exit 1; }
+CHECK_NAME=check_buf_curl
+# shellcheck source=scripts/lib/check.sh
+. "$ROOT/scripts/lib/check.sh"
 # shellcheck source=scripts/lib/stack.sh
 . "$ROOT/scripts/lib/stack.sh"
 command -v npx >/dev/null || skip "npx is not installed (scripts/setup installs node/npm)"

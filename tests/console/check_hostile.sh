@@ -17,8 +17,9 @@ cd "$(dirname "$0")/../.." || exit 1
 ROOT=$PWD
 PY=/usr/bin/python3
 
-skip() { echo "check_hostile: cannot run: $*"; exit 77; }
-fail() { echo "check_hostile: FAILED: $*"; exit 1; }
+CHECK_NAME=check_hostile
+# shellcheck source=scripts/lib/check.sh
+. "$ROOT/scripts/lib/check.sh"
 # shellcheck source=scripts/lib/stack.sh
 . "$ROOT/scripts/lib/stack.sh"
 [ -x "$PY" ] || skip "$PY is not installed"

@@ -13,7 +13,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT" || exit 1
 PY=${JOBWHEEL_PYTHON:-/usr/bin/python3}
 
-skip() { echo "python_sdk_stack: skipped: $*"; exit 77; }
+CHECK_NAME=python_sdk_stack
+# shellcheck source=scripts/lib/check.sh
+. "$ROOT/scripts/lib/check.sh"
 [ -x "$PY" ] || skip "$PY not found (Debian's python3, which python3-grpcio serves)"
 missing=()
 for mod in grpc google.protobuf cryptography pytest; do

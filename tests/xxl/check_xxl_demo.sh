@@ -10,8 +10,9 @@ set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT" || exit 1
 
-skip() { echo "xxl_demo: skipped: $*"; exit 77; }
-fail() { echo "FAIL - $*"; exit 1; }
+CHECK_NAME=xxl_demo
+# shellcheck source=scripts/lib/check.sh
+. "$ROOT/scripts/lib/check.sh"
 for tool in /usr/bin/python3 psql curl; do
   command -v "$tool" >/dev/null 2>&1 || skip "$tool not found"
 done
