@@ -50,6 +50,9 @@ ABSL_FLAG(std::string, script_user, "nobody",
 ABSL_FLAG(std::vector<std::string>, script_hidden_paths, {},
           "Comma list of files and directories script jobs must not see, besides --log_dir, "
           "--spool_dir and the directories of the token and key files (always hidden)");
+ABSL_FLAG(bool, script_params_in_argv, false,
+          "Legacy: also pass a script's param, shard index and total as $1 $2 $3, where every "
+          "local user can read them (scripts read $JOBWHEEL_PARAM and friends without it)");
 ABSL_FLAG(int, log_retention_days, 30, "Delete run-log day folders older than this");
 ABSL_FLAG(absl::Duration, grace_period, absl::Seconds(10),
           "On SIGTERM, how long in-flight runs may finish");
@@ -198,6 +201,7 @@ int main(int argc, char** argv) {
   options.allow_scripts = absl::GetFlag(FLAGS_allow_scripts);
   options.script_user = absl::GetFlag(FLAGS_script_user);
   options.script_hidden_paths = absl::GetFlag(FLAGS_script_hidden_paths);
+  options.script_params_in_argv = absl::GetFlag(FLAGS_script_params_in_argv);
   for (const std::string& file :
        {absl::GetFlag(FLAGS_executor_token_file), absl::GetFlag(FLAGS_dispatcher_public_key_file),
         absl::GetFlag(FLAGS_scheduler_public_key_file), absl::GetFlag(FLAGS_tls_key),

@@ -53,8 +53,6 @@ Result ExecuteScript(const RunState& run, ScriptRunner* scripts) {
   if (!path.ok()) {
     return Result::Fail(absl::StrCat("cannot write script: ", path.status().message()));
   }
-  std::vector<std::string> args = {req.param(), absl::StrCat(req.shard_index()),
-                                   absl::StrCat(req.shard_total())};
   std::shared_ptr<RunLogFile> log = run.log;
   auto output = [log](absl::string_view line) {
     if (log != nullptr) log->Append(line);
@@ -62,8 +60,12 @@ Result ExecuteScript(const RunState& run, ScriptRunner* scripts) {
   auto on_start = [log, &path](pid_t pid) {
     if (log != nullptr) log->Append(absl::StrCat("script ", *path, " started, pid ", pid));
   };
-  auto outcome = scripts->Run(language, *path, args, *run.token, output, on_start,
-                              ScriptContext{req.run_id(), ScriptJobVars(req)});
+  // The param goes in the environment (JOBWHEEL_PARAM); $1 $2 $3 only under the legacy switch.
+  ScriptContext context{
+      req.run_id(),
+      ScriptJobVars(req),
+      {req.param(), absl::StrCat(req.shard_index()), absl::StrCat(req.shard_total())}};
+  auto outcome = scripts->Run(language, *path, *run.token, output, on_start, context);
   if (!outcome.ok()) return Result::Fail(std::string(outcome.status().message()));
   if (outcome->exited && outcome->exit_code == 0) return Result::Ok("exit code 0");
   if (outcome->exited) {

@@ -100,13 +100,15 @@ TEST_F(RunManagerTest, ContextCarriesTheRequest) {
   EXPECT_EQ(seen.deadline, absl::InfiniteFuture());
 }
 
-TEST_F(RunManagerTest, ShellScriptRunsWithArgsAndExitCode) {
+TEST_F(RunManagerTest, ShellScriptGetsItsParamAndShardInItsEnvironmentAndExitCode) {
   RunManagerOptions options;
   options.allow_scripts = true;
   Make({}, options);
   RunRequest r = Req(1, 7, "");
   r.set_glue_type(jobwheel::v1::GLUE_TYPE_SCRIPT_SHELL);
-  r.set_script_source("echo \"args: $1 $2 $3\"\necho oops >&2\nexit 3\n");
+  r.set_script_source(
+      "echo \"param: $JOBWHEEL_PARAM shard: $JOBWHEEL_SHARD_INDEX/$JOBWHEEL_SHARD_TOTAL"
+      " args: $#\"\necho oops >&2\nexit 3\n");
   r.set_script_version(4);
   r.set_param("hello");
   r.set_shard_index(1);
@@ -115,7 +117,7 @@ TEST_F(RunManagerTest, ShellScriptRunsWithArgsAndExitCode) {
   ASSERT_TRUE(WaitResult(1));
   EXPECT_EQ(sink_.Get(1).status(), jobwheel::v1::RUN_STATUS_FAILED);
   EXPECT_EQ(sink_.Get(1).code(), 3);
-  EXPECT_THAT(LogText(1), HasSubstr("args: hello 1 2"));
+  EXPECT_THAT(LogText(1), HasSubstr("param: hello shard: 1/2 args: 0"));
   EXPECT_THAT(LogText(1), HasSubstr("oops"));
   std::ifstream source(dir_ + "/logs/scripts/7_v4.sh");
   EXPECT_TRUE(source.good());
@@ -144,7 +146,9 @@ TEST_F(RunManagerTest, KilledScriptTakesItsChildrenWithIt) {
   const std::string pid_file = dir_ + "/child.pid";
   RunRequest r = Req(1, 7, "");
   r.set_glue_type(jobwheel::v1::GLUE_TYPE_SCRIPT_SHELL);
-  r.set_script_source("sleep 100 &\necho $! > \"$1.tmp\" && mv \"$1.tmp\" \"$1\"\nwait\n");
+  r.set_script_source(
+      "sleep 100 &\necho $! > \"$JOBWHEEL_PARAM.tmp\" && mv \"$JOBWHEEL_PARAM.tmp\" "
+      "\"$JOBWHEEL_PARAM\"\nwait\n");
   r.set_param(pid_file);
   Submit(r);
   pid_t child = 0;

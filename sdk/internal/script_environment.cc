@@ -38,6 +38,7 @@ std::vector<std::string> ScriptEnvironment(const char* const* parent, absl::stri
 
 std::vector<EnvVar> ScriptJobVars(const jobwheel::v1::RunRequest& run) {
   return {
+      {"JOBWHEEL_PARAM", run.param()},
       {"JOBWHEEL_JOB_ID", absl::StrCat(run.job_id())},
       {"JOBWHEEL_RUN_ID", absl::StrCat(run.run_id())},
       {"JOBWHEEL_FIRE_ID", absl::StrCat(run.fire_id())},

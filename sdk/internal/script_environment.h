@@ -21,8 +21,9 @@ using EnvVar = std::pair<std::string, std::string>;
 std::vector<std::string> ScriptEnvironment(const char* const* parent, absl::string_view work_dir,
                                            const std::vector<EnvVar>& job_vars);
 
-// The JOBWHEEL_* variables a script of `run` sees: JOBWHEEL_JOB_ID, _RUN_ID, _FIRE_ID,
-// _SHARD_INDEX, _SHARD_TOTAL, _ATTEMPT (the param and shard also come as $1 $2 $3).
+// The JOBWHEEL_* variables a script of `run` sees: JOBWHEEL_PARAM, _JOB_ID, _RUN_ID,
+// _FIRE_ID, _SHARD_INDEX, _SHARD_TOTAL, _ATTEMPT. The param is passed here, never in argv
+// (readable by every local user) unless the executor keeps the legacy $1 $2 $3.
 std::vector<EnvVar> ScriptJobVars(const jobwheel::v1::RunRequest& run);
 
 }  // namespace jobwheel::sdk

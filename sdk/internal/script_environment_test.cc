@@ -39,9 +39,11 @@ TEST(ScriptEnvironmentTest, JobVarsOfARun) {
   run.set_attempt(2);
   run.set_param("secret-ish param");
   std::vector<std::string> env = ScriptEnvironment(nullptr, "", ScriptJobVars(run));
-  EXPECT_THAT(env, ElementsAre("PATH=/usr/local/bin:/usr/bin:/bin", "JOBWHEEL_JOB_ID=3",
-                               "JOBWHEEL_RUN_ID=44", "JOBWHEEL_FIRE_ID=9", "JOBWHEEL_SHARD_INDEX=1",
-                               "JOBWHEEL_SHARD_TOTAL=4", "JOBWHEEL_ATTEMPT=2"));
+  // The param is in the environment (its uid's and root's to read), not in argv (everyone's).
+  EXPECT_THAT(
+      env, ElementsAre("PATH=/usr/local/bin:/usr/bin:/bin", "JOBWHEEL_PARAM=secret-ish param",
+                       "JOBWHEEL_JOB_ID=3", "JOBWHEEL_RUN_ID=44", "JOBWHEEL_FIRE_ID=9",
+                       "JOBWHEEL_SHARD_INDEX=1", "JOBWHEEL_SHARD_TOTAL=4", "JOBWHEEL_ATTEMPT=2"));
 }
 
 }  // namespace

@@ -169,8 +169,8 @@ absl::StatusOr<std::string> ScriptRunner::PrepareWorkDir(const std::string& work
 }
 
 absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
-    Language language, const std::string& path, const std::vector<std::string>& args,
-    const CancellationToken& cancel, const std::function<void(absl::string_view)>& output,
+    Language language, const std::string& path, const CancellationToken& cancel,
+    const std::function<void(absl::string_view)>& output,
     const std::function<void(pid_t)>& on_start, const ScriptContext& context) {
   const bool isolated = options_.isolation != ScriptIsolation::kNone;
   // Fails closed: whatever goes wrong below, the script does not run unisolated.
@@ -233,7 +233,9 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
     if (script_fd >= 0) ::close(script_fd);
   };
   std::vector<std::string> argv_store = {interpreter, script_on_stdin ? "-" : script};
-  argv_store.insert(argv_store.end(), args.begin(), args.end());
+  if (options_.params_in_argv) {
+    argv_store.insert(argv_store.end(), context.legacy_args.begin(), context.legacy_args.end());
+  }
   std::vector<char*> argv;
   for (auto& a : argv_store) argv.push_back(a.data());
   argv.push_back(nullptr);

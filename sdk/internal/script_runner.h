@@ -39,13 +39,21 @@ struct ScriptRunnerOptions {
   // mounted over each directory and /dev/null over each file in the script's mount namespace.
   // The executor's log_dir and spool_dir and the directories of its token and key files.
   std::vector<std::string> hidden_paths;
+  // Also pass a context's legacy_args as the script's arguments ($1 $2 $3, sys.argv[1:]).
+  // Off by default: a process's arguments are readable by every local user (ps,
+  // /proc/<pid>/cmdline), its environment only by its own uid and root.
+  bool params_in_argv = false;
 };
 
-// Who a script runs for: its run id (names its work directory) and its JOBWHEEL_* variables.
-// A default context (run_id 0) runs without a work directory, in the executor's directory.
+// Who a script runs for: its run id (names its work directory) and its JOBWHEEL_* variables
+// (the param among them). A default context (run_id 0) runs without a work directory, in the
+// executor's directory.
 struct ScriptContext {
   int64_t run_id = 0;
   std::vector<std::pair<std::string, std::string>> job_vars;
+  // The script's arguments under options.params_in_argv only (the param, shard index and
+  // shard total); otherwise the script gets none.
+  std::vector<std::string> legacy_args;
 };
 
 // How a script process ended.
@@ -80,13 +88,13 @@ class ScriptRunner {
   absl::StatusOr<std::string> Materialize(int64_t job_id, int version, Language language,
                                           absl::string_view source);
 
-  // Runs the script at `path` with `args` under the language's interpreter until it exits.
+  // Runs the script at `path` under the language's interpreter until it exits; its only
+  // arguments are the context's legacy_args, and those only under options.params_in_argv.
   // When `cancel` is cancelled, the process group gets SIGTERM, then SIGKILL after
   // kill_grace. When the script itself exits, whatever is left in its process group is
   // SIGKILLed. `on_start` (optional) receives the process group id. Under isolation a
   // context with a run id (its work directory) is required.
   absl::StatusOr<ScriptOutcome> Run(Language language, const std::string& path,
-                                    const std::vector<std::string>& args,
                                     const CancellationToken& cancel,
                                     const std::function<void(absl::string_view)>& output,
                                     const std::function<void(pid_t)>& on_start = nullptr,

@@ -55,34 +55,58 @@ class ScriptRunnerTest : public ::testing::Test {
   std::vector<std::string> lines_;
 };
 
-TEST_F(ScriptRunnerTest, RunsShellWithArgsAndCapturesOutput) {
+// What a run's context holds for its param "x y", shard 0 of 1.
+ScriptContext ParamContext(const std::string& param) {
+  return ScriptContext{0, {{"JOBWHEEL_PARAM", param}}, {param, "0", "1"}};
+}
+
+TEST_F(ScriptRunnerTest, RunsShellWithTheParamInItsEnvironmentNotItsArguments) {
   ScriptRunner runner(options_);
+  // /proc/<pid>/cmdline is what `ps` shows every local user.
   auto path = runner.Materialize(5, 2, ScriptRunner::Language::kShell,
-                                 "echo \"a=$1 b=$2 c=$3\"\necho err >&2\nprintf tail\nexit 7\n");
+                                 "echo \"param=$JOBWHEEL_PARAM args=$#\"\n"
+                                 "echo \"cmdline=$(tr '\\0' ' ' < /proc/$$/cmdline)\"\n"
+                                 "echo err >&2\nprintf tail\nexit 7\n");
   ASSERT_TRUE(path.ok());
   EXPECT_EQ(*path, dir_ + "/scripts/5_v2.sh");
   CancellationToken token;
-  auto outcome =
-      runner.Run(ScriptRunner::Language::kShell, *path, {"x y", "0", "1"}, token, Output());
+  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, token, Output(), nullptr,
+                            ParamContext("x y"));
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_TRUE(outcome->exited);
   EXPECT_EQ(outcome->exit_code, 7);
-  EXPECT_THAT(Lines(), ElementsAre("a=x y b=0 c=1", "err", "tail"));
+  EXPECT_THAT(Lines(), ElementsAre("param=x y args=0", absl::StrCat("cmdline=/bin/sh ", *path, " "),
+                                   "err", "tail"));
 }
 
-TEST_F(ScriptRunnerTest, RunsPython) {
+TEST_F(ScriptRunnerTest, LegacySwitchAlsoPassesParamAndShardAsArguments) {
+  options_.params_in_argv = true;
   ScriptRunner runner(options_);
-  auto path = runner.Materialize(6, 1, ScriptRunner::Language::kPython,
-                                 "import sys\nprint('py', sys.argv[1])\nsys.exit(0)\n");
+  auto path = runner.Materialize(5, 3, ScriptRunner::Language::kShell,
+                                 "echo \"a=$1 b=$2 c=$3 env=$JOBWHEEL_PARAM\"\n");
+  ASSERT_TRUE(path.ok());
+  CancellationToken token;
+  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, token, Output(), nullptr,
+                            ParamContext("x y"));
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->exit_code, 0);
+  EXPECT_THAT(Lines(), ElementsAre("a=x y b=0 c=1 env=x y"));
+}
+
+TEST_F(ScriptRunnerTest, RunsPythonWithTheParamInItsEnvironment) {
+  ScriptRunner runner(options_);
+  auto path = runner.Materialize(
+      6, 1, ScriptRunner::Language::kPython,
+      "import os, sys\nprint('py', os.environ['JOBWHEEL_PARAM'], sys.argv[1:])\nsys.exit(0)\n");
   ASSERT_TRUE(path.ok());
   EXPECT_EQ(*path, dir_ + "/scripts/6_v1.py");
   CancellationToken token;
-  auto outcome =
-      runner.Run(ScriptRunner::Language::kPython, *path, {"hi", "0", "0"}, token, Output());
+  auto outcome = runner.Run(ScriptRunner::Language::kPython, *path, token, Output(), nullptr,
+                            ParamContext("hi"));
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_TRUE(outcome->exited);
   EXPECT_EQ(outcome->exit_code, 0);
-  EXPECT_THAT(Lines(), ElementsAre("py hi"));
+  EXPECT_THAT(Lines(), ElementsAre("py hi []"));
 }
 
 TEST_F(ScriptRunnerTest, MaterializeRewritesOnlyChangedSources) {
@@ -117,7 +141,7 @@ TEST_F(ScriptRunnerTest, CancelKillsTheWholeProcessGroup) {
   pid_t group = 0;
   absl::StatusOr<ScriptOutcome> outcome;
   std::thread t([&] {
-    outcome = runner.Run(ScriptRunner::Language::kShell, *path, {"", "0", "0"}, token, Output(),
+    outcome = runner.Run(ScriptRunner::Language::kShell, *path, token, Output(),
                          [&](pid_t pg) { group = pg; });
   });
   pid_t child = 0;
@@ -145,7 +169,7 @@ TEST_F(ScriptRunnerTest, LeftoverBackgroundChildrenAreKilledWhenTheScriptExits) 
                                  "sleep 100 &\necho \"child $!\"\nexit 0\n");
   ASSERT_TRUE(path.ok());
   CancellationToken token;
-  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, {"", "0", "0"}, token, Output());
+  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, token, Output());
   ASSERT_TRUE(outcome.ok());
   EXPECT_EQ(outcome->exit_code, 0);
   pid_t child = 0;
@@ -162,7 +186,7 @@ TEST_F(ScriptRunnerTest, MissingInterpreterFails) {
   auto path = runner.Materialize(4, 1, ScriptRunner::Language::kPython, "print(1)\n");
   ASSERT_TRUE(path.ok());
   CancellationToken token;
-  auto outcome = runner.Run(ScriptRunner::Language::kPython, *path, {}, token, Output());
+  auto outcome = runner.Run(ScriptRunner::Language::kPython, *path, token, Output());
   EXPECT_FALSE(outcome.ok());
 }
 
@@ -195,8 +219,8 @@ TEST_F(ScriptRunnerTest, ScriptsGetAScrubbedEnvironmentAPrivateWorkDirAndNoOpenF
 
   CancellationToken token;
   ScriptContext context{77, {{"JOBWHEEL_RUN_ID", "77"}, {"JOBWHEEL_JOB_ID", "9"}}};
-  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, {"", "0", "0"}, token, Output(),
-                            nullptr, context);
+  auto outcome =
+      runner.Run(ScriptRunner::Language::kShell, *path, token, Output(), nullptr, context);
   ::close(held);
   ::unsetenv("JOBWHEEL_CLUSTER_TOKEN_FILE");
   ::unsetenv("JOBWHEEL_EXECUTOR_TOKEN");
@@ -323,8 +347,8 @@ TEST_F(IsolatedScriptTest, SwitchUserHidesTheExecutorsSecretsAndRunsAsTheScriptU
   auto path = runner.Materialize(31, 1, ScriptRunner::Language::kShell, ProbeSource());
   ASSERT_TRUE(path.ok());
   CancellationToken token;
-  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, {"", "0", "1"}, token, Output(),
-                            nullptr, ScriptContext{31, {}});
+  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, token, Output(), nullptr,
+                            ScriptContext{31, {}});
   ExpectIsolated(outcome, std::to_string(nobody->uid));
 }
 
@@ -335,8 +359,8 @@ TEST_F(IsolatedScriptTest, UserNamespaceHidesTheExecutorsSecrets) {
   auto path = runner.Materialize(31, 1, ScriptRunner::Language::kShell, ProbeSource());
   ASSERT_TRUE(path.ok());
   CancellationToken token;
-  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, {"", "0", "1"}, token, Output(),
-                            nullptr, ScriptContext{31, {}});
+  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, token, Output(), nullptr,
+                            ScriptContext{31, {}});
   ExpectIsolated(outcome, std::to_string(::getuid()));
 }
 
@@ -353,7 +377,7 @@ TEST_F(IsolatedScriptTest, FailsClosedWhenIsolationCannotBeSetUp) {
                                    absl::StrCat("touch ", marker, "\n"));
     ASSERT_TRUE(path.ok());
     CancellationToken token;
-    auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, {}, token, Output(), nullptr,
+    auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, token, Output(), nullptr,
                               ScriptContext{32, {}});
     ASSERT_FALSE(outcome.ok());
     EXPECT_EQ(outcome.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -366,7 +390,7 @@ TEST_F(IsolatedScriptTest, FailsClosedWhenIsolationCannotBeSetUp) {
   auto path = runner.Materialize(33, 1, ScriptRunner::Language::kShell, "exit 0\n");
   ASSERT_TRUE(path.ok());
   CancellationToken token;
-  EXPECT_FALSE(runner.Run(ScriptRunner::Language::kShell, *path, {}, token, Output()).ok());
+  EXPECT_FALSE(runner.Run(ScriptRunner::Language::kShell, *path, token, Output()).ok());
   const std::vector<std::string> lines = Lines();
   ASSERT_FALSE(lines.empty());
   EXPECT_THAT(lines.back(), ::testing::HasSubstr("script not run: cannot isolate it"));
@@ -399,7 +423,7 @@ TEST_F(ScriptRunnerTest, CleanupNeverFollowsWhatTheScriptLeft) {
                    "mkdir locked && touch locked/f && chmod 000 locked\n"));
   ASSERT_TRUE(path.ok());
   CancellationToken token;
-  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, {}, token, Output(), nullptr,
+  auto outcome = runner.Run(ScriptRunner::Language::kShell, *path, token, Output(), nullptr,
                             ScriptContext{34, {}});
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   EXPECT_EQ(outcome->exit_code, 0) << absl::StrJoin(Lines(), "\n");
@@ -492,7 +516,7 @@ void ExpectRunsWithStdioClosed(ScriptRunnerOptions options, const std::string& d
     if (!path.ok()) ::_exit(2);
     CancellationToken token;
     auto outcome = runner.Run(
-        ScriptRunner::Language::kShell, *path, {}, token,
+        ScriptRunner::Language::kShell, *path, token,
         [&lines](absl::string_view l) { lines.emplace_back(l); }, nullptr, ScriptContext{41, {}});
     if (!outcome.ok() || outcome->exit_code != 0) ::_exit(3);
     std::ofstream(dir + "/child-lines") << absl::StrJoin(lines, "\n") << "\n";

@@ -164,6 +164,12 @@ class ExecutorCore {
       so.shell_binary = options_.shell_binary;
       so.python_binary = options_.python_binary;
       so.kill_grace = options_.script_kill_grace;
+      so.params_in_argv = options_.script_params_in_argv;
+      if (so.params_in_argv) {
+        spdlog::warn(
+            "executor: script params also passed as $1 $2 $3, readable by every "
+            "local user (script_params_in_argv)");
+      }
       // Never kNone: scripts must not see what this process holds.
       so.isolation = DefaultScriptIsolation();
       if (so.isolation == ScriptIsolation::kSwitchUser) {

@@ -90,9 +90,9 @@ TEST_P(ScriptJobTest, ScriptSucceedsAndAnEditedScriptRunsAsItsNewVersion) {
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_EQ(first->status(), jobwheel::v1::RUN_STATUS_SUCCEEDED) << first->result_message();
   EXPECT_EQ(first->executor_address(), stack_->executor());
-  EXPECT_EQ(Lines(record), std::vector<std::string>{lang.name + " v1 param=p1"});
+  EXPECT_EQ(Lines(record), std::vector<std::string>{lang.name + " v1 param=p1 args=0"});
   std::vector<std::string> log = RunLog(first->id());
-  EXPECT_TRUE(HasLine(log, lang.name + " v1 param=p1")) << absl::StrJoin(log, "\n");
+  EXPECT_TRUE(HasLine(log, lang.name + " v1 param=p1 args=0")) << absl::StrJoin(log, "\n");
   EXPECT_TRUE(HasLine(log, absl::StrCat(jobwheel::v1::GlueType_Name(lang.glue_type), " v1")))
       << absl::StrJoin(log, "\n");
 
@@ -117,11 +117,11 @@ TEST_P(ScriptJobTest, ScriptSucceedsAndAnEditedScriptRunsAsItsNewVersion) {
       absl::Seconds(30));
   ASSERT_TRUE(second.ok()) << second.status();
   ASSERT_EQ(second->status(), jobwheel::v1::RUN_STATUS_SUCCEEDED) << second->result_message();
-  EXPECT_EQ(Lines(record),
-            (std::vector<std::string>{lang.name + " v1 param=p1", lang.name + " v2 param=p1"}));
+  EXPECT_EQ(Lines(record), (std::vector<std::string>{lang.name + " v1 param=p1 args=0",
+                                                     lang.name + " v2 param=p1 args=0"}));
   log = RunLog(second->id());
-  EXPECT_TRUE(HasLine(log, lang.name + " v2 param=p1")) << absl::StrJoin(log, "\n");
-  EXPECT_FALSE(HasLine(log, lang.name + " v1 param=p1")) << absl::StrJoin(log, "\n");
+  EXPECT_TRUE(HasLine(log, lang.name + " v2 param=p1 args=0")) << absl::StrJoin(log, "\n");
+  EXPECT_FALSE(HasLine(log, lang.name + " v1 param=p1 args=0")) << absl::StrJoin(log, "\n");
   EXPECT_TRUE(HasLine(log, absl::StrCat(jobwheel::v1::GlueType_Name(lang.glue_type), " v2")))
       << absl::StrJoin(log, "\n");
   EXPECT_EQ(Runs(job_id).size(), 2u);
@@ -132,14 +132,16 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Language{jobwheel::v1::GLUE_TYPE_SCRIPT_SHELL, "shell",
                                [](int v, const std::string& record) {
                                  return absl::StrCat("set -e\nline=\"shell v", v,
-                                                     " param=$1\"\necho \"$line\"\n",
-                                                     "echo \"$line\" >> '", record, "'\n");
+                                                     " param=$JOBWHEEL_PARAM args=$#\"\n",
+                                                     "echo \"$line\"\n", "echo \"$line\" >> '",
+                                                     record, "'\n");
                                }},
                       Language{jobwheel::v1::GLUE_TYPE_SCRIPT_PYTHON, "python",
                                [](int v, const std::string& record) {
                                  return absl::StrCat(
-                                     "import sys\nline = 'python v", v,
-                                     " param=' + sys.argv[1]\nprint(line, flush=True)\n",
+                                     "import os, sys\nline = 'python v", v,
+                                     " param=' + os.environ['JOBWHEEL_PARAM'] + ' args=' + "
+                                     "str(len(sys.argv) - 1)\nprint(line, flush=True)\n",
                                      "with open('", record, "', 'a') as f:\n",
                                      "    f.write(line + '\\n')\n");
                                }}),

@@ -80,6 +80,12 @@ struct ExecutorOptions {
   // Name the directories holding the executor's token, key and TLS key files (the demo
   // executor adds those of its *_file flags itself). Missing paths are skipped; "/" is refused.
   std::vector<std::string> script_hidden_paths;
+  // A script reads its param as $JOBWHEEL_PARAM and its shard as $JOBWHEEL_SHARD_INDEX /
+  // $JOBWHEEL_SHARD_TOTAL, and gets no arguments. Legacy switch for scripts written for
+  // XXL-JOB's $1 $2 $3: also pass them as arguments. Off by default and best left off: a
+  // process's arguments are readable by every local user (ps, /proc/<pid>/cmdline), its
+  // environment only by its own uid and root.
+  bool script_params_in_argv = false;
 
   // --- Files ---
   // Both directories are private to the executor's user: created 0700 (files in them 0600);

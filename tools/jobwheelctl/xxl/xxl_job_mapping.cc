@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -99,6 +100,15 @@ std::string MapStrategies(const XxlJob& in, MappedJob& out) {
   return "";
 }
 
+// Whether an XXL-JOB script reads its param or shard as arguments ($1 $2 $3, sys.argv), which
+// jobwheel's executors pass in the environment instead (argv is every local user's to read).
+bool ReadsArguments(absl::string_view source) {
+  for (absl::string_view arg : {"$1", "$2", "$3", "${1", "${2", "${3", "$@", "$*", "sys.argv"}) {
+    if (absl::StrContains(source, arg)) return true;
+  }
+  return false;
+}
+
 // What runs: a handler (XXL's BEAN) or a shell or python script (GLUE_SHELL, GLUE_PYTHON).
 std::string MapGlue(const XxlJob& in, MappedJob& out) {
   const std::string glue = Upper(in.glue_type);
@@ -118,6 +128,12 @@ std::string MapGlue(const XxlJob& in, MappedJob& out) {
       out.notes.push_back("GLUE_PYTHON runs as python3 (XXL-JOB up to 3.1 ran `python`)");
     }
     out.notes.push_back("a script job: its app's executors must allow scripts");
+    if (ReadsArguments(in.glue_source)) {
+      out.notes.push_back(
+          "the script reads arguments ($1 $2 $3): jobwheel passes the param and shard as "
+          "$JOBWHEEL_PARAM, $JOBWHEEL_SHARD_INDEX, $JOBWHEEL_SHARD_TOTAL (rewrite it, or run "
+          "its executors with --script_params_in_argv)");
+    }
     if (!absl::StripAsciiWhitespace(in.glue_remark).empty()) {
       out.notes.push_back("glue_remark not kept (jobwheel numbers script versions)");
     }

@@ -197,6 +197,16 @@ TEST(XxlJobMappingTest, GlueTypes) {
   EXPECT_EQ(m.job.glue_type(), v1::GLUE_TYPE_SCRIPT_PYTHON);
   EXPECT_TRUE(absl::StrContains(m.notes[0], "python3")) << m.notes[0];
 
+  // XXL-JOB passed the param and shard as $1 $2 $3; jobwheel passes them in the environment.
+  for (const char* source :
+       {"echo \"$1\"\n", "echo ${2:-0}\n", "import sys\nprint(sys.argv[1])\n"}) {
+    XxlJob reads = shell;
+    reads.glue_source = source;
+    m = Map(reads);
+    ASSERT_EQ(m.notes.size(), 3u) << source;
+    EXPECT_TRUE(absl::StrContains(m.notes[1], "$JOBWHEEL_PARAM")) << m.notes[1];
+  }
+
   for (const char* glue :
        {"GLUE_GROOVY", "GLUE_PYTHON2", "GLUE_PHP", "GLUE_NODEJS", "GLUE_POWERSHELL"}) {
     XxlJob j = shell;
