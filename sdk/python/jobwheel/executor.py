@@ -451,6 +451,8 @@ class Executor:
         self._reporter.shutdown()
         if self._spool is not None:
             self._spool.close()
+        if self._logs is not None:
+            self._logs.close()
         if self._server is not None:
             self._server.stop(2).wait()
         if self._metrics_server is not None:

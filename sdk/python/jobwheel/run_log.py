@@ -1,11 +1,14 @@
-"""Per-run log files: `<log_dir>/<yyyy-mm-dd>/<run_id>.log` (the UTC day the run was accepted),
-one line per entry, each starting with a UTC timestamp (`2026-01-02 03:04:05.678 `).
+"""Per-run logs: one timestamped line per entry (`2026-01-02 03:04:05.678 `), kept in the
+append-only segments of the day folder of the UTC day the run was accepted
+(`<log_dir>/<yyyy-mm-dd>/seg-<n>.log|idx`, log_segments.py).
 
-A run's file is created at its first line (a refused run leaves none), 0600 in 0700 folders,
-opened with O_NOFOLLOW: a day folder or file that is a symlink is refused, never followed.
-Lines are written as they are logged (one write(2) each), so a crashed process loses none it
-logged. Runs of earlier processes are found by looking through the day folders, newest first.
-Thread-safe.
+Each write of a run's log is one chunk, written at once (a crashed process loses no line it
+logged). Nothing is written before the first line, so a refused run leaves no trace. The
+chunks of the recent runs of this process are remembered; other runs (earlier processes, or
+forgotten) are found through the day folders' segment indexes, newest day first, and so are
+the one-file-per-run logs `<day>/<run_id>.log` that earlier versions of this SDK wrote. Files
+are 0600 in 0700 folders, opened with O_NOFOLLOW: a day folder or file that is a symlink is
+refused, never followed. Thread-safe.
 """
 
 from __future__ import annotations
@@ -17,14 +20,18 @@ import re
 import shutil
 import stat
 import threading
+import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
 
+from jobwheel.log_segments import Chunk, LogSegments, SegmentRefused
 from jobwheel.private_dir import make_private_dir, open_private_file
 
 _DAY = re.compile(r"\A\d{4}-\d{2}-\d{2}\Z")
 _RUN_FILE = re.compile(r"\A([1-9][0-9]{0,18})\.log\Z")
 MAX_PAGE_BYTES = 1 << 20
+REMEMBERED_RUNS = 20000  # Runs whose chunks are kept in memory (the rest are looked up).
 
 
 class LogNotFound(Exception):
@@ -35,9 +42,17 @@ class LogRefused(Exception):
     """A path that is a symlink or otherwise not ours (PERMISSION_DENIED)."""
 
 
+_stamp_cache: tuple[int, str] = (-1, "")
+
+
 def _timestamp(now: float) -> str:
-    t = dt.datetime.fromtimestamp(now, dt.timezone.utc)
-    return t.strftime("%Y-%m-%d %H:%M:%S.") + f"{t.microsecond // 1000:03d}"
+    global _stamp_cache
+    sec = int(now)
+    cached_sec, prefix = _stamp_cache
+    if cached_sec != sec:
+        prefix = time.strftime("%Y-%m-%d %H:%M:%S.", time.gmtime(sec))
+        _stamp_cache = (sec, prefix)
+    return f"{prefix}{int((now - sec) * 1000):03d}"
 
 
 def _day(now: float) -> str:
@@ -53,41 +68,25 @@ class LogPage:
 
 
 class RunLog:
-    """One run's log; the file is opened at the first line."""
+    """One run's log; nothing is written before its first line."""
 
     def __init__(self, store: RunLogStore, run_id: int, day: str) -> None:
         self._store = store
         self.run_id = run_id
         self.day = day
-        self._mu = threading.Lock()
-        self._fd: int | None = None
-        self._closed = False
 
     def write(self, text: str) -> None:
-        now = self._store.clock()
-        stamp = _timestamp(now)
-        lines = str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
-        data = "".join(f"{stamp} {line}\n" for line in lines).encode("utf-8", "replace")
-        with self._mu:
-            try:
-                if self._fd is None:
-                    self._fd = self._store.open_for_append(self.run_id, self.day)
-                os.write(self._fd, data)
-            except OSError as e:
-                self._store.logger_error(self.run_id, e)
-            if self._closed:
-                # A stray line after the end: written at once, no descriptor kept.
-                self._close_fd()
+        stamp = _timestamp(self._store.clock())
+        text = str(text)
+        if "\r" in text or "\n" in text:
+            lines = str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            data = "".join(f"{stamp} {line}\n" for line in lines)
+        else:
+            data = f"{stamp} {text}\n"
+        self._store.append(self.run_id, self.day, data.encode("utf-8", "replace"))
 
     def close(self) -> None:
-        with self._mu:
-            self._closed = True
-            self._close_fd()
-
-    def _close_fd(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        """The run ended (a later stray line is still written)."""
 
 
 class RunLogStore:
@@ -95,17 +94,21 @@ class RunLogStore:
         self.log_dir = log_dir
         self.clock = clock
         self._mu = threading.Lock()
-        self._days: dict[int, str] = {}  # Runs of this process → their day folder.
+        # Runs of this process → (day folder, chunks written): the most recent ones.
+        self._recent: OrderedDict[int, tuple[str, list[Chunk]]] = OrderedDict()
         self._earlier_max = 0  # The largest run id an earlier process logged.
         self._error: Callable[[int, OSError], None] | None = None
+        self._segments = LogSegments(log_dir)
 
     def init(self) -> None:
         self.log_dir = make_private_dir(self.log_dir)
+        self._segments = LogSegments(self.log_dir)
         best = 0
         for day in self._day_folders():
             try:
+                best = max(best, self._segments.max_run_id(day))
                 names = os.listdir(os.path.join(self.log_dir, day))
-            except OSError:
+            except (OSError, SegmentRefused):
                 continue
             for n in names:
                 m = _RUN_FILE.match(n)
@@ -125,28 +128,33 @@ class RunLogStore:
             self._error(run_id, e)
 
     def create(self, run_id: int) -> RunLog:
-        day = _day(self.clock())
-        with self._mu:
-            self._days[run_id] = day
-        return RunLog(self, run_id, day)
+        return RunLog(self, run_id, _day(self.clock()))
 
     def forget(self, run_id: int) -> None:
         """A run refused after its log was made: the log is dropped (it wrote nothing)."""
         with self._mu:
-            self._days.pop(run_id, None)
+            self._recent.pop(run_id, None)
 
-    def open_for_append(self, run_id: int, day: str) -> int:
-        day_dir = os.path.join(self.log_dir, day)
-        try:
-            os.mkdir(day_dir, 0o700)
-        except FileExistsError:
-            pass
-        if stat.S_ISLNK(os.lstat(day_dir).st_mode):
-            raise OSError(errno.ELOOP, f"{day_dir} is a symlink")
-        return open_private_file(
-            os.path.join(day_dir, f"{int(run_id)}.log"),
-            os.O_WRONLY | os.O_CREAT | os.O_APPEND,
-        )
+    def append(self, run_id: int, day: str, data: bytes) -> None:
+        # Under the store's lock: a run's chunks are remembered in the order they were written.
+        with self._mu:
+            try:
+                chunk = self._segments.append(day, run_id, data)
+            except (OSError, SegmentRefused) as e:
+                error = e if isinstance(e, OSError) else OSError(errno.EPERM, str(e))
+            else:
+                known = self._recent.get(run_id)
+                if known is not None and known[0] == day:
+                    known[1].append(chunk)
+                else:
+                    self._recent[run_id] = (day, [chunk])
+                    while len(self._recent) > REMEMBERED_RUNS:
+                        self._recent.popitem(last=False)
+                return
+        self.logger_error(run_id, error)
+
+    def close(self) -> None:
+        self._segments.close()
 
     def logged_earlier(self, run_id: int, largest_forgotten: int) -> bool:
         """Whether a run log of this id exists on disk (it ran here before) - looked up only
@@ -156,17 +164,15 @@ class RunLogStore:
         return self._find(run_id) is not None
 
     def read(self, run_id: int, from_line: int, max_lines: int) -> LogPage:
-        path = self._find(run_id)
-        if path is None:
+        found = self._find(run_id)
+        if found is None:
             raise LogNotFound(f"run {run_id}: no log on this executor")
         try:
-            fd = open_private_file(path, os.O_RDONLY)
-        except OSError as e:
-            if e.errno == errno.ELOOP:
-                raise LogRefused(f"run {run_id}: its log is a symlink; refused") from None
+            data = self._read_found(run_id, found)
+        except SegmentRefused:
+            raise LogRefused(f"run {run_id}: its log is a symlink; refused") from None
+        except FileNotFoundError:
             raise LogNotFound(f"run {run_id}: no log on this executor") from None
-        with os.fdopen(fd, "rb") as f:
-            data = f.read()
         page = LogPage(from_line=from_line, to_line=from_line - 1)
         all_lines = data.split(b"\n")
         complete = all_lines[:-1]  # A line without its newline is still being written.
@@ -183,19 +189,41 @@ class RunLogStore:
         page.eof = i >= len(complete)
         return page
 
-    def _find(self, run_id: int) -> str | None:
+    def _read_found(self, run_id: int, found: tuple[str, list[Chunk] | None]) -> bytes:
+        day, chunks = found
+        if chunks is not None:
+            return self._segments.read_chunks(day, chunks)
+        path = os.path.join(self.log_dir, day, f"{int(run_id)}.log")
+        try:
+            fd = open_private_file(path, os.O_RDONLY)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise SegmentRefused(str(run_id)) from None
+            raise FileNotFoundError(path) from None
+        with os.fdopen(fd, "rb") as f:
+            return f.read()
+
+    def _find(self, run_id: int) -> tuple[str, list[Chunk] | None] | None:
+        """Where run_id's log is: (day, its chunks), or (day, None) for a one-file log."""
         with self._mu:
-            day = self._days.get(run_id)
-        days = [day] if day is not None else []
-        days += [d for d in self._day_folders() if d != day]
-        for d in days:
+            known = self._recent.get(run_id)
+            if known is not None:
+                return known[0], list(known[1])
+        for d in self._day_folders():
             day_dir = os.path.join(self.log_dir, d)
             try:
                 if stat.S_ISLNK(os.lstat(day_dir).st_mode):
                     raise LogRefused(f"run {run_id}: day folder {d} is a symlink; refused")
-                p = os.path.join(day_dir, f"{int(run_id)}.log")
-                os.lstat(p)
-                return p
+                chunks = self._segments.chunks(d, run_id)
+            except FileNotFoundError:
+                continue
+            except SegmentRefused as e:
+                raise LogRefused(f"run {run_id}: {e}") from None
+            if chunks:
+                return d, chunks
+            try:
+                os.lstat(os.path.join(day_dir, f"{int(run_id)}.log"))
+                return d, None
             except FileNotFoundError:
                 continue
         return None
@@ -217,6 +245,10 @@ class RunLogStore:
             if d < cutoff:
                 p = os.path.join(self.log_dir, d)
                 if not os.path.islink(p):
+                    self._segments.drop_day(d)
+                    with self._mu:
+                        for rid in [r for r, (day, _) in self._recent.items() if day == d]:
+                            del self._recent[rid]
                     shutil.rmtree(p, ignore_errors=True)
                     removed += 1
         return removed

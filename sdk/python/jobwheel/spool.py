@@ -6,7 +6,8 @@ serialized RunResult (with its result key) or `T` + a little-endian int64 run id
 acknowledged or refused for good). Segments roll over at 8 MiB and are deleted once every
 result in them is settled. At start the journal is read back (a record torn by a crash ends its
 segment; a segment corrupt before its end is renamed `*.bad`), compacted into a new segment and
-resent. `sync()` makes everything appended durable in one fdatasync. The directory is private
+resent. `sync()` makes everything appended durable in one fdatasync (outside the lock: appends
+never wait for the disk). The directory is private
 (0700, files 0600). Thread-safe.
 """
 
@@ -42,6 +43,8 @@ class ResultSpool:
         self._live: dict[int, set[int]] = {}  # Segment → run ids with an unsettled result.
         self._where: dict[int, int] = {}  # Run id → segment of its latest result.
         self._dirty = False
+        self._syncing = False  # A sync() is in its fdatasync (outside the lock).
+        self._synced = threading.Condition(self._mu)
         self._lock_fd = -1
 
     def init(self) -> None:
@@ -144,8 +147,28 @@ class ResultSpool:
                         pass
 
     def sync(self) -> None:
-        with self._mu:
-            self._sync_locked()
+        """Makes everything appended so far durable. The fdatasync runs outside the lock (on a
+        duplicate of the descriptor), so appends never wait for the disk; a segment that
+        rolls over meanwhile was synced whole by the roll-over."""
+        with self._synced:
+            while self._syncing:  # Another sync may have taken our appends: wait for it.
+                self._synced.wait()
+            if self._fd is None or not self._dirty:
+                return
+            self._dirty = False
+            self._syncing = True
+            fd = os.dup(self._fd)
+        failed = True
+        try:
+            os.fdatasync(fd)
+            failed = False
+        finally:
+            os.close(fd)
+            with self._synced:
+                if failed:
+                    self._dirty = True  # Not known durable: the next sync tries again.
+                self._syncing = False
+                self._synced.notify_all()
 
     def pending(self) -> int:
         with self._mu:
