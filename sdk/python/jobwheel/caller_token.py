@@ -33,6 +33,7 @@ MAX_TOKEN_SIZE = 1024
 MAX_CLAIM_SIZE = 256
 MAX_LIFETIME_S = 60
 DEFAULT_SKEW_S = 10
+MAX_VERIFIED = 1024  # Verified tokens remembered (a few per dispatcher and audience are live).
 
 _CLAIM = rb'([^"\\\x00-\x1f\x7f]{1,256})'
 _SECONDS = rb"(0|[1-9][0-9]{0,11})"
@@ -114,6 +115,8 @@ class CallerTokenVerifier:
         self._clock = clock
         self._mu = threading.Lock()
         self._audience = audience
+        # Tokens whose form and signature verified → their claims (cleared when full).
+        self._verified: dict[str, tuple[str, bytes, int, int]] = {}
 
     def set_audience(self, audience: str) -> None:
         with self._mu:
@@ -125,7 +128,32 @@ class CallerTokenVerifier:
             return self._audience
 
     def verify(self, token: str) -> CallerIdentity:
-        """The token's issuer; TokenError for anything else."""
+        """The token's issuer; TokenError for anything else. A token whose form and signature
+        were verified before is not verified again (the signers reuse a token for half its
+        life): its claims are remembered, and the audience and times checked on every call."""
+        with self._mu:
+            claims = self._verified.get(token)
+            audience = self._audience
+        if claims is None:
+            claims = self._verify_signed(token)
+            with self._mu:
+                if len(self._verified) >= MAX_VERIFIED:
+                    self._verified.clear()
+                self._verified[token] = claims
+        iss, aud, iat, exp = claims
+        if not audience or aud != audience.encode("utf-8"):
+            raise TokenError("caller token: wrong audience")
+        if exp <= iat or exp - iat > MAX_LIFETIME_S:
+            raise TokenError("caller token: bad lifetime")
+        now = self._clock()
+        if iat > now + self._skew:
+            raise TokenError("caller token: not yet valid")
+        if exp <= now - self._skew:
+            raise TokenError("caller token: expired")
+        return CallerIdentity(issuer=iss)
+
+    def _verify_signed(self, token: str) -> tuple[str, bytes, int, int]:
+        """(issuer, audience, iat, exp) of a canonical token signed by a key of its issuer."""
         if len(token) > MAX_TOKEN_SIZE:
             raise TokenError("caller token: too long")
         if not token.startswith(PREFIX):
@@ -151,17 +179,7 @@ class CallerTokenVerifier:
         signed = (PREFIX + payload_part).encode("ascii")
         if not any(_verifies(k, signature, signed) for k in keys):
             raise TokenError("caller token: bad signature")
-        audience = self.audience
-        if not audience or aud != audience.encode("utf-8"):
-            raise TokenError("caller token: wrong audience")
-        if exp <= iat or exp - iat > MAX_LIFETIME_S:
-            raise TokenError("caller token: bad lifetime")
-        now = self._clock()
-        if iat > now + self._skew:
-            raise TokenError("caller token: not yet valid")
-        if exp <= now - self._skew:
-            raise TokenError("caller token: expired")
-        return CallerIdentity(issuer=iss)
+        return iss, aud, iat, exp
 
 
 def _verifies(key: Ed25519PublicKey, signature: bytes, data: bytes) -> bool:

@@ -114,3 +114,28 @@ def test_bad_key_files_are_refused() -> None:
         CallerTokenVerifier({})
     with pytest.raises(ValueError, match="no PEM public key"):
         CallerTokenVerifier({"dispatcher": "not a key"})
+
+
+def test_a_token_verified_before_is_still_checked_for_audience_and_time(
+    keys: dict[str, tuple[bytes, bytes]],
+) -> None:
+    now = [1_800_000_000.0]
+    v = CallerTokenVerifier(
+        {"dispatcher": keys["dispatcher"][1]}, audience=AUD, clock=lambda: now[0]
+    )
+    token = sign_caller_token(keys["dispatcher"][0], "dispatcher", AUD, issued_at=int(now[0]))
+    assert v.verify(token).issuer == "dispatcher"
+    assert v.verify(token).issuer == "dispatcher"  # Remembered: the same answer.
+    now[0] += 70  # exp + 10 s of skew.
+    refused(v, token, "expired")
+    now[0] -= 70
+    v.set_audience("billing@10.0.0.8:7200")
+    refused(v, token, "wrong audience")
+    v.set_audience(AUD)
+    assert v.verify(token).issuer == "dispatcher"
+    # A forged token is never remembered as verified, however often it comes.
+    head, payload, sig = token.split(".")
+    forged = f"{head}.{payload}.{sig[:-2]}{'AA' if sig[-2:] != 'AA' else 'BA'}"
+    for _ in range(2):
+        with pytest.raises(TokenError):
+            v.verify(forged)
