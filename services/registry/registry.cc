@@ -75,6 +75,90 @@ int64_t Registry::OpenSession(SessionSink* sink) {
   return id;
 }
 
+namespace {
+
+// The executor row a registration asks for.
+v1::Executor ExecutorOf(const v1::ExecutorRegistration& reg) {
+  v1::Executor executor;
+  executor.set_app(reg.app());
+  executor.set_address(reg.address());
+  *executor.mutable_handlers() = reg.handlers();
+  executor.set_sdk_version(reg.sdk_version());
+  executor.set_capacity(reg.capacity());
+  *executor.mutable_labels() = reg.labels();
+  executor.set_allow_scripts(reg.allow_scripts());
+  return executor;
+}
+
+// The store's refusal of a registration as the executor is told it (a rejection), or OK when
+// the store failed otherwise (a database error, reported as it is).
+absl::Status RefusedByStore(const absl::Status& stored, const v1::ExecutorRegistration& reg,
+                            absl::Duration lease) {
+  if (absl::StartsWith(stored.message(), "register.")) {
+    // Refused by a rule the store states in full (unknown app, address of another app).
+    return stored;
+  }
+  if (stored.code() == absl::StatusCode::kAlreadyExists) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "register.address: ", stored.message(),
+        "; it is free once that instance's stream closes (on whichever replica), or at the "
+        "latest when its lease of ",
+        absl::FormatDuration(lease), " runs out"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// Whether `key` may be registered for `session` as far as this replica's other sessions go.
+absl::Status Registry::CheckHoldersLocked(int64_t session, const v1::ExecutorRegistration& reg,
+                                          const ExecutorKey& key,
+                                          const RegistrationOrigin& origin) {
+  // No takeover: another live stream of this replica holding the same executor for another
+  // executor process (instance_id) keeps it, and so does one still registering it. Its
+  // executor restarting closes that stream first (then it is free at once); a silent one is
+  // taken offline at its beat deadline. The same process reconnecting (its old stream
+  // half-open) may register: the old stream is closed once the new one holds the row. The
+  // store applies the same rule across replicas.
+  int same_token = 0, same_peer = 0;
+  for (const auto& [other_id, other] : sessions_) {
+    if (other_id == session || other.closing) continue;
+    const bool holding = other.state == State::kOnline || other.state == State::kRegistering;
+    const ExecutorKey& other_key = other.state == State::kOnline ? other.ref.key : other.pending;
+    // A reconnect of the same executor supersedes its old session: not a second holding.
+    if (holding && !(other_key == key)) {
+      if (!origin.token.empty() && other.origin.token == origin.token) ++same_token;
+      if (!origin.peer.empty() && other.origin.peer == origin.peer) ++same_peer;
+    }
+    if (holding && other_key.address == key.address && other_key.app != key.app) {
+      return absl::AlreadyExistsError(absl::StrCat("register.address: ", reg.address(),
+                                                   " is online for another app (", other_key.app,
+                                                   "); an address serves one app at a time"));
+    }
+    const bool other_instance_online = other.state == State::kOnline && other.ref.key == key &&
+                                       other.registration.instance_id() != reg.instance_id();
+    const bool registering = other.state == State::kRegistering && other.pending == key;
+    if (other_instance_online || registering) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "register.address: executor ", reg.app(), "/", reg.address(), " is online with ",
+          registering ? "a registration in progress" : "another instance",
+          " on another stream; it is free once that stream closes (or misses its beat "
+          "deadline of ",
+          absl::FormatDuration(options_.beat_deadline), ")"));
+    }
+  }
+  auto over = [](int held, int cap) { return cap > 0 && held >= cap; };
+  if (over(same_token, options_.max_registrations_per_token) ||
+      over(same_peer, options_.max_registrations_per_peer)) {
+    const bool token = over(same_token, options_.max_registrations_per_token);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "register: this ", token ? "executor token" : "peer", " already holds ",
+        token ? same_token : same_peer, " registrations on registry replica ", options_.replica_id,
+        " (the cap, --max_registrations_per_", token ? "token" : "peer", ")"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
     int64_t session, const v1::ExecutorRegistration& reg,
     std::shared_ptr<SessionCredential> credential, RegistrationOrigin origin) {
@@ -99,52 +183,10 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
     if (s.state == State::kRegistering) {
       return absl::FailedPreconditionError("register: a registration is already in progress");
     }
-    // No takeover: another live stream of this replica holding the same executor for another
-    // executor process (instance_id) keeps it, and so does one still registering it. Its
-    // executor restarting closes that stream first (then it is free at once); a silent one is
-    // taken offline at its beat deadline. The same process reconnecting (its old stream
-    // half-open) may register: the old stream is closed once the new one holds the row. The
-    // store applies the same rule across replicas.
-    int same_token = 0, same_peer = 0;
-    for (const auto& [other_id, other] : sessions_) {
-      if (other_id == session || other.closing) continue;
-      const bool holding = other.state == State::kOnline || other.state == State::kRegistering;
-      const ExecutorKey& other_key = other.state == State::kOnline ? other.ref.key : other.pending;
-      // A reconnect of the same executor supersedes its old session: not a second holding.
-      if (holding && !(other_key == ref.key)) {
-        if (!origin.token.empty() && other.origin.token == origin.token) ++same_token;
-        if (!origin.peer.empty() && other.origin.peer == origin.peer) ++same_peer;
-      }
-      if (holding && other_key.address == ref.key.address && other_key.app != ref.key.app) {
-        metrics_.registrations_rejected.Increment();
-        return absl::AlreadyExistsError(absl::StrCat("register.address: ", reg.address(),
-                                                     " is online for another app (", other_key.app,
-                                                     "); an address serves one app at a time"));
-      }
-      const bool other_instance_online = other.state == State::kOnline &&
-                                         other.ref.key == ref.key &&
-                                         other.registration.instance_id() != reg.instance_id();
-      const bool registering = other.state == State::kRegistering && other.pending == ref.key;
-      if (other_instance_online || registering) {
-        metrics_.registrations_rejected.Increment();
-        return absl::AlreadyExistsError(absl::StrCat(
-            "register.address: executor ", reg.app(), "/", reg.address(), " is online with ",
-            registering ? "a registration in progress" : "another instance",
-            " on another stream; it is free once that stream closes (or misses its beat "
-            "deadline of ",
-            absl::FormatDuration(options_.beat_deadline), ")"));
-      }
-    }
-    auto over = [](int held, int cap) { return cap > 0 && held >= cap; };
-    if (over(same_token, options_.max_registrations_per_token) ||
-        over(same_peer, options_.max_registrations_per_peer)) {
+    absl::Status free = CheckHoldersLocked(session, reg, ref.key, origin);
+    if (!free.ok()) {
       metrics_.registrations_rejected.Increment();
-      const bool token = over(same_token, options_.max_registrations_per_token);
-      return absl::ResourceExhaustedError(
-          absl::StrCat("register: this ", token ? "executor token" : "peer", " already holds ",
-                       token ? same_token : same_peer, " registrations on registry replica ",
-                       options_.replica_id, " (the cap, --max_registrations_per_",
-                       token ? "token" : "peer", ")"));
+      return free;
     }
     if (s.state == State::kOnline && !(s.ref.key == ref.key)) {
       previous = s.ref;
@@ -165,14 +207,7 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
           off.status().ToString());
     }
   }
-  v1::Executor executor;
-  executor.set_app(reg.app());
-  executor.set_address(reg.address());
-  *executor.mutable_handlers() = reg.handlers();
-  executor.set_sdk_version(reg.sdk_version());
-  executor.set_capacity(reg.capacity());
-  *executor.mutable_labels() = reg.labels();
-  executor.set_allow_scripts(reg.allow_scripts());
+  const v1::Executor executor = ExecutorOf(reg);
   auto stored = store_.Register(executor, options_.replica_id, ref.session_id, options_.lease,
                                 reg.instance_id());
 
@@ -209,18 +244,10 @@ absl::StatusOr<v1::HeartbeatRegistered> Registry::Register(
     }
   }
   if (!stored.ok()) {
-    if (absl::StartsWith(stored.status().message(), "register.")) {
-      // Refused by a rule the store states in full (unknown app, address of another app).
+    absl::Status refused = RefusedByStore(stored.status(), reg, options_.lease);
+    if (!refused.ok()) {
       metrics_.registrations_rejected.Increment();
-      return stored.status();
-    }
-    if (stored.status().code() == absl::StatusCode::kAlreadyExists) {
-      metrics_.registrations_rejected.Increment();
-      return absl::AlreadyExistsError(absl::StrCat(
-          "register.address: ", stored.status().message(),
-          "; it is free once that instance's stream closes (on whichever replica), or at the "
-          "latest when its lease of ",
-          absl::FormatDuration(options_.lease), " runs out"));
+      return refused;
     }
     return absl::Status(
         stored.status().code(),

@@ -142,6 +142,11 @@ class Registry {
     bool closing = false;  // Told to close by the registry (deadline, credential).
   };
 
+  // OK when no other session of this replica holds `key` for another executor process, nor
+  // the address for another app, and the caller's token and peer are under their caps.
+  absl::Status CheckHoldersLocked(int64_t session, const v1::ExecutorRegistration& reg,
+                                  const ExecutorKey& key, const RegistrationOrigin& origin)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void CheckDeadlines(absl::Time now);
   void RecheckCredentials();
   void RenewLeases();
