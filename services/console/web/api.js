@@ -41,7 +41,7 @@ export async function call(service, method, body = {}, {token} = {}) {
   let data = null;
   try {
     data = text ? JSON.parse(text) : {};
-  } catch (e) {
+  } catch {
     data = null;
   }
   if (!resp.ok) {

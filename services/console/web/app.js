@@ -17,6 +17,7 @@ import * as runDetail from './run_detail_page.js';
 import * as executors from './executors_page.js';
 import * as tokensPage from './tokens_page.js';
 import * as auditPage from './audit_page.js';
+import {Role} from './enums.js';
 
 const ROUTES = [
   [/^\/?$/, dashboard, 'dashboard'],
@@ -84,7 +85,7 @@ function topBar(section) {
       })),
       h('div', {class: 'spacer'}),
       me ? h('span', {class: 'who', 'data-test': 'who'}, h('span', null, me.name || '—'),
-          h('span', {class: 'role'}, enumLabel('ROLE_', me.role))) : null,
+          h('span', {class: 'role'}, enumLabel(Role.prefix, me.role))) : null,
       langSel,
       me ? h('button', {class: 'btn small', 'data-test': 'signout', onclick: () => {
         signOut();

@@ -4,6 +4,7 @@ import {h} from './dom.js';
 import {apps} from './api.js';
 import {t} from './i18n.js';
 import {modal, confirmDialog} from './dialog.js';
+import {AddressType} from './enums.js';
 
 // Create (app undefined) or edit an app; onDone() after a change.
 export function appDialog(app, onDone) {
@@ -13,9 +14,9 @@ export function appDialog(app, onDone) {
     disabled: editing, 'data-test': 'app-name'});
   const title = h('input', {name: 'title', value: a.title || '', 'data-test': 'app-title'});
   const type = h('select', {name: 'address_type', 'data-test': 'app-type'},
-      h('option', {value: 'ADDRESS_TYPE_AUTO'}, t('app.auto')),
-      h('option', {value: 'ADDRESS_TYPE_MANUAL'}, t('app.manual')));
-  type.value = a.addressType === 'ADDRESS_TYPE_MANUAL' ? 'ADDRESS_TYPE_MANUAL' : 'ADDRESS_TYPE_AUTO';
+      h('option', {value: AddressType.name('AUTO')}, t('app.auto')),
+      h('option', {value: AddressType.name('MANUAL')}, t('app.manual')));
+  type.value = a.addressType === AddressType.name('MANUAL') ? a.addressType : AddressType.default;
   const addrs = h('textarea', {name: 'manual_addresses', rows: 3, placeholder: '10.0.0.5:7200',
     'data-test': 'app-addresses'});
   addrs.value = (a.manualAddresses || []).join('\n');

@@ -3,10 +3,8 @@
 import {h, svg} from './dom.js';
 import {t, enumLabel} from './i18n.js';
 import {parseTs, formatLocal} from './time.js';
+import {RunStatus, CHART_STATUSES} from './enums.js';
 
-// Bottom to top.
-export const CHART_STATUSES = ['SUCCEEDED', 'RUNNING', 'PENDING', 'FAILED', 'TIMED_OUT', 'LOST',
-  'KILLED', 'DISCARDED'];
 
 const W = 1200, H = 220, LEFT = 44, BOTTOM = 22, TOP = 8;
 
@@ -20,7 +18,7 @@ function niceMax(v) {
 function counts(bucket) {
   const c = {};
   for (const sc of bucket.statusCounts || []) {
-    c[(sc.status || '').replace('RUN_STATUS_', '')] = Number(sc.count || 0);
+    c[RunStatus.short(sc.status)] = Number(sc.count || 0);
   }
   return c;
 }

@@ -51,7 +51,7 @@ export class CronPreview {
 export function zoneNames() {
   try {
     return Intl.supportedValuesOf('timeZone');
-  } catch (e) {
+  } catch {
     return ['UTC', 'Asia/Shanghai', 'Europe/London', 'America/New_York'];
   }
 }

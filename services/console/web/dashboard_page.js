@@ -8,6 +8,7 @@ import {timeEl, agoEl, durationSeconds, formatMs} from './time.js';
 import {card, errorBox, table, runStatus, spinner} from './widgets.js';
 import {runsChart} from './chart.js';
 import {jobLink} from './job_names.js';
+import {RunStatus, FAILURE_STATUSES} from './enums.js';
 
 const REFRESH_MS = 5000;
 
@@ -68,8 +69,8 @@ async function statsCard(key) {
     bucket: `${bucket}s`});
   const lat = s.lateness || {};
   const byStatus = {};
-  for (const c of s.statusCounts || []) byStatus[c.status.replace('RUN_STATUS_', '')] = Number(c.count);
-  const failed = (byStatus.FAILED || 0) + (byStatus.TIMED_OUT || 0) + (byStatus.LOST || 0);
+  for (const c of s.statusCounts || []) byStatus[RunStatus.short(c.status)] = Number(c.count);
+  const failed = FAILURE_STATUSES.reduce((n, st) => n + (byStatus[st] || 0), 0);
   return [
     h('div', {class: 'stats'},
         h('div', {class: 'stat'}, h('div', {class: 'stat-label'}, t('dash.runs')),
@@ -85,8 +86,8 @@ async function statsCard(key) {
 }
 
 async function failuresTable() {
-  const r = await jobs('ListRuns', {statuses: ['RUN_STATUS_FAILED', 'RUN_STATUS_TIMED_OUT',
-    'RUN_STATUS_LOST'], pageSize: 10});
+  const r = await jobs('ListRuns', {statuses: FAILURE_STATUSES.map((st) => RunStatus.name(st)),
+    pageSize: 10});
   return table([
     {title: t('col.run'), cell: (x) => link('/runs/' + x.id, '#' + x.id)},
     {title: t('col.job'), cell: (x) => jobLink(x.jobId)},

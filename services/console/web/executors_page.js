@@ -8,6 +8,7 @@ import {agoEl, timeEl} from './time.js';
 import {card, table, errorBox, spinner} from './widgets.js';
 import {isAdmin, canWrite} from './session.js';
 import {appDialog, deleteAppDialog} from './app_dialogs.js';
+import {AddressType} from './enums.js';
 
 const REFRESH_MS = 3000;
 
@@ -60,11 +61,11 @@ async function load(body, reload) {
   const sections = [...byApp.values()].sort((a, b) => a.app.name.localeCompare(b.app.name))
       .map(({app, executors}) => {
         executors.sort((a, b) => a.address.localeCompare(b.address));
-        const manual = app.addressType === 'ADDRESS_TYPE_MANUAL';
+        const manual = app.addressType === AddressType.name('MANUAL');
         return card(null,
             h('div', {class: 'card-head'}, h('h2', null, app.name),
                 app.title ? h('span', {class: 'muted'}, app.title) : null,
-                h('span', {class: 'badge'}, enumLabel('ADDRESS_TYPE_', app.addressType || 'ADDRESS_TYPE_AUTO')),
+                h('span', {class: 'badge'}, enumLabel(AddressType.prefix, app.addressType || AddressType.default)),
                 h('span', {class: executors.length ? 'ok' : 'bad'},
                     t('ex.online', {n: executors.length})),
                 link('/jobs?app=' + encodeURIComponent(app.name), t('ex.jobs')),

@@ -20,7 +20,7 @@ function parseSpec(param) {
   try {
     const v = JSON.parse(param || '');
     return v && typeof v === 'object' && !Array.isArray(v) ? v : null;
-  } catch (e) {
+  } catch {
     return null;
   }
 }

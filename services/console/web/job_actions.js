@@ -6,13 +6,10 @@ import {jobs, registry} from './api.js';
 import {t} from './i18n.js';
 import {canWrite, canScript} from './session.js';
 import {modal, confirmDialog} from './dialog.js';
-
-function isScript(job) {
-  return job.glueType === 'GLUE_TYPE_SCRIPT_SHELL' || job.glueType === 'GLUE_TYPE_SCRIPT_PYTHON';
-}
+import {isScriptGlue} from './enums.js';
 
 export function mayChange(job) {
-  return canWrite(job.app) && (!isScript(job) || canScript());
+  return canWrite(job.app) && (!isScriptGlue(job.glueType) || canScript());
 }
 
 export function triggerDialog(job, onDone) {

@@ -9,9 +9,10 @@ import {scheduleEl} from './job_format.js';
 import {jobButtons} from './job_actions.js';
 import {previewBody} from './cron_preview.js';
 import {runsTable} from './runs_table.js';
+import {BlockStrategy, GlueType, MisfireStrategy, RoutingStrategy, isScriptGlue} from './enums.js';
 
 function config(j) {
-  const script = j.glueType === 'GLUE_TYPE_SCRIPT_SHELL' || j.glueType === 'GLUE_TYPE_SCRIPT_PYTHON';
+  const script = isScriptGlue(j.glueType);
   return kv([
     [t('field.app'), j.app], [t('field.description'), j.description || ''],
     [t('field.owner'), j.owner || ''],
@@ -23,12 +24,12 @@ function config(j) {
       j.runRetention.maxAge ? `${durationSeconds(j.runRetention.maxAge) / 86400} d` : '',
       j.runRetention.keepLast ? t('job.keeplast', {n: j.runRetention.keepLast}) : '',
     ].filter(Boolean).join(', ')] : null,
-    [t('field.glue'), enumLabel('GLUE_TYPE_', j.glueType || 'GLUE_TYPE_HANDLER')],
+    [t('field.glue'), enumLabel(GlueType.prefix, j.glueType || GlueType.default)],
     script ? null : [t('field.handler'), h('code', null, j.handler || '')],
     [t('field.param'), j.param ? h('code', {class: 'pre'}, j.param) : ''],
-    [t('field.routing'), enumLabel('ROUTING_STRATEGY_', j.routingStrategy || 'ROUTING_STRATEGY_FIRST')],
-    [t('field.block'), enumLabel('BLOCK_STRATEGY_', j.blockStrategy || 'BLOCK_STRATEGY_SERIAL_EXECUTION')],
-    [t('field.misfire'), enumLabel('MISFIRE_STRATEGY_', j.misfireStrategy || 'MISFIRE_STRATEGY_DO_NOTHING')],
+    [t('field.routing'), enumLabel(RoutingStrategy.prefix, j.routingStrategy || RoutingStrategy.default)],
+    [t('field.block'), enumLabel(BlockStrategy.prefix, j.blockStrategy || BlockStrategy.default)],
+    [t('field.misfire'), enumLabel(MisfireStrategy.prefix, j.misfireStrategy || MisfireStrategy.default)],
     [t('field.timeout'), durationSeconds(j.timeout) ? `${durationSeconds(j.timeout)} s` : t('job.notimeout')],
     [t('field.retries'), String(j.failRetryCount || 0)],
     [t('field.children'), (j.childJobIds || []).length ?

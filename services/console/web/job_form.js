@@ -10,17 +10,13 @@ import {durationSeconds} from './time.js';
 import {CronPreview, zoneNames} from './cron_preview.js';
 import {fieldFor, fieldError} from './job_form_errors.js';
 import {httpSection} from './http_job_fields.js';
+import {BlockStrategy, GlueType, MisfireStrategy, RoutingStrategy} from './enums.js';
 
-const ROUTING = ['FIRST', 'LAST', 'ROUND', 'RANDOM', 'CONSISTENT_HASH', 'LEAST_FREQUENTLY_USED',
-  'LEAST_RECENTLY_USED', 'FAILOVER', 'BUSYOVER', 'SHARDING_BROADCAST'];
-const BLOCK = ['SERIAL_EXECUTION', 'DISCARD_LATER', 'COVER_EARLY'];
-const MISFIRE = ['DO_NOTHING', 'FIRE_ONCE_NOW'];
-const GLUE = ['HANDLER', 'SCRIPT_SHELL', 'SCRIPT_PYTHON'];
-
-function select(name, prefix, values, current) {
-  const s = h('select', {name, id: 'f-' + name},
-      values.map((v) => h('option', {value: prefix + v}, enumLabel(prefix, prefix + v))));
-  s.value = current && current !== prefix + 'UNSPECIFIED' ? current : prefix + values[0];
+// A <select> of every value of an enum (enums.js), current (or the default) chosen.
+function select(name, apiEnum, current) {
+  const s = h('select', {name, id: 'f-' + name}, apiEnum.values.map((v) =>
+    h('option', {value: apiEnum.name(v)}, enumLabel(apiEnum.prefix, apiEnum.name(v)))));
+  s.value = apiEnum.orDefault(current);
   return s;
 }
 
@@ -43,20 +39,8 @@ function localInput(ts) {
   return new Date(d.getTime() - off).toISOString().slice(0, 19);
 }
 
-export async function render(view, ctx) {
-  const id = ctx.params[0];
-  put(view, spinner());
-  let job = {enabled: true, schedule: {cron: {expression: '0 * * * * ?', timeZone: 'UTC'}}};
-  if (id) {
-    try {
-      job = (await jobs('GetJob', {id})).job;
-    } catch (e) {
-      put(view, errorBox(e));
-      return;
-    }
-  } else if (ctx.query.get('app')) {
-    job.app = ctx.query.get('app');
-  }
+// The form's controls, filled from job.
+function controls(job) {
   const sched = job.schedule || {};
   const kind = sched.cron ? 'cron' : sched.fixRate ? 'fix_rate' :
     sched.fixDelay ? 'fix_delay' : 'none';
@@ -87,14 +71,14 @@ export async function render(view, ctx) {
         {type: 'number', min: 100}),
     delayStart: input('delay_start', sched.fixDelay ? localInput(sched.fixDelay.startTime) : '',
         {type: 'datetime-local', step: 1}),
-    glue: select('glue_type', 'GLUE_TYPE_', GLUE, job.glueType),
+    glue: select('glue_type', GlueType, job.glueType),
     handler: input('handler', job.handler, {autocomplete: 'off'}),
     param: h('textarea', {name: 'param', id: 'f-param', rows: 2}),
     script: h('textarea', {name: 'script_source', id: 'f-script_source', rows: 10,
       class: 'mono', spellcheck: 'false'}),
-    routing: select('routing_strategy', 'ROUTING_STRATEGY_', ROUTING, job.routingStrategy),
-    block: select('block_strategy', 'BLOCK_STRATEGY_', BLOCK, job.blockStrategy),
-    misfire: select('misfire_strategy', 'MISFIRE_STRATEGY_', MISFIRE, job.misfireStrategy),
+    routing: select('routing_strategy', RoutingStrategy, job.routingStrategy),
+    block: select('block_strategy', BlockStrategy, job.blockStrategy),
+    misfire: select('misfire_strategy', MisfireStrategy, job.misfireStrategy),
     timeout: input('timeout', String(durationSeconds(job.timeout)), {type: 'number', min: 0}),
     retries: input('fail_retry_count', String(job.failRetryCount || 0), {type: 'number', min: 0}),
     children: input('child_job_ids', (job.childJobIds || []).join(', '),
@@ -103,29 +87,69 @@ export async function render(view, ctx) {
   f.kind.value = kind;
   f.param.value = job.param || '';
   f.script.value = job.scriptSource || '';
+  return f;
+}
+
+// The jobwheel.v1.Schedule the form's schedule fields say.
+function scheduleOf(f) {
+  switch (f.kind.value) {
+    case 'cron': return {cron: {expression: f.cron.value.trim(), timeZone: f.zone.value.trim()}};
+    case 'fix_rate': {
+      const fr = {intervalSeconds: String(f.interval.value || 0)};
+      if (f.start.value) fr.startTime = new Date(f.start.value).toISOString();
+      return {fixRate: fr};
+    }
+    case 'fix_delay': {
+      const fd = {delay: `${Number(f.delay.value || 0) / 1000}s`};
+      if (f.delayStart.value) fd.startTime = new Date(f.delayStart.value).toISOString();
+      return {fixDelay: fd};
+    }
+    default: return {none: {}};
+  }
+}
+
+// The jobwheel.v1.Job the form says; what the form does not show is kept from job.
+function jobOf(f, job) {
+  return {
+    app: f.app.value.trim(), name: f.name.value.trim(), description: f.description.value,
+    owner: f.owner.value.trim(),
+    alarmContacts: f.alarmContacts.value.split(',').map((s) => s.trim()).filter(Boolean),
+    schedule: scheduleOf(f), misfireStrategy: f.misfire.value, routingStrategy: f.routing.value,
+    blockStrategy: f.block.value, handler: f.handler.value.trim(), param: f.param.value,
+    timeout: `${Number(f.timeout.value || 0)}s`, failRetryCount: Number(f.retries.value || 0),
+    childJobIds: f.children.value.split(/[\s,]+/).filter(Boolean),
+    glueType: f.glue.value,
+    scriptSource: f.glue.value === GlueType.default ? '' : f.script.value,
+    enabled: f.enabled.checked,
+    labels: Object.fromEntries(f.labels.value.split(',').map((s) => s.trim()).filter(Boolean)
+        .map((kv) => [kv.split('=')[0].trim(), kv.split('=').slice(1).join('=').trim()])),
+    // Not on the form: kept as it is (an update without a mask replaces every field).
+    runRetention: job.runRetention,
+  };
+}
+
+export async function render(view, ctx) {
+  const id = ctx.params[0];
+  put(view, spinner());
+  let job = {enabled: true, schedule: {cron: {expression: '0 * * * * ?', timeZone: 'UTC'}}};
+  if (id) {
+    try {
+      job = (await jobs('GetJob', {id})).job;
+    } catch (e) {
+      put(view, errorBox(e));
+      return;
+    }
+  } else if (ctx.query.get('app')) {
+    job.app = ctx.query.get('app');
+  }
+  const f = controls(job);
   const http = httpSection(f.param, f.handler);  // Writes f.param for handler http.
   if (!canScript()) {
-    for (const o of f.glue.options) if (o.value !== 'GLUE_TYPE_HANDLER') o.disabled = true;
+    for (const o of f.glue.options) if (o.value !== GlueType.default) o.disabled = true;
   }
   const preview = new CronPreview();
   const zones = h('datalist', {id: 'zones'}, zoneNames().map((z) => h('option', {value: z})));
 
-  function schedule() {
-    switch (f.kind.value) {
-      case 'cron': return {cron: {expression: f.cron.value.trim(), timeZone: f.zone.value.trim()}};
-      case 'fix_rate': {
-        const fr = {intervalSeconds: String(f.interval.value || 0)};
-        if (f.start.value) fr.startTime = new Date(f.start.value).toISOString();
-        return {fixRate: fr};
-      }
-      case 'fix_delay': {
-        const fd = {delay: `${Number(f.delay.value || 0) / 1000}s`};
-        if (f.delayStart.value) fd.startTime = new Date(f.delayStart.value).toISOString();
-        return {fixDelay: fd};
-      }
-      default: return {none: {}};
-    }
-  }
   const cronBox = h('div', {class: 'sub'}, field('cron', t('field.cron'), f.cron, t('help.cron')),
       field('time_zone', t('field.timezone'), f.zone), zones, preview.el);
   const rateBox = h('div', {class: 'sub'},
@@ -142,10 +166,10 @@ export async function render(view, ctx) {
     cronBox.hidden = f.kind.value !== 'cron';
     rateBox.hidden = f.kind.value !== 'fix_rate';
     delayBox.hidden = f.kind.value !== 'fix_delay';
-    scriptBox.hidden = f.glue.value === 'GLUE_TYPE_HANDLER';
+    scriptBox.hidden = f.glue.value === GlueType.default;
     http.refresh();
     if (f.kind.value === 'none') preview.update(null);
-    else preview.update(schedule(), f.kind.value === 'cron' ? f.zone.value.trim() || 'UTC' : 'UTC');
+    else preview.update(scheduleOf(f), f.kind.value === 'cron' ? f.zone.value.trim() || 'UTC' : 'UTC');
   };
   for (const el of [f.kind, f.cron, f.zone, f.interval, f.start, f.delay, f.delayStart, f.glue]) {
     el.addEventListener('input', refresh);
@@ -159,22 +183,7 @@ export async function render(view, ctx) {
     e.preventDefault();
     form.querySelectorAll('.field-error').forEach((x) => { x.textContent = ''; });
     form.querySelectorAll('.field.invalid').forEach((x) => x.classList.remove('invalid'));
-    const out = {
-      app: f.app.value.trim(), name: f.name.value.trim(), description: f.description.value,
-      owner: f.owner.value.trim(),
-      alarmContacts: f.alarmContacts.value.split(',').map((s) => s.trim()).filter(Boolean),
-      schedule: schedule(), misfireStrategy: f.misfire.value, routingStrategy: f.routing.value,
-      blockStrategy: f.block.value, handler: f.handler.value.trim(), param: f.param.value,
-      timeout: `${Number(f.timeout.value || 0)}s`, failRetryCount: Number(f.retries.value || 0),
-      childJobIds: f.children.value.split(/[\s,]+/).filter(Boolean),
-      glueType: f.glue.value,
-      scriptSource: f.glue.value === 'GLUE_TYPE_HANDLER' ? '' : f.script.value,
-      enabled: f.enabled.checked,
-      labels: Object.fromEntries(f.labels.value.split(',').map((s) => s.trim()).filter(Boolean)
-          .map((kv) => [kv.split('=')[0].trim(), kv.split('=').slice(1).join('=').trim()])),
-      // Not on the form: kept as it is (an update without a mask replaces every field).
-      runRetention: job.runRetention,
-    };
+    const out = jobOf(f, job);
     save.disabled = true;
     const box = errorBox(null);
     topError.replaceWith(box);

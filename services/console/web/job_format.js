@@ -18,7 +18,3 @@ export function scheduleText(schedule) {
 export function scheduleEl(schedule) {
   return h('code', {class: 'sched'}, scheduleText(schedule));
 }
-
-export function shortEnum(prefix, v, dflt) {
-  return (v || prefix + dflt).replace(prefix, '');
-}

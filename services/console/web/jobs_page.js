@@ -6,8 +6,9 @@ import {t} from './i18n.js';
 import {canWrite} from './session.js';
 import {timeEl} from './time.js';
 import {table, Pager, errorBox, enabledBadge, spinner} from './widgets.js';
-import {scheduleEl, shortEnum} from './job_format.js';
+import {scheduleEl} from './job_format.js';
 import {jobButtons} from './job_actions.js';
+import {GlueType, RoutingStrategy} from './enums.js';
 
 const PAGE_SIZE = 20;
 
@@ -46,9 +47,9 @@ export function render(view, ctx) {
           cls: 'name'},
         {title: t('col.app'), cell: (j) => j.app},
         {title: t('col.schedule'), cell: (j) => scheduleEl(j.schedule)},
-        {title: t('col.handler'), cell: (j) => j.glueType && j.glueType !== 'GLUE_TYPE_HANDLER' ?
-          shortEnum('GLUE_TYPE_', j.glueType, 'HANDLER') : (j.handler || '')},
-        {title: t('col.routing'), cell: (j) => shortEnum('ROUTING_STRATEGY_', j.routingStrategy, 'FIRST')},
+        {title: t('col.handler'), cell: (j) => j.glueType && j.glueType !== GlueType.name('HANDLER') ?
+          GlueType.short(j.glueType, 'HANDLER') : (j.handler || '')},
+        {title: t('col.routing'), cell: (j) => RoutingStrategy.short(j.routingStrategy, 'FIRST')},
         {title: t('col.nextfire'), cell: (j) => timeEl(j.nextFireTime)},
         {title: t('col.state'), cell: (j) => enabledBadge(j.enabled)},
         {title: '', cls: 'right', cell: (j) => jobButtons(j, load)},

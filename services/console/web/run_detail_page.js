@@ -11,8 +11,9 @@ import {confirmDialog} from './dialog.js';
 import {RunLogView} from './run_log_view.js';
 import {jobLink} from './job_names.js';
 import {triggerDialog} from './job_actions.js';
+import {RunStatus, RoutingStrategy, TriggerType, OPEN_STATUSES} from './enums.js';
 
-const OPEN = new Set(['RUN_STATUS_PENDING', 'RUN_STATUS_RUNNING']);
+const OPEN = new Set(OPEN_STATUSES.map((s) => RunStatus.name(s)));
 
 function timeline(r) {
   const steps = [
@@ -64,11 +65,11 @@ export async function render(view, ctx) {
     h('div', {class: 'actions'}, h('span', {class: 'muted'}, t('col.job')), jobLink(run.jobId), again, kill));
     put(summary, timeline(run), kv([
       [t('col.app'), run.app], [t('field.handler'), run.handler ? h('code', null, run.handler) : ''],
-      [t('col.trigger'), enumLabel('TRIGGER_TYPE_', run.triggerType)],
+      [t('col.trigger'), enumLabel(TriggerType.prefix, run.triggerType)],
       [t('col.attempt'), String(run.attempt || 0)],
       run.shardTotal > 1 ? [t('run.shard'), `${run.shardIndex || 0}/${run.shardTotal}`] : null,
       [t('col.executor'), run.executorAddress || ''],
-      [t('field.routing'), enumLabel('ROUTING_STRATEGY_', run.routingStrategy)],
+      [t('field.routing'), enumLabel(RoutingStrategy.prefix, run.routingStrategy)],
       [t('field.param'), run.param ? h('code', {class: 'pre'}, run.param) : ''],
       [t('run.triggermsg'), run.triggerMessage ?
         h('span', {class: 'pre', 'data-test': 'trigger-message'}, run.triggerMessage) : ''],

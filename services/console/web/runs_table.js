@@ -7,9 +7,7 @@ import {t, enumLabel} from './i18n.js';
 import {timeEl, between, formatMs} from './time.js';
 import {table, Pager, errorBox, runStatus} from './widgets.js';
 import {jobLink} from './job_names.js';
-
-const STATUSES = ['PENDING', 'RUNNING', 'SUCCEEDED', 'FAILED', 'TIMED_OUT', 'KILLED', 'LOST',
-  'DISCARDED'];
+import {RunStatus, TriggerType, FAILURE_STATUSES} from './enums.js';
 
 // Returns {el, load}; base is the fixed part of the request ({jobId}) and withApp adds an app
 // filter. The table reloads itself every refreshMs while ctx is alive.
@@ -17,7 +15,7 @@ export function runsTable(ctx, {base = {}, withApp = false, refreshMs = 3000, pa
   const status = h('select', {name: 'status', 'data-test': 'filter-status'},
       h('option', {value: ''}, t('runs.allstatuses')),
       h('option', {value: 'failures'}, t('runs.failures')),
-      STATUSES.map((s) => h('option', {value: s}, enumLabel('', s))));
+      RunStatus.values.map((s) => h('option', {value: s}, enumLabel('', s))));
   if (ctx.query && ctx.query.get('status')) status.value = ctx.query.get('status');
   const q = ctx.query || new URLSearchParams();
   const app = withApp ? h('input', {name: 'app', placeholder: t('col.app'),
@@ -35,9 +33,9 @@ export function runsTable(ctx, {base = {}, withApp = false, refreshMs = 3000, pa
     const mine = ++seq;
     const req = {...base, pageSize, pageToken: pager.token};
     if (status.value === 'failures') {
-      req.statuses = ['RUN_STATUS_FAILED', 'RUN_STATUS_TIMED_OUT', 'RUN_STATUS_LOST'];
+      req.statuses = FAILURE_STATUSES.map((s) => RunStatus.name(s));
     } else if (status.value) {
-      req.statuses = ['RUN_STATUS_' + status.value];
+      req.statuses = [RunStatus.name(status.value)];
     }
     if (app && app.value.trim()) req.app = app.value.trim();
     if (from.value) req.startTime = new Date(from.value).toISOString();
@@ -50,7 +48,7 @@ export function runsTable(ctx, {base = {}, withApp = false, refreshMs = 3000, pa
         base.jobId ? null : {title: t('col.job'), cell: (x) => jobLink(x.jobId)},
         withApp ? {title: t('col.app'), cell: (x) => x.app || ''} : null,
         {title: t('col.status'), cell: (x) => runStatus(x.status)},
-        {title: t('col.trigger'), cell: (x) => enumLabel('TRIGGER_TYPE_', x.triggerType)},
+        {title: t('col.trigger'), cell: (x) => enumLabel(TriggerType.prefix, x.triggerType)},
         {title: t('col.attempt'), cls: 'num', cell: (x) => String(x.attempt || 0)},
         {title: t('col.executor'), cell: (x) => x.executorAddress || ''},
         {title: t('col.scheduled'), cell: (x) => timeEl(x.scheduledTime)},
@@ -59,7 +57,7 @@ export function runsTable(ctx, {base = {}, withApp = false, refreshMs = 3000, pa
         {title: t('col.result'), cls: 'wrap', cell: (x) => x.resultMessage || ''},
       ].filter(Boolean);
       put(body, table(cols, r.runs || [], {empty: t('runs.empty'),
-        rowAttrs: (x) => ({'data-run': x.id, 'data-status': (x.status || '').replace('RUN_STATUS_', '')})}));
+        rowAttrs: (x) => ({'data-run': x.id, 'data-status': RunStatus.short(x.status)})}));
       pager.update(r.nextPageToken, (r.runs || []).length);
     } catch (e) {
       if (mine === seq) put(body, errorBox(e));

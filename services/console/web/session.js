@@ -2,6 +2,8 @@
 // URL, cookie or localStorage); the identity comes from the who-am-I RPC. The UI hides what the
 // role may not do; the server enforces it anyway.
 
+import {Role} from './enums.js';
+
 const KEY = 'jobwheel.token';
 let identity = null;  // The Token message of the signed-in caller.
 
@@ -28,11 +30,11 @@ export function getIdentity() {
 }
 
 export function role() {
-  return identity ? identity.role || 'ROLE_UNSPECIFIED' : 'ROLE_UNSPECIFIED';
+  return (identity && identity.role) || Role.name('UNSPECIFIED');
 }
 
 export function isAdmin() {
-  return role() === 'ROLE_ADMIN';
+  return role() === Role.name('ADMIN');
 }
 
 // The apps the token is scoped to: ["*"] means every app, an empty list none (an admin's
@@ -43,8 +45,8 @@ export function scopedApps() {
 
 // Whether the caller may change jobs and runs of `app` (no app: of any app it can see).
 export function canWrite(app) {
-  if (role() === 'ROLE_ADMIN') return true;
-  if (role() !== 'ROLE_OPERATOR') return false;
+  if (role() === Role.name('ADMIN')) return true;
+  if (role() !== Role.name('OPERATOR')) return false;
   const apps = scopedApps();
   return !app || apps.includes('*') || apps.includes(app);
 }

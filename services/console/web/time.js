@@ -75,7 +75,7 @@ export function durationSeconds(d) {
 export function browserZone() {
   try {
     return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
-  } catch (e) {
+  } catch {
     return 'UTC';
   }
 }
@@ -89,7 +89,7 @@ export function formatInZone(d, zone) {
     });
     const p = Object.fromEntries(f.formatToParts(d).map((x) => [x.type, x.value]));
     return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}`;
-  } catch (e) {
+  } catch {
     return formatUtc(d);
   }
 }

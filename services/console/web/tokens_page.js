@@ -7,13 +7,12 @@ import {isAdmin} from './session.js';
 import {timeEl} from './time.js';
 import {card, table, errorBox} from './widgets.js';
 import {modal, confirmDialog} from './dialog.js';
-
-const ROLES = ['VIEWER', 'OPERATOR', 'ADMIN', 'EXECUTOR'];
+import {Role} from './enums.js';
 
 function createDialog(onCreated) {
   const name = h('input', {name: 'name', required: true, autocomplete: 'off', 'data-test': 'token-name'});
   const role = h('select', {name: 'role', 'data-test': 'token-role'},
-      ROLES.map((r) => h('option', {value: 'ROLE_' + r}, enumLabel('ROLE_', 'ROLE_' + r))));
+      Role.values.map((r) => h('option', {value: Role.name(r)}, enumLabel(Role.prefix, Role.name(r)))));
   const appsIn = h('input', {name: 'apps', placeholder: 'demo, billing', 'data-test': 'token-apps'});
   const expire = h('input', {name: 'expire', type: 'datetime-local', step: 1});
   let created = null;
@@ -44,7 +43,7 @@ function showSecret(resp) {
       try {
         await navigator.clipboard.writeText(resp.secret);
         copied.textContent = t('tok.copied');
-      } catch (e) {
+      } catch {
         copied.textContent = document.execCommand('copy') ? t('tok.copied') : t('tok.copyfail');
       }
     }}, t('tok.copy'));
@@ -70,10 +69,10 @@ export function render(view, ctx) {
       put(body, table([
         {title: t('col.id'), cls: 'num', cell: (x) => String(x.id || 0)},
         {title: t('tok.name'), cell: (x) => x.name},
-        {title: t('tok.role'), cell: (x) => enumLabel('ROLE_', x.role)},
+        {title: t('tok.role'), cell: (x) => enumLabel(Role.prefix, x.role)},
         // An empty list reaches every app for an admin and none for anyone else.
         {title: t('tok.apps'), cell: (x) => (x.apps || []).join(', ') || h('span', {class: 'muted'},
-            t(x.role === 'ROLE_ADMIN' ? 'tok.allapps' : 'tok.noapps'))},
+            t(x.role === Role.name('ADMIN') ? 'tok.allapps' : 'tok.noapps'))},
         {title: t('tok.createtime'), cell: (x) => timeEl(x.createTime)},
         {title: t('tok.expire'), cell: (x) => timeEl(x.expireTime)},
         {title: t('tok.lastused'), cell: (x) => timeEl(x.lastUsedTime)},

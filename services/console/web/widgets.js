@@ -2,13 +2,14 @@
 
 import {h, put} from './dom.js';
 import {t, enumLabel} from './i18n.js';
+import {RunStatus} from './enums.js';
 
 // A run status badge; data-status carries the enum name for tests and styling.
 export function runStatus(status) {
-  const s = status || 'RUN_STATUS_UNSPECIFIED';
-  const short = s.replace('RUN_STATUS_', '');
+  const s = status || RunStatus.name('UNSPECIFIED');
+  const short = RunStatus.short(s);
   return h('span', {class: `badge st-${short.toLowerCase()}`, dataset: {status: short}},
-      enumLabel('RUN_STATUS_', s));
+      enumLabel(RunStatus.prefix, s));
 }
 
 export function enabledBadge(enabled) {

@@ -151,7 +151,7 @@ export async function run() {
           await pages[pages.length - 1].screenshot({path: file});
           console.log(`      screenshot: ${file}`);
         }
-      } catch (ignored) { /* the browser may be gone */ }
+      } catch { /* the browser may be gone */ }
     }
   }
   await browser.close();
