@@ -295,6 +295,47 @@ if secrets and mounted != set(MAY_MOUNT):
 check("signing keys only in their own component, public keys only where callers are verified",
       probs)
 
+# Scoped credentials: each executor mounts a token Secret of its own (an EXECUTOR token of its
+# app alone, never the bootstrap executor token of every app) and the console its proxy token;
+# the bootstrap executor token, when given, reaches the registry and the dispatchers only.
+OWN_FILE = {"demo-executor": "executor-token", "http-executor": "executor-token",
+            "console": "proxy-token"}
+want_own = EXPECT.get("app_tokens", {})
+probs = []
+own_by = {}
+bootstrap_at = set()
+for d in deployments:
+    comp = component(d)
+    vols = {v["name"]: v for v in pod(d)["spec"].get("volumes", [])}
+    for v in vols.values():
+        sec = v.get("secret") or {}
+        keys = [i["key"] for i in sec.get("items", [])]
+        if v["name"] != "app-token" and "executor-token" in keys:
+            bootstrap_at.add(comp)
+            if comp not in ("registry", "dispatcher"):
+                probs.append("%s mounts the bootstrap executor token" % name(d))
+    own = ((vols.get("app-token") or {}).get("secret") or {})
+    got = own.get("secretName")
+    if got != want_own.get(comp):
+        probs.append("%s: own token Secret %r, want %r" % (name(d), got, want_own.get(comp)))
+    if got:
+        own_by.setdefault(got, []).append(comp)
+        if [i["key"] for i in own.get("items", [])] != [OWN_FILE.get(comp)]:
+            probs.append("%s: own token items %s" % (name(d), own.get("items")))
+        if got in secrets and set((secrets[got].get("data") or {})) != {OWN_FILE.get(comp)}:
+            probs.append("Secret %s holds %s" % (got, sorted(secrets[got].get("data") or {})))
+    flag = "JOBWHEEL_%s_FILE" % OWN_FILE.get(comp, "-").replace("-", "_").upper()
+    want_file = "/etc/jobwheel/app-token/%s" % OWN_FILE.get(comp) if got else None
+    for c in containers(d):
+        if comp in OWN_FILE and env_of(c).get(flag) != want_file:
+            probs.append("%s: %s=%r, want %r" % (name(d), flag, env_of(c).get(flag), want_file))
+probs += ["Secret %s is the own token of %s" % (k, v) for k, v in own_by.items() if len(v) > 1]
+want_bootstrap = {"registry", "dispatcher"} if EXPECT.get("bootstrap_executor_token") else set()
+if bootstrap_at != want_bootstrap:
+    probs.append("bootstrap executor token mounted by %s, want %s" % (sorted(bootstrap_at), sorted(want_bootstrap)))
+check("each executor its own app-scoped token Secret, the console its proxy token, the bootstrap "
+      "executor token only on registry and dispatchers when given", probs)
+
 # ------------------------------------------------------------------ NetworkPolicy
 nps = of_kind("NetworkPolicy")
 probs = []
@@ -402,7 +443,8 @@ if EXPECT.get("console", True):
                 probs.append("%s=%r, want %r" % (k, env.get(k), v))
         if c["command"] != ["/usr/local/bin/console"]:
             probs.append("command %s" % c["command"])
-        if any("TOKEN" in k or "DB_DSN" in k for k in env):
+        # Its own proxy token only (a VIEWER of no app: it reads nothing).
+        if any(("TOKEN" in k and k != "JOBWHEEL_PROXY_TOKEN_FILE") or "DB_DSN" in k for k in env):
             probs.append("the console gets a token or the DSN: %s" % sorted(env))
         if (c["readinessProbe"].get("httpGet") or {}).get("path") != "/readyz" or \
            (c["livenessProbe"].get("httpGet") or {}).get("path") != "/healthz":

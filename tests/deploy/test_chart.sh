@@ -147,7 +147,8 @@ value_of() {
   ' "$V"
 }
 for k in db.dsn auth.executorToken auth.adminToken auth.schedulerSigningKey auth.schedulerPublicKey \
-         auth.dispatcherSigningKey auth.dispatcherPublicKey; do
+         auth.dispatcherSigningKey auth.dispatcherPublicKey demoExecutor.token demoExecutor.tokenSecret \
+         httpExecutor.token httpExecutor.tokenSecret console.proxyToken console.proxyTokenSecret; do
   val="$(value_of "$k")"
   if [ "$val" = '""' ]; then ok "values.yaml: $k defaults to empty (no default secret)"
   else fail "values.yaml: $k must default to \"\", found [$val]"; fi
@@ -172,6 +173,8 @@ check "values.yaml: networkPolicy on by default" \
 check "validate.yaml fails the render when values are missing" grep -q 'fail (printf' "$CHART/templates/validate.yaml"
 check "validate.yaml requires a DSN" grep -q 'a PostgreSQL DSN is required' "$CHART/templates/validate.yaml"
 check "validate.yaml requires the tokens" grep -q 'authentication tokens are required' "$CHART/templates/validate.yaml"
+check "validate.yaml requires each enabled executor's own token" \
+  grep -q 'needs its own executor token (there is no shared one)' "$CHART/templates/validate.yaml"
 check "validate.yaml refuses insecureDev (--insecure_dev needs a loopback listener)" \
   grep -q 'insecureDev=true cannot work in a cluster' "$CHART/templates/validate.yaml"
 check "pods use native gRPC probes" grep -qE '^grpc:$' "$CHART/templates/_helpers.tpl"
@@ -380,7 +383,8 @@ group "chart rendered (tools/chart-render)"
 RENDER_SCENARIOS=(default tls-cert-manager tls-existing-secret console-ingress replicas
                   external-secrets minimal xxl-gateway http-executor)
 RENDER_FAILURES=(no-values tls-without-certificates ingress-without-host short-token missing-keys
-                 swapped-key insecure-dev insecure-dev-with-secrets)
+                 swapped-key insecure-dev insecure-dev-with-secrets executor-without-token
+                 app-token-not-an-api-token app-token-twice)
 render_skip() { # render_skip REASON: every rendered check is skipped, visibly
   skip "$1: $(( ${#RENDER_SCENARIOS[@]} + ${#RENDER_FAILURES[@]} + 1 )) render checks skipped"
   SKIPPED=$(( SKIPPED + ${#RENDER_SCENARIOS[@]} + ${#RENDER_FAILURES[@]} ))
@@ -449,9 +453,13 @@ with open("%s/keys-values.yaml" % w, "w") as f:
 print(", ".join(json.dumps(v) for v in pems.values()))
 PY
 )"
-  SECRETS=(--set-string "db.dsn=$DSN" --set-string "auth.executorToken=e$T"
-           --set-string "auth.adminToken=a$T" -f "$WORK/keys-values.yaml")
-  GIVEN="\"$DSN\", \"e$T\", \"a$T\", $KEYS_GIVEN"
+  # No shared executor token: each executor its own API token (jw_ + 64 hex digits), scoped
+  # to its app, and the console its proxy token.
+  api_token() { printf 'jw_%s' "$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"; }
+  DEMO_TOKEN="$(api_token)"; HTTP_TOKEN="$(api_token)"; PROXY_TOKEN="$(api_token)"
+  SECRETS=(--set-string "db.dsn=$DSN" --set-string "auth.adminToken=a$T" -f "$WORK/keys-values.yaml")
+  DEMO=(--set demoExecutor.enabled=true --set-string "demoExecutor.token=$DEMO_TOKEN")
+  GIVEN="\"$DSN\", \"e$T\", \"a$T\", \"$DEMO_TOKEN\", \"$HTTP_TOKEN\", \"$PROXY_TOKEN\", $KEYS_GIVEN"
   # The image's web root must match what the chart passes.
   BASE='"secret_values": ['"$GIVEN"'], "dashboards_namespace": "jobs"'
 
@@ -481,12 +489,12 @@ PY
   }
 
   scenario default jw jw-jobwheel \
-    '"kinds": {"Deployment": 4, "Service": 6, "ConfigMap": 5, "Secret": 1, "NetworkPolicy": 4, "PodDisruptionBudget": 4, "HorizontalPodAutoscaler": 1, "ServiceAccount": 1, "Ingress": 0, "Certificate": 0}, "replicas": {"scheduler": 2, "registry": 2}' \
-    "${SECRETS[@]}"
+    '"kinds": {"Deployment": 4, "Service": 6, "ConfigMap": 5, "Secret": 2, "NetworkPolicy": 4, "PodDisruptionBudget": 4, "HorizontalPodAutoscaler": 1, "ServiceAccount": 1, "Ingress": 0, "Certificate": 0}, "replicas": {"scheduler": 2, "registry": 2}, "app_tokens": {"console": "jw-jobwheel-console-token"}' \
+    "${SECRETS[@]}" --set-string "console.proxyToken=$PROXY_TOKEN"
   scenario tls-cert-manager jw jw-jobwheel \
-    '"kinds": {"Certificate": 5, "Deployment": 5, "NetworkPolicy": 5}, "client_auth": true, "tls": {"scheduler": "jw-jobwheel-scheduler-tls", "registry": "jw-jobwheel-registry-tls", "dispatcher": "jw-jobwheel-dispatcher-tls", "demo-executor": "jw-jobwheel-demo-executor-tls", "console": "jw-jobwheel-console-tls"}' \
+    '"kinds": {"Certificate": 5, "Deployment": 5, "NetworkPolicy": 5, "Secret": 2}, "client_auth": true, "tls": {"scheduler": "jw-jobwheel-scheduler-tls", "registry": "jw-jobwheel-registry-tls", "dispatcher": "jw-jobwheel-dispatcher-tls", "demo-executor": "jw-jobwheel-demo-executor-tls", "console": "jw-jobwheel-console-tls"}, "app_tokens": {"demo-executor": "jw-jobwheel-demo-executor-token"}' \
     "${SECRETS[@]}" --set tls.enabled=true,tls.clientAuth=true,tls.certManager.enabled=true \
-    --set tls.certManager.issuerRef.name=jobwheel-ca --set demoExecutor.enabled=true
+    --set tls.certManager.issuerRef.name=jobwheel-ca "${DEMO[@]}"
   scenario tls-existing-secret jw jw-jobwheel \
     '"kinds": {"Certificate": 0}, "external_secrets": ["jw-tls", "jw-sched-tls"], "tls": {"*": "jw-tls", "scheduler": "jw-sched-tls"}' \
     "${SECRETS[@]}" --set tls.enabled=true,tls.existingSecret=jw-tls,tls.componentSecrets.scheduler=jw-sched-tls
@@ -499,13 +507,15 @@ PY
 scheduler: {replicaCount: 3}
 registry: {replicaCount: 4}
 dispatcher: {autoscaling: {enabled: false}, replicaCount: 5}
-console: {replicaCount: 3, autoscaling: {enabled: false}}
-demoExecutor: {enabled: true, replicaCount: 2, pdb: {enabled: true}}
+console: {replicaCount: 3, autoscaling: {enabled: false}, proxyTokenSecret: console-proxy}
+demoExecutor: {enabled: true, replicaCount: 2, pdb: {enabled: true}, tokenSecret: demo-executor-token}
 podAntiAffinity: hard
 YAML
+  # Existing Secrets for the own tokens, and the optional bootstrap executor token (registry
+  # and dispatchers only).
   scenario replicas jw jw-jobwheel \
-    '"kinds": {"HorizontalPodAutoscaler": 0, "PodDisruptionBudget": 5}, "console_replicas": 3, "replicas": {"scheduler": 3, "registry": 4, "dispatcher": 5, "console": 3, "demo-executor": 2}' \
-    "${SECRETS[@]}" -f "$WORK/replicas-values.yaml"
+    '"kinds": {"HorizontalPodAutoscaler": 0, "PodDisruptionBudget": 5, "Secret": 1}, "console_replicas": 3, "replicas": {"scheduler": 3, "registry": 4, "dispatcher": 5, "console": 3, "demo-executor": 2}, "external_secrets": ["demo-executor-token", "console-proxy"], "app_tokens": {"demo-executor": "demo-executor-token", "console": "console-proxy"}, "bootstrap_executor_token": true' \
+    "${SECRETS[@]}" -f "$WORK/replicas-values.yaml" --set-string "auth.executorToken=e$T"
   scenario external-secrets jobwheel jobwheel \
     '"kinds": {"Secret": 0}, "external_secrets": ["pg-app", "jobwheel-secrets"]' \
     --set db.existingSecret=pg-app,db.existingSecretKey=uri,existingSecret=jobwheel-secrets \
@@ -518,18 +528,17 @@ YAML
     '"kinds": {"Deployment": 5, "NetworkPolicy": 5, "PodDisruptionBudget": 5}' \
     "${SECRETS[@]}" --set xxlGateway.enabled=true,xxlGateway.appHandlers=demo-xxl=echo
   scenario http-executor jw jw-jobwheel \
-    '"kinds": {"Deployment": 5, "NetworkPolicy": 5, "PodDisruptionBudget": 4}' \
-    "${SECRETS[@]}" --set httpExecutor.enabled=true
+    '"kinds": {"Deployment": 5, "NetworkPolicy": 5, "PodDisruptionBudget": 4, "Secret": 2}, "app_tokens": {"http-executor": "jw-jobwheel-http-executor-token"}' \
+    "${SECRETS[@]}" --set httpExecutor.enabled=true --set-string "httpExecutor.token=$HTTP_TOKEN"
 
   must_fail no-values "authentication tokens are required"
   must_fail tls-without-certificates "tls.enabled needs certificates" "${SECRETS[@]}" --set tls.enabled=true
   must_fail ingress-without-host "console.ingress.enabled needs console.ingress.host" \
     "${SECRETS[@]}" --set console.ingress.enabled=true
   must_fail short-token "auth.adminToken is too short" \
-    --set-string "db.dsn=$DSN" --set-string "auth.executorToken=e$T,auth.adminToken=short" \
-    -f "$WORK/keys-values.yaml"
+    --set-string "db.dsn=$DSN" --set-string "auth.adminToken=short" -f "$WORK/keys-values.yaml"
   must_fail missing-keys "Ed25519 key pairs are required" \
-    --set-string "db.dsn=$DSN" --set-string "auth.executorToken=e$T,auth.adminToken=a$T"
+    --set-string "db.dsn=$DSN" --set-string "auth.adminToken=a$T"
   must_fail swapped-key "auth.schedulerSigningKey is not a PEM PRIVATE KEY" \
     "${SECRETS[@]}" --set-string "auth.schedulerSigningKey=$(cat "$WORK/scheduler.pub")"
   # --insecure_dev is accepted only on loopback listeners and pods listen on 0.0.0.0: the
@@ -538,6 +547,13 @@ YAML
     --set-string "db.dsn=$DSN" --set insecureDev=true
   must_fail insecure-dev-with-secrets "insecureDev=true cannot work in a cluster" \
     "${SECRETS[@]}" --set insecureDev=true
+  # An executor without a token of its own does not render, even with the bootstrap token.
+  must_fail executor-without-token "demoExecutor.enabled needs its own executor token" \
+    "${SECRETS[@]}" --set-string "auth.executorToken=e$T" --set demoExecutor.enabled=true
+  must_fail app-token-not-an-api-token "httpExecutor.token is not an API token" \
+    "${SECRETS[@]}" --set httpExecutor.enabled=true --set-string "httpExecutor.token=e$T"
+  must_fail app-token-twice "set console.proxyToken or console.proxyTokenSecret, not both" \
+    "${SECRETS[@]}" --set-string "console.proxyToken=$PROXY_TOKEN,console.proxyTokenSecret=x"
   # The skip count above assumes these lists; keep them equal to what ran.
   check "the value sets that ran are RENDER_SCENARIOS + RENDER_FAILURES" \
     test "${RAN[*]}" = "${RENDER_SCENARIOS[*]} ${RENDER_FAILURES[*]}"

@@ -9,6 +9,9 @@ Components are described by "jobwheel.component" dicts:
   db     true when the component connects to PostgreSQL
   tokens the secret files it reads: {key: <key of the tokens Secret>, file: <file name>},
          the file name giving the flag (file signing-key: JOBWHEEL_SIGNING_KEY_FILE)
+  appToken  its own API token, in a Secret of its own (jobwheel.appTokenSecret): {file: <key
+         and file name>, value: <values key of the token>, secret: <values key of an existing
+         Secret>}; executors: an EXECUTOR token of their app alone, the console: its proxy token
 */}}
 
 {{- define "jobwheel.name" -}}
@@ -71,17 +74,18 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if eq . "scheduler" -}}
 {key: scheduler, name: scheduler, binary: scheduler, port: grpc, db: true, tokens: [{key: scheduler-signing-key, file: signing-key}, {key: admin-token, file: admin-token}]}
 {{- else if eq . "registry" -}}
-{key: registry, name: registry, binary: registry, port: grpc, db: true, tokens: [{key: dispatcher-public-key, file: dispatcher-public-key}, {key: admin-token, file: admin-token}, {key: executor-token, file: executor-token}]}
+{{- /* The bootstrap executor token (every app) only when auth.executorToken is given: jobwheel.tokenFiles. */ -}}
+{key: registry, name: registry, binary: registry, port: grpc, db: true, tokens: [{key: dispatcher-public-key, file: dispatcher-public-key}, {key: admin-token, file: admin-token}]}
 {{- else if eq . "dispatcher" -}}
-{key: dispatcher, name: dispatcher, binary: dispatcher, port: grpc, db: true, tokens: [{key: dispatcher-signing-key, file: signing-key}, {key: scheduler-public-key, file: scheduler-public-key}, {key: executor-token, file: executor-token}]}
+{key: dispatcher, name: dispatcher, binary: dispatcher, port: grpc, db: true, tokens: [{key: dispatcher-signing-key, file: signing-key}, {key: scheduler-public-key, file: scheduler-public-key}]}
 {{- else if eq . "demoExecutor" -}}
-{{- /* Executors hold public keys only: nothing another component accepts. */ -}}
-{key: demoExecutor, name: demo-executor, binary: demo_executor, port: grpc, db: false, executor: true, tokens: [{key: dispatcher-public-key, file: dispatcher-public-key}, {key: scheduler-public-key, file: scheduler-public-key}, {key: executor-token, file: executor-token}]}
+{{- /* Executors hold public keys and a token scoped to their own app: nothing another component accepts, nothing of another app's. */ -}}
+{key: demoExecutor, name: demo-executor, binary: demo_executor, port: grpc, db: false, executor: true, appToken: {file: executor-token, value: token, secret: tokenSecret}, tokens: [{key: dispatcher-public-key, file: dispatcher-public-key}, {key: scheduler-public-key, file: scheduler-public-key}]}
 {{- else if eq . "httpExecutor" -}}
-{key: httpExecutor, name: http-executor, binary: http_executor, port: grpc, db: false, executor: true, tokens: [{key: dispatcher-public-key, file: dispatcher-public-key}, {key: scheduler-public-key, file: scheduler-public-key}, {key: executor-token, file: executor-token}]}
+{key: httpExecutor, name: http-executor, binary: http_executor, port: grpc, db: false, executor: true, appToken: {file: executor-token, value: token, secret: tokenSecret}, tokens: [{key: dispatcher-public-key, file: dispatcher-public-key}, {key: scheduler-public-key, file: scheduler-public-key}]}
 {{- else if eq . "console" -}}
-{{- /* The console forwards each caller's own token and holds none. */ -}}
-{key: console, name: console, binary: console, port: http, db: false, tokens: []}
+{{- /* The console forwards each caller's own token; its own (a VIEWER of no app, which reads nothing) only names the caller's IP to the backends. */ -}}
+{key: console, name: console, binary: console, port: http, db: false, appToken: {file: proxy-token, value: proxyToken, secret: proxyTokenSecret}, tokens: []}
 {{- else -}}
 {{- fail (printf "jobwheel: unknown component %q" .) -}}
 {{- end -}}
@@ -119,6 +123,34 @@ true
 {{- default (include "jobwheel.secretName" .) .Values.existingSecret -}}
 {{- end -}}
 
+{{/* The files of the tokens Secret a component mounts: its descriptor's, and on the registry
+and dispatchers the bootstrap executor token (every app) when auth.executorToken is given.
+Argument: dict root, c. Prints {tokens: [...]} (YAML). */}}
+{{- define "jobwheel.tokenFiles" -}}
+{{- $t := .c.tokens -}}
+{{- if and (has .c.key (list "registry" "dispatcher")) .root.Values.auth.executorToken -}}
+{{- $t = append $t (dict "key" "executor-token" "file" "executor-token") -}}
+{{- end -}}
+{{- dict "tokens" $t | toYaml -}}
+{{- end -}}
+
+{{/* Secret holding a component's own token (appToken): its existing Secret, or the one the
+chart makes from its token value (<fullname>-<name>-token); empty when it has neither.
+Argument: dict root, c. */}}
+{{- define "jobwheel.appTokenSecret" -}}
+{{- with .c.appToken -}}
+{{- $v := index $.root.Values $.c.key -}}
+{{- if index $v .secret -}}
+{{- index $v .secret -}}
+{{- else if index $v .value -}}
+{{- printf "%s-%s-token" (include "jobwheel.fullname" $.root) $.c.name -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Where a component's own token is mounted. */}}
+{{- define "jobwheel.appTokenDir" -}}/etc/jobwheel/app-token{{- end -}}
+
 {{/* Secret and key holding the DSN. */}}
 {{- define "jobwheel.dsnSecretName" -}}
 {{- if .Values.db.existingSecret -}}
@@ -139,7 +171,9 @@ true
 db-dsn: {{ .Values.db.dsn | toString | b64enc | quote }}
 {{- end }}
 {{- if include "jobwheel.authEnabled" . }}
+{{- if .Values.auth.executorToken }}
 executor-token: {{ .Values.auth.executorToken | toString | b64enc | quote }}
+{{- end }}
 admin-token: {{ .Values.auth.adminToken | toString | b64enc | quote }}
 scheduler-signing-key: {{ .Values.auth.schedulerSigningKey | toString | b64enc | quote }}
 scheduler-public-key: {{ .Values.auth.schedulerPublicKey | toString | b64enc | quote }}
@@ -198,8 +232,11 @@ Argument: dict root, c. The component's `config` map wins over the chart's own k
 {{- $_ := set $env "JOBWHEEL_METRICS_ADDRESS" (printf "%s:%d" $root.Values.listenHost (int $v.ports.metrics)) -}}
 {{- $_ := set $env "JOBWHEEL_LOG_JSON" (toString $root.Values.logging.json) -}}
 {{- $_ := set $env "JOBWHEEL_LOG_LEVEL" (toString $root.Values.logging.level) -}}
-{{- range $c.tokens -}}
+{{- range (include "jobwheel.tokenFiles" . | fromYaml).tokens -}}
 {{- $_ := set $env (printf "JOBWHEEL_%s_FILE" (.file | replace "-" "_" | upper)) (printf "%s/%s" $secrets .file) -}}
+{{- end -}}
+{{- if include "jobwheel.appTokenSecret" . -}}
+{{- $_ := set $env (printf "JOBWHEEL_%s_FILE" ($c.appToken.file | replace "-" "_" | upper)) (printf "%s/%s" (include "jobwheel.appTokenDir" $root) $c.appToken.file) -}}
 {{- end -}}
 {{- if has $c.key (list "dispatcher" "demoExecutor" "httpExecutor" "console") -}}
 {{- $_ := set $env "JOBWHEEL_REGISTRY_TARGET" (include "jobwheel.registryTarget" $root) -}}
@@ -326,7 +363,9 @@ A component's Deployment. Argument: the component key. Called with the root cont
 {{- $c := include "jobwheel.component" .key | fromYaml -}}
 {{- $ctx := dict "root" $root "c" $c -}}
 {{- $v := index $root.Values $c.key -}}
-{{- $auth := and (include "jobwheel.authEnabled" $root) $c.tokens -}}
+{{- $tokens := (include "jobwheel.tokenFiles" $ctx | fromYaml).tokens -}}
+{{- $auth := and (include "jobwheel.authEnabled" $root) $tokens -}}
+{{- $appToken := include "jobwheel.appTokenSecret" $ctx -}}
 {{- $secretData := include "jobwheel.secretData" $root -}}
 {{- $autoscaling := and (hasKey $v "autoscaling") $v.autoscaling.enabled -}}
 apiVersion: apps/v1
@@ -369,6 +408,9 @@ spec:
         {{- end }}
       annotations:
         checksum/config: {{ include "jobwheel.configData" $ctx | sha256sum }}
+        {{- with $c.appToken }}{{ with index $v .value }}
+        checksum/app-token: {{ printf "app-token:%s" (toString .) | sha256sum }}
+        {{- end }}{{ end }}
         {{- if and $secretData (or $c.db $auth) }}
         checksum/secret: {{ $secretData | sha256sum }}
         {{- end }}
@@ -483,6 +525,11 @@ spec:
               mountPath: {{ include "jobwheel.secretsDir" $root }}
               readOnly: true
             {{- end }}
+            {{- if $appToken }}
+            - name: app-token
+              mountPath: {{ include "jobwheel.appTokenDir" $root }}
+              readOnly: true
+            {{- end }}
             {{- if $root.Values.tls.enabled }}
             - name: tls
               mountPath: {{ include "jobwheel.tlsDir" $root }}
@@ -505,10 +552,19 @@ spec:
             secretName: {{ include "jobwheel.tokenSecretName" $root }}
             defaultMode: 288 # 0440: readable by the pod's fsGroup only
             items:
-              {{- range $c.tokens }}
+              {{- range $tokens }}
               - key: {{ .key }}
                 path: {{ .file }}
               {{- end }}
+        {{- end }}
+        {{- if $appToken }}
+        - name: app-token
+          secret:
+            secretName: {{ $appToken }}
+            defaultMode: 288 # 0440
+            items:
+              - key: {{ $c.appToken.file }}
+                path: {{ $c.appToken.file }}
         {{- end }}
         {{- if $root.Values.tls.enabled }}
         - name: tls
