@@ -16,6 +16,11 @@ LeaderElector::LeaderElector(Options options, Callbacks callbacks, Clock& clock)
 
 LeaderElector::~LeaderElector() { Shutdown(); }
 
+void LeaderElector::Start(Callbacks callbacks) {
+  callbacks_ = std::move(callbacks);
+  Start();
+}
+
 void LeaderElector::Start() {
   started_ = true;
   thread_ = std::thread([this] { Loop(); });

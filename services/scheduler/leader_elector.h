@@ -65,6 +65,9 @@ class LeaderElector {
 
   // Starts the election thread and waits (up to first_look_timeout) for its first try.
   void Start();
+  // The same with the callbacks given here (replacing the constructor's): for a main whose
+  // leader work is built on this elector, so it exists only after it.
+  void Start(Callbacks callbacks);
   // Releases the lock (if held) and joins. Idempotent.
   void Shutdown();
 
@@ -98,7 +101,7 @@ class LeaderElector {
   bool stopping() const;
 
   const Options options_;
-  const Callbacks callbacks_;
+  Callbacks callbacks_;  // Set before the thread starts, read only by it afterwards.
   Clock& clock_;
 
   // Guards the lock and its dedicated connection: libpqxx connections are not thread-safe.

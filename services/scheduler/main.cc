@@ -1,16 +1,13 @@
 // The scheduler: JobAdminService, TokenAdminService and LeadershipService, and — on the replica
 // holding the schedule lock — the fire engine and monitors. Flags only; the logic lives in the
 // libraries. LeadershipService (read-only, no secrets), health and reflection need no token.
-#include <unistd.h>
-
-#include <iostream>
 #include <memory>
+#include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "common/auth/bearer.h"
 #include "common/auth/caller_token.h"
-#include "common/auth/insecure_dev.h"
 #include "common/auth/pg_token_store.h"
 #include "common/auth/token_authenticator.h"
 #include "common/base/flags.h"
@@ -23,8 +20,8 @@
 #include "common/server/pg_readiness_check.h"
 #include "common/server/readiness.h"
 #include "common/server/readiness_flags.h"
+#include "common/server/server_main.h"
 #include "common/time/clock.h"
-#include "prometheus/exposer.h"
 #include "prometheus/registry.h"
 #include "services/scheduler/admin/grpc_executor_client.h"
 #include "services/scheduler/admin/job_admin.h"
@@ -41,13 +38,20 @@
 #include "services/scheduler/monitors.h"
 #include "services/scheduler/pg_fire_store.h"
 #include "services/scheduler/run_failover.h"
+#include "services/scheduler/scheduler_server_options.h"
 #include "services/scheduler/webhook_alarm.h"
 #include "spdlog/spdlog.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:7100", "gRPC listen address");
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9100",
           "Prometheus /metrics address; empty disables");
-ABSL_FLAG(std::string, db_dsn, "", "PostgreSQL connection string (libpq)");
+ABSL_FLAG(std::string, db_dsn, "",
+          "PostgreSQL connection string (libpq); for a highly available database name every "
+          "member, host=a,b port=5432,5432 target_session_attrs=read-write (docs/database.md). "
+          "Not through a transaction-mode pooler: the schedule lock needs its own session");
+ABSL_FLAG(int, db_pool_size, 8,
+          "PostgreSQL connections for the admin API, tokens and readiness (2..256); the fire "
+          "path runs on the schedule lock's own session");
 ABSL_FLAG(std::string, replica_id, "", "This replica's id; default hostname-pid");
 ABSL_FLAG(std::string, dispatcher_target, "127.0.0.1:7102",
           "Dispatcher gRPC target (several: ipv4:a:1,b:2 or dns:///name:port)");
@@ -109,178 +113,150 @@ ABSL_FLAG(std::string, tls_client_key, "", "Private key of --tls_client_cert; de
 ABSL_FLAG(bool, log_json, false, "Log JSON lines instead of text");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 
+namespace jobwheel::scheduler {
 namespace {
 
-std::string DefaultReplicaId() {
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  return absl::StrCat(host, "-", getpid());
+absl::StatusOr<SchedulerServerOptions> OptionsFromFlags() {
+  SchedulerServerOptions c;
+  c.listen = absl::GetFlag(FLAGS_listen);
+  c.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  c.db_dsn = absl::GetFlag(FLAGS_db_dsn);
+  c.db_pool_size = absl::GetFlag(FLAGS_db_pool_size);
+  c.dispatcher_target = absl::GetFlag(FLAGS_dispatcher_target);
+  c.readiness = ReadinessOptionsFromFlags();
+  c.elector.dsn = c.db_dsn;
+  c.elector.replica_id = ReplicaIdOr(absl::GetFlag(FLAGS_replica_id));
+  c.elector.retry_interval = absl::GetFlag(FLAGS_lock_retry_interval);
+  c.elector.takeover_after = absl::GetFlag(FLAGS_leader_silence_takeover);
+  c.engine.preread_window = absl::GetFlag(FLAGS_preread_window);
+  c.engine.claim_ahead = absl::GetFlag(FLAGS_claim_ahead);
+  c.engine.dispatch_threads = absl::GetFlag(FLAGS_dispatch_threads);
+  c.engine.dispatch_lead = absl::GetFlag(FLAGS_dispatch_lead);
+  c.engine.misfire_threshold = absl::GetFlag(FLAGS_misfire_threshold);
+  c.monitors.lost_after = absl::GetFlag(FLAGS_lost_run_after);
+  c.monitors.offline_grace = absl::GetFlag(FLAGS_executor_offline_grace);
+  c.monitors.restart_grace = absl::GetFlag(FLAGS_restart_grace);
+  c.retention_days = absl::GetFlag(FLAGS_retention_days);
+  c.audit_retention_days = absl::GetFlag(FLAGS_audit_retention_days);
+  c.monitors.retention = absl::Hours(24) * c.retention_days;
+  c.monitors.audit_retention = absl::Hours(24) * c.audit_retention_days;
+  c.alarm_webhook_url = absl::GetFlag(FLAGS_alarm_webhook_url);
+  c.alarm_webhook_ca_file = absl::GetFlag(FLAGS_alarm_webhook_ca_file);
+  c.alarm_webhook_allowlist = absl::GetFlag(FLAGS_alarm_webhook_allowlist);
+  c.insecure_dev = absl::GetFlag(FLAGS_insecure_dev);
+  c.migrate_only = absl::GetFlag(FLAGS_migrate_only);
+  c.tls.cert_file = absl::GetFlag(FLAGS_tls_cert);
+  c.tls.key_file = absl::GetFlag(FLAGS_tls_key);
+  c.tls.client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  c.tls_ca = absl::GetFlag(FLAGS_tls_ca);
+  c.tls_client_cert = absl::GetFlag(FLAGS_tls_client_cert);
+  c.tls_client_key = absl::GetFlag(FLAGS_tls_client_key);
+  if (!c.migrate_only) {
+    auto admin = ReadTokenFile(absl::GetFlag(FLAGS_admin_token_file), "--admin_token_file");
+    if (!admin.ok()) return admin.status();
+    c.admin_token = *admin;
+    auto key = ReadKeyFile(absl::GetFlag(FLAGS_signing_key_file), "--signing_key_file");
+    if (!key.ok()) return key.status();
+    c.signing_key = *key;
+  }
+  if (absl::Status valid = c.Validate(); !valid.ok()) return valid;
+  return c;
 }
 
-int Fail(const std::string& message) {
-  spdlog::critical("{}", message);  // spdlog writes to stderr, as text or as JSON.
-  return 2;
-}
+// The leader's work: the fire engine, the monitors, run failover and the alarm sender, on
+// the schedule lock's fenced session; started and stopped together.
+struct LeaderWork {
+  LeaderWork(const SchedulerServerOptions& c, LeaderElector& elector, DispatchClient& dispatch,
+             AlarmPoster& poster, admin::GrpcExecutorClient& executors, Clock& clock,
+             SchedulerMetrics& metrics)
+      : fire_store(elector),
+        engine(c.engine, fire_store, dispatch, clock, metrics),
+        monitors(c.monitors, fire_store, clock, metrics),
+        alarm_outbox(elector),
+        alarm_sender(AlarmSender::Options(), alarm_outbox, poster, clock, metrics),
+        run_failover(
+            c.db_dsn, monitors,
+            [&executors](const std::string& app, const std::string& address,
+                         const jobwheel::v1::KillRequest& req) {
+              return executors.Kill(app, address, req);
+            },
+            clock, metrics) {}
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  jobwheel::DisableMutexDeadlockDetection();
-  jobwheel::BlockTerminationSignals();
-  jobwheel::ParseFlagsWithEnv(argc, argv, "jobwheel scheduler");
-  jobwheel::InitLogging("scheduler", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
-  using namespace jobwheel;             // NOLINT
-  using namespace jobwheel::scheduler;  // NOLINT
-
-  const std::string dsn = absl::GetFlag(FLAGS_db_dsn);
-  if (dsn.empty()) return Fail("--db_dsn is required");
-  std::string replica = absl::GetFlag(FLAGS_replica_id);
-  if (replica.empty()) replica = DefaultReplicaId();
-  if (absl::Status s =
-          CheckInsecureDevListen(absl::GetFlag(FLAGS_insecure_dev), absl::GetFlag(FLAGS_listen));
-      !s.ok()) {
-    return Fail(std::string(s.message()));
+  void Start() {
+    engine.Start();
+    monitors.Start();
+    run_failover.Start();
+    alarm_sender.Start();
   }
-  if (absl::GetFlag(FLAGS_tls_cert).empty() != absl::GetFlag(FLAGS_tls_key).empty()) {
-    return Fail("--tls_cert and --tls_key go together");
-  }
-  if (absl::GetFlag(FLAGS_tls_client_cert).empty() != absl::GetFlag(FLAGS_tls_client_key).empty()) {
-    return Fail("--tls_client_cert and --tls_client_key go together");
-  }
-  if (!absl::GetFlag(FLAGS_alarm_webhook_url).empty()) {
-    absl::Status allowed = WebhookAlarm::CheckAllowlist(
-        absl::GetFlag(FLAGS_alarm_webhook_url), absl::GetFlag(FLAGS_alarm_webhook_allowlist));
-    if (!allowed.ok()) return Fail(std::string(allowed.message()));
+  void Shutdown() {
+    alarm_sender.Shutdown();
+    run_failover.Shutdown();
+    monitors.Shutdown();
+    engine.Shutdown();
   }
 
-  {
-    auto conn = PgPool::Connect(dsn);
-    if (!conn.ok()) return Fail(std::string(conn.status().message()));
-    absl::Status migrated = ApplyMigrations(**conn);
-    if (!migrated.ok()) return Fail(migrated.ToString());
-  }
-  if (absl::GetFlag(FLAGS_migrate_only)) {
+  PgFireStore fire_store;
+  FireEngine engine;
+  Monitors monitors;
+  PgAlarmOutbox alarm_outbox;
+  AlarmSender alarm_sender;
+  RunFailover run_failover;
+};
+
+int Run(const SchedulerServerOptions& c) {
+  if (absl::Status s = ConnectAndMigrate(c.db_dsn); !s.ok()) return Fail(s, 2);
+  if (c.migrate_only) {
     spdlog::info("schema at version {}", LatestSchemaVersion());
     return 0;
   }
-
-  const bool insecure = absl::GetFlag(FLAGS_insecure_dev);
-  auto admin_token = ReadTokenFile(absl::GetFlag(FLAGS_admin_token_file), "--admin_token_file");
-  if (!admin_token.ok()) return Fail(admin_token.status().ToString());
-  auto signing_key = ReadKeyFile(absl::GetFlag(FLAGS_signing_key_file), "--signing_key_file");
-  if (!signing_key.ok()) return Fail(signing_key.status().ToString());
-  if (!insecure && (admin_token->empty() || signing_key->empty())) {
-    return Fail(
-        "no credentials: give --admin_token_file and --signing_key_file, or --insecure_dev "
-        "for a development setup without authentication");
-  }
+  Clock& clock = RealClock::Get();
   std::unique_ptr<CallerTokenSigner> signer;
-  if (!signing_key->empty()) {
+  if (!c.signing_key.empty()) {
     CallerTokenSigner::Options signer_options;
     signer_options.issuer = std::string(kIssuerScheduler);
-    auto created = CallerTokenSigner::Create(*signing_key, signer_options, RealClock::Get());
-    if (!created.ok())
-      return Fail(absl::StrCat("--signing_key_file: ", created.status().message()));
+    auto created = CallerTokenSigner::Create(c.signing_key, signer_options, clock);
+    if (!created.ok()) return Fail("--signing_key_file", created.status(), 2);
     signer = std::move(*created);
   }
-  if (insecure) spdlog::warn("INSECURE DEV MODE: the admin API accepts unauthenticated calls");
+  if (c.insecure_dev)
+    spdlog::warn("INSECURE DEV MODE: the admin API accepts unauthenticated calls");
 
   auto registry = std::make_shared<prometheus::Registry>();
-  std::unique_ptr<prometheus::Exposer> exposer;
-  if (!absl::GetFlag(FLAGS_metrics_address).empty()) {
-    try {
-      exposer = std::make_unique<prometheus::Exposer>(absl::GetFlag(FLAGS_metrics_address));
-      exposer->RegisterCollectable(registry);
-    } catch (const std::exception& e) {
-      return Fail(absl::StrCat("--metrics_address: ", e.what()));
-    }
-  }
+  auto exposer = StartMetricsExposer(c.metrics_address, registry);
+  if (!exposer.ok()) return Fail(exposer.status(), 2);
   SchedulerMetrics metrics(*registry);
-  PgPool pool(dsn, 8, [&metrics](absl::string_view op, absl::Duration d, bool ok) {
-    metrics.DbQuery(op, d, ok);
-  });
+  PgPool pool(
+      c.db_dsn, c.db_pool_size,
+      [&metrics](absl::string_view op, absl::Duration d, bool ok) { metrics.DbQuery(op, d, ok); });
   // Ready while the database answers; a standby is ready too (no leader condition).
-  const ReadinessOptions readiness_options = ReadinessOptionsFromFlags();
-  if (absl::Status s = readiness_options.Validate(); !s.ok()) return Fail(s.ToString());
-  Readiness readiness(RealClock::Get(), registry.get(), "jobwheel_scheduler");
-  AddDatabaseCheck(readiness, pool, readiness_options);
+  Readiness readiness(clock, registry.get(), "jobwheel_scheduler");
+  AddDatabaseCheck(readiness, pool, c.readiness);
   readiness.Start();
 
   const ClientTls client_tls = ClientTls::WithServerFallback(
-      absl::GetFlag(FLAGS_tls_ca), absl::GetFlag(FLAGS_tls_client_cert),
-      absl::GetFlag(FLAGS_tls_client_key), absl::GetFlag(FLAGS_tls_cert),
-      absl::GetFlag(FLAGS_tls_key));
-  auto dispatcher_channel = MakeChannel(absl::GetFlag(FLAGS_dispatcher_target), client_tls);
-  if (!dispatcher_channel.ok()) return Fail(dispatcher_channel.status().ToString());
-  Clock& clock = RealClock::Get();
+      c.tls_ca, c.tls_client_cert, c.tls_client_key, c.tls.cert_file, c.tls.key_file);
+  auto dispatcher_channel = MakeChannel(c.dispatcher_target, client_tls);
+  if (!dispatcher_channel.ok()) return Fail("--dispatcher_target", dispatcher_channel.status(), 2);
   GrpcDispatchClient dispatch_client(*dispatcher_channel, signer.get(), clock);
-
   std::unique_ptr<AlarmPoster> alarm_poster = std::make_unique<DropAlarmPoster>();
-  if (!absl::GetFlag(FLAGS_alarm_webhook_url).empty()) {
+  if (!c.alarm_webhook_url.empty()) {
     WebhookAlarm::Options webhook_options;
-    webhook_options.ca_file = absl::GetFlag(FLAGS_alarm_webhook_ca_file);
-    auto webhook = WebhookAlarm::Create(absl::GetFlag(FLAGS_alarm_webhook_url), webhook_options);
-    if (!webhook.ok()) return Fail(webhook.status().ToString());
+    webhook_options.ca_file = c.alarm_webhook_ca_file;
+    auto webhook = WebhookAlarm::Create(c.alarm_webhook_url, webhook_options);
+    if (!webhook.ok()) return Fail("--alarm_webhook_url", webhook.status(), 2);
     alarm_poster = std::move(webhook).value();
   }
+  admin::GrpcExecutorClient executor_client(client_tls, signer.get(), {}, clock);
 
-  FireEngine::Options engine_options;
-  engine_options.preread_window = absl::GetFlag(FLAGS_preread_window);
-  engine_options.claim_ahead = absl::GetFlag(FLAGS_claim_ahead);
-  engine_options.dispatch_threads = absl::GetFlag(FLAGS_dispatch_threads);
-  if (engine_options.dispatch_threads < 1 || engine_options.dispatch_threads > 64) {
-    return Fail("--dispatch_threads: must be between 1 and 64");
-  }
-  engine_options.dispatch_lead = absl::GetFlag(FLAGS_dispatch_lead);
-  if (engine_options.dispatch_lead < absl::ZeroDuration() ||
-      engine_options.dispatch_lead > absl::Seconds(1)) {
-    // Plus the 100 ms hand-off grid and retry backoff, it stays below the dispatchers'
-    // default --max_trigger_hold (2s).
-    return Fail("--dispatch_lead: must be between 0 and 1s");
-  }
-  engine_options.misfire_threshold = absl::GetFlag(FLAGS_misfire_threshold);
-  Monitors::Options monitor_options;
-  monitor_options.lost_after = absl::GetFlag(FLAGS_lost_run_after);
-  monitor_options.offline_grace = absl::GetFlag(FLAGS_executor_offline_grace);
-  monitor_options.restart_grace = absl::GetFlag(FLAGS_restart_grace);
-  monitor_options.retention = absl::Hours(24) * absl::GetFlag(FLAGS_retention_days);
-  const int audit_days = absl::GetFlag(FLAGS_audit_retention_days);
-  if (audit_days < 1 || audit_days > 36500) {
-    return Fail("--audit_retention_days: must be between 1 and 36500");
-  }
-  monitor_options.audit_retention = absl::Hours(24) * audit_days;
-
-  FireEngine* engine_ptr = nullptr;
-  LeaderElector::Options elector_options;
-  elector_options.dsn = dsn;
-  elector_options.replica_id = replica;
-  elector_options.retry_interval = absl::GetFlag(FLAGS_lock_retry_interval);
-  elector_options.takeover_after = absl::GetFlag(FLAGS_leader_silence_takeover);
-  LeaderElector elector(elector_options,
-                        {[&engine_ptr](int64_t epoch) { engine_ptr->OnElected(epoch); },
-                         [&engine_ptr]() { engine_ptr->OnDeposed(); }},
-                        clock);
-  PgFireStore fire_store(elector);
-  FireEngine engine(engine_options, fire_store, dispatch_client, clock, metrics);
-  engine_ptr = &engine;
-  Monitors monitors(monitor_options, fire_store, clock, metrics);
-  PgAlarmOutbox alarm_outbox(elector);
-  AlarmSender alarm_sender(AlarmSender::Options(), alarm_outbox, *alarm_poster, clock, metrics);
+  LeaderElector elector(c.elector, {}, clock);
+  LeaderWork work(c, elector, dispatch_client, *alarm_poster, executor_client, clock, metrics);
 
   admin::PgJobStore job_store(pool);
-  admin::GrpcExecutorClient executor_client(client_tls, signer.get(), {}, clock);
   admin::JobAdmin job_admin(job_store, executor_client, clock);
-  RunFailover run_failover(
-      dsn, monitors,
-      [&executor_client](const std::string& app, const std::string& address,
-                         const jobwheel::v1::KillRequest& req) {
-        return executor_client.Kill(app, address, req);
-      },
-      clock, metrics);
   PgTokenStore token_store(pool);
   TokenAuthenticator::Options auth_options;
-  auth_options.insecure_dev = insecure;
-  auth_options.admin_token = *admin_token;
+  auth_options.insecure_dev = c.insecure_dev;
+  auth_options.admin_token = c.admin_token;
   TokenAuthenticator authenticator(auth_options, &token_store, clock);
   admin::JobAdminService admin_service(job_admin, authenticator);
   admin::TokenAdmin token_admin(token_store, clock);
@@ -288,43 +264,47 @@ int main(int argc, char** argv) {
   // Open on purpose: read-only, no secrets, used by probes and operators to find the leader.
   LeadershipService leadership_service(elector);
 
-  engine.Start();
-  monitors.Start();
-  run_failover.Start();
-  alarm_sender.Start();
+  work.Start();
   // Before serving: Start returns after the first try of the lock, so GetLeader answers from
   // the first call on.
-  elector.Start();
-  ServerTls tls{absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
-                absl::GetFlag(FLAGS_tls_client_ca)};
-  auto server = StartGrpcServer(absl::GetFlag(FLAGS_listen),
-                                {&admin_service, &token_service, &leadership_service}, tls);
+  elector.Start({[&work](int64_t epoch) { work.engine.OnElected(epoch); },
+                 [&work]() { work.engine.OnDeposed(); }});
+  auto server =
+      StartGrpcServer(c.listen, {&admin_service, &token_service, &leadership_service}, c.tls);
   if (!server.ok()) {
     elector.Shutdown();
-    alarm_sender.Shutdown();
-    run_failover.Shutdown();
-    monitors.Shutdown();
-    engine.Shutdown();
+    work.Shutdown();
     readiness.Shutdown();
-    return Fail(server.status().ToString());
+    return Fail(server.status(), 2);
   }
   readiness.Attach((*server)->GetHealthCheckService(),
                    {jobwheel::v1::JobAdminService::service_full_name(),
                     jobwheel::v1::TokenAdminService::service_full_name(),
                     jobwheel::v1::LeadershipService::service_full_name()});
-  spdlog::info("scheduler {} serving on {}", replica, absl::GetFlag(FLAGS_listen));
+  spdlog::info("scheduler {} serving on {}", c.elector.replica_id, c.listen);
 
-  const int sig = jobwheel::WaitForTerminationSignal();
+  const int sig = WaitForTerminationSignal();
   readiness.Drain(absl::StrCat("signal ", sig));
-  RealClock::Get().SleepFor(readiness_options.drain_delay);
+  clock.SleepFor(c.readiness.drain_delay);
 
-  spdlog::info("scheduler {} shutting down", replica);
+  spdlog::info("scheduler {} shutting down", c.elector.replica_id);
   elector.Shutdown();  // Releases the lock so a standby takes over at once.
-  alarm_sender.Shutdown();
-  run_failover.Shutdown();
-  monitors.Shutdown();
-  engine.Shutdown();
-  (*server)->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+  work.Shutdown();
+  (*server)->Shutdown(absl::ToChronoTime(clock.Now() + absl::Seconds(5)));
   readiness.Shutdown();
   return 0;
+}
+
+}  // namespace
+}  // namespace jobwheel::scheduler
+
+int main(int argc, char** argv) {
+  jobwheel::DisableMutexDeadlockDetection();
+  // Signals go to WaitForTerminationSignal, not to whichever thread happens to run.
+  jobwheel::BlockTerminationSignals();
+  jobwheel::ParseFlagsWithEnv(argc, argv, "jobwheel scheduler");
+  jobwheel::InitLogging("scheduler", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
+  auto options = jobwheel::scheduler::OptionsFromFlags();
+  if (!options.ok()) return jobwheel::Fail(options.status(), 2);
+  return jobwheel::scheduler::Run(*options);
 }
