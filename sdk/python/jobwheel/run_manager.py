@@ -164,7 +164,8 @@ class RunManager:
         self._loop_provider = loop_provider
         self._clock = clock
         self._mu = threading.RLock()
-        self._cv = threading.Condition(self._mu)
+        self._cv = threading.Condition(self._mu)  # Runs ended (shutdown waits for them).
+        self._tick = threading.Condition(self._mu)  # The watchdog's sleep (woken at stop).
         self._runs: dict[int, RunState] = {}
         self._running = 0  # Runs of _runs in phase "running".
         # Runs with a deadline or a cancel: the only ones the watchdog looks at.
@@ -222,6 +223,7 @@ class RunManager:
                 )
             self._stopped = True
             self._cv.notify_all()
+            self._tick.notify_all()
         self._report(to_report)
 
     # ---- submit
@@ -577,7 +579,7 @@ class RunManager:
                             f"handler did not return within {self._opt.cancel_grace:g}s of the "
                             "cancellation; result reported"
                         )
-                self._cv.wait(self._opt.watchdog_interval)
+                self._tick.wait(self._opt.watchdog_interval)
             self._report(to_report)
 
     # ---- queries

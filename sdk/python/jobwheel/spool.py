@@ -32,6 +32,10 @@ _RUN_ID = struct.Struct("<q")
 MAX_RECORD = 4 << 20
 
 
+def _record(body: bytes) -> bytes:
+    return _HEADER.pack(len(body), zlib.crc32(body)) + body
+
+
 class ResultSpool:
     def __init__(self, spool_dir: str, segment_bytes: int = 8 << 20) -> None:
         self.spool_dir = spool_dir
@@ -114,7 +118,7 @@ class ResultSpool:
             self._seg = (segments[-1] + 1) if segments else 1
             self._open_segment()
             for r in results.values():
-                self._append_locked(b"R" + r.SerializeToString(), r.run_id)
+                self._append_locked(_record(b"R" + r.SerializeToString()), r.run_id)
             self._sync_locked()
         for n in segments:
             if os.path.exists(self._path(n)):
@@ -126,19 +130,27 @@ class ResultSpool:
             if self._fd is None:
                 self._seg = max([0, *self._segments()]) + 1
                 self._open_segment()
-            self._append_locked(b"R" + result.SerializeToString(), result.run_id)
+            self._append_locked(_record(b"R" + result.SerializeToString()), result.run_id)
 
     def remove(self, run_id: int) -> None:
-        """The result is settled (acknowledged or refused): a tombstone; a segment with no
-        unsettled result left (and not the current one) is deleted."""
+        self.remove_many([run_id])
+
+    def remove_many(self, run_ids: list[int]) -> None:
+        """The results are settled (acknowledged or refused): tombstones, in one write; a
+        segment with no unsettled result left (and not the current one) is deleted."""
         with self._mu:
-            seg = self._where.pop(run_id, None)
-            if seg is None or self._fd is None:
+            if self._fd is None:
                 return
-            self._append_locked(b"T" + _RUN_ID.pack(run_id), None)
-            live = self._live.get(seg)
-            if live is not None:
-                live.discard(run_id)
+            settled = [(rid, self._where.pop(rid)) for rid in run_ids if rid in self._where]
+            if not settled:
+                return
+            bodies = [b"T" + _RUN_ID.pack(rid) for rid, _ in settled]
+            self._append_locked(b"".join(_record(b) for b in bodies))
+            for rid, seg in settled:
+                live = self._live.get(seg)
+                if live is None:
+                    continue
+                live.discard(rid)
                 if not live and seg != self._seg:
                     del self._live[seg]
                     try:
@@ -191,7 +203,8 @@ class ResultSpool:
         self._seg_size = 0
         self._live.setdefault(self._seg, set())
 
-    def _append_locked(self, body: bytes, run_id: int | None) -> None:
+    def _append_locked(self, records: bytes, run_id: int | None = None) -> None:
+        """Appends whole records (header + body each); run_id: the one result they hold."""
         assert self._fd is not None
         if self._seg_size >= self._segment_bytes:
             self._sync_locked()
@@ -202,9 +215,8 @@ class ResultSpool:
             if not self._live.get(old):
                 self._live.pop(old, None)
                 os.unlink(self._path(old))
-        record = _HEADER.pack(len(body), zlib.crc32(body)) + body
-        os.write(self._fd, record)
-        self._seg_size += len(record)
+        os.write(self._fd, records)
+        self._seg_size += len(records)
         self._dirty = True
         if run_id is not None:
             old_seg = self._where.get(run_id)

@@ -135,3 +135,38 @@ def test_results_stay_spooled_while_the_dispatcher_is_down_and_replay_after_rest
     spool3 = ResultSpool(d)
     spool3.init()
     assert spool3.load_all() == []
+
+
+def test_results_close_together_go_in_one_sync_and_one_call(tmp_path: object) -> None:
+    class CountingSpool(ResultSpool):
+        syncs = 0
+
+        def sync(self) -> None:
+            CountingSpool.syncs += 1
+            super().sync()
+
+    d = os.path.join(str(tmp_path), "spool")
+    disp = FlakyDispatcher()
+    disp.up = True
+    calls: list[list[int]] = []
+
+    def send(batch: list[dispatcher_pb2.RunResult]) -> tuple[list[int], list[int]]:
+        calls.append([r.run_id for r in batch])
+        return disp(batch)
+
+    spool = CountingSpool(d)
+    spool.init()
+    rep = ResultReporter(spool, send, ExecutorMetrics(), linger=0.5)
+    rep.start()
+    for i in range(1, 21):
+        rep.submit(result(i))
+    eventually(lambda: rep.pending() == 0, what="results acknowledged")
+    rep.shutdown()
+    spool.close()
+    # The 20 results were submitted well within the linger: one batch, one fdatasync before
+    # it (the shutdown syncs once more), and every one acknowledged and tombstoned.
+    assert calls == [list(range(1, 21))]
+    assert CountingSpool.syncs == 2
+    again = ResultSpool(d)
+    again.init()
+    assert again.load_all() == []
