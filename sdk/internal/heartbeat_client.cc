@@ -219,20 +219,7 @@ HeartbeatClient::SessionEnd HeartbeatClient::RunSession(const std::string& targe
     if (goodbye) {
       said_goodbye = true;
       end = SessionEnd::kStopped;
-      if (registered && writable && !done) {
-        HeartbeatRequest bye;
-        bye.mutable_goodbye()->set_reason(reason);
-        if (stream->Write(bye)) stream->WritesDone();
-        // The registry closes the stream once it has taken the executor offline.
-        absl::MutexLock lock(&mu_);
-        const absl::Time deadline = clock_.Now() + options_.goodbye_timeout;
-        auto closed = [this]()
-                          ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stream_done_ || abort_; };
-        if (!clock_.AwaitWithDeadline(&mu_, absl::Condition(&closed), deadline)) {
-          spdlog::warn("registry {} did not close the stream within {} after goodbye", target,
-                       absl::FormatDuration(options_.goodbye_timeout));
-        }
-      }
+      if (registered && writable && !done) SayGoodbye(*stream, target, reason);
       break;
     }
     if (drain) {
@@ -278,6 +265,27 @@ HeartbeatClient::SessionEnd HeartbeatClient::RunSession(const std::string& targe
     session_ctx_ = nullptr;
     current_target_.clear();
   }
+  LogSessionEnd(end, status, target);
+  return end;
+}
+
+void HeartbeatClient::SayGoodbye(HeartbeatStream& stream, const std::string& target,
+                                 const std::string& reason) {
+  HeartbeatRequest bye;
+  bye.mutable_goodbye()->set_reason(reason);
+  if (stream.Write(bye)) stream.WritesDone();
+  // The registry closes the stream once it has taken the executor offline.
+  absl::MutexLock lock(&mu_);
+  const absl::Time deadline = clock_.Now() + options_.goodbye_timeout;
+  auto closed = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stream_done_ || abort_; };
+  if (!clock_.AwaitWithDeadline(&mu_, absl::Condition(&closed), deadline)) {
+    spdlog::warn("registry {} did not close the stream within {} after goodbye", target,
+                 absl::FormatDuration(options_.goodbye_timeout));
+  }
+}
+
+void HeartbeatClient::LogSessionEnd(SessionEnd end, const grpc::Status& status,
+                                    const std::string& target) {
   if (end == SessionEnd::kStopped) {
     spdlog::info("heartbeat stream to {} closed after goodbye", target);
   } else {
@@ -295,7 +303,6 @@ HeartbeatClient::SessionEnd HeartbeatClient::RunSession(const std::string& targe
       spdlog::debug("heartbeat stream to {} ended ({})", target, why);
     }
   }
-  return end;
 }
 
 }  // namespace jobwheel::sdk

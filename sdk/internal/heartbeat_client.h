@@ -77,6 +77,12 @@ class HeartbeatClient {
  private:
   enum class SessionEnd { kFailed, kWasRegistered, kDrained, kStopped };
   SessionEnd RunSession(const std::string& target);
+  using HeartbeatStream = grpc::ClientReaderWriterInterface<jobwheel::v1::HeartbeatRequest,
+                                                            jobwheel::v1::HeartbeatResponse>;
+  // Sends goodbye and waits (up to goodbye_timeout) for the registry to close the stream.
+  void SayGoodbye(HeartbeatStream& stream, const std::string& target, const std::string& reason);
+  // Logs how a session ended: a goodbye, or a failure (the first of a run, then rarely).
+  void LogSessionEnd(SessionEnd end, const grpc::Status& status, const std::string& target);
   void Loop();
 
   const HeartbeatOptions options_;
