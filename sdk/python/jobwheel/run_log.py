@@ -2,13 +2,13 @@
 append-only segments of the day folder of the UTC day the run was accepted
 (`<log_dir>/<yyyy-mm-dd>/seg-<n>.log|idx`, log_segments.py).
 
-Each write of a run's log is one chunk, written at once (a crashed process loses no line it
-logged). Nothing is written before the first line, so a refused run leaves no trace. The
-chunks of the recent runs of this process are remembered; other runs (earlier processes, or
-forgotten) are found through the day folders' segment indexes, newest day first, and so are
-the one-file-per-run logs `<day>/<run_id>.log` that earlier versions of this SDK wrote. Files
-are 0600 in 0700 folders, opened with O_NOFOLLOW: a day folder or file that is a symlink is
-refused, never followed. Thread-safe.
+A run's lines are buffered and written as one chunk when it ends, at 64 KiB or within
+200 ms (RunLog); its "accepted" line is written at once. Nothing is written before the first
+line, so a refused run leaves no trace. The chunks of the recent runs of this process are
+remembered; other runs (earlier processes, or forgotten) are found through the day folders'
+segment indexes, newest day first, and so are the one-file-per-run logs `<day>/<run_id>.log`
+that earlier versions of this SDK wrote. Files are 0600 in 0700 folders, opened with
+O_NOFOLLOW: a day folder or file that is a symlink is refused, never followed. Thread-safe.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ _DAY = re.compile(r"\A\d{4}-\d{2}-\d{2}\Z")
 _RUN_FILE = re.compile(r"\A([1-9][0-9]{0,18})\.log\Z")
 MAX_PAGE_BYTES = 1 << 20
 REMEMBERED_RUNS = 20000  # Runs whose chunks are kept in memory (the rest are looked up).
+FLUSH_INTERVAL_S = 0.2  # Buffered lines are written at the latest this long after...
+FLUSH_BYTES = 64 << 10  # ... or as soon as this many are buffered.
 
 
 class LogNotFound(Exception):
@@ -68,25 +70,63 @@ class LogPage:
 
 
 class RunLog:
-    """One run's log; nothing is written before its first line."""
+    """One run's log; nothing is written before its first line. Lines are buffered and
+    written as one chunk when the run ends (close), at FLUSH_BYTES, or by the store's flusher
+    at most FLUSH_INTERVAL_S after they were logged (the C++ SDK's rule); a line written
+    `at_once` goes out at once with whatever is buffered before it (the "accepted" line: the
+    run's trace on disk before its handler starts). After close every line is written at
+    once."""
 
     def __init__(self, store: RunLogStore, run_id: int, day: str) -> None:
         self._store = store
         self.run_id = run_id
         self.day = day
+        self._mu = threading.Lock()
+        self._buf: list[bytes] = []
+        self._buf_bytes = 0
+        self._closed = False
 
-    def write(self, text: str) -> None:
+    def write(self, text: str, at_once: bool = False) -> None:
         stamp = _timestamp(self._store.clock())
         text = str(text)
         if "\r" in text or "\n" in text:
-            lines = str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+            lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
             data = "".join(f"{stamp} {line}\n" for line in lines)
         else:
             data = f"{stamp} {text}\n"
-        self._store.append(self.run_id, self.day, data.encode("utf-8", "replace"))
+        raw = data.encode("utf-8", "replace")
+        with self._mu:
+            first = not self._buf
+            self._buf.append(raw)
+            self._buf_bytes += len(raw)
+            if at_once or self._closed or self._buf_bytes >= FLUSH_BYTES:
+                self._flush_locked()
+                return
+        if first:
+            self._store.buffered(self)
+
+    def flush(self) -> None:
+        with self._mu:
+            self._flush_locked()
 
     def close(self) -> None:
-        """The run ended (a later stray line is still written)."""
+        """The run ended: its buffered lines are written (a later stray line at once)."""
+        with self._mu:
+            self._closed = True
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if self._buf:
+            data = b"".join(self._buf)
+            self._buf.clear()
+            self._buf_bytes = 0
+            self._store.append(self.run_id, self.day, data)
+
+    def snapshot(self) -> tuple[list[Chunk], bytes]:
+        """The chunks written and the lines still buffered, taken together (no flush moves
+        lines in between)."""
+        with self._mu:
+            return self._store.chunks_of(self.run_id), b"".join(self._buf)
 
 
 class RunLogStore:
@@ -99,6 +139,12 @@ class RunLogStore:
         self._earlier_max = 0  # The largest run id an earlier process logged.
         self._error: Callable[[int, OSError], None] | None = None
         self._segments = LogSegments(log_dir)
+        # Logs with buffered lines (for the flusher and for reads), and the flusher.
+        self._buffered: dict[int, RunLog] = {}
+        self._flush_cv = threading.Condition(self._mu)
+        self._flusher: threading.Thread | None = None
+        self._flusher_idle = False  # Waiting for a buffered log (not for the next tick).
+        self._closed = False
 
     def init(self) -> None:
         self.log_dir = make_private_dir(self.log_dir)
@@ -153,7 +199,57 @@ class RunLogStore:
                 return
         self.logger_error(run_id, error)
 
+    def buffered(self, log: RunLog) -> None:
+        """`log` got its first buffered line: the flusher writes it within FLUSH_INTERVAL_S."""
+        with self._mu:
+            if self._closed:
+                flush_now = True
+            else:
+                flush_now = False
+                self._buffered[log.run_id] = log
+                if self._flusher is None:
+                    self._flusher = threading.Thread(
+                        target=self._flush_loop, name="jobwheel-runlog-flush", daemon=True
+                    )
+                    self._flusher.start()
+                elif self._flusher_idle:
+                    self._flusher_idle = False
+                    self._flush_cv.notify()
+        if flush_now:
+            log.flush()
+
+    def _flush_loop(self) -> None:
+        with self._mu:
+            while not self._closed:
+                if not self._buffered:
+                    self._flusher_idle = True  # Woken by the next buffered log.
+                    self._flush_cv.wait()
+                    self._flusher_idle = False
+                    continue
+                self._flush_cv.wait(FLUSH_INTERVAL_S)  # Not woken before: one flush a tick.
+                logs = list(self._buffered.values())
+                self._buffered.clear()
+                self._mu.release()
+                try:
+                    for log in logs:
+                        log.flush()
+                finally:
+                    self._mu.acquire()
+
+    def chunks_of(self, run_id: int) -> list[Chunk]:
+        with self._mu:
+            known = self._recent.get(run_id)
+            return list(known[1]) if known is not None else []
+
     def close(self) -> None:
+        """Writes every buffered line and closes the segments."""
+        with self._mu:
+            self._closed = True
+            logs = list(self._buffered.values())
+            self._buffered.clear()
+            self._flush_cv.notify_all()
+        for log in logs:
+            log.flush()
         self._segments.close()
 
     def logged_earlier(self, run_id: int, largest_forgotten: int) -> bool:
@@ -164,11 +260,19 @@ class RunLogStore:
         return self._find(run_id) is not None
 
     def read(self, run_id: int, from_line: int, max_lines: int) -> LogPage:
-        found = self._find(run_id)
-        if found is None:
+        with self._mu:
+            open_log = self._buffered.get(run_id)
+        found: tuple[str, list[Chunk] | None] | None = None
+        pending = b""
+        if open_log is not None:
+            chunks, pending = open_log.snapshot()
+            found = (open_log.day, chunks)
+        else:
+            found = self._find(run_id)
+        if found is None or (found[1] == [] and not pending):
             raise LogNotFound(f"run {run_id}: no log on this executor")
         try:
-            data = self._read_found(run_id, found)
+            data = (self._read_found(run_id, found) if found[1] != [] else b"") + pending
         except SegmentRefused:
             raise LogRefused(f"run {run_id}: its log is a symlink; refused") from None
         except FileNotFoundError:

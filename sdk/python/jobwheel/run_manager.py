@@ -306,7 +306,8 @@ class RunManager:
                 )
             else:
                 outcome = (executor_pb2.RUN_DISPOSITION_STARTED, "started" + covered)
-            run.write(accepted_line(request, outcome[1]))
+            if run.log is not None:  # At once: the run's trace on disk before it starts.
+                run.log.write(accepted_line(request, outcome[1]), at_once=True)
             if lane.current is None:
                 self._start_next(lane)
             self._gauges()

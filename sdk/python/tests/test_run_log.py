@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from helpers import eventually
+
 from jobwheel.log_segments import index_record
 from jobwheel.private_dir import make_private_dir
 from jobwheel.run_log import LogNotFound, LogRefused, RunLogStore
@@ -44,14 +46,16 @@ def test_lines_pages_and_private_files(tmp_path: Any) -> None:
     # Interleaved runs each read back their own lines only, also after a restart.
     a, b = s.create(50), s.create(51)
     for i in range(3):
-        a.write(f"a{i}")
-        b.write(f"b{i}")
+        a.write(f"a{i}", at_once=True)
+        b.write(f"b{i}", at_once=True)
     s2 = store(tmp_path)
     for st in (s, s2):
         assert [ln.split(" ", 2)[2] for ln in st.read(50, 1, 10).lines] == ["a0", "a1", "a2"]
         assert [ln.split(" ", 2)[2] for ln in st.read(51, 1, 10).lines] == ["b0", "b1", "b2"]
     # The restarted store writes a segment of its own, never appending to the earlier one.
-    s2.create(52).write("c")
+    c = s2.create(52)
+    c.write("c")
+    c.close()
     assert "seg-2.log" in os.listdir(os.path.join(s.log_dir, day))
     assert [ln.split(" ", 2)[2] for ln in store(tmp_path).read(52, 1, 10).lines] == ["c"]
 
@@ -62,6 +66,7 @@ def test_torn_and_garbage_records_are_not_served_and_a_refused_run_leaves_no_tra
     s = store(tmp_path)
     log = s.create(7)
     log.write("whole")
+    log.close()
     [day] = os.listdir(s.log_dir)
     seg = os.path.join(s.log_dir, day, "seg-1")
     size = os.path.getsize(seg + ".log")
@@ -137,3 +142,35 @@ def test_earlier_runs_are_found_on_disk_and_old_days_are_deleted(tmp_path: Any) 
     now[0] += 40 * 86400
     assert s2.cleanup(30) == 1
     assert not s2.logged_earlier(100, 0)
+
+
+def test_lines_are_buffered_until_the_run_ends_or_the_flush_interval_passes(
+    tmp_path: Any,
+) -> None:
+    s = store(tmp_path)
+
+    def on_disk(run_id: int) -> list[str]:
+        try:
+            return [ln.split(" ", 2)[2] for ln in store(tmp_path).read(run_id, 1, 10).lines]
+        except LogNotFound:
+            return []
+
+    log = s.create(60)
+    log.write("accepted", at_once=True)
+    log.write("working")
+    # At once: the "accepted" line is on disk; the next one is served from the buffer.
+    assert on_disk(60) == ["accepted"]
+    assert [ln.split(" ", 2)[2] for ln in s.read(60, 1, 10).lines] == ["accepted", "working"]
+    assert s.logged_earlier(60, 60)
+    # The flusher writes it within the interval, without the run ending.
+    eventually(lambda: on_disk(60) == ["accepted", "working"], timeout=2.0, what="flushed")
+    log.write("done")
+    log.close()
+    assert on_disk(60) == ["accepted", "working", "done"]
+    log.write("stray")  # After the end: written at once.
+    assert on_disk(60)[-1] == "stray"
+    # Closing the store writes what every open log still buffers.
+    other = s.create(61)
+    other.write("left open")
+    s.close()
+    assert on_disk(61) == ["left open"]
