@@ -76,6 +76,70 @@ const std::string& RecordResultsSql() {
   return *text;
 }
 
+// The runs one DispatchFires inserts, column by column for one unnest() insert.
+struct RunColumns {
+  std::vector<int64_t> fire, job;
+  std::vector<std::string> app, handler, address, message, param;
+  std::vector<std::string> key_hash;  // Hex: decoded to bytea by the insert.
+  std::vector<int> trigger, attempt, shard_index, shard_total, routing, status;
+  std::vector<absl::optional<absl::Time>> scheduled, end, trigger_time;
+
+  // A run of fire f (its key already set); a run that failed at planning ends at `now`.
+  void Add(const v1::Fire& f, const std::string& run_param, absl::Time scheduled_time,
+           int routing_strategy, const PlannedRun& run, absl::Time now, absl::Time trigger_at) {
+    const bool failed = run.status != v1::RUN_STATUS_PENDING;
+    key_hash.push_back(absl::BytesToHexString(ResultKeyHash(run.result_key)));
+    fire.push_back(f.fire_id());
+    job.push_back(f.job().id());
+    app.push_back(f.job().app());
+    handler.push_back(f.job().handler());
+    trigger.push_back(static_cast<int>(f.trigger_type()));
+    attempt.push_back(f.attempt());
+    shard_index.push_back(run.shard_index);
+    shard_total.push_back(run.shard_total);
+    address.push_back(run.executor_address);
+    routing.push_back(routing_strategy);
+    status.push_back(static_cast<int>(run.status));
+    message.push_back(run.trigger_message);
+    param.push_back(run_param);
+    scheduled.push_back(scheduled_time);
+    end.push_back(failed ? absl::optional<absl::Time>(now) : absl::nullopt);
+    trigger_time.push_back(failed ? now : std::max(now, trigger_at));
+  }
+
+  // Inserts them; the ids of the rows inserted by (fire, shard): a shard that existed already
+  // (ON CONFLICT) is not among them.
+  absl::flat_hash_map<std::pair<int64_t, int32_t>, int64_t> Insert(pqxx::work& tx) const {
+    absl::flat_hash_map<std::pair<int64_t, int32_t>, int64_t> inserted_ids;
+    if (fire.empty()) return inserted_ids;
+    for (const auto& r : ExecPrepared(
+             tx, "insert_runs",
+             "INSERT INTO runs (fire_id, job_id, app, handler, trigger_type, attempt, "
+             "shard_index, shard_total, executor_address, routing_strategy, status, "
+             "trigger_message, param, scheduled_time, trigger_time, end_time, "
+             "result_key_hash) "
+             "SELECT u.fire_id, u.job_id, u.app, u.handler, u.trigger_type, u.attempt, "
+             "u.shard_index, u.shard_total, u.address, u.routing, u.status, u.message, u.param, "
+             "u.scheduled, u.triggered, u.ended, decode(u.key_hash, 'hex') FROM unnest("
+             "$1::bigint[], $2::bigint[], "
+             "$3::text[], $4::text[], $5::int[], $6::int[], $7::int[], $8::int[], $9::text[], "
+             "$10::int[], $11::int[], $12::text[], $13::text[], $14::timestamptz[], "
+             "$15::timestamptz[], $16::timestamptz[], $17::text[]) AS u(fire_id, job_id, app, "
+             "handler, trigger_type, attempt, shard_index, shard_total, address, routing, "
+             "status, message, param, scheduled, ended, triggered, key_hash) "
+             "ON CONFLICT (fire_id, shard_index) DO NOTHING "
+             "RETURNING id, fire_id, shard_index",
+             ToPgIntArray(fire), ToPgIntArray(job), ToPgArray(app), ToPgArray(handler),
+             ToPgIntArray(trigger), ToPgIntArray(attempt), ToPgIntArray(shard_index),
+             ToPgIntArray(shard_total), ToPgArray(address), ToPgIntArray(routing),
+             ToPgIntArray(status), ToPgArray(message), ToPgArray(param), ToPgTimeArray(scheduled),
+             ToPgTimeArray(end), ToPgTimeArray(trigger_time), ToPgArray(key_hash))) {
+      inserted_ids[{r[1].as<int64_t>(), r[2].as<int32_t>()}] = r[0].as<int64_t>();
+    }
+    return inserted_ids;
+  }
+};
+
 }  // namespace
 
 absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
@@ -107,12 +171,7 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
     // Decide every fire; a fire id repeated in the batch is handled once.
     absl::flat_hash_map<int64_t, size_t> first_index;
     std::vector<int64_t> lookup_runs;  // Fires whose existing runs we report.
-    // The runs to insert, column by column.
-    std::vector<int64_t> r_fire, r_job;
-    std::vector<std::string> r_app, r_handler, r_address, r_message, r_param;
-    std::vector<std::string> r_key_hash;  // Hex: decoded to bytea by the insert.
-    std::vector<int> r_trigger, r_attempt, r_shard_index, r_shard_total, r_routing, r_status;
-    std::vector<absl::optional<absl::Time>> r_scheduled, r_end, r_trigger_time;
+    RunColumns runs;                   // The runs to insert.
     // The fires' new status and reason.
     std::vector<int64_t> f_id;
     std::vector<int> f_status;
@@ -159,26 +218,9 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
           job.routing_strategy() == v1::ROUTING_STRATEGY_UNSPECIFIED ? v1::ROUTING_STRATEGY_FIRST
                                                                      : job.routing_strategy());
       for (PlannedRun& run : p.runs) {
-        const bool failed = run.status != v1::RUN_STATUS_PENDING;
         // Every run gets a key, FAILED ones too: no result can be made up for any of them.
         if (run.result_key.empty()) run.result_key = NewResultKey();
-        r_key_hash.push_back(absl::BytesToHexString(ResultKeyHash(run.result_key)));
-        r_fire.push_back(f.fire_id());
-        r_job.push_back(job.id());
-        r_app.push_back(job.app());
-        r_handler.push_back(job.handler());
-        r_trigger.push_back(static_cast<int>(f.trigger_type()));
-        r_attempt.push_back(f.attempt());
-        r_shard_index.push_back(run.shard_index);
-        r_shard_total.push_back(run.shard_total);
-        r_address.push_back(run.executor_address);
-        r_routing.push_back(routing);
-        r_status.push_back(static_cast<int>(run.status));
-        r_message.push_back(run.trigger_message);
-        r_param.push_back(param);
-        r_scheduled.push_back(scheduled);
-        r_end.push_back(failed ? absl::optional<absl::Time>(now) : absl::nullopt);
-        r_trigger_time.push_back(failed ? now : std::max(now, p.trigger_time));
+        runs.Add(f, param, scheduled, routing, run, now, p.trigger_time);
         out.created.push_back(CreatedRun{0, run});
       }
       f_id.push_back(f.fire_id());
@@ -187,34 +229,7 @@ absl::StatusOr<std::vector<FireResult>> PgDispatchStore::DispatchFires(
     }
 
     // Insert runs; map returned ids back to (fire, shard).
-    absl::flat_hash_map<std::pair<int64_t, int32_t>, int64_t> inserted_ids;
-    if (!r_fire.empty()) {
-      for (const auto& r : ExecPrepared(
-               tx, "insert_runs",
-               "INSERT INTO runs (fire_id, job_id, app, handler, trigger_type, attempt, "
-               "shard_index, shard_total, executor_address, routing_strategy, status, "
-               "trigger_message, param, scheduled_time, trigger_time, end_time, "
-               "result_key_hash) "
-               "SELECT u.fire_id, u.job_id, u.app, u.handler, u.trigger_type, u.attempt, "
-               "u.shard_index, u.shard_total, u.address, u.routing, u.status, u.message, u.param, "
-               "u.scheduled, u.triggered, u.ended, decode(u.key_hash, 'hex') FROM unnest("
-               "$1::bigint[], $2::bigint[], "
-               "$3::text[], $4::text[], $5::int[], $6::int[], $7::int[], $8::int[], $9::text[], "
-               "$10::int[], $11::int[], $12::text[], $13::text[], $14::timestamptz[], "
-               "$15::timestamptz[], $16::timestamptz[], $17::text[]) AS u(fire_id, job_id, app, "
-               "handler, trigger_type, attempt, shard_index, shard_total, address, routing, "
-               "status, message, param, scheduled, ended, triggered, key_hash) "
-               "ON CONFLICT (fire_id, shard_index) DO NOTHING "
-               "RETURNING id, fire_id, shard_index",
-               ToPgIntArray(r_fire), ToPgIntArray(r_job), ToPgArray(r_app), ToPgArray(r_handler),
-               ToPgIntArray(r_trigger), ToPgIntArray(r_attempt), ToPgIntArray(r_shard_index),
-               ToPgIntArray(r_shard_total), ToPgArray(r_address), ToPgIntArray(r_routing),
-               ToPgIntArray(r_status), ToPgArray(r_message), ToPgArray(r_param),
-               ToPgTimeArray(r_scheduled), ToPgTimeArray(r_end), ToPgTimeArray(r_trigger_time),
-               ToPgArray(r_key_hash))) {
-        inserted_ids[{r[1].as<int64_t>(), r[2].as<int32_t>()}] = r[0].as<int64_t>();
-      }
-    }
+    const absl::flat_hash_map<std::pair<int64_t, int32_t>, int64_t> inserted_ids = runs.Insert(tx);
     if (!f_id.empty()) {
       // The scheduler's reason (e.g. a misfire's count and range) is kept; a dispatch
       // failure's reason is appended to it.
