@@ -197,3 +197,7 @@ def current_context() -> JobContext | None:
 
 def set_current(ctx: JobContext | None) -> contextvars.Token[JobContext | None]:
     return _current.set(ctx)
+
+
+def reset_current(token: contextvars.Token[JobContext | None]) -> None:
+    _current.reset(token)

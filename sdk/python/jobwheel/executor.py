@@ -163,6 +163,23 @@ def _advertise(advertise: str, listen: str, bound_port: int) -> str:
     return f"{host}:{port}"
 
 
+def _server_credentials(o: ExecutorOptions) -> grpc.ServerCredentials | None:
+    """Server TLS (mTLS with a client CA) from the options' files; None without a cert."""
+    if not o.tls_cert_file:
+        return None
+    with open(o.tls_cert_file, "rb") as f:
+        cert = f.read()
+    with open(o.tls_key_file, "rb") as f:
+        key = f.read()
+    ca = None
+    if o.tls_client_ca_file:
+        with open(o.tls_client_ca_file, "rb") as f:
+            ca = f.read()
+    return grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=ca, require_client_auth=ca is not None
+    )
+
+
 def _dispatcher_target(target: str) -> tuple[str, list[tuple[str, Any]]]:
     if "," in target and "://" not in target and not target.startswith(("ipv4:", "ipv6:")):
         return "ipv4:" + target, [("grpc.lb_policy_name", "round_robin")]
@@ -303,18 +320,8 @@ class Executor:
             options=[("grpc.max_receive_message_length", 16 << 20)],
         )
         executor_pb2_grpc.add_ExecutorServiceServicer_to_server(service, self._server)
-        if o.tls_cert_file:
-            with open(o.tls_cert_file, "rb") as f:
-                cert = f.read()
-            with open(o.tls_key_file, "rb") as f:
-                key = f.read()
-            ca = None
-            if o.tls_client_ca_file:
-                with open(o.tls_client_ca_file, "rb") as f:
-                    ca = f.read()
-            creds = grpc.ssl_server_credentials(
-                [(key, cert)], root_certificates=ca, require_client_auth=ca is not None
-            )
+        creds = _server_credentials(o)
+        if creds is not None:
             self.port = self._server.add_secure_port(o.listen, creds)
         else:
             self.port = self._server.add_insecure_port(o.listen)

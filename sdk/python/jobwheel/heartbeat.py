@@ -28,6 +28,7 @@ from jobwheel.stubs import registry_pb2, registry_pb2_grpc
 log = logging.getLogger("jobwheel")
 
 _END = object()
+_WAKE = object()  # Put in a session's inbox: look at the stop flag now.
 
 
 def new_instance_id() -> str:
@@ -66,6 +67,7 @@ class HeartbeatClient:
         self._goodbye_reason = ""
         self._thread: threading.Thread | None = None
         self._call: Any = None
+        self._inbox: queue.Queue[Any] | None = None  # The session's, to wake it at shutdown.
         self._registered = False
         self.registrations = 0
         self.failures_in_a_row = 0
@@ -92,6 +94,9 @@ class HeartbeatClient:
         with self._mu:
             self._goodbye_reason = reason
         self._stop.set()
+        with self._mu:
+            if self._inbox is not None:
+                self._inbox.put(_WAKE)  # The session sleeps until its next beat otherwise.
         if self._thread is not None:
             self._thread.join(self._opt.goodbye_timeout + 2)
             with self._mu:
@@ -133,6 +138,22 @@ class HeartbeatClient:
             self._channels[target] = ch
         return ch
 
+    def _goodbye(self, outbox: queue.Queue[Any], reader: threading.Thread, target: str) -> None:
+        """Says goodbye on the stream and waits for the registry to close it."""
+        with self._mu:
+            reason = self._goodbye_reason
+        outbox.put(
+            registry_pb2.HeartbeatRequest(goodbye=registry_pb2.ExecutorGoodbye(reason=reason))
+        )
+        outbox.put(_END)
+        reader.join(self._opt.goodbye_timeout)
+        if reader.is_alive():
+            log.warning(
+                "registry %s did not close the stream within %gs after goodbye",
+                target,
+                self._opt.goodbye_timeout,
+            )
+
     def _session(self, target: str) -> str:
         stub = registry_pb2_grpc.RegistryServiceStub(self._channel(target))
         outbox: queue.Queue[Any] = queue.Queue()
@@ -153,6 +174,7 @@ class HeartbeatClient:
         call = stub.Heartbeat(requests(), metadata=metadata)
         with self._mu:
             self._call = call
+            self._inbox = inbox
 
         def read() -> None:
             try:
@@ -176,29 +198,18 @@ class HeartbeatClient:
             while True:
                 now = time.monotonic()
                 wake = next_beat if registered else register_deadline
-                timeout = max(0.0, min(wake - now, 0.05))
+                # Asleep until the next beat (or the register deadline), a reply, or _WAKE.
+                timeout = 0.0 if self._stop.is_set() else max(0.0, wake - now)
                 try:
                     item = inbox.get(timeout=timeout)
                 except queue.Empty:
                     item = None
+                if item is _WAKE:
+                    item = None
                 if self._stop.is_set():
                     end = "stopped"
                     if registered and not (isinstance(item, tuple) and item[0] == "done"):
-                        with self._mu:
-                            reason = self._goodbye_reason
-                        outbox.put(
-                            registry_pb2.HeartbeatRequest(
-                                goodbye=registry_pb2.ExecutorGoodbye(reason=reason)
-                            )
-                        )
-                        outbox.put(_END)
-                        reader.join(self._opt.goodbye_timeout)
-                        if reader.is_alive():
-                            log.warning(
-                                "registry %s did not close the stream within %gs after goodbye",
-                                target,
-                                self._opt.goodbye_timeout,
-                            )
+                        self._goodbye(outbox, reader, target)
                     break
                 if isinstance(item, tuple) and item[0] == "done":
                     error = item[1]
@@ -265,6 +276,7 @@ class HeartbeatClient:
             with self._mu:
                 self._registered = False
                 self._call = None
+                self._inbox = None
             self._metrics.set("heartbeat_connected", 0)
             outbox.put(_END)
             if end != "stopped" or reader.is_alive():

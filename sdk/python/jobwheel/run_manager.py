@@ -16,133 +16,43 @@ answered "already ran here". Thread-safe; one lock guards the runs, lanes and le
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
-import queue
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from jobwheel.context import (
-    TRIGGER_NAMES,
     Cancellation,
     Cancelled,
     CancelReason,
     JobContext,
-    RunLogger,
+    reset_current,
     set_current,
 )
 from jobwheel.lane import AdmitKind, Lane, Lanes
 from jobwheel.metrics import ExecutorMetrics
 from jobwheel.run_ledger import Kind, RunLedger
-from jobwheel.run_log import RunLog, RunLogStore
+from jobwheel.run_log import RunLogStore
 from jobwheel.run_request import SCRIPT_GLUE_TYPES, accepted_line, timeout_seconds, validate
+from jobwheel.run_state import (
+    FAIL_CODE,
+    OK_CODE,
+    STATUS_LABELS,
+    STATUS_NAMES,
+    TIMEOUT_CODE,
+    HandlerSpec,
+    RunManagerOptions,
+    RunState,
+    ended_line,
+    job_context,
+    make_handler_spec,
+)
 from jobwheel.stubs import dispatcher_pb2, executor_pb2, types_pb2
+from jobwheel.worker_pool import WorkerPool
+
+__all__ = ["HandlerSpec", "RunManager", "RunManagerOptions", "make_handler_spec"]
 
 log = logging.getLogger("jobwheel")
-
-OK_CODE = 200
-FAIL_CODE = 500
-TIMEOUT_CODE = 502
-
-STATUS_LABELS = {
-    types_pb2.RUN_STATUS_SUCCEEDED: "succeeded",
-    types_pb2.RUN_STATUS_FAILED: "failed",
-    types_pb2.RUN_STATUS_TIMED_OUT: "timed_out",
-    types_pb2.RUN_STATUS_KILLED: "killed",
-    types_pb2.RUN_STATUS_LOST: "lost",
-    types_pb2.RUN_STATUS_DISCARDED: "discarded",
-}
-STATUS_NAMES = {
-    types_pb2.RUN_STATUS_SUCCEEDED: "SUCCEEDED",
-    types_pb2.RUN_STATUS_FAILED: "FAILED",
-    types_pb2.RUN_STATUS_TIMED_OUT: "TIMED_OUT",
-    types_pb2.RUN_STATUS_KILLED: "KILLED",
-    types_pb2.RUN_STATUS_DISCARDED: "DISCARDED",
-}
-
-
-@dataclass
-class HandlerSpec:
-    fn: Callable[[JobContext], Any]
-    is_async: bool
-
-
-def make_handler_spec(fn: Callable[[JobContext], Any]) -> HandlerSpec:
-    return HandlerSpec(fn=fn, is_async=inspect.iscoroutinefunction(fn))
-
-
-@dataclass
-class RunManagerOptions:
-    executor_address: str = ""
-    cancel_grace: float = 5.0
-    watchdog_interval: float = 0.02
-    recent_runs: int = 10000
-    fenced_runs: int = 100000
-    max_threads: int = 32
-
-
-@dataclass
-class RunState:
-    request: executor_pb2.RunRequest
-    cancellation: Cancellation
-    log: RunLog | None
-    accepted: float
-    phase: str = "queued"  # queued | running
-    started: float | None = None
-    deadline: float | None = None
-    cancelled_at: float | None = None
-    reported: bool = False
-    lane: Lane | None = None
-    task: Any = None  # The asyncio task of an async handler.
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def run_id(self) -> int:
-        return self.request.run_id
-
-    def write(self, line: str) -> None:
-        if self.log is not None:
-            self.log.write(line)
-
-
-class WorkerPool:
-    """At most `max_threads` daemon threads (a handler that ignores cancellation cannot hold
-    the process at exit); threads start as work arrives and stay."""
-
-    def __init__(self, max_threads: int) -> None:
-        self._q: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._mu = threading.Lock()
-        self._threads: list[threading.Thread] = []
-        self._idle = 0
-        self._max = max(1, max_threads)
-
-    def submit(self, fn: Callable[[], None]) -> None:
-        with self._mu:
-            if self._idle == 0 and len(self._threads) < self._max:
-                t = threading.Thread(target=self._loop, name="jobwheel-run", daemon=True)
-                self._threads.append(t)
-                self._idle += 1
-                t.start()
-            self._idle -= 1
-        self._q.put(fn)
-
-    def _loop(self) -> None:
-        while True:
-            fn = self._q.get()
-            if fn is None:
-                return
-            try:
-                fn()
-            finally:
-                with self._mu:
-                    self._idle += 1
-
-    @property
-    def threads(self) -> int:
-        with self._mu:
-            return len(self._threads)
 
 
 class RunManager:
@@ -166,6 +76,7 @@ class RunManager:
         self._mu = threading.RLock()
         self._cv = threading.Condition(self._mu)  # Runs ended (shutdown waits for them).
         self._tick = threading.Condition(self._mu)  # The watchdog's sleep (woken at stop).
+        self._watch_idle = False  # The watchdog sleeps until a run is watched.
         self._runs: dict[int, RunState] = {}
         self._running = 0  # Runs of _runs in phase "running".
         # Runs with a deadline or a cancel: the only ones the watchdog looks at.
@@ -181,7 +92,9 @@ class RunManager:
     # ---- lifecycle
 
     def start(self) -> None:
-        self._watchdog = threading.Thread(target=self._watch, name="jobwheel-watchdog", daemon=True)
+        self._watchdog = threading.Thread(
+            target=self._watchdog_loop, name="jobwheel-watchdog", daemon=True
+        )
         self._watchdog.start()
 
     def set_executor_address(self, address: str) -> None:
@@ -369,29 +282,6 @@ class RunManager:
         # task (run.task), which may be cancelled before it ever ran.
         run.extra["outer"] = loop.create_task(self._execute_async(run, spec))
 
-    def _context(self, run: RunState) -> JobContext:
-        r = run.request
-        sched = (
-            r.scheduled_time.seconds + r.scheduled_time.nanos / 1e9
-            if r.HasField("scheduled_time")
-            else None
-        )
-        return JobContext(
-            run_id=r.run_id,
-            job_id=r.job_id,
-            fire_id=r.fire_id,
-            handler=r.handler,
-            param=r.param,
-            shard_index=r.shard_index,
-            shard_total=r.shard_total,
-            attempt=r.attempt,
-            trigger=TRIGGER_NAMES.get(r.trigger_type, "unspecified"),
-            scheduled_time=sched,
-            deadline=run.deadline,
-            log=RunLogger(run.write),
-            cancellation=run.cancellation,
-        )
-
     def _begin(self, run: RunState) -> JobContext:
         with self._mu:
             run.started = self._clock()
@@ -399,10 +289,10 @@ class RunManager:
             if t > 0:
                 run.deadline = run.started + t
                 if self._runs.get(run.run_id) is run:
-                    self._watched[run.run_id] = run
+                    self._watch(run)
             self._gauges()
         run.write(f"run {run.run_id} started")
-        return self._context(run)
+        return job_context(run)
 
     def _execute(self, run: RunState, spec: HandlerSpec, _unused: Any) -> None:
         ctx = self._begin(run)
@@ -420,7 +310,7 @@ class RunManager:
         except BaseException as e:  # noqa: BLE001 - a handler's failure fails its run
             outcome = (False, f"handler raised: {type(e).__name__}: {e}")
         finally:
-            set_current_reset(token)
+            reset_current(token)
         self._concluded(run, outcome)
 
     async def _execute_async(self, run: RunState, spec: HandlerSpec) -> None:
@@ -462,7 +352,7 @@ class RunManager:
                 run.reported = True
                 status = types_pb2.RUN_STATUS_SUCCEEDED if ok else types_pb2.RUN_STATUS_FAILED
                 final = self._make(run, status, OK_CODE if ok else FAIL_CODE, message)
-                run.write(_ended_line(final))
+                run.write(ended_line(final))
         if run.log is not None:
             run.log.close()
         if final is not None:
@@ -486,7 +376,7 @@ class RunManager:
             return False
         run.cancelled_at = now
         if self._runs.get(run.run_id) is run:
-            self._watched[run.run_id] = run
+            self._watch(run)
         task, loop = run.task, self._loop_provider()
         if task is not None and loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(task.cancel)
@@ -515,7 +405,7 @@ class RunManager:
             r = self._make(run, types_pb2.RUN_STATUS_DISCARDED, FAIL_CODE, c.message)
         else:
             r = self._make(run, types_pb2.RUN_STATUS_FAILED, FAIL_CODE, "executor shut down")
-        run.write(_ended_line(r))
+        run.write(ended_line(r))
         return r
 
     def _make(
@@ -552,7 +442,14 @@ class RunManager:
         self._metrics.set("running", self._running)
         self._metrics.set("queue_depth", len(self._runs) - self._running)
 
-    def _watch(self) -> None:
+    def _watch(self, run: RunState) -> None:
+        """The watchdog looks at `run` (a deadline or a cancel) from now on (lock held)."""
+        self._watched[run.run_id] = run
+        if self._watch_idle:
+            self._watch_idle = False
+            self._tick.notify_all()
+
+    def _watchdog_loop(self) -> None:
         while True:
             to_report: list[tuple[RunState, dispatcher_pb2.RunResult]] = []
             with self._cv:
@@ -580,7 +477,13 @@ class RunManager:
                             f"handler did not return within {self._opt.cancel_grace:g}s of the "
                             "cancellation; result reported"
                         )
-                self._tick.wait(self._opt.watchdog_interval)
+                if not self._watched and not self._stopped and not to_report:
+                    # Nothing with a deadline or a cancel: sleep until something is watched.
+                    self._watch_idle = True
+                    self._tick.wait()
+                    self._watch_idle = False
+                else:
+                    self._tick.wait(self._opt.watchdog_interval)
             self._report(to_report)
 
     # ---- queries
@@ -674,14 +577,3 @@ class RunManager:
             return s
         s.presence = executor_pb2.RUN_PRESENCE_NOT_SEEN
         return s
-
-
-def set_current_reset(token: Any) -> None:
-    from jobwheel.context import _current
-
-    _current.reset(token)
-
-
-def _ended_line(r: dispatcher_pb2.RunResult) -> str:
-    name = STATUS_NAMES.get(r.status, str(r.status))
-    return f"run {r.run_id} ended: {name} (code {r.code}) {r.message}"
