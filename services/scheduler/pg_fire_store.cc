@@ -9,9 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/pg/pg_arrays.h"
+#include "common/pg/pg_audit_log.h"
 #include "common/pg/pg_prepared.h"
+#include "common/pg/sql_enums.h"
 #include "common/time/proto_time.h"
-#include "services/scheduler/admin/pg_audit_log.h"
 #include "services/scheduler/alarm_outbox_pg.h"
 #include "services/scheduler/delay_chain_sql.h"
 #include "services/scheduler/job_row.h"
@@ -22,8 +23,55 @@ namespace {
 using jobwheel::v1::Fire;
 using jobwheel::v1::Job;
 
-constexpr int kFirePending = 1;
-constexpr int kFireSkipped = 3;
+constexpr int kFirePending = v1::FIRE_STATUS_PENDING;
+constexpr int kFireSkipped = v1::FIRE_STATUS_SKIPPED;
+
+// SQL literals of the stored enum values (sql_enums.h): a statement never spells a status or a
+// trigger type as a bare number.
+const std::string& FirePending() {
+  static const std::string* s = new std::string(sql::SqlInt(v1::FIRE_STATUS_PENDING));
+  return *s;
+}
+const std::string& FireSkipped() {
+  static const std::string* s = new std::string(sql::SqlInt(v1::FIRE_STATUS_SKIPPED));
+  return *s;
+}
+const std::string& FireFailed() {
+  static const std::string* s = new std::string(sql::SqlInt(v1::FIRE_STATUS_FAILED));
+  return *s;
+}
+const std::string& RunStatus(v1::RunStatus status) {
+  static const auto* names = new absl::flat_hash_map<int, std::string>([] {
+    absl::flat_hash_map<int, std::string> m;
+    for (v1::RunStatus r : {v1::RUN_STATUS_PENDING, v1::RUN_STATUS_RUNNING, v1::RUN_STATUS_FAILED,
+                            v1::RUN_STATUS_LOST}) {
+      m.emplace(r, sql::SqlInt(r));
+    }
+    return m;
+  }());
+  return names->at(status);
+}
+const std::string& TriggerType(v1::TriggerType type) {
+  static const auto* names = new absl::flat_hash_map<int, std::string>([] {
+    absl::flat_hash_map<int, std::string> m;
+    for (v1::TriggerType t :
+         {v1::TRIGGER_TYPE_MISFIRE, v1::TRIGGER_TYPE_RETRY, v1::TRIGGER_TYPE_PARENT}) {
+      m.emplace(t, sql::SqlInt(t));
+    }
+    return m;
+  }());
+  return names->at(type);
+}
+
+// Fires of deleted jobs found pending: failed with the reason.
+const std::string& FailOrphanFiresSql() {
+  static const std::string* s = new std::string(
+      absl::StrCat("UPDATE fires SET status = ", FireFailed(),
+                   ", reason = 'job was deleted before dispatch', dispatch_time = now() WHERE id = "
+                   "ANY($1::bigint[]) AND status = ",
+                   FirePending()));
+  return *s;
+}
 
 constexpr char kPendingFiresSql[] =
     "SELECT f.id, f.job_id, (EXTRACT(EPOCH FROM f.scheduled_at) * 1000000)::BIGINT, "
@@ -54,12 +102,15 @@ void ApplyLatePlan(pqxx::work& tx, const LatePlan& plan) {
     once.push_back(1);
     reasons.push_back(f.reason);
   }
-  ExecPrepared(tx, "settle_late_fires",
-               "UPDATE fires f SET status = CASE WHEN u.once = 1 THEN 1 ELSE 3 END, "
-               "trigger_type = CASE WHEN u.once = 1 THEN 4 ELSE f.trigger_type END, "
-               "reason = u.reason FROM unnest($1::bigint[], $2::int[], $3::text[]) "
-               "AS u(id, once, reason) WHERE f.id = u.id AND f.status = 1",
-               ToPgIntArray(ids), ToPgIntArray(once), ToPgArray(reasons));
+  static const std::string* const kSettleSql = new std::string(absl::StrCat(
+      "UPDATE fires f SET status = CASE WHEN u.once = 1 THEN ", FirePending(), " ELSE ",
+      FireSkipped(), " END, trigger_type = CASE WHEN u.once = 1 THEN ",
+      TriggerType(v1::TRIGGER_TYPE_MISFIRE),
+      " ELSE f.trigger_type END, reason = u.reason FROM unnest($1::bigint[], $2::int[], "
+      "$3::text[]) AS u(id, once, reason) WHERE f.id = u.id AND f.status = ",
+      FirePending()));
+  ExecPrepared(tx, "settle_late_fires", *kSettleSql, ToPgIntArray(ids), ToPgIntArray(once),
+               ToPgArray(reasons));
 }
 
 // The UPDATE that ends RUNNING runs as LOST ("executor <address> <what> while the run was
@@ -67,13 +118,14 @@ void ApplyLatePlan(pqxx::work& tx, const LatePlan& plan) {
 // returns id, app, executor_address and then `extra_returned`.
 std::string LoseRunsSql(absl::string_view what, bool join_executor, absl::string_view condition,
                         absl::string_view extra_returned = "") {
+  const std::string& running = RunStatus(v1::RUN_STATUS_RUNNING);
   return absl::StrCat(
-      "UPDATE runs r SET status = 7, end_time = now(), result_message = "
-      "'executor ' || r.executor_address || ' ",
-      what, " while the run was RUNNING'",
-      join_executor ? " FROM executors e WHERE r.status = 2 AND e.app = r.app AND "
-                      "e.address = r.executor_address AND "
-                    : " WHERE r.status = 2 AND ",
+      "UPDATE runs r SET status = ", RunStatus(v1::RUN_STATUS_LOST),
+      ", end_time = now(), result_message = 'executor ' || r.executor_address || ' ", what,
+      " while the run was RUNNING'",
+      join_executor ? absl::StrCat(" FROM executors e WHERE r.status = ", running,
+                                   " AND e.app = r.app AND e.address = r.executor_address AND ")
+                    : absl::StrCat(" WHERE r.status = ", running, " AND "),
       condition, " RETURNING r.id, r.app, r.executor_address", extra_returned);
 }
 
@@ -235,15 +287,16 @@ absl::StatusOr<FireStore::PendingPage> PgFireStore::LoadPendingFires(const Pendi
     page.next = after;
     std::vector<int64_t> orphans;
     pqxx::result rows = tx.exec_params(
-        absl::StrCat(kPendingFiresSql, kJobColumns,
-                     " FROM fires f LEFT JOIN jobs j ON j.id = f.job_id WHERE f.status = 1",
-                     // Manual, retry and child fires are written due now(): the periodic
-                     // pick-up need not walk the whole pre-read window of pending fires.
-                     all_types ? ""
-                               : " AND f.trigger_type IN (3, 5, 6) AND "
-                                 "f.scheduled_at <= now() + interval '1 second'",
-                     " AND (f.scheduled_at, f.id) > ($1::timestamptz, $2) "
-                     "ORDER BY f.scheduled_at, f.id LIMIT $3"),
+        absl::StrCat(
+            kPendingFiresSql, kJobColumns,
+            " FROM fires f LEFT JOIN jobs j ON j.id = f.job_id WHERE f.status = ", FirePending(),
+            // Manual, retry and child fires are written due now(): the periodic
+            // pick-up need not walk the whole pre-read window of pending fires.
+            all_types ? ""
+                      : absl::StrCat(" AND f.trigger_type IN ", sql::OnDemandTriggerTypesSql(),
+                                     " AND f.scheduled_at <= now() + interval '1 second'"),
+            " AND (f.scheduled_at, f.id) > ($1::timestamptz, $2) "
+            "ORDER BY f.scheduled_at, f.id LIMIT $3"),
         after_time, after.id, limit);
     page.rows = rows.size();
     if (!rows.empty()) {
@@ -271,10 +324,7 @@ absl::StatusOr<FireStore::PendingPage> PgFireStore::LoadPendingFires(const Pendi
       page.fires.push_back(std::move(fire));
     }
     if (!orphans.empty()) {
-      tx.exec_params(
-          "UPDATE fires SET status = 4, reason = 'job was deleted before dispatch', "
-          "dispatch_time = now() WHERE id = ANY($1::bigint[]) AND status = 1",
-          ToPgIntArray(orphans));
+      tx.exec_params(FailOrphanFiresSql(), ToPgIntArray(orphans));
     }
     // Fires on time cost nothing more: the plan is empty and nothing is written.
     const LatePlan& planned = late(page.fires);
@@ -302,13 +352,12 @@ absl::StatusOr<std::vector<int64_t>> PgFireStore::SettleLateFires(
   absl::Status s = elector_.RunFenced("settle late fires", [&](pqxx::work& tx) {
     pending.clear();
     // Locked in id order, as a dispatcher locks fire rows, so the two never deadlock.
-    pqxx::result rows = ExecPrepared(
-        tx, "lock_late_fires",
+    static const std::string* const kLockSql = new std::string(absl::StrCat(
         "SELECT f.id, f.job_id, (EXTRACT(EPOCH FROM f.scheduled_at) * 1000000)::BIGINT, "
         "f.trigger_type, j.misfire_strategy, j.id IS NULL FROM fires f LEFT JOIN jobs j "
-        "ON j.id = f.job_id WHERE f.id = ANY($1::bigint[]) AND f.status = 1 ORDER BY f.id "
-        "FOR UPDATE OF f",
-        ToPgIntArray(fire_ids));
+        "ON j.id = f.job_id WHERE f.id = ANY($1::bigint[]) AND f.status = ",
+        FirePending(), " ORDER BY f.id FOR UPDATE OF f"));
+    pqxx::result rows = ExecPrepared(tx, "lock_late_fires", *kLockSql, ToPgIntArray(fire_ids));
     std::vector<Fire> fires;
     std::vector<int64_t> orphans;
     fires.reserve(rows.size());
@@ -327,10 +376,7 @@ absl::StatusOr<std::vector<int64_t>> PgFireStore::SettleLateFires(
       fires.push_back(std::move(fire));
     }
     if (!orphans.empty()) {
-      tx.exec_params(
-          "UPDATE fires SET status = 4, reason = 'job was deleted before dispatch', "
-          "dispatch_time = now() WHERE id = ANY($1::bigint[]) AND status = 1",
-          ToPgIntArray(orphans));
+      tx.exec_params(FailOrphanFiresSql(), ToPgIntArray(orphans));
     }
     const LatePlan& planned = late(fires);
     if (!planned.empty()) ApplyLatePlan(tx, planned);
@@ -361,8 +407,10 @@ absl::StatusOr<FireStore::MonitorResult> PgFireStore::RunMonitorPass(const Monit
         "j.routing_strategy, r.executor_address, "
         "(EXTRACT(EPOCH FROM r.trigger_time) * 1000000)::BIGINT "
         "FROM runs r JOIN fires f ON f.id = r.fire_id LEFT JOIN jobs j ON j.id = r.job_id "
-        "WHERE NOT r.followup_done AND r.status >= 3 ORDER BY r.id LIMIT $1 "
-        "FOR UPDATE OF r SKIP LOCKED",
+        "WHERE NOT r.followup_done AND r.status >= " +
+            sql::FirstTerminalRunStatusSql() +
+            " ORDER BY r.id LIMIT $1 "
+            "FOR UPDATE OF r SKIP LOCKED",
         limits.batch);
     std::vector<FinishedRun> runs;
     runs.reserve(rows.size());
@@ -420,10 +468,12 @@ absl::StatusOr<FireStore::MonitorResult> PgFireStore::RunMonitorPass(const Monit
       pqxx::result ins = tx.exec_params(
           "INSERT INTO fires (job_id, scheduled_at, trigger_type, status, param, attempt, "
           "parent_run_id, shard_index, shard_total, leader_epoch) "
-          "SELECT u.job_id, now(), 5, 1, NULLIF(u.param, E'\\x01'), u.attempt, u.parent, "
-          "u.si, u.sn, $7 FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[], "
-          "$5::int[], $6::int[]) AS u(job_id, parent, attempt, param, si, sn) "
-          "ON CONFLICT DO NOTHING RETURNING id",
+          "SELECT u.job_id, now(), " +
+              TriggerType(v1::TRIGGER_TYPE_RETRY) + ", " + FirePending() +
+              ", NULLIF(u.param, E'\\x01'), u.attempt, u.parent, "
+              "u.si, u.sn, $7 FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[], "
+              "$5::int[], $6::int[]) AS u(job_id, parent, attempt, param, si, sn) "
+              "ON CONFLICT DO NOTHING RETURNING id",
           ToPgIntArray(job), ToPgIntArray(parent), ToPgIntArray(attempt), ToPgArray(params),
           ToPgIntArray(shard_i), ToPgIntArray(shard_n), epoch);
       result.retries = static_cast<int>(ins.size());
@@ -448,18 +498,21 @@ absl::StatusOr<FireStore::MonitorResult> PgFireStore::RunMonitorPass(const Monit
       // moved to another app since, or named by an operator of fewer apps, does not fire there.
       pqxx::result ins = tx.exec_params(
           "INSERT INTO fires (job_id, scheduled_at, trigger_type, status, parent_run_id, "
-          "leader_epoch) SELECT u.job_id, now(), 6, 1, u.parent, $3 "
-          "FROM unnest($1::bigint[], $2::bigint[], $4::bigint[]) AS u(job_id, parent, pjob) "
-          "WHERE EXISTS (SELECT 1 FROM jobs c JOIN jobs p ON p.id = u.pjob WHERE c.id = u.job_id "
-          "AND (c.app = p.app OR p.child_scope IS NULL OR c.app = ANY(p.child_scope))) "
-          "ON CONFLICT DO NOTHING RETURNING id",
+          "leader_epoch) SELECT u.job_id, now(), " +
+              TriggerType(v1::TRIGGER_TYPE_PARENT) + ", " + FirePending() +
+              ", u.parent, $3 "
+              "FROM unnest($1::bigint[], $2::bigint[], $4::bigint[]) AS u(job_id, parent, pjob) "
+              "WHERE EXISTS (SELECT 1 FROM jobs c JOIN jobs p ON p.id = u.pjob WHERE c.id = "
+              "u.job_id "
+              "AND (c.app = p.app OR p.child_scope IS NULL OR c.app = ANY(p.child_scope))) "
+              "ON CONFLICT DO NOTHING RETURNING id",
           ToPgIntArray(job), ToPgIntArray(parent), epoch, ToPgIntArray(parent_job));
       result.children = static_cast<int>(ins.size());
     }
     if (!planned.done.empty()) {
       tx.exec_params(
-          "UPDATE runs SET followup_done = true, alarm_sent = (alarm_sent OR "
-          "status IN (4, 5, 7)) WHERE id = ANY($1::bigint[])",
+          "UPDATE runs SET followup_done = true, alarm_sent = (alarm_sent OR status IN " +
+              sql::FailedRunStatusesSql() + ") WHERE id = ANY($1::bigint[])",
           ToPgIntArray(planned.done));
     }
     if (!planned.stops.empty()) {
@@ -481,9 +534,11 @@ absl::StatusOr<FireStore::MonitorResult> PgFireStore::RunMonitorPass(const Monit
 
     // Runs whose trigger never completed (their dispatcher died between commit and call).
     pqxx::result stale = tx.exec_params(
-        "UPDATE runs SET status = 4, end_time = now(), result_message = "
-        "'trigger never completed: the dispatcher was lost before calling the executor' "
-        "WHERE status = 1 AND trigger_time < $1::timestamptz RETURNING id",
+        "UPDATE runs SET status = " + RunStatus(v1::RUN_STATUS_FAILED) +
+            ", end_time = now(), result_message = "
+            "'trigger never completed: the dispatcher was lost before calling the executor' "
+            "WHERE status = " +
+            RunStatus(v1::RUN_STATUS_PENDING) + " AND trigger_time < $1::timestamptz RETURNING id",
         ToPgTimestamp(limits.pending_before));
     result.stale_pending = static_cast<int>(stale.size());
   });
@@ -507,32 +562,38 @@ absl::StatusOr<int> PgFireStore::DeleteHistory(absl::Time cutoff, int limit) {
     // reads the few rows of the partial index jobs_own_retention).
     pqxx::result r1 = tx.exec_params(
         "DELETE FROM runs WHERE id IN (SELECT id FROM runs WHERE trigger_time < "
-        "$1::timestamptz AND status >= 3 AND followup_done AND job_id NOT IN (SELECT id FROM "
-        "jobs WHERE run_max_age_ms > 0) LIMIT $2) RETURNING id",
+        "$1::timestamptz AND status >= " +
+            sql::FirstTerminalRunStatusSql() +
+            " AND followup_done AND job_id NOT IN (SELECT id FROM "
+            "jobs WHERE run_max_age_ms > 0) LIMIT $2) RETURNING id",
         before, limit);
     // Jobs with their own retention: older than their max_age (by the database's clock), or
     // behind their keep_last newest runs.
     pqxx::result own = tx.exec_params(
         "DELETE FROM runs WHERE id IN (SELECT o.id FROM jobs j CROSS JOIN LATERAL (SELECT r.id "
-        "FROM runs r WHERE r.job_id = j.id AND r.status >= 3 AND r.followup_done AND ("
-        "(j.run_max_age_ms > 0 AND r.trigger_time < now() - j.run_max_age_ms * "
-        "interval '1 millisecond') OR (j.run_keep_last > 0 AND r.trigger_time < (SELECT "
-        "r2.trigger_time FROM runs r2 WHERE r2.job_id = j.id ORDER BY r2.trigger_time DESC "
-        "OFFSET j.run_keep_last - 1 LIMIT 1))) LIMIT $1) AS o "
-        "WHERE j.run_max_age_ms > 0 OR j.run_keep_last > 0 LIMIT $1) RETURNING id, fire_id",
+        "FROM runs r WHERE r.job_id = j.id AND r.status >= " +
+            sql::FirstTerminalRunStatusSql() +
+            " AND r.followup_done AND ("
+            "(j.run_max_age_ms > 0 AND r.trigger_time < now() - j.run_max_age_ms * "
+            "interval '1 millisecond') OR (j.run_keep_last > 0 AND r.trigger_time < (SELECT "
+            "r2.trigger_time FROM runs r2 WHERE r2.job_id = j.id ORDER BY r2.trigger_time DESC "
+            "OFFSET j.run_keep_last - 1 LIMIT 1))) LIMIT $1) AS o "
+            "WHERE j.run_max_age_ms > 0 OR j.run_keep_last > 0 LIMIT $1) RETURNING id, fire_id",
         limit);
     std::vector<int64_t> own_fires;
     own_fires.reserve(own.size());
     for (const pqxx::row& r : own) own_fires.push_back(r[1].as<int64_t>());
     // Their fires go with them.
     pqxx::result own_fire_rows = tx.exec_params(
-        "DELETE FROM fires f WHERE f.id = ANY($1::bigint[]) AND f.status <> 1 AND NOT EXISTS "
-        "(SELECT 1 FROM runs r WHERE r.fire_id = f.id) RETURNING id",
+        "DELETE FROM fires f WHERE f.id = ANY($1::bigint[]) AND f.status <> " + FirePending() +
+            " AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.fire_id = f.id) RETURNING id",
         ToPgIntArray(own_fires));
     pqxx::result r2 = tx.exec_params(
         "DELETE FROM fires WHERE id IN (SELECT f.id FROM fires f WHERE f.create_time < "
-        "$1::timestamptz AND f.status <> 1 AND NOT EXISTS (SELECT 1 FROM runs r WHERE "
-        "r.fire_id = f.id) LIMIT $2) RETURNING id",
+        "$1::timestamptz AND f.status <> " +
+            FirePending() +
+            " AND NOT EXISTS (SELECT 1 FROM runs r WHERE "
+            "r.fire_id = f.id) LIMIT $2) RETURNING id",
         before, limit);
     pqxx::result r3 = tx.exec_params(
         "DELETE FROM alarm_outbox WHERE id IN (SELECT id FROM alarm_outbox WHERE sent_at < "
@@ -546,9 +607,8 @@ absl::StatusOr<int> PgFireStore::DeleteHistory(absl::Time cutoff, int limit) {
 
 absl::StatusOr<int> PgFireStore::DeleteAuditHistory(absl::Time cutoff, int limit) {
   int n = 0;
-  absl::Status s = elector_.RunFenced("audit retention", [&](pqxx::work& tx) {
-    n = admin::DeleteAuditEventsBefore(tx, cutoff, limit);
-  });
+  absl::Status s = elector_.RunFenced(
+      "audit retention", [&](pqxx::work& tx) { n = DeleteAuditEventsBefore(tx, cutoff, limit); });
   if (!s.ok()) return s;
   return n;
 }
