@@ -381,7 +381,7 @@ done
 # console, TLS), and value sets that must fail do so with the template's message.
 group "chart rendered (tools/chart-render)"
 RENDER_SCENARIOS=(default tls-cert-manager tls-existing-secret console-ingress replicas
-                  external-secrets minimal xxl-gateway http-executor)
+                  external-secrets minimal xxl-gateway http-executor cloudnativepg)
 RENDER_FAILURES=(no-values tls-without-certificates ingress-without-host short-token missing-keys
                  swapped-key insecure-dev insecure-dev-with-secrets executor-without-token
                  app-token-not-an-api-token app-token-twice)
@@ -530,6 +530,11 @@ YAML
   scenario http-executor jw jw-jobwheel \
     '"kinds": {"Deployment": 5, "NetworkPolicy": 5, "PodDisruptionBudget": 4, "Secret": 2}, "app_tokens": {"http-executor": "jw-jobwheel-http-executor-token"}' \
     "${SECRETS[@]}" --set httpExecutor.enabled=true --set-string "httpExecutor.token=$HTTP_TOKEN"
+  # The CloudNativePG values (docs/database.md): the DSN from the operator's app Secret.
+  scenario cloudnativepg jw jw-jobwheel \
+    '"kinds": {"Deployment": 4, "NetworkPolicy": 4}, "external_secrets": ["jobwheel-pg-app"], "app_tokens": {"console": "jw-jobwheel-console-token"}' \
+    --set-string "auth.adminToken=a$T" -f "$WORK/keys-values.yaml" \
+    --set-string "console.proxyToken=$PROXY_TOKEN" -f "$CHART/values-cloudnativepg.yaml"
 
   must_fail no-values "authentication tokens are required"
   must_fail tls-without-certificates "tls.enabled needs certificates" "${SECRETS[@]}" --set tls.enabled=true
