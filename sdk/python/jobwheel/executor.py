@@ -62,6 +62,9 @@ class ExecutorOptions:
     capacity: int = 16
     labels: dict[str, str] = field(default_factory=dict)
     max_threads: int = 32  # Threads for sync handlers.
+    # Threads serving ExecutorService calls: each call is short (a handler runs on its own
+    # thread), and under the GIL more threads only contend for it.
+    rpc_threads: int = 4
     cancel_grace: float = 5.0
     grace_period: float = 10.0
     result_flush_timeout: float = 3.0
@@ -88,6 +91,8 @@ class ExecutorOptions:
             raise ValueError("capacity: must be positive")
         if self.max_threads < 1:
             raise ValueError("max_threads: must be positive")
+        if self.rpc_threads < 1:
+            raise ValueError("rpc_threads: must be positive")
         for name in ("cancel_grace", "grace_period", "result_flush_timeout"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name}: must not be negative")
@@ -315,7 +320,9 @@ class Executor:
         callers = Callers(insecure_dev=o.insecure_dev, verifier=verifier)
         service = ExecutorService(self._runs, self._logs, callers, o.app, self.instance)
         self._server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="jobwheel-grpc"),
+            futures.ThreadPoolExecutor(
+                max_workers=o.rpc_threads, thread_name_prefix="jobwheel-grpc"
+            ),
             handlers=[self._health],
             options=[("grpc.max_receive_message_length", 16 << 20)],
         )

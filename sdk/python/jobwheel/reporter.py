@@ -1,7 +1,7 @@
 """Delivers spooled results to DispatcherService.ReportResults until they are acknowledged.
 
 Every result is appended to the spool first; the reporter thread lets results gather for up
-to 10 ms (LINGER_S; not while flushing at shutdown), syncs the spool (one fdatasync for
+to 20 ms (LINGER_S; not while flushing at shutdown), syncs the spool (one fdatasync for
 everything appended since the last one) before it sends anything, sends batches of up to 500
 with the executor token, and tombstones each run id the dispatcher acknowledges
 or refuses for good (refused: logged once, counted in
@@ -30,7 +30,7 @@ log = logging.getLogger("jobwheel")
 # A result waits up to this long for others to go out with it: one fdatasync and one
 # ReportResults for all of them (at hundreds of runs a second, a call per result would cost
 # more CPU than the runs).
-LINGER_S = 0.01
+LINGER_S = 0.02
 
 
 @dataclass

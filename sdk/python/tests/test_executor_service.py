@@ -196,6 +196,8 @@ def test_options_are_validated(tmp_path: Any) -> None:
         Executor(app="a", insecure_dev=True, listen="0.0.0.0:0").start()
     with pytest.raises(ValueError, match="app"):
         Executor(app="", insecure_dev=True).start()
+    with pytest.raises(ValueError, match="rpc_threads: must be positive"):
+        Executor(app="a", insecure_dev=True, rpc_threads=0).start()
 
 
 def test_instance_tag_and_audience_match_the_cpp_definitions() -> None:
