@@ -1,4 +1,4 @@
-#include "services/console/bounded_socket_stream.h"
+#include "common/server/bounded_socket_stream.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace jobwheel::console {
+namespace jobwheel {
 namespace {
 
 void IpAndPort(const sockaddr_storage& addr, std::string& ip, int& port) {
@@ -136,4 +136,4 @@ void BoundedSocketStream::get_local_ip_and_port(std::string& ip, int& port) cons
   if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) IpAndPort(addr, ip, port);
 }
 
-}  // namespace jobwheel::console
+}  // namespace jobwheel

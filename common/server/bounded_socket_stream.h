@@ -1,5 +1,5 @@
-#ifndef JOBWHEEL_SERVICES_CONSOLE_BOUNDED_SOCKET_STREAM_H_
-#define JOBWHEEL_SERVICES_CONSOLE_BOUNDED_SOCKET_STREAM_H_
+#ifndef JOBWHEEL_COMMON_SERVER_BOUNDED_SOCKET_STREAM_H_
+#define JOBWHEEL_COMMON_SERVER_BOUNDED_SOCKET_STREAM_H_
 
 #include <sys/types.h>
 
@@ -12,7 +12,7 @@
 #include "common/time/clock.h"
 #include "httplib.h"
 
-namespace jobwheel::console {
+namespace jobwheel {
 
 // One accepted connection as cpp-httplib's Stream, with bounds a slow or greedy client cannot
 // stretch: each request (headers and body together) must arrive by a deadline set when its
@@ -73,6 +73,6 @@ class BoundedSocketStream : public httplib::Stream {
   bool past_deadline_ = false;
 };
 
-}  // namespace jobwheel::console
+}  // namespace jobwheel
 
-#endif  // JOBWHEEL_SERVICES_CONSOLE_BOUNDED_SOCKET_STREAM_H_
+#endif  // JOBWHEEL_COMMON_SERVER_BOUNDED_SOCKET_STREAM_H_

@@ -1,8 +1,8 @@
-#include "services/console/connection_admission.h"
+#include "common/server/connection_admission.h"
 
 #include "absl/strings/str_cat.h"
 
-namespace jobwheel::console {
+namespace jobwheel {
 
 ConnectionAdmission::ConnectionAdmission(int max_connections, int max_per_client)
     : max_connections_(max_connections), max_per_client_(max_per_client) {}
@@ -42,4 +42,4 @@ int ConnectionAdmission::open(absl::string_view client) const {
   return it == per_client_.end() ? 0 : it->second;
 }
 
-}  // namespace jobwheel::console
+}  // namespace jobwheel

@@ -1,5 +1,5 @@
-#ifndef JOBWHEEL_SERVICES_CONSOLE_CONNECTION_ADMISSION_H_
-#define JOBWHEEL_SERVICES_CONSOLE_CONNECTION_ADMISSION_H_
+#ifndef JOBWHEEL_COMMON_SERVER_CONNECTION_ADMISSION_H_
+#define JOBWHEEL_COMMON_SERVER_CONNECTION_ADMISSION_H_
 
 #include <string>
 
@@ -9,7 +9,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
-namespace jobwheel::console {
+namespace jobwheel {
 
 // Counts open connections, in all and per client (its IP address), and admits a new one only
 // under both caps, so one client cannot hold every connection the server serves. Thread-safe.
@@ -33,6 +33,6 @@ class ConnectionAdmission {
   absl::flat_hash_map<std::string, int> per_client_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace jobwheel::console
+}  // namespace jobwheel
 
-#endif  // JOBWHEEL_SERVICES_CONSOLE_CONNECTION_ADMISSION_H_
+#endif  // JOBWHEEL_COMMON_SERVER_CONNECTION_ADMISSION_H_

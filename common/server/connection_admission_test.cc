@@ -1,8 +1,8 @@
-#include "services/console/connection_admission.h"
+#include "common/server/connection_admission.h"
 
 #include "gtest/gtest.h"
 
-namespace jobwheel::console {
+namespace jobwheel {
 namespace {
 
 TEST(ConnectionAdmissionTest, CapsEachClientAndTheTotal) {
@@ -35,4 +35,4 @@ TEST(ConnectionAdmissionTest, ReleaseMakesRoomAgain) {
 }
 
 }  // namespace
-}  // namespace jobwheel::console
+}  // namespace jobwheel

@@ -1,4 +1,4 @@
-#include "services/console/guarded_http_server.h"
+#include "common/server/guarded_http_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -13,7 +13,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 
-namespace jobwheel::console {
+namespace jobwheel {
 namespace {
 
 // httplib's accept loop hands each accepted socket over as a task that calls
@@ -164,4 +164,4 @@ bool GuardedHttpServer::process_and_close_socket(socket_t sock) {
   return ok;
 }
 
-}  // namespace jobwheel::console
+}  // namespace jobwheel

@@ -1,5 +1,5 @@
-#ifndef JOBWHEEL_SERVICES_CONSOLE_GUARDED_HTTP_SERVER_H_
-#define JOBWHEEL_SERVICES_CONSOLE_GUARDED_HTTP_SERVER_H_
+#ifndef JOBWHEEL_COMMON_SERVER_GUARDED_HTTP_SERVER_H_
+#define JOBWHEEL_COMMON_SERVER_GUARDED_HTTP_SERVER_H_
 
 #include <cstddef>
 #include <functional>
@@ -7,12 +7,12 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "common/server/bounded_socket_stream.h"
+#include "common/server/connection_admission.h"
 #include "common/time/clock.h"
 #include "httplib.h"
-#include "services/console/bounded_socket_stream.h"
-#include "services/console/connection_admission.h"
 
-namespace jobwheel::console {
+namespace jobwheel {
 
 // cpp-httplib's Server with the bounds one hostile client must not get past:
 // - connections are admitted at accept time, at most `max_connections` in all and
@@ -83,6 +83,6 @@ class GuardedHttpServer : public httplib::Server {
   ConnectionAdmission admission_;
 };
 
-}  // namespace jobwheel::console
+}  // namespace jobwheel
 
-#endif  // JOBWHEEL_SERVICES_CONSOLE_GUARDED_HTTP_SERVER_H_
+#endif  // JOBWHEEL_COMMON_SERVER_GUARDED_HTTP_SERVER_H_

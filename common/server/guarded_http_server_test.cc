@@ -1,4 +1,4 @@
-#include "services/console/guarded_http_server.h"
+#include "common/server/guarded_http_server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -18,7 +18,7 @@
 #include "common/time/clock.h"
 #include "gtest/gtest.h"
 
-namespace jobwheel::console {
+namespace jobwheel {
 namespace {
 
 // A TCP connection to 127.0.0.1:port from `source` (any 127/8 address works on loopback).
@@ -164,4 +164,4 @@ TEST_F(GuardedHttpServerTest, IdleKeepAliveConnectionsAreClosed) {
 }
 
 }  // namespace
-}  // namespace jobwheel::console
+}  // namespace jobwheel

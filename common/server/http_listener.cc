@@ -3,7 +3,9 @@
 #include <chrono>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/net/host_port.h"
 
 namespace jobwheel {
 
@@ -28,6 +30,20 @@ absl::StatusOr<int> HttpListener::Start(httplib::Server& server, const std::stri
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return bound;
+}
+
+absl::StatusOr<int> HttpListener::Start(httplib::Server& server, absl::string_view listen,
+                                        absl::string_view flag) {
+  // Port 0 (a free port: tests) is no port to ParseHostPort; the host is checked with 1.
+  const bool any_port = absl::EndsWith(listen, ":0");
+  const std::string text =
+      any_port ? absl::StrCat(listen.substr(0, listen.size() - 1), "1") : std::string(listen);
+  absl::StatusOr<net::HostPort> hp = net::ParseHostPort(text);
+  if (!hp.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " \"", listen, "\": want host:port (", hp.status().message(), ")"));
+  }
+  return Start(server, hp->host, any_port ? 0 : hp->port, flag, listen);
 }
 
 void HttpListener::Stop() {

@@ -25,6 +25,10 @@ class HttpListener {
   // The bound port; UNAVAILABLE naming `flag` (e.g. "--listen") when it cannot bind.
   absl::StatusOr<int> Start(httplib::Server& server, const std::string& host, int port,
                             absl::string_view flag, absl::string_view listen);
+  // The same for `listen`, "host:port" or "[v6]:port" (net::ParseHostPort; port 0: a free
+  // one); INVALID_ARGUMENT naming `flag` when it is not one.
+  absl::StatusOr<int> Start(httplib::Server& server, absl::string_view listen,
+                            absl::string_view flag);
   // Closes the listener; workers finish their requests and are joined. Idempotent.
   void Stop();
 

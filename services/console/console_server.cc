@@ -9,29 +9,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/log_text.h"
+#include "common/server/guarded_http_server.h"
 #include "httplib.h"
 #include "services/console/connect_error.h"
-#include "services/console/guarded_http_server.h"
 #include "services/console/route_table.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::console {
 namespace {
-
-// "host:port", "[v6]:port" or ":port" (all interfaces).
-absl::Status SplitListen(const std::string& listen, std::string* host, int* port) {
-  const size_t colon = listen.rfind(':');
-  if (colon == std::string::npos || !absl::SimpleAtoi(listen.substr(colon + 1), port) ||
-      *port < 0 || *port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("--listen \"", listen, "\": want host:port"));
-  }
-  *host = listen.substr(0, colon);
-  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
-    *host = host->substr(1, host->size() - 2);
-  }
-  if (host->empty()) *host = "0.0.0.0";
-  return absl::OkStatus();
-}
 
 void ConnectError(httplib::Response& res, const absl::Status& status, int http_status) {
   res.status = http_status;
@@ -134,11 +119,6 @@ ConsoleServer::ConsoleServer(Options options, const ConnectGateway& gateway,
 ConsoleServer::~ConsoleServer() { Shutdown(); }
 
 absl::Status ConsoleServer::Start() {
-  std::string host;
-  int port = 0;
-  absl::Status s = SplitListen(options_.listen, &host, &port);
-  if (!s.ok()) return s;
-
   httplib::Headers headers;
   for (const auto& [name, value] : SecurityHeaders()) headers.emplace(name, value);
   server_->set_default_headers(std::move(headers));
@@ -180,7 +160,7 @@ absl::Status ConsoleServer::Start() {
                   req.remote_addr);
   });
 
-  absl::StatusOr<int> bound = listener_.Start(*server_, host, port, "--listen", options_.listen);
+  absl::StatusOr<int> bound = listener_.Start(*server_, options_.listen, "--listen");
   if (!bound.ok()) return bound.status();
   port_ = *bound;
   return absl::OkStatus();

@@ -24,9 +24,11 @@ struct Request;
 struct Response;
 }  // namespace httplib
 
-namespace jobwheel::console {
-
+namespace jobwheel {
 class GuardedHttpServer;
+}  // namespace jobwheel
+
+namespace jobwheel::console {
 
 // The console's HTTP surface on cpp-httplib: POST /jobwheel.v1.<Service>/<Method> goes to the
 // Connect gateway, GET /healthz and /readyz answer health, every other GET is a page from the

@@ -3,7 +3,6 @@
 #include <chrono>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/log_text.h"
 #include "httplib.h"
@@ -57,16 +56,6 @@ AdminHttpServer::AdminHttpServer(Options options, Gateway& gateway, GatewayMetri
 AdminHttpServer::~AdminHttpServer() { Shutdown(); }
 
 absl::Status AdminHttpServer::Start() {
-  const size_t colon = options_.listen.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(options_.listen.substr(colon + 1), &port) ||
-      port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--listen_http \"", options_.listen, "\": want host:port"));
-  }
-  std::string host = options_.listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-  if (host.empty()) host = "0.0.0.0";
   server_->set_payload_max_length(options_.max_body_bytes);
   auto [rs, rus] = SecondsAndMicros(options_.read_timeout);
   server_->set_read_timeout(rs, rus);
@@ -98,8 +87,7 @@ absl::Status AdminHttpServer::Start() {
         spdlog::error("POST {}: handler threw", LogText(req.path));
         Reply(res, absl::InternalError("internal error"));
       });
-  absl::StatusOr<int> bound =
-      listener_.Start(*server_, host, port, "--listen_http", options_.listen);
+  absl::StatusOr<int> bound = listener_.Start(*server_, options_.listen, "--listen_http");
   if (!bound.ok()) return bound.status();
   port_ = *bound;
   return absl::OkStatus();

@@ -5,6 +5,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/auth/insecure_dev.h"
+#include "common/net/host_port.h"
 #include "services/xxl_gateway/xxl_protocol.h"
 
 namespace jobwheel::xxl {
@@ -60,9 +61,9 @@ absl::Status GatewayServerOptions::Validate() {
   }
   if (advertise_host.empty()) return absl::InvalidArgumentError("--advertise_host: required");
   if (bind_host.empty()) bind_host = advertise_host;
-  if (listen_http.find(':') == std::string::npos) {
+  if (absl::Status s = net::ParseHostPort(listen_http).status(); !s.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--listen_http \"", listen_http, "\": want host:port"));
+        absl::StrCat("--listen_http \"", listen_http, "\": want host:port (", s.message(), ")"));
   }
   if (max_body_bytes < 1024) return absl::InvalidArgumentError("--max_body_bytes: at least 1024");
   if (http_threads < 1 || http_threads > 1024) {

@@ -48,6 +48,17 @@ TEST(GatewayServerOptionsTest, ValidatesEachFlag) {
   o.insecure_dev = true;
   o.listen_http = "0.0.0.0:7190";
   ExpectNames(o, "--listen_http");
+  for (const char* bad : {"7190", ":7190", "127.0.0.1:", "127.0.0.1:99999", "127.1:7190",
+                          "host name:7190", "[::1:7190"}) {
+    o = Good();
+    o.listen_http = bad;
+    ExpectNames(o, "--listen_http");
+  }
+  for (const char* good : {"127.0.0.1:7190", "[::1]:7190", "gateway.example.com:80"}) {
+    o = Good();
+    o.listen_http = good;
+    EXPECT_TRUE(o.Validate().ok()) << good << ": " << o.Validate();
+  }
 }
 
 TEST(GatewayServerOptionsTest, ParsesLists) {
