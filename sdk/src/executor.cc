@@ -104,6 +104,85 @@ class ExecutorCore {
     return absl::OkStatus();
   }
 
+  // Who may call ExecutorService (null: no caller keys configured, insecure_dev alone).
+  absl::StatusOr<std::shared_ptr<CallerTokenVerifier>> MakeCallers() {
+    std::shared_ptr<CallerTokenVerifier> callers;
+    if (!options_.dispatcher_public_keys.empty() || !options_.scheduler_public_keys.empty()) {
+      CallerTokenVerifier::Options vo;
+      if (!options_.dispatcher_public_keys.empty()) {
+        vo.public_keys_pem[std::string(kIssuerDispatcher)] = options_.dispatcher_public_keys;
+      }
+      if (!options_.scheduler_public_keys.empty()) {
+        vo.public_keys_pem[std::string(kIssuerScheduler)] = options_.scheduler_public_keys;
+      }
+      auto verifier = CallerTokenVerifier::Create(std::move(vo), clock_);
+      if (!verifier.ok()) return verifier.status();
+      callers = std::move(*verifier);
+    }
+    return callers;
+  }
+
+  // The runner of script jobs, isolated from what this process holds (its logs, spool, keys).
+  absl::StatusOr<std::unique_ptr<ScriptRunner>> MakeScriptRunner() {
+    ScriptRunnerOptions so;
+    so.scripts_dir = logs_->dir() + "/scripts";
+    so.shell_binary = options_.shell_binary;
+    so.python_binary = options_.python_binary;
+    so.kill_grace = options_.script_kill_grace;
+    so.params_in_argv = options_.script_params_in_argv;
+    if (so.params_in_argv) {
+      spdlog::warn(
+          "executor: script params also passed as $1 $2 $3, readable by every "
+          "local user (script_params_in_argv)");
+    }
+    // Never kNone: scripts must not see what this process holds.
+    so.isolation = DefaultScriptIsolation();
+    if (so.isolation == ScriptIsolation::kSwitchUser) {
+      auto user = ResolveScriptUser(options_.script_user);
+      if (!user.ok()) return user.status();
+      so.script_uid = user->uid;
+      so.script_gid = user->gid;
+    }
+    so.hidden_paths = options_.script_hidden_paths;
+    so.hidden_paths.push_back(logs_->dir());
+    so.hidden_paths.push_back(options_.log_dir);
+    so.hidden_paths.push_back(options_.spool_dir);
+    // The executor's own keys (their directories, or the files alone in a top-level one).
+    for (const std::string& file : {options_.tls_key_file, options_.tls_client_key_file}) {
+      if (!file.empty()) so.hidden_paths.push_back(HiddenPathForCredential(file));
+    }
+    spdlog::info("executor: script jobs isolated ({}{}), hiding {}",
+                 std::string(ScriptIsolationName(so.isolation)),
+                 so.isolation == ScriptIsolation::kSwitchUser
+                     ? absl::StrCat(", as ", options_.script_user, " uid ", so.script_uid)
+                     : std::string(),
+                 absl::StrJoin(so.hidden_paths, ", "));
+    return std::make_unique<ScriptRunner>(so, clock_);
+  }
+
+  // The registration this executor sends the registry, and whom it beats to.
+  HeartbeatOptions HeartbeatOptionsFor(const std::vector<std::string>& names) {
+    HeartbeatOptions ho;
+    ho.targets = SplitTargets(options_.registry_target);
+    ho.executor_token = options_.executor_token;
+    ho.initial_backoff = options_.heartbeat_initial_backoff;
+    ho.max_backoff = options_.heartbeat_max_backoff;
+    jobwheel::v1::ExecutorRegistration& reg = ho.registration;
+    reg.set_app(options_.app);
+    reg.set_address(advertise_);
+    reg.set_instance_id(instance_id_);
+    for (const auto& n : names) reg.add_handlers(n);
+    reg.set_sdk_version(std::string(Executor::kSdkVersion));
+    reg.set_capacity(options_.capacity);
+    for (const auto& [k, v] : options_.labels) (*reg.mutable_labels())[k] = v;
+    // Lets the scheduler tell this process from a predecessor at the same address: runs that
+    // started before it will never be reported by it.
+    (*reg.mutable_labels())["jobwheel.process_start_us"] =
+        std::to_string(absl::ToUnixMicros(process_start_));
+    reg.set_allow_scripts(options_.allow_scripts);
+    return ho;
+  }
+
   absl::Status Start() {
     absl::MutexLock lock(&mu_);
     if (started_) return absl::OkStatus();
@@ -117,19 +196,9 @@ class ExecutorCore {
     Clock& clock = clock_;
     // Who may call ExecutorService: tokens the dispatchers and the scheduler sign for this
     // executor's advertised address, known once the port is bound (SetAudience below).
-    std::shared_ptr<CallerTokenVerifier> callers;
-    if (!options_.dispatcher_public_keys.empty() || !options_.scheduler_public_keys.empty()) {
-      CallerTokenVerifier::Options vo;
-      if (!options_.dispatcher_public_keys.empty()) {
-        vo.public_keys_pem[std::string(kIssuerDispatcher)] = options_.dispatcher_public_keys;
-      }
-      if (!options_.scheduler_public_keys.empty()) {
-        vo.public_keys_pem[std::string(kIssuerScheduler)] = options_.scheduler_public_keys;
-      }
-      auto verifier = CallerTokenVerifier::Create(std::move(vo), clock);
-      if (!verifier.ok()) return verifier.status();
-      callers = std::move(*verifier);
-    }
+    absl::StatusOr<std::shared_ptr<CallerTokenVerifier>> verifier = MakeCallers();
+    if (!verifier.ok()) return verifier.status();
+    std::shared_ptr<CallerTokenVerifier> callers = std::move(*verifier);
 
     prometheus_ = options_.metrics_registry != nullptr ? options_.metrics_registry
                                                        : std::make_shared<prometheus::Registry>();
@@ -159,40 +228,9 @@ class ExecutorCore {
     if (!st.ok()) return st;
 
     if (options_.allow_scripts) {
-      ScriptRunnerOptions so;
-      so.scripts_dir = logs_->dir() + "/scripts";
-      so.shell_binary = options_.shell_binary;
-      so.python_binary = options_.python_binary;
-      so.kill_grace = options_.script_kill_grace;
-      so.params_in_argv = options_.script_params_in_argv;
-      if (so.params_in_argv) {
-        spdlog::warn(
-            "executor: script params also passed as $1 $2 $3, readable by every "
-            "local user (script_params_in_argv)");
-      }
-      // Never kNone: scripts must not see what this process holds.
-      so.isolation = DefaultScriptIsolation();
-      if (so.isolation == ScriptIsolation::kSwitchUser) {
-        auto user = ResolveScriptUser(options_.script_user);
-        if (!user.ok()) return user.status();
-        so.script_uid = user->uid;
-        so.script_gid = user->gid;
-      }
-      so.hidden_paths = options_.script_hidden_paths;
-      so.hidden_paths.push_back(logs_->dir());
-      so.hidden_paths.push_back(options_.log_dir);
-      so.hidden_paths.push_back(options_.spool_dir);
-      // The executor's own keys (their directories, or the files alone in a top-level one).
-      for (const std::string& file : {options_.tls_key_file, options_.tls_client_key_file}) {
-        if (!file.empty()) so.hidden_paths.push_back(HiddenPathForCredential(file));
-      }
-      spdlog::info("executor: script jobs isolated ({}{}), hiding {}",
-                   std::string(ScriptIsolationName(so.isolation)),
-                   so.isolation == ScriptIsolation::kSwitchUser
-                       ? absl::StrCat(", as ", options_.script_user, " uid ", so.script_uid)
-                       : std::string(),
-                   absl::StrJoin(so.hidden_paths, ", "));
-      scripts_ = std::make_unique<ScriptRunner>(so, clock_);
+      absl::StatusOr<std::unique_ptr<ScriptRunner>> scripts = MakeScriptRunner();
+      if (!scripts.ok()) return scripts.status();
+      scripts_ = std::move(*scripts);
     }
 
     // This process's name for the registry (kept across reconnects) and its public tag, which
@@ -241,24 +279,7 @@ class ExecutorCore {
     runs_->SetExecutorAddress(advertise_);
     runs_->Start();
 
-    HeartbeatOptions ho;
-    ho.targets = SplitTargets(options_.registry_target);
-    ho.executor_token = options_.executor_token;
-    ho.initial_backoff = options_.heartbeat_initial_backoff;
-    ho.max_backoff = options_.heartbeat_max_backoff;
-    jobwheel::v1::ExecutorRegistration& reg = ho.registration;
-    reg.set_app(options_.app);
-    reg.set_address(advertise_);
-    reg.set_instance_id(instance_id_);
-    for (const auto& n : names) reg.add_handlers(n);
-    reg.set_sdk_version(std::string(Executor::kSdkVersion));
-    reg.set_capacity(options_.capacity);
-    for (const auto& [k, v] : options_.labels) (*reg.mutable_labels())[k] = v;
-    // Lets the scheduler tell this process from a predecessor at the same address: runs that
-    // started before it will never be reported by it.
-    (*reg.mutable_labels())["jobwheel.process_start_us"] =
-        std::to_string(absl::ToUnixMicros(process_start_));
-    reg.set_allow_scripts(options_.allow_scripts);
+    HeartbeatOptions ho = HeartbeatOptionsFor(names);
     if (ho.targets.empty()) {
       spdlog::warn("executor: no registry_target; not registering (reachable only by address)");
     }
