@@ -402,6 +402,10 @@ absl::Status Gateway::Callback(const std::vector<HandleCallbackParam>& items,
   if (absl::Status s = CheckCaller(token, peer_ip); !s.ok()) return s;
   const std::string token_hash = Sha256Hex(token);
   absl::Status all = absl::OkStatus();
+  // The items of each identity, in their order, handed over (and reported) together.
+  std::vector<std::pair<IdentityRuns*, std::vector<HandleCallbackParam>>> batches;
+  absl::flat_hash_map<std::string, size_t> batch_of;        // Identity key → index in batches.
+  absl::flat_hash_map<std::string, IdentityRuns*> checked;  // Passed the token/host check.
   for (const HandleCallbackParam& item : items) {
     std::optional<RunRecord> run = ledger_.Get(item.log_id());
     if (!run.has_value()) {
@@ -409,35 +413,46 @@ absl::Status Gateway::Callback(const std::vector<HandleCallbackParam>& items,
       spdlog::warn("callback for unknown logId {} from {} dropped", item.log_id(), peer_ip);
       continue;
     }
-    Identity* id = nullptr;
-    {
-      absl::MutexLock lock(&mu_);
-      auto it = identities_.find(run->identity());
-      if (it != identities_.end()) id = it->second.get();
+    auto known = checked.find(run->identity());
+    IdentityRuns* runs = known != checked.end() ? known->second : nullptr;
+    if (runs == nullptr) {
+      Identity* id = nullptr;
+      {
+        absl::MutexLock lock(&mu_);
+        auto it = identities_.find(run->identity());
+        if (it != identities_.end()) id = it->second.get();
+      }
+      std::string id_token, id_url;
+      if (id != nullptr) {
+        absl::MutexLock op(&id->op_mu);
+        id_token = id->record.token();
+        id_url = id->record.url();
+        runs = id->runs.get();
+      }
+      auto url = ParseExecutorUrl(id_url);
+      if (runs == nullptr || id_token.empty() ||
+          !ConstantTimeEquals(Sha256Hex(id_token), token_hash) || !url.ok() ||
+          !ResolvesTo(url->host, peer_ip)) {
+        limiter_.RecordFailure(peer_ip);
+        metrics_.CallbackRefused("not_sent_here");
+        all = absl::PermissionDeniedError(
+            absl::StrCat("logId ", item.log_id(), ": not a run sent to this executor"));
+        continue;
+      }
+      checked[run->identity()] = runs;
     }
-    std::string id_token, id_url;
-    IdentityRuns* runs = nullptr;
-    if (id != nullptr) {
-      absl::MutexLock op(&id->op_mu);
-      id_token = id->record.token();
-      id_url = id->record.url();
-      runs = id->runs.get();
-    }
-    auto url = ParseExecutorUrl(id_url);
-    if (runs == nullptr || id_token.empty() ||
-        !ConstantTimeEquals(Sha256Hex(id_token), token_hash) || !url.ok() ||
-        !ResolvesTo(url->host, peer_ip)) {
+    auto [slot, fresh] = batch_of.try_emplace(run->identity(), batches.size());
+    if (fresh) batches.emplace_back(runs, std::vector<HandleCallbackParam>{});
+    batches[slot->second].second.push_back(item);
+  }
+  for (auto& [runs, batch] : batches) {
+    int refused = 0;
+    absl::Status s = runs->OnCallbacks(batch, &refused);
+    for (int i = 0; i < refused; ++i) {
       limiter_.RecordFailure(peer_ip);
       metrics_.CallbackRefused("not_sent_here");
-      all = absl::PermissionDeniedError(
-          absl::StrCat("logId ", item.log_id(), ": not a run sent to this executor"));
-      continue;
     }
-    absl::Status s = runs->OnCallback(item);
-    if (!s.ok()) {
-      if (absl::IsPermissionDenied(s)) metrics_.CallbackRefused("not_sent_here");
-      if (all.ok()) all = s;
-    }
+    if (!s.ok() && (all.ok() || absl::IsPermissionDenied(s))) all = s;
   }
   return all;
 }

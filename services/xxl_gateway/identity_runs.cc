@@ -117,11 +117,13 @@ absl::StatusOr<v1::RunResponse> IdentityRuns::Submit(const v1::RunRequest& req) 
       return KnownAnswer(*known);
     }
     const int64_t now = NowMs();
-    t.log_date_time_ms = now;
+    const int64_t spread =
+        std::max<int64_t>(1, absl::ToInt64Milliseconds(options_.log_date_spread));
+    t.log_date_time_ms = now - absl::Uniform<int64_t>(bitgen_, 0, spread);
     record.set_run_id(req.run_id());
     record.set_identity(info_.key);
     record.set_job_id(req.job_id());
-    record.set_log_date_time_ms(now);
+    record.set_log_date_time_ms(t.log_date_time_ms);
     record.set_result_key(req.result_key());
     record.set_block_strategy(req.block_strategy());
     record.set_accept_ms(now);
@@ -137,7 +139,7 @@ absl::StatusOr<v1::RunResponse> IdentityRuns::Submit(const v1::RunRequest& req) 
       record.set_message(
           absl::StrCat("discarded (DISCARD_LATER): job ", req.job_id(), " is running here"));
       record.set_reported(true);
-      ledger_.Put(record).IgnoreError();
+      ledger_.Put(record, RunLedger::Durability::kSynced).IgnoreError();
       metrics_.Run("discarded");
       return Answer(v1::RUN_DISPOSITION_DISCARDED, record.message());
     }
@@ -156,7 +158,7 @@ absl::StatusOr<v1::RunResponse> IdentityRuns::Submit(const v1::RunRequest& req) 
       }
     } else if (busy) {
       record.set_state(RUN_STATE_QUEUED);
-      ledger_.Put(record).IgnoreError();
+      ledger_.Put(record, RunLedger::Durability::kSynced).IgnoreError();
       lane.queue.push_back(req.run_id());
       metrics_.Run("queued");
       return Answer(v1::RUN_DISPOSITION_QUEUED,
@@ -166,11 +168,15 @@ absl::StatusOr<v1::RunResponse> IdentityRuns::Submit(const v1::RunRequest& req) 
     record.set_start_ms(now);
     if (record.deadline_ms() > 0) record.set_deadline_ms(now + record.deadline_ms());
     lane.running = req.run_id();
-    // Recorded before it is sent: never sent twice, even across a restart.
-    if (absl::Status s = ledger_.Put(record); !s.ok()) {
-      lane.running = 0;
-      return absl::UnavailableError(absl::StrCat("run ", req.run_id(), ": ", s.message()));
-    }
+    ledger_.Stage(record);
+  }
+  // Recorded (synced, outside mu_ so that runs of this executor sync together) before it is
+  // sent: never sent twice, even across a restart.
+  if (absl::Status s = ledger_.Persist(req.run_id(), RunLedger::Durability::kSynced); !s.ok()) {
+    absl::MutexLock lock(&mu_);
+    Lane& lane = lanes_[req.job_id()];
+    if (lane.running == req.run_id()) lane.running = 0;
+    return absl::UnavailableError(absl::StrCat("run ", req.run_id(), ": ", s.message()));
   }
   if (kill_job != 0) KillOnXxl(kill_job);
   if (!covered.empty()) Report(covered).IgnoreError();
@@ -191,7 +197,7 @@ absl::StatusOr<v1::RunResponse> IdentityRuns::Submit(const v1::RunRequest& req) 
       r->set_message(std::string(sent.message()));
       r->set_reported(true);
       r->set_end_ms(NowMs());
-      ledger_.Put(*r).IgnoreError();
+      ledger_.Put(*r, RunLedger::Durability::kWritten).IgnoreError();
       Lane& lane = lanes_[req.job_id()];
       if (lane.running == req.run_id()) lane.running = 0;
     }
@@ -243,7 +249,7 @@ void IdentityRuns::EndLocked(RunRecord& record, int status, int code, const std:
   record.set_end_ms(NowMs());
   record.set_reported(false);
   record.clear_trigger_json();
-  ledger_.Put(record).IgnoreError();
+  ledger_.Put(record, RunLedger::Durability::kWritten).IgnoreError();
   Lane& lane = lanes_[record.job_id()];
   if (lane.running == record.run_id()) lane.running = 0;
   auto it = std::find(lane.queue.begin(), lane.queue.end(), record.run_id());
@@ -267,8 +273,9 @@ void IdentityRuns::StartNext(int64_t job_id) {
       next.set_start_ms(now);
       if (next.deadline_ms() > 0) next.set_deadline_ms(now + next.deadline_ms());
       lane.running = id;
-      ledger_.Put(next).IgnoreError();
+      ledger_.Stage(next);
     }
+    ledger_.Persist(next.run_id(), RunLedger::Durability::kSynced).IgnoreError();
     v1::RunResponse response;
     absl::Status sent = SendRun(next, &response);
     if (sent.ok() || absl::IsDeadlineExceeded(sent)) return;
@@ -410,7 +417,7 @@ v1::GetRunsResponse IdentityRuns::GetRuns(const v1::GetRunsRequest& req) {
       fence.set_state(RUN_STATE_FENCED);
       fence.set_accept_ms(NowMs());
       fence.set_reported(true);
-      ledger_.Put(fence).IgnoreError();
+      ledger_.Put(fence, RunLedger::Durability::kSynced).IgnoreError();
       p->set_presence(v1::RUN_PRESENCE_FENCED);
       continue;
     }
@@ -439,31 +446,55 @@ v1::GetRunsResponse IdentityRuns::GetRuns(const v1::GetRunsRequest& req) {
   return out;
 }
 
-absl::Status IdentityRuns::OnCallback(const HandleCallbackParam& item) {
-  int64_t next_job = 0;
+absl::Status IdentityRuns::OnCallbacks(const std::vector<HandleCallbackParam>& items,
+                                       int* refused) {
+  std::vector<int64_t> next_jobs;
+  std::vector<int64_t> to_report;
+  absl::Status denied = absl::OkStatus();
   {
     absl::MutexLock lock(&mu_);
-    std::optional<RunRecord> r = ledger_.Get(item.log_id());
-    if (!r.has_value() || r->identity() != info_.key) {
-      return absl::PermissionDeniedError(
-          absl::StrCat("logId ", item.log_id(), " was not sent to this executor"));
-    }
-    if (r->state() == RUN_STATE_ENDED) {
-      if (r->reported()) return absl::OkStatus();  // Settled already (e.g. killed here).
-    } else if (r->state() == RUN_STATE_RUNNING) {
+    for (const HandleCallbackParam& item : items) {
+      std::optional<RunRecord> r = ledger_.Get(item.log_id());
+      const int64_t date = item.log_date_tim() != 0 ? item.log_date_tim() : item.log_date_time();
+      if (!r.has_value() || r->identity() != info_.key) {
+        if (refused != nullptr) ++*refused;
+        if (denied.ok()) {
+          denied = absl::PermissionDeniedError(
+              absl::StrCat("logId ", item.log_id(), " was not sent to this executor"));
+        }
+        continue;
+      }
+      if (r->state() == RUN_STATE_FENCED || r->state() == RUN_STATE_QUEUED) {
+        continue;  // Never sent: nothing to record.
+      }
+      if (date != r->log_date_time_ms()) {
+        if (refused != nullptr) ++*refused;
+        if (denied.ok()) {
+          denied = absl::PermissionDeniedError(
+              absl::StrCat("logId ", item.log_id(),
+                           ": logDateTim is not the one sent with the run (a callback is taken "
+                           "only from the executor its run was sent to)"));
+        }
+        continue;
+      }
+      if (r->state() == RUN_STATE_ENDED) {
+        if (!r->reported()) to_report.push_back(item.log_id());
+        continue;  // Reported already: settled (e.g. killed here).
+      }
+      if (r->state() != RUN_STATE_RUNNING) continue;  // Refused when sent: nothing to record.
       const v1::RunStatus status = StatusOfCode(item.handle_code());
       std::string message = item.handle_msg();
       if (message.empty() && status != v1::RUN_STATUS_SUCCEEDED) {
         message = absl::StrCat("handleCode ", item.handle_code());
       }
-      next_job = r->job_id();
+      next_jobs.push_back(r->job_id());
       EndLocked(*r, status, item.handle_code(), message);
-    } else {
-      return absl::OkStatus();  // Never sent (queued, refused, fenced): nothing to record.
+      to_report.push_back(item.log_id());
     }
   }
-  if (next_job != 0) async_([this, next_job] { StartNext(next_job); });
-  return Report({item.log_id()});
+  for (int64_t job : next_jobs) async_([this, job] { StartNext(job); });
+  absl::Status reported = to_report.empty() ? absl::OkStatus() : Report(to_report);
+  return denied.ok() ? reported : denied;
 }
 
 absl::Status IdentityRuns::Report(const std::vector<int64_t>& run_ids) {
@@ -506,7 +537,7 @@ absl::Status IdentityRuns::Report(const std::vector<int64_t>& run_ids) {
     std::optional<RunRecord> r = ledger_.Get(res.run_id());
     if (r.has_value()) {
       r->set_reported(true);
-      ledger_.Put(*r).IgnoreError();
+      ledger_.Put(*r, RunLedger::Durability::kWritten).IgnoreError();
     }
   }
   return all;
@@ -546,7 +577,7 @@ void IdentityRuns::Abandon(const std::string& why) {
     if (r.state() != RUN_STATE_RUNNING && r.state() != RUN_STATE_QUEUED) continue;
     EndLocked(r, v1::RUN_STATUS_LOST, 0, why);
     r.set_reported(true);  // The registry's offline decision settles it; nothing to send.
-    ledger_.Put(r).IgnoreError();
+    ledger_.Put(r, RunLedger::Durability::kWritten).IgnoreError();
   }
   lanes_.clear();
 }

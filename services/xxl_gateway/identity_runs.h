@@ -9,6 +9,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/random/random.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -39,6 +40,9 @@ struct IdentityRunsOptions {
   // A run with a timeout is killed and reported TIMED_OUT by the gateway this long after its
   // deadline, unless the XXL executor's own timeout callback (502) came first.
   absl::Duration timeout_grace = absl::Seconds(2);
+  // How far before its send time a run's logDateTime may lie (a per-run secret; it also
+  // names the executor's log folder by its date, so it stays within minutes).
+  absl::Duration log_date_spread = absl::Minutes(10);
 };
 
 // The runs of one XXL executor: the jobwheel ExecutorService semantics on top of XXL's
@@ -73,10 +77,16 @@ class IdentityRuns {
   absl::StatusOr<jobwheel::v1::LogResponse> Log(const jobwheel::v1::LogRequest& req);
   jobwheel::v1::GetRunsResponse GetRuns(const jobwheel::v1::GetRunsRequest& req);
 
-  // One callback item of a run of this identity. OK when the XXL executor may forget it
-  // (recorded by a dispatcher, or a result of a run already settled); UNAVAILABLE when no
-  // dispatcher recorded it yet (the executor keeps it and retries).
-  absl::Status OnCallback(const HandleCallbackParam& item);
+  // Callback items of runs of this identity, reported to a dispatcher together. OK when the
+  // XXL executor may forget them (recorded by a dispatcher, or results of runs already
+  // settled); UNAVAILABLE when a dispatcher has not recorded one yet (the executor keeps the
+  // batch and retries). PERMISSION_DENIED (the others still recorded) for an item of a run
+  // not sent to this executor, or whose logDateTim is not the one its /run carried: that
+  // value, the send time less a random part of `log_date_spread`, is known only to the
+  // executor the run was sent to, so another executor on the same host with the same token
+  // cannot settle the run by guessing its logId. `refused` (may be null) counts those items.
+  absl::Status OnCallbacks(const std::vector<HandleCallbackParam>& items, int* refused);
+  absl::Status OnCallback(const HandleCallbackParam& item) { return OnCallbacks({item}, nullptr); }
   // Deadlines passed and results not yet acknowledged. Called every ~200 ms.
   void Tick();
   // The XXL executor is gone: its runs in flight end here as LOST without a report (the
@@ -113,6 +123,7 @@ class IdentityRuns {
 
   mutable absl::Mutex mu_;  // Lanes and the state changes of this identity's ledger records.
   absl::flat_hash_map<int64_t, Lane> lanes_ ABSL_GUARDED_BY(mu_);
+  absl::BitGen bitgen_ ABSL_GUARDED_BY(mu_);  // The logDateTime secrets.
   int64_t retry_reports_at_ms_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/time/clock.h"
@@ -111,12 +112,31 @@ class IdentityRunsTest : public ::testing::Test {
     return out.ok() ? out->disposition() : v1::RUN_DISPOSITION_UNSPECIFIED;
   }
 
-  absl::Status Callback(int64_t run, int code, const std::string& msg = "") {
+  // The logDateTime the /run of `run` carried (0 when it was not sent).
+  int64_t SentLogDateTime(int64_t run) {
+    absl::MutexLock lock(&xxl_.mu);
+    const std::string key = absl::StrCat(R"("logId":)", run, R"(,"logDateTime":)");
+    for (const std::string& c : xxl_.calls) {
+      const size_t at = c.find(key);
+      if (!absl::StartsWith(c, "/run ") || at == std::string::npos) continue;
+      int64_t v = 0;
+      const std::string rest = c.substr(at + key.size());
+      if (absl::SimpleAtoi(rest.substr(0, rest.find_first_not_of("0123456789")), &v)) return v;
+    }
+    return 0;
+  }
+
+  HandleCallbackParam Item(int64_t run, int code, const std::string& msg = "") {
     HandleCallbackParam p;
     p.set_log_id(run);
+    p.set_log_date_tim(SentLogDateTime(run));  // As an executor echoes it.
     p.set_handle_code(code);
     p.set_handle_msg(msg);
-    return runs_->OnCallback(p);
+    return p;
+  }
+
+  absl::Status Callback(int64_t run, int code, const std::string& msg = "") {
+    return runs_->OnCallback(Item(run, code, msg));
   }
 
   SimulatedClock clock_;
@@ -268,6 +288,43 @@ TEST_F(IdentityRunsTest, CallbackWhileTheDispatcherIsDownIsUnavailableThenRetrie
 
 TEST_F(IdentityRunsTest, CallbackForARunOfAnotherIdentityIsRefused) {
   EXPECT_TRUE(absl::IsPermissionDenied(Callback(42, 200)));
+}
+
+// Another executor on the same host with the same token knows the logId (the run id) but not
+// the logDateTime its /run carried: its callback settles nothing.
+TEST_F(IdentityRunsTest, CallbackWithoutTheRunsLogDateTimeIsRefusedAndSettlesNothing) {
+  Submit(Req(1, 5));
+  const int64_t sent = SentLogDateTime(1);
+  ASSERT_NE(sent, 0);
+  EXPECT_LE(sent, 1700000000000);
+  EXPECT_GT(sent, 1700000000000 - absl::ToInt64Milliseconds(absl::Minutes(10)));
+  for (int64_t guess : {int64_t{0}, int64_t{1700000000000}, sent + 1, sent - 1}) {
+    HandleCallbackParam forged = Item(1, 500, "forged");
+    forged.set_log_date_tim(guess);
+    int refused = 0;
+    EXPECT_TRUE(absl::IsPermissionDenied(runs_->OnCallbacks({forged}, &refused))) << guess;
+    EXPECT_EQ(refused, 1);
+  }
+  EXPECT_TRUE(sink_.got.empty());
+  EXPECT_EQ(runs_->TotalLoad().running, 1);  // Still running, still its executor's to settle.
+  EXPECT_TRUE(Callback(1, 200).ok());
+  ASSERT_NE(sink_.Of(1), nullptr);
+  EXPECT_EQ(sink_.Of(1)->status(), v1::RUN_STATUS_SUCCEEDED);
+}
+
+TEST_F(IdentityRunsTest, ABatchOfCallbacksIsReportedTogetherAndAForgedItemRefusedAlone) {
+  Submit(Req(1, 5));
+  Submit(Req(2, 6));
+  HandleCallbackParam forged = Item(2, 500, "forged");
+  forged.set_log_date_tim(SentLogDateTime(2) + 7);
+  int refused = 0;
+  EXPECT_TRUE(absl::IsPermissionDenied(
+      runs_->OnCallbacks({Item(1, 200), forged, Item(99, 200)}, &refused)));
+  EXPECT_EQ(refused, 2);  // The forged item and the run never sent here.
+  ASSERT_EQ(sink_.got.size(), 1u);
+  EXPECT_EQ(sink_.got[0].run_id(), 1);
+  EXPECT_TRUE(runs_->OnCallbacks({Item(2, 200)}, &refused).ok());
+  EXPECT_EQ(sink_.got.size(), 2u);
 }
 
 TEST_F(IdentityRunsTest, LogTranslatesLines) {

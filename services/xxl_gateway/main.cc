@@ -149,7 +149,7 @@ int Run(const GatewayServerOptions& c) {
   };
   StateDir state(c.state_dir);
   if (absl::Status s = state.Open(); !s.ok()) return Fail(s, 2);
-  HttplibXxlClient xxl;
+  HttplibXxlClient xxl(HttplibXxlClient::Options{}, clock);
   Gateway gateway(g, state, xxl, results, registry_stubs, metrics, clock);
   if (absl::Status s = gateway.Start(); !s.ok()) return Fail(s);
 

@@ -16,17 +16,29 @@
 namespace jobwheel::xxl {
 
 // Every run id the gateway knows (given to one of its identities, or fenced), kept in memory
-// and in the StateDir: the gateway's run-once ledger. A run id is recorded before it is sent
-// to an XXL executor, so it is sent at most once, across restarts too. Thread-safe.
+// and in the StateDir: the gateway's run-once ledger. A run id is recorded (synced) before it
+// is sent to an XXL executor, so it is sent at most once, across restarts too. Each run's
+// writes reach the disk in order (one writer per run at a time, always its latest record), so
+// callers may write outside their own locks: the slow part, the sync, then overlaps across
+// runs. Thread-safe.
 class RunLedger {
  public:
+  // kSynced: durable through a machine crash before Put returns (what the gateway promised a
+  // dispatcher: accepted, queued, fenced, discarded). kWritten: through a crash of the process
+  // (results and their reporting: an XXL executor retries an unacknowledged callback).
+  enum class Durability { kSynced, kWritten };
+
   explicit RunLedger(StateDir& state) : state_(state) {}
 
   // Loads the records of an earlier process.
   absl::Status Load();
   std::optional<RunRecord> Get(int64_t run_id) const;
-  // Stores (and persists) `record`; the in-memory copy changes even when the write fails.
-  absl::Status Put(const RunRecord& record);
+  // Stage + Persist: stores `record`; the in-memory copy changes even when the write fails.
+  absl::Status Put(const RunRecord& record, Durability durability);
+  // Stores `record` in memory only; Persist writes it.
+  void Stage(const RunRecord& record);
+  // Writes the run's latest record (nothing when that one is on disk already as durable).
+  absl::Status Persist(int64_t run_id, Durability durability);
   // Records of `identity`.
   std::vector<RunRecord> OfIdentity(const std::string& identity) const;
   // Ended, refused or fenced records whose end (or acceptance) is older than `before` and
@@ -35,9 +47,18 @@ class RunLedger {
   size_t size() const;
 
  private:
+  struct Entry {
+    RunRecord record;
+    uint64_t version = 0;  // Of `record`: one more per Stage.
+    uint64_t written = 0;  // The version on disk.
+    bool synced = false;   // Whether `written` was synced.
+  };
+  static constexpr int kWriteStripes = 64;
+
   StateDir& state_;
+  absl::Mutex write_mu_[kWriteStripes];  // Run id % kWriteStripes: one writer per run.
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<int64_t, RunRecord> runs_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int64_t, Entry> runs_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace jobwheel::xxl

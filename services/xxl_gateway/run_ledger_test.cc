@@ -27,13 +27,13 @@ TEST(RunLedgerTest, RecordsSurviveARestartAndPruneForgetsSettledOnes) {
     running.set_identity("demo http://h:1");
     running.set_state(RUN_STATE_RUNNING);
     running.set_result_key("k");
-    ASSERT_TRUE(ledger.Put(running).ok());
+    ASSERT_TRUE(ledger.Put(running, RunLedger::Durability::kSynced).ok());
     RunRecord done;
     done.set_run_id(2);
     done.set_state(RUN_STATE_ENDED);
     done.set_reported(true);
     done.set_end_ms(1000);
-    ASSERT_TRUE(ledger.Put(done).ok());
+    ASSERT_TRUE(ledger.Put(done, RunLedger::Durability::kWritten).ok());
   }
   RunLedger again(state);
   ASSERT_TRUE(again.Load().ok());

@@ -82,7 +82,8 @@ absl::Status StateDir::Open() {
   return MakeDir(dir_ + "/runs");
 }
 
-absl::Status StateDir::WriteWhole(const std::string& path, const std::string& bytes) const {
+absl::Status StateDir::WriteWhole(const std::string& path, const std::string& bytes,
+                                  bool sync) const {
   const std::string tmp = path + ".tmp";
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
@@ -99,7 +100,7 @@ absl::Status StateDir::WriteWhole(const std::string& path, const std::string& by
     }
     done += static_cast<size_t>(n);
   }
-  if (fsync(fd) != 0 || close(fd) != 0) {
+  if ((sync && fsync(fd) != 0) || close(fd) != 0) {
     return absl::InternalError(absl::StrCat("state: sync ", tmp, ": ", std::strerror(errno)));
   }
   if (rename(tmp.c_str(), path.c_str()) != 0) {
@@ -112,7 +113,7 @@ absl::Status StateDir::SaveIdentity(const IdentityRecord& record) {
   if (dir_.empty()) return absl::OkStatus();
   const std::string path =
       absl::StrCat(dir_, "/identities/", Sha256Hex(IdentityKey(record.app(), record.url())), ".pb");
-  return WriteWhole(path, record.SerializeAsString());
+  return WriteWhole(path, record.SerializeAsString(), true);
 }
 
 absl::StatusOr<std::vector<IdentityRecord>> StateDir::LoadIdentities() const {
@@ -130,10 +131,10 @@ absl::StatusOr<std::vector<IdentityRecord>> StateDir::LoadIdentities() const {
   return out;
 }
 
-absl::Status StateDir::SaveRun(const RunRecord& record) {
+absl::Status StateDir::SaveRun(const RunRecord& record, bool sync) {
   if (dir_.empty()) return absl::OkStatus();
   return WriteWhole(absl::StrCat(dir_, "/runs/", record.run_id(), ".pb"),
-                    record.SerializeAsString());
+                    record.SerializeAsString(), sync);
 }
 
 absl::Status StateDir::DeleteRun(int64_t run_id) {

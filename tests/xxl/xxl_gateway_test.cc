@@ -75,6 +75,39 @@ TEST_F(XxlGatewayTest, MissingWrongAndOtherAppTokensAreRefused) {
   EXPECT_EQ(cb.code, 200) << cb.msg;  // Unknown run: dropped.
 }
 
+// Two XXL executors on one host with one app token: the second (here the test, posting from
+// the same host with the same token, as it could) knows run ids — they are the logIds — but
+// not the logDateTime the run's /run carried, so its callbacks settle nothing; the run ends
+// with the result of the executor it was sent to.
+TEST_F(XxlGatewayTest, ACallbackFromAnotherExecutorOnTheSameHostSettlesNothing) {
+  StartXxl(0, token_);
+  StartXxl(1, token_);
+  ASSERT_TRUE(AwaitOnline(0, absl::Seconds(20)).ok());
+  ASSERT_TRUE(AwaitOnline(1, absl::Seconds(20)).ok());
+  v1::Job spec = XxlJob("victim", "sleep", "3000");
+  auto job = CreateJob(spec);
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE(TriggerJob(job->id()).ok());
+  auto running = AwaitRun(
+      job->id(), [](const v1::Run& r) { return r.status() == v1::RUN_STATUS_RUNNING; },
+      absl::Seconds(15));
+  ASSERT_TRUE(running.ok()) << running.status();
+  // Guesses of its logDateTime: the trigger time, the start time, to the millisecond.
+  const int64_t trigger_ms = absl::ToUnixMillis(FromProto(running->trigger_time()));
+  for (int64_t guess : {trigger_ms, trigger_ms + 1, int64_t{0}}) {
+    const std::string forged =
+        absl::StrCat(R"([{"logId":)", running->id(), R"(,"logDateTim":)", guess,
+                     R"(,"handleCode":500,"handleMsg":"forged by a neighbour"}])");
+    XxlAdminAnswer answer = AdminPost("/xxl-job-admin/api/callback", forged, token_);
+    EXPECT_EQ(answer.code, 500) << guess;
+    EXPECT_TRUE(absl::StrContains(answer.msg, "logDateTim")) << answer.msg;
+  }
+  auto ended = AwaitRun(job->id(), Ended, absl::Seconds(20));
+  ASSERT_TRUE(ended.ok()) << ended.status();
+  EXPECT_EQ(ended->status(), v1::RUN_STATUS_SUCCEEDED) << ended->result_message();
+  EXPECT_FALSE(absl::StrContains(ended->result_message(), "forged"));
+}
+
 TEST_F(XxlGatewayTest, ShardBroadcastOverTwoXxlExecutors) {
   StartXxl(0, token_, "2");
   StartXxl(1, token_, "3");
