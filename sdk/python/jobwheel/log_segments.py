@@ -24,6 +24,7 @@ import struct
 import threading
 import zlib
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from jobwheel.private_dir import open_private_file
 
@@ -38,8 +39,9 @@ class SegmentRefused(Exception):
     """A day folder or segment file that is a symlink or not a plain file (PERMISSION_DENIED)."""
 
 
-@dataclass
-class Chunk:
+class Chunk(NamedTuple):
+    """Where a chunk is (a tuple of ints: the garbage collector does not track it)."""
+
     segment: int
     offset: int
     length: int

@@ -135,7 +135,8 @@ class RunLogStore:
         self.clock = clock
         self._mu = threading.Lock()
         # Runs of this process → (day folder, chunks written): the most recent ones.
-        self._recent: OrderedDict[int, tuple[str, list[Chunk]]] = OrderedDict()
+        # Tuples of tuples of ints: nothing here for the garbage collector to go through.
+        self._recent: OrderedDict[int, tuple[str, tuple[Chunk, ...]]] = OrderedDict()
         self._earlier_max = 0  # The largest run id an earlier process logged.
         self._error: Callable[[int, OSError], None] | None = None
         self._segments = LogSegments(log_dir)
@@ -191,9 +192,9 @@ class RunLogStore:
             else:
                 known = self._recent.get(run_id)
                 if known is not None and known[0] == day:
-                    known[1].append(chunk)
+                    self._recent[run_id] = (day, known[1] + (chunk,))
                 else:
-                    self._recent[run_id] = (day, [chunk])
+                    self._recent[run_id] = (day, (chunk,))
                     while len(self._recent) > REMEMBERED_RUNS:
                         self._recent.popitem(last=False)
                 return
