@@ -2,10 +2,21 @@
 
 #include <utility>
 
+#include "absl/flags/flag.h"
 #include "common/pg/pg_errors.h"
 #include "common/pg/pg_pool.h"
 
+ABSL_FLAG(std::string, db_listen_dsn, "",
+          "PostgreSQL connection string for LISTEN sessions (default: --db_dsn); set it to "
+          "PostgreSQL itself or a session-mode pool when --db_dsn goes through a pooler in "
+          "transaction mode, which does not deliver notifications (docs/database.md)");
+
 namespace jobwheel {
+
+std::string ListenDsn(const std::string& dsn) {
+  const std::string flag = absl::GetFlag(FLAGS_db_listen_dsn);
+  return flag.empty() ? dsn : flag;
+}
 
 class PgListener::Receiver : public pqxx::notification_receiver {
  public:
@@ -20,7 +31,7 @@ class PgListener::Receiver : public pqxx::notification_receiver {
 };
 
 PgListener::PgListener(std::string dsn, std::string channel, const Clock& clock)
-    : dsn_(std::move(dsn)), channel_(std::move(channel)), clock_(clock) {}
+    : dsn_(ListenDsn(dsn)), channel_(std::move(channel)), clock_(clock) {}
 
 PgListener::~PgListener() { Disconnect(); }
 

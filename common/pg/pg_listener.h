@@ -13,8 +13,12 @@
 
 namespace jobwheel {
 
-// A dedicated connection that LISTENs on one notification channel. Wait() pings the server
-// every few seconds so that a silently dead connection is noticed. Not thread-safe: one
+// The DSN LISTEN sessions use: --db_listen_dsn (a flag of every binary linking this library)
+// when set, else `dsn`.
+std::string ListenDsn(const std::string& dsn);
+
+// A dedicated connection that LISTENs on one notification channel (to ListenDsn(dsn)). Wait() pings
+// the server every few seconds so that a silently dead connection is noticed. Not thread-safe: one
 // thread connects and waits.
 class PgListener {
  public:

@@ -1,5 +1,6 @@
 #include "common/pg/pg_pool.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -67,12 +68,38 @@ absl::Status PgPool::Run(absl::string_view what, const std::function<void(pqxx::
   };
   const absl::Time start = clock_.Now();
   if (conn == nullptr || !conn->is_open()) {
+    conn.reset();
+    std::string backing_off;
+    {
+      absl::MutexLock lock(&mu_);
+      if (start < reconnect_after_) {
+        backing_off =
+            absl::StrCat("database unreachable, next connect in ",
+                         absl::FormatDuration(reconnect_after_ - start), ": ", last_connect_error_);
+      }
+    }
+    if (!backing_off.empty()) {
+      release(false);
+      if (observer_) observer_(what, clock_.Now() - start, false);
+      return absl::UnavailableError(absl::StrCat(what, ": ", backing_off));
+    }
     auto fresh = Connect(dsn_, plan_mode_);
     if (!fresh.ok()) {
+      {
+        absl::MutexLock lock(&mu_);
+        backoff_ = std::min(std::max(2 * backoff_, absl::Milliseconds(50)), absl::Seconds(1));
+        reconnect_after_ = clock_.Now() + backoff_;
+        last_connect_error_ = std::string(fresh.status().message());
+      }
       release(false);
       if (observer_) observer_(what, clock_.Now() - start, false);
       return absl::Status(fresh.status().code(),
                           absl::StrCat(what, ": ", fresh.status().message()));
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      backoff_ = absl::ZeroDuration();
+      reconnect_after_ = absl::InfinitePast();
     }
     conn = std::move(fresh).value();
   }
@@ -85,6 +112,14 @@ absl::Status PgPool::Run(absl::string_view what, const std::function<void(pqxx::
     keep = status.code() != absl::StatusCode::kUnavailable && conn->is_open();
   }
   if (observer_) observer_(what, clock_.Now() - start, status.ok());
+  if (status.code() == absl::StatusCode::kUnavailable) {
+    // The server is gone or no longer the primary: the idle connections are to it too.
+    std::vector<std::unique_ptr<pqxx::connection>> stale;
+    {
+      absl::MutexLock lock(&mu_);
+      stale.swap(idle_);
+    }
+  }
   release(keep);
   return status;
 }

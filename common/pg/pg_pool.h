@@ -17,7 +17,13 @@
 namespace jobwheel {
 
 // A bounded pool of PostgreSQL connections. Connections are opened lazily and replaced when
-// broken, so a restarted database is picked up by the next call. Thread-safe.
+// broken, so a restarted database is picked up by the next call. The DSN may name several
+// hosts (host=a,b port=p1,p2 target_session_attrs=read-write): libpq connects to the one that
+// is primary, so after a failover the replacements find the new primary. When a connection
+// fails as unavailable (lost, or the server no longer writable: a demoted primary answers
+// 25006), it and every idle connection are dropped — they point at the same old server — and
+// after a failed connect, calls within a backoff (50 ms doubling to 1 s) fail fast instead of
+// each trying again. Thread-safe.
 class PgPool {
  public:
   // Called after every Run with its duration and whether it succeeded (for metrics).
@@ -60,6 +66,10 @@ class PgPool {
   absl::Mutex mu_;
   std::vector<std::unique_ptr<pqxx::connection>> idle_ ABSL_GUARDED_BY(mu_);
   int in_use_ ABSL_GUARDED_BY(mu_) = 0;
+  // After a failed connect: no new connection is tried before reconnect_after_.
+  absl::Duration backoff_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
+  absl::Time reconnect_after_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::string last_connect_error_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace jobwheel

@@ -19,6 +19,8 @@
 # Everything runs as the OS user postgres when called as root (PostgreSQL refuses root); the
 # directory is then kept under /var/tmp with a link at DIR when postgres cannot write DIR.
 
+# Bazel tests run with PATH=/bin:/usr/bin:/usr/local/bin; runuser and setpriv may live in sbin.
+PATH="$PATH:/usr/sbin:/sbin"
 PATRONI_LIB_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=scripts/lib/pg.sh
 . "$PATRONI_LIB_DIR/pg.sh"
@@ -125,12 +127,13 @@ YAML
 _patroni_spawn() {
   local log=$1
   shift
+  # From / : the caller's directory (a test's runfiles) may be closed to the postgres user.
   if [ "$(id -u)" = 0 ]; then
     # setpriv execs (runuser would stay the parent): the pid is the program's own.
-    HOME=/var/lib/postgresql setsid setpriv --reuid=postgres --regid=postgres --init-groups \
-      "$@" >>"$log" 2>&1 </dev/null &
+    (cd / && HOME=/var/lib/postgresql exec setsid setpriv --reuid=postgres --regid=postgres \
+      --init-groups "$@" >>"$log" 2>&1 </dev/null) &
   else
-    setsid "$@" >>"$log" 2>&1 </dev/null &
+    (cd / && exec setsid "$@" >>"$log" 2>&1 </dev/null) &
   fi
   echo $!
 }
@@ -293,20 +296,35 @@ patroni_kill_primary() {
   echo "$primary"
 }
 
-# patroni_switchover DIR: a planned switchover to a synchronous standby (waited for first),
-# returns once another member leads. Prints the new primary's name.
+# patroni_switchover DIR: a planned switchover to the synchronous standby (waited for
+# first; retried while Patroni refuses, e.g. a rejoining member not yet streaming), returns
+# once the standby leads. Prints the new primary's name.
 patroni_switchover() {
-  local dir primary
+  local dir primary candidate out="" deadline=$((SECONDS + 60))
   dir=$(_patroni_real_dir "$1")
-  patroni_wait "$dir" 60 || return 1
-  primary=$(patroni_primary "$dir")
-  local out
-  if ! out=$(_patroni_ctl "$dir" switchover "$PATRONI_SCOPE" --leader "$primary" --force 2>&1) ||
-     ! grep -q 'Successfully switched over' <<<"$out"; then
-    PATRONI_ERROR="switchover from $primary failed: $(tail -n 3 <<<"$out")"
+  while ((SECONDS < deadline)); do
+    patroni_wait "$dir" 30 || return 1
+    primary=$(patroni_primary "$dir")
+    candidate=$(_patroni_ctl "$dir" list -f json 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+for m in json.load(sys.stdin):
+    if m.get("Role") == "Sync Standby" and m.get("State") in ("running", "streaming"):
+        print(m["Member"])' | head -n 1)
+    if [ -n "$candidate" ] &&
+       out=$(_patroni_ctl "$dir" switchover "$PATRONI_SCOPE" --leader "$primary" \
+         --candidate "$candidate" --force 2>&1) &&
+       grep -q 'Successfully switched over' <<<"$out"; then
+      break
+    fi
+    out="candidate [$candidate]: $out"
+    sleep 1
+  done
+  if ! grep -q 'Successfully switched over' <<<"$out"; then
+    PATRONI_ERROR="switchover from $primary failed: $(grep -v '^[|+]' <<<"$out" | tail -n 5)"
     return 1
   fi
-  local deadline=$((SECONDS + 30)) now
+  local now
+  deadline=$((SECONDS + 30))
   while ((SECONDS < deadline)); do
     now=$(patroni_primary "$dir")
     if [ -n "$now" ] && [ "$now" != "$primary" ]; then

@@ -37,6 +37,7 @@
 #include "services/scheduler/leadership_service.h"
 #include "services/scheduler/monitors.h"
 #include "services/scheduler/pg_fire_store.h"
+#include "services/scheduler/replication_watch.h"
 #include "services/scheduler/run_failover.h"
 #include "services/scheduler/scheduler_server_options.h"
 #include "services/scheduler/webhook_alarm.h"
@@ -232,6 +233,10 @@ int Run(const SchedulerServerOptions& c) {
   Readiness readiness(clock, registry.get(), "jobwheel_scheduler");
   AddDatabaseCheck(readiness, pool, c.readiness);
   readiness.Start();
+  // Says so (metric, log) while a failover of the database could lose commits.
+  ReplicationWatch replication(
+      {}, [&pool] { return ProbeReplication(pool); }, *registry, clock);
+  replication.Start();
 
   const ClientTls client_tls = ClientTls::WithServerFallback(
       c.tls_ca, c.tls_client_cert, c.tls_client_key, c.tls.cert_file, c.tls.key_file);
