@@ -1,6 +1,7 @@
 #ifndef JOBWHEEL_SERVICES_DISPATCHER_RECORDING_STORE_H_
 #define JOBWHEEL_SERVICES_DISPATCHER_RECORDING_STORE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,7 +19,9 @@ namespace jobwheel::dispatcher::testing {
 // An in-memory DispatchStore that records every write, for tests of the dispatcher's
 // parts without PostgreSQL. Runs get ids from 100 up, and result keys as PgDispatchStore gives
 // them (key(run_id) tells a run's key): a result with a wrong key is kBadKey, one for a run
-// decided with another status kLate (once), as in PgDispatchStore.
+// decided with another status kLate (once), one of an app outside the reporter's scope
+// kForbidden, and only runs still PENDING are rerouted, as in PgDispatchStore
+// (dispatch_store_contract_test runs the same cases on both).
 class RecordingStore : public DispatchStore {
  public:
   struct ResultWrite {
@@ -40,6 +43,7 @@ class RecordingStore : public DispatchStore {
         if (run.result_key.empty()) run.result_key = NewResultKey();
         CreatedRun c{next_run_id_++, std::move(run)};
         runs_.insert(c.run_id);
+        apps_[c.run_id] = f.job().app();
         keys_[c.run_id] = c.planned.result_key;
         if (c.planned.status != v1::RUN_STATUS_PENDING) finished_.insert(c.run_id);
         r.run_ids.push_back(c.run_id);
@@ -56,6 +60,9 @@ class RecordingStore : public DispatchStore {
     std::vector<int64_t> done;
     for (const TriggerOutcome& o : outcomes) {
       trigger_writes_.push_back(o);
+      if (o.status == v1::RUN_STATUS_RUNNING && !finished_.contains(o.run_id)) {
+        started_.insert(o.run_id);
+      }
       if (o.status != v1::RUN_STATUS_RUNNING && finished_.insert(o.run_id).second) {
         status_[o.run_id] = o.status;
         done.push_back(o.run_id);
@@ -64,13 +71,20 @@ class RecordingStore : public DispatchStore {
     return done;
   }
 
+  // Moves only runs still PENDING (created here, no RUNNING answer, not finished).
   absl::StatusOr<std::vector<int64_t>> RerouteRuns(const std::vector<Reroute>& r) override {
+    absl::MutexLock lock(&mu_);
     std::vector<int64_t> ids;
-    for (const Reroute& x : r) ids.push_back(x.run_id);
+    for (const Reroute& x : r) {
+      if (runs_.contains(x.run_id) && !started_.contains(x.run_id) &&
+          !finished_.contains(x.run_id)) {
+        ids.push_back(x.run_id);
+      }
+    }
     return ids;
   }
   absl::StatusOr<std::vector<ResultRecord>> RecordResults(
-      const std::vector<v1::RunResult>& results, absl::Time, const AppScope&,
+      const std::vector<v1::RunResult>& results, absl::Time, const AppScope& scope,
       const std::vector<TriggerOutcome>& answers) override {
     ResultWrite write{{}, answers};
     for (const v1::RunResult& r : results) write.run_ids.push_back(r.run_id());
@@ -92,6 +106,9 @@ class RecordingStore : public DispatchStore {
       auto key = keys_.find(r.run_id());
       if (!runs_.contains(r.run_id())) {
         d = ResultDisposition::kUnknown;
+      } else if (scope.has_value() &&
+                 std::find(scope->begin(), scope->end(), apps_[r.run_id()]) == scope->end()) {
+        d = ResultDisposition::kForbidden;
       } else if (key != keys_.end() && key->second != r.result_key()) {
         d = ResultDisposition::kBadKey;
       } else if (finished_.insert(r.run_id()).second) {
@@ -158,6 +175,8 @@ class RecordingStore : public DispatchStore {
   int64_t next_run_id_ ABSL_GUARDED_BY(mu_) = 100;
   absl::flat_hash_set<int64_t> runs_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<int64_t> finished_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<int64_t> started_ ABSL_GUARDED_BY(mu_);  // Answered RUNNING.
+  absl::flat_hash_map<int64_t, std::string> apps_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, std::string> keys_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, v1::RunStatus> status_ ABSL_GUARDED_BY(mu_);  // Decided ones.
   absl::flat_hash_set<int64_t> late_ ABSL_GUARDED_BY(mu_);
