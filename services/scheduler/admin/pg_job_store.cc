@@ -1,6 +1,7 @@
 #include "services/scheduler/admin/pg_job_store.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -63,21 +64,35 @@ constexpr const char* kInsertScriptSql =
 
 // The job's not-yet-dispatched schedule-driven fires from now on, plus any at or after the new
 // next_fire_at ($2, may be NULL) so the leader can re-create them without a unique conflict.
-// Conditional on PENDING: a dispatcher holding the fire's row lock decides it first.
+// Conditional on PENDING: a dispatcher holding the fire's row lock decides it first. The rows
+// are locked in id order, as dispatchers and the leader lock fires, so a delete waits for a
+// dispatcher's batch instead of deadlocking with it.
 const std::string& DeleteFutureFiresSql() {
   static const std::string* text = new std::string(absl::StrCat(
-      "DELETE FROM fires WHERE job_id = $1::bigint AND status = ",
+      "DELETE FROM fires WHERE id IN (SELECT id FROM fires WHERE job_id = $1::bigint AND status = ",
       sql::SqlInt(v1::FIRE_STATUS_PENDING), " AND trigger_type IN ", sql::ScheduleTriggerTypesSql(),
-      " AND (scheduled_at > now() OR scheduled_at >= $2::timestamptz)"));
+      " AND (scheduled_at > now() OR scheduled_at >= $2::timestamptz) ORDER BY id FOR UPDATE)"));
   return *text;
 }
 
-// A deleted job's fires that no dispatcher has taken.
+// A deleted job's fires that no dispatcher has taken (locked in id order, as above).
 const std::string& DeletePendingFiresSql() {
-  static const std::string* text =
-      new std::string(absl::StrCat("DELETE FROM fires WHERE job_id = $1::bigint AND status = ",
-                                   sql::SqlInt(v1::FIRE_STATUS_PENDING)));
+  static const std::string* text = new std::string(absl::StrCat(
+      "DELETE FROM fires WHERE id IN (SELECT id FROM fires WHERE job_id = $1::bigint AND status = ",
+      sql::SqlInt(v1::FIRE_STATUS_PENDING), " ORDER BY id FOR UPDATE)"));
   return *text;
+}
+
+// A write transaction runs up to this many times while PostgreSQL aborts it on a deadlock or a
+// serialization failure (ABORTED): a deadlock with the fire path never reaches the caller.
+constexpr int kWriteAttempts = 4;
+
+absl::Status RunWrite(PgPool& pool, absl::string_view what,
+                      const std::function<void(pqxx::connection&)>& fn) {
+  for (int attempt = 1;; ++attempt) {
+    absl::Status s = pool.Run(what, fn);
+    if (s.code() != absl::StatusCode::kAborted || attempt >= kWriteAttempts) return s;
+  }
 }
 
 constexpr const char* kChildParentsSql =
@@ -254,7 +269,7 @@ absl::StatusOr<Job> PgJobStore::CreateJob(const JobMutation& prepare,
                                           const jobwheel::v1::AuditEvent* audit) {
   absl::Status inner;
   Job out;
-  absl::Status s = pool_.Run("create job", [&](pqxx::connection& conn) {
+  absl::Status s = RunWrite(pool_, "create job", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
     absl::StatusOr<std::optional<JobWrite>> w = prepare(nullptr, MakeGraphReader(tx));
     if (!w.ok()) {
@@ -281,7 +296,7 @@ absl::StatusOr<Job> PgJobStore::UpdateJob(int64_t id, const JobMutation& mutate,
                                           const jobwheel::v1::AuditEvent* audit) {
   absl::Status inner;
   Job out;
-  absl::Status s = pool_.Run("update job", [&](pqxx::connection& conn) {
+  absl::Status s = RunWrite(pool_, "update job", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
     pqxx::result r = tx.exec_params(SelectJobSql("WHERE j.id = $1::bigint FOR UPDATE"), id);
     if (r.empty()) {
@@ -364,7 +379,7 @@ absl::StatusOr<std::vector<Job>> PgJobStore::ListJobs(const JobFilter& filter, i
 
 absl::Status PgJobStore::DeleteJob(int64_t id, const jobwheel::v1::AuditEvent* audit) {
   absl::Status inner;
-  absl::Status s = pool_.Run("delete job", [&](pqxx::connection& conn) {
+  absl::Status s = RunWrite(pool_, "delete job", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
     // Row lock first, then the graph lock: the same order as UpdateJob.
     pqxx::result row = tx.exec_params(SelectJobSql("WHERE j.id = $1::bigint FOR UPDATE"), id);
@@ -397,7 +412,7 @@ absl::StatusOr<int64_t> PgJobStore::InsertManualFire(const ManualFire& fire,
                                                      const jobwheel::v1::AuditEvent* audit) {
   absl::Status inner;
   int64_t fire_id = 0;
-  absl::Status s = pool_.Run("trigger job", [&](pqxx::connection& conn) {
+  absl::Status s = RunWrite(pool_, "trigger job", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
     // KEY SHARE keeps a concurrent DeleteJob from removing the job under the new fire.
     pqxx::result r =
@@ -491,7 +506,7 @@ absl::StatusOr<ExecutorState> PgJobStore::GetExecutorState(const std::string& ap
 absl::StatusOr<Run> PgJobStore::MarkRunKilled(int64_t id, const std::string& message,
                                               const jobwheel::v1::AuditEvent* audit) {
   std::optional<Run> out;
-  absl::Status s = pool_.Run("kill run", [&](pqxx::connection& conn) {
+  absl::Status s = RunWrite(pool_, "kill run", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
     const bool killed = tx.exec_params(MarkRunKilledSql(), id, message).affected_rows() > 0;
     pqxx::result r = tx.exec_params(SelectRunSql("WHERE r.id = $1::bigint"), id);
