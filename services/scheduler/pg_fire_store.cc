@@ -26,50 +26,13 @@ using jobwheel::v1::Job;
 constexpr int kFirePending = v1::FIRE_STATUS_PENDING;
 constexpr int kFireSkipped = v1::FIRE_STATUS_SKIPPED;
 
-// SQL literals of the stored enum values (sql_enums.h): a statement never spells a status or a
-// trigger type as a bare number.
-const std::string& FirePending() {
-  static const std::string* s = new std::string(sql::SqlInt(v1::FIRE_STATUS_PENDING));
-  return *s;
-}
-const std::string& FireSkipped() {
-  static const std::string* s = new std::string(sql::SqlInt(v1::FIRE_STATUS_SKIPPED));
-  return *s;
-}
-const std::string& FireFailed() {
-  static const std::string* s = new std::string(sql::SqlInt(v1::FIRE_STATUS_FAILED));
-  return *s;
-}
-const std::string& RunStatus(v1::RunStatus status) {
-  static const auto* names = new absl::flat_hash_map<int, std::string>([] {
-    absl::flat_hash_map<int, std::string> m;
-    for (v1::RunStatus r : {v1::RUN_STATUS_PENDING, v1::RUN_STATUS_RUNNING, v1::RUN_STATUS_FAILED,
-                            v1::RUN_STATUS_LOST}) {
-      m.emplace(r, sql::SqlInt(r));
-    }
-    return m;
-  }());
-  return names->at(status);
-}
-const std::string& TriggerType(v1::TriggerType type) {
-  static const auto* names = new absl::flat_hash_map<int, std::string>([] {
-    absl::flat_hash_map<int, std::string> m;
-    for (v1::TriggerType t :
-         {v1::TRIGGER_TYPE_MISFIRE, v1::TRIGGER_TYPE_RETRY, v1::TRIGGER_TYPE_PARENT}) {
-      m.emplace(t, sql::SqlInt(t));
-    }
-    return m;
-  }());
-  return names->at(type);
-}
-
 // Fires of deleted jobs found pending: failed with the reason.
 const std::string& FailOrphanFiresSql() {
   static const std::string* s = new std::string(
-      absl::StrCat("UPDATE fires SET status = ", FireFailed(),
+      absl::StrCat("UPDATE fires SET status = ", sql::SqlInt(v1::FIRE_STATUS_FAILED),
                    ", reason = 'job was deleted before dispatch', dispatch_time = now() WHERE id = "
                    "ANY($1::bigint[]) AND status = ",
-                   FirePending()));
+                   sql::SqlInt(v1::FIRE_STATUS_PENDING)));
   return *s;
 }
 
@@ -103,12 +66,12 @@ void ApplyLatePlan(pqxx::work& tx, const LatePlan& plan) {
     reasons.push_back(f.reason);
   }
   static const std::string* const kSettleSql = new std::string(absl::StrCat(
-      "UPDATE fires f SET status = CASE WHEN u.once = 1 THEN ", FirePending(), " ELSE ",
-      FireSkipped(), " END, trigger_type = CASE WHEN u.once = 1 THEN ",
-      TriggerType(v1::TRIGGER_TYPE_MISFIRE),
+      "UPDATE fires f SET status = CASE WHEN u.once = 1 THEN ",
+      sql::SqlInt(v1::FIRE_STATUS_PENDING), " ELSE ", sql::SqlInt(v1::FIRE_STATUS_SKIPPED),
+      " END, trigger_type = CASE WHEN u.once = 1 THEN ", sql::SqlInt(v1::TRIGGER_TYPE_MISFIRE),
       " ELSE f.trigger_type END, reason = u.reason FROM unnest($1::bigint[], $2::int[], "
       "$3::text[]) AS u(id, once, reason) WHERE f.id = u.id AND f.status = ",
-      FirePending()));
+      sql::SqlInt(v1::FIRE_STATUS_PENDING)));
   ExecPrepared(tx, "settle_late_fires", *kSettleSql, ToPgIntArray(ids), ToPgIntArray(once),
                ToPgArray(reasons));
 }
@@ -118,9 +81,9 @@ void ApplyLatePlan(pqxx::work& tx, const LatePlan& plan) {
 // returns id, app, executor_address and then `extra_returned`.
 std::string LoseRunsSql(absl::string_view what, bool join_executor, absl::string_view condition,
                         absl::string_view extra_returned = "") {
-  const std::string& running = RunStatus(v1::RUN_STATUS_RUNNING);
+  const std::string running = sql::SqlInt(v1::RUN_STATUS_RUNNING);
   return absl::StrCat(
-      "UPDATE runs r SET status = ", RunStatus(v1::RUN_STATUS_LOST),
+      "UPDATE runs r SET status = ", sql::SqlInt(v1::RUN_STATUS_LOST),
       ", end_time = now(), result_message = 'executor ' || r.executor_address || ' ", what,
       " while the run was RUNNING'",
       join_executor ? absl::StrCat(" FROM executors e WHERE r.status = ", running,
@@ -287,16 +250,17 @@ absl::StatusOr<FireStore::PendingPage> PgFireStore::LoadPendingFires(const Pendi
     page.next = after;
     std::vector<int64_t> orphans;
     pqxx::result rows = tx.exec_params(
-        absl::StrCat(
-            kPendingFiresSql, kJobColumns,
-            " FROM fires f LEFT JOIN jobs j ON j.id = f.job_id WHERE f.status = ", FirePending(),
-            // Manual, retry and child fires are written due now(): the periodic
-            // pick-up need not walk the whole pre-read window of pending fires.
-            all_types ? ""
-                      : absl::StrCat(" AND f.trigger_type IN ", sql::OnDemandTriggerTypesSql(),
-                                     " AND f.scheduled_at <= now() + interval '1 second'"),
-            " AND (f.scheduled_at, f.id) > ($1::timestamptz, $2) "
-            "ORDER BY f.scheduled_at, f.id LIMIT $3"),
+        absl::StrCat(kPendingFiresSql, kJobColumns,
+                     " FROM fires f LEFT JOIN jobs j ON j.id = f.job_id WHERE f.status = ",
+                     sql::SqlInt(v1::FIRE_STATUS_PENDING),
+                     // Manual, retry and child fires are written due now(): the periodic
+                     // pick-up need not walk the whole pre-read window of pending fires.
+                     all_types
+                         ? ""
+                         : absl::StrCat(" AND f.trigger_type IN ", sql::OnDemandTriggerTypesSql(),
+                                        " AND f.scheduled_at <= now() + interval '1 second'"),
+                     " AND (f.scheduled_at, f.id) > ($1::timestamptz, $2) "
+                     "ORDER BY f.scheduled_at, f.id LIMIT $3"),
         after_time, after.id, limit);
     page.rows = rows.size();
     if (!rows.empty()) {
@@ -356,7 +320,7 @@ absl::StatusOr<std::vector<int64_t>> PgFireStore::SettleLateFires(
         "SELECT f.id, f.job_id, (EXTRACT(EPOCH FROM f.scheduled_at) * 1000000)::BIGINT, "
         "f.trigger_type, j.misfire_strategy, j.id IS NULL FROM fires f LEFT JOIN jobs j "
         "ON j.id = f.job_id WHERE f.id = ANY($1::bigint[]) AND f.status = ",
-        FirePending(), " ORDER BY f.id FOR UPDATE OF f"));
+        sql::SqlInt(v1::FIRE_STATUS_PENDING), " ORDER BY f.id FOR UPDATE OF f"));
     pqxx::result rows = ExecPrepared(tx, "lock_late_fires", *kLockSql, ToPgIntArray(fire_ids));
     std::vector<Fire> fires;
     std::vector<int64_t> orphans;
@@ -469,7 +433,7 @@ absl::StatusOr<FireStore::MonitorResult> PgFireStore::RunMonitorPass(const Monit
           "INSERT INTO fires (job_id, scheduled_at, trigger_type, status, param, attempt, "
           "parent_run_id, shard_index, shard_total, leader_epoch) "
           "SELECT u.job_id, now(), " +
-              TriggerType(v1::TRIGGER_TYPE_RETRY) + ", " + FirePending() +
+              sql::SqlInt(v1::TRIGGER_TYPE_RETRY) + ", " + sql::SqlInt(v1::FIRE_STATUS_PENDING) +
               ", NULLIF(u.param, E'\\x01'), u.attempt, u.parent, "
               "u.si, u.sn, $7 FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::text[], "
               "$5::int[], $6::int[]) AS u(job_id, parent, attempt, param, si, sn) "
@@ -499,7 +463,7 @@ absl::StatusOr<FireStore::MonitorResult> PgFireStore::RunMonitorPass(const Monit
       pqxx::result ins = tx.exec_params(
           "INSERT INTO fires (job_id, scheduled_at, trigger_type, status, parent_run_id, "
           "leader_epoch) SELECT u.job_id, now(), " +
-              TriggerType(v1::TRIGGER_TYPE_PARENT) + ", " + FirePending() +
+              sql::SqlInt(v1::TRIGGER_TYPE_PARENT) + ", " + sql::SqlInt(v1::FIRE_STATUS_PENDING) +
               ", u.parent, $3 "
               "FROM unnest($1::bigint[], $2::bigint[], $4::bigint[]) AS u(job_id, parent, pjob) "
               "WHERE EXISTS (SELECT 1 FROM jobs c JOIN jobs p ON p.id = u.pjob WHERE c.id = "
@@ -534,11 +498,12 @@ absl::StatusOr<FireStore::MonitorResult> PgFireStore::RunMonitorPass(const Monit
 
     // Runs whose trigger never completed (their dispatcher died between commit and call).
     pqxx::result stale = tx.exec_params(
-        "UPDATE runs SET status = " + RunStatus(v1::RUN_STATUS_FAILED) +
+        "UPDATE runs SET status = " + sql::SqlInt(v1::RUN_STATUS_FAILED) +
             ", end_time = now(), result_message = "
             "'trigger never completed: the dispatcher was lost before calling the executor' "
             "WHERE status = " +
-            RunStatus(v1::RUN_STATUS_PENDING) + " AND trigger_time < $1::timestamptz RETURNING id",
+            sql::SqlInt(v1::RUN_STATUS_PENDING) +
+            " AND trigger_time < $1::timestamptz RETURNING id",
         ToPgTimestamp(limits.pending_before));
     result.stale_pending = static_cast<int>(stale.size());
   });
@@ -585,13 +550,14 @@ absl::StatusOr<int> PgFireStore::DeleteHistory(absl::Time cutoff, int limit) {
     for (const pqxx::row& r : own) own_fires.push_back(r[1].as<int64_t>());
     // Their fires go with them.
     pqxx::result own_fire_rows = tx.exec_params(
-        "DELETE FROM fires f WHERE f.id = ANY($1::bigint[]) AND f.status <> " + FirePending() +
+        "DELETE FROM fires f WHERE f.id = ANY($1::bigint[]) AND f.status <> " +
+            sql::SqlInt(v1::FIRE_STATUS_PENDING) +
             " AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.fire_id = f.id) RETURNING id",
         ToPgIntArray(own_fires));
     pqxx::result r2 = tx.exec_params(
         "DELETE FROM fires WHERE id IN (SELECT f.id FROM fires f WHERE f.create_time < "
         "$1::timestamptz AND f.status <> " +
-            FirePending() +
+            sql::SqlInt(v1::FIRE_STATUS_PENDING) +
             " AND NOT EXISTS (SELECT 1 FROM runs r WHERE "
             "r.fire_id = f.id) LIMIT $2) RETURNING id",
         before, limit);
