@@ -11,9 +11,13 @@
 
 namespace jobwheel {
 
-// TokenStore in memory, for tests. Counts FindActive calls. Thread-safe.
+// TokenStore in memory, for tests. Counts FindActive calls; keeps the audit events of its
+// writes (audits()). Thread-safe.
 class InMemoryTokenStore : public TokenStore {
  public:
+  using TokenStore::Create;
+  using TokenStore::Revoke;
+
   absl::StatusOr<absl::optional<StoredToken>> FindActive(const std::string& hash) override {
     absl::MutexLock lock(&mu_);
     ++lookups_;
@@ -28,7 +32,8 @@ class InMemoryTokenStore : public TokenStore {
     return absl::optional<StoredToken>();
   }
 
-  absl::StatusOr<TokenRow> Create(const NewToken& token) override {
+  absl::StatusOr<TokenRow> Create(const NewToken& token,
+                                  const jobwheel::v1::AuditEvent* audit) override {
     absl::MutexLock lock(&mu_);
     for (auto& [id, e] : rows_) {
       if (e.row.name == token.name && !e.row.revoke_time.has_value()) {
@@ -44,6 +49,7 @@ class InMemoryTokenStore : public TokenStore {
     e.row.expire_time = token.expire_time;
     e.hash = token.secret_hash;
     rows_[e.row.id] = e;
+    if (audit != nullptr) audits_.push_back(TokenAuditEvent(*audit, nullptr, e.row));
     return e.row;
   }
 
@@ -56,12 +62,22 @@ class InMemoryTokenStore : public TokenStore {
     return out;
   }
 
-  absl::StatusOr<TokenRow> Revoke(int64_t id, absl::Time now) override {
+  absl::StatusOr<TokenRow> Revoke(int64_t id, absl::Time now,
+                                  const jobwheel::v1::AuditEvent* audit) override {
     absl::MutexLock lock(&mu_);
     auto it = rows_.find(id);
     if (it == rows_.end()) return absl::NotFoundError(absl::StrCat("token ", id, " not found"));
-    if (!it->second.row.revoke_time.has_value()) it->second.row.revoke_time = now;
+    if (!it->second.row.revoke_time.has_value()) {
+      const TokenRow before = it->second.row;
+      it->second.row.revoke_time = now;
+      if (audit != nullptr) audits_.push_back(TokenAuditEvent(*audit, &before, it->second.row));
+    }
     return it->second.row;
+  }
+
+  std::vector<jobwheel::v1::AuditEvent> audits() {
+    absl::MutexLock lock(&mu_);
+    return audits_;
   }
 
   // The stored hashes (to check no secret is kept).
@@ -90,6 +106,7 @@ class InMemoryTokenStore : public TokenStore {
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   int lookups_ ABSL_GUARDED_BY(mu_) = 0;
   bool available_ ABSL_GUARDED_BY(mu_) = true;
+  std::vector<jobwheel::v1::AuditEvent> audits_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace jobwheel

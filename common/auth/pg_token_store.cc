@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/pg/pg_arrays.h"
+#include "common/pg/pg_audit_log.h"
 #include "common/time/proto_time.h"
 
 namespace jobwheel {
@@ -26,9 +27,11 @@ constexpr char kCreateSql[] =
 constexpr char kListSql[] = "SELECT " JW_TOKEN_COLUMNS "FROM tokens ORDER BY id";
 constexpr char kListActiveSql[] =
     "SELECT " JW_TOKEN_COLUMNS "FROM tokens WHERE revoke_time IS NULL ORDER BY id";
+// The row after, and whether this call revoked it (a revoked token keeps its first time).
 constexpr char kRevokeSql[] =
-    "UPDATE tokens SET revoke_time = COALESCE(revoke_time, $2::timestamptz) WHERE id = $1 "
-    "RETURNING " JW_TOKEN_COLUMNS;
+    "UPDATE tokens SET revoke_time = COALESCE(revoke_time, $2::timestamptz) FROM (SELECT id AS "
+    "old_id, revoke_time IS NULL AS fresh FROM tokens WHERE id = $1 FOR UPDATE) prior "
+    "WHERE id = prior.old_id RETURNING " JW_TOKEN_COLUMNS ", prior.fresh";
 
 #undef JW_TOKEN_COLUMNS
 
@@ -90,7 +93,8 @@ absl::StatusOr<absl::optional<StoredToken>> PgTokenStore::FindActive(
   return out;
 }
 
-absl::StatusOr<TokenRow> PgTokenStore::Create(const NewToken& token) {
+absl::StatusOr<TokenRow> PgTokenStore::Create(const NewToken& token,
+                                              const jobwheel::v1::AuditEvent* audit) {
   absl::StatusOr<TokenRow> row = absl::InternalError("create_token: no row returned");
   absl::Status s = pool_.Run("create_token", [&](pqxx::connection& conn) {
     pqxx::work tx(conn);
@@ -100,8 +104,9 @@ absl::StatusOr<TokenRow> PgTokenStore::Create(const NewToken& token) {
     pqxx::result r = tx.exec_params(kCreateSql, token.name, std::string(RoleName(token.role)),
                                     ToPgArray(token.apps), token.secret_hash,
                                     ToPgTimestamp(token.create_time), expire);
-    tx.commit();
     row = RowFrom(r[0]);
+    if (row.ok() && audit != nullptr) InsertAuditEvent(tx, TokenAuditEvent(*audit, nullptr, *row));
+    tx.commit();
   });
   if (s.code() == absl::StatusCode::kAlreadyExists) {
     return absl::AlreadyExistsError(
@@ -132,7 +137,8 @@ absl::StatusOr<std::vector<TokenRow>> PgTokenStore::List(bool include_revoked) {
   return out;
 }
 
-absl::StatusOr<TokenRow> PgTokenStore::Revoke(int64_t id, absl::Time now) {
+absl::StatusOr<TokenRow> PgTokenStore::Revoke(int64_t id, absl::Time now,
+                                              const jobwheel::v1::AuditEvent* audit) {
   absl::optional<absl::StatusOr<TokenRow>> out;
   absl::Status s = pool_.Run("revoke_token", [&](pqxx::connection& conn) {
     out.reset();
@@ -141,6 +147,11 @@ absl::StatusOr<TokenRow> PgTokenStore::Revoke(int64_t id, absl::Time now) {
     if (r.empty()) return;
     out = RowFrom(r[0]);
     if (!out->ok()) return;  // Rolled back: nothing is changed on a row this version cannot read.
+    if (audit != nullptr && r[0][8].as<bool>()) {
+      TokenRow before = **out;
+      before.revoke_time.reset();
+      InsertAuditEvent(tx, TokenAuditEvent(*audit, &before, **out));
+    }
     tx.commit();
   });
   if (!s.ok()) return s;

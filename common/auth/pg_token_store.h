@@ -7,15 +7,20 @@
 namespace jobwheel {
 
 // TokenStore on the `tokens` table (migration 2). FindActive also stamps last_used_time, so
-// each server writes a token's row at most once per authenticator cache period. Thread-safe.
+// each server writes a token's row at most once per authenticator cache period. Audited writes
+// insert their event into audit_events in the transaction of the change. Thread-safe.
 class PgTokenStore : public TokenStore {
  public:
   explicit PgTokenStore(PgPool& pool) : pool_(pool) {}
 
   absl::StatusOr<absl::optional<StoredToken>> FindActive(const std::string& secret_hash) override;
-  absl::StatusOr<TokenRow> Create(const NewToken& token) override;
+  using TokenStore::Create;
+  using TokenStore::Revoke;
+  absl::StatusOr<TokenRow> Create(const NewToken& token,
+                                  const jobwheel::v1::AuditEvent* audit) override;
   absl::StatusOr<std::vector<TokenRow>> List(bool include_revoked) override;
-  absl::StatusOr<TokenRow> Revoke(int64_t id, absl::Time now) override;
+  absl::StatusOr<TokenRow> Revoke(int64_t id, absl::Time now,
+                                  const jobwheel::v1::AuditEvent* audit) override;
 
  private:
   PgPool& pool_;

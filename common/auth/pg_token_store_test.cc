@@ -1,9 +1,17 @@
 // PgTokenStore on the real test PostgreSQL: only hashes are stored, names are unique among
-// live tokens, revocation hides a token from lookups.
+// live tokens, revocation hides a token from lookups, audited writes record their event in
+// the same transaction (never the secret or its hash; a failed write or a repeated revoke
+// records none).
 #include "common/auth/pg_token_store.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "common/auth/token_authenticator.h"
+#include "common/pg/pg_audit_log.h"
 #include "common/pg/pg_pool.h"
 #include "common/testing/pg_test_db.h"
 #include "common/time/clock.h"
@@ -38,6 +46,60 @@ class PgTokenStoreTest : public ::testing::Test {
   std::unique_ptr<PgPool> pool_;
   std::unique_ptr<PgTokenStore> store_;
 };
+
+TEST_F(PgTokenStoreTest, AuditedWritesRecordTheirEventInTheirTransaction) {
+  jobwheel::v1::AuditEvent audit;
+  audit.set_actor_token_id(7);
+  audit.set_actor_name("alice-admin");
+  audit.set_action("CreateToken");
+  audit.set_peer("ipv4:10.0.0.9:4242");
+  audit.set_request_id("req-1");
+  const std::string secret = *GenerateTokenSecret();
+  NewToken nt = Token("exec-demo", Role::kExecutor, {"demo"}, secret);
+  auto row = store_->Create(nt, &audit);
+  ASSERT_TRUE(row.ok()) << row.status();
+  // A failed create (the name is taken) records nothing.
+  EXPECT_EQ(store_->Create(Token("exec-demo", Role::kViewer, {}, *GenerateTokenSecret()), &audit)
+                .status()
+                .code(),
+            absl::StatusCode::kAlreadyExists);
+  audit.set_action("RevokeToken");
+  ASSERT_TRUE(store_->Revoke(row->id, absl::FromUnixSeconds(1700000100), &audit).ok());
+  ASSERT_TRUE(store_->Revoke(row->id, absl::FromUnixSeconds(1700000200), &audit).ok());  // No-op.
+  EXPECT_EQ(store_->Revoke(999, absl::FromUnixSeconds(1700000300), &audit).status().code(),
+            absl::StatusCode::kNotFound);
+
+  pqxx::connection conn(dsn_);
+  pqxx::work tx(conn);
+  const std::vector<jobwheel::v1::AuditEvent> events = SelectAuditEvents(tx, {}, 0, 10);
+  ASSERT_EQ(events.size(), 2u);
+  const jobwheel::v1::AuditEvent& revoke = events[0];
+  const jobwheel::v1::AuditEvent& create = events[1];
+  EXPECT_EQ(create.action(), "CreateToken");
+  EXPECT_EQ(create.target(), absl::StrCat("token ", row->id));
+  EXPECT_EQ(create.actor_token_id(), 7);
+  EXPECT_EQ(create.actor_name(), "alice-admin");
+  EXPECT_EQ(create.peer(), "ipv4:10.0.0.9:4242");
+  EXPECT_EQ(create.request_id(), "req-1");
+  std::map<std::string, std::pair<std::string, std::string>> changes;
+  for (const auto& c : create.changes()) changes[c.field()] = {c.before(), c.after()};
+  EXPECT_EQ(changes["name"], std::make_pair(std::string(), std::string("\"exec-demo\"")));
+  EXPECT_EQ(changes["role"].second, "EXECUTOR");
+  EXPECT_EQ(changes["apps"].second, "\"demo\"");
+  EXPECT_EQ(changes.count("revoke_time"), 0u);
+  EXPECT_EQ(revoke.action(), "RevokeToken");
+  ASSERT_EQ(revoke.changes_size(), 1) << revoke.DebugString();
+  EXPECT_EQ(revoke.changes(0).field(), "revoke_time");
+  EXPECT_EQ(revoke.changes(0).before(), "");
+  EXPECT_EQ(revoke.changes(0).after(), "2023-11-14T22:15:00Z");
+  // Neither the secret nor its hash is anywhere in the table.
+  for (const std::string& needle : {secret, HashTokenSecret(secret), secret.substr(3)}) {
+    EXPECT_EQ(tx.exec_params1("SELECT count(*) FROM audit_events a WHERE strpos(a::text, $1) > 0",
+                              needle)[0]
+                  .as<int>(),
+              0);
+  }
+}
 
 TEST_F(PgTokenStoreTest, CreateFindListRevoke) {
   const std::string secret = *GenerateTokenSecret();

@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "absl/types/optional.h"
 #include "common/auth/token_authenticator.h"
+#include "jobwheel/v1/job_admin.pb.h"
 
 namespace jobwheel {
 
@@ -48,15 +49,30 @@ struct NewToken {
 
 // Durable API tokens: lookups for every server (TokenLookup) and the admin operations of
 // TokenAdminService. Implementations are thread-safe.
+//
+// Audit: a write given an `audit` event (actor, action, peer and request id set; nullptr:
+// none) records it with the change, in the same transaction, completed with the target
+// ("token <id>") and the fields it changed (name, role, apps, expire_time; revoke_time) —
+// never the secret or its hash. A write that fails, or a revoke of a revoked token, records
+// nothing.
 class TokenStore : public TokenLookup {
  public:
   // ALREADY_EXISTS when a token that is not revoked has the same name.
-  virtual absl::StatusOr<TokenRow> Create(const NewToken& token) = 0;
+  virtual absl::StatusOr<TokenRow> Create(const NewToken& token,
+                                          const jobwheel::v1::AuditEvent* audit) = 0;
+  absl::StatusOr<TokenRow> Create(const NewToken& token) { return Create(token, nullptr); }
   // By id; revoked tokens only when asked.
   virtual absl::StatusOr<std::vector<TokenRow>> List(bool include_revoked) = 0;
   // Sets revoke_time (idempotent: a revoked token keeps its first revoke_time). NOT_FOUND.
-  virtual absl::StatusOr<TokenRow> Revoke(int64_t id, absl::Time now) = 0;
+  virtual absl::StatusOr<TokenRow> Revoke(int64_t id, absl::Time now,
+                                          const jobwheel::v1::AuditEvent* audit) = 0;
+  absl::StatusOr<TokenRow> Revoke(int64_t id, absl::Time now) { return Revoke(id, now, nullptr); }
 };
+
+// The audit event of a token write: `audit` for target "token <id>" with the changes of
+// `after` from `before` (nullptr: created) — name, role, apps, expire_time, revoke_time.
+jobwheel::v1::AuditEvent TokenAuditEvent(const jobwheel::v1::AuditEvent& audit,
+                                         const TokenRow* before, const TokenRow& after);
 
 }  // namespace jobwheel
 

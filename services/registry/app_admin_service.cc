@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/audit/audit_event.h"
 #include "common/base/log_text.h"
 #include "common/grpc/unary_on_pool.h"
 #include "services/registry/validation.h"
@@ -48,31 +49,37 @@ void AppAdminService::FillOnline(v1::App* app) const {
 grpc::ServerUnaryReactor* AppAdminService::CreateApp(grpc::CallbackServerContext* context,
                                                      const v1::CreateAppRequest* request,
                                                      v1::CreateAppResponse* response) {
-  return Run(context, /*write=*/true, [this, request, response](const Principal&) -> absl::Status {
-    v1::App app = Normalized(request->app());
-    absl::Status s = ValidateApp(app);
-    if (!s.ok()) return s;
-    auto created = store_.Create(app);
-    if (!created.ok()) return created.status();
-    *response->mutable_app() = *std::move(created);
-    FillOnline(response->mutable_app());
-    return absl::OkStatus();
-  });
+  const std::string peer = context->peer(), request_id = AuditRequestId(*context);
+  return Run(context, /*write=*/true,
+             [this, request, response, peer, request_id](const Principal& p) -> absl::Status {
+               v1::App app = Normalized(request->app());
+               absl::Status s = ValidateApp(app);
+               if (!s.ok()) return s;
+               const v1::AuditEvent audit = AuditOf(p, "CreateApp", peer, request_id);
+               auto created = store_.Create(app, &audit);
+               if (!created.ok()) return created.status();
+               *response->mutable_app() = *std::move(created);
+               FillOnline(response->mutable_app());
+               return absl::OkStatus();
+             });
 }
 
 grpc::ServerUnaryReactor* AppAdminService::UpdateApp(grpc::CallbackServerContext* context,
                                                      const v1::UpdateAppRequest* request,
                                                      v1::UpdateAppResponse* response) {
-  return Run(context, /*write=*/true, [this, request, response](const Principal&) -> absl::Status {
-    v1::App app = Normalized(request->app());
-    absl::Status s = ValidateApp(app);
-    if (!s.ok()) return s;
-    auto updated = store_.Update(app);
-    if (!updated.ok()) return updated.status();
-    *response->mutable_app() = *std::move(updated);
-    FillOnline(response->mutable_app());
-    return absl::OkStatus();
-  });
+  const std::string peer = context->peer(), request_id = AuditRequestId(*context);
+  return Run(context, /*write=*/true,
+             [this, request, response, peer, request_id](const Principal& p) -> absl::Status {
+               v1::App app = Normalized(request->app());
+               absl::Status s = ValidateApp(app);
+               if (!s.ok()) return s;
+               const v1::AuditEvent audit = AuditOf(p, "UpdateApp", peer, request_id);
+               auto updated = store_.Update(app, &audit);
+               if (!updated.ok()) return updated.status();
+               *response->mutable_app() = *std::move(updated);
+               FillOnline(response->mutable_app());
+               return absl::OkStatus();
+             });
 }
 
 grpc::ServerUnaryReactor* AppAdminService::GetApp(grpc::CallbackServerContext* context,
@@ -112,36 +119,44 @@ grpc::ServerUnaryReactor* AppAdminService::ListApps(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* AppAdminService::DeleteApp(grpc::CallbackServerContext* context,
                                                      const v1::DeleteAppRequest* request,
                                                      v1::DeleteAppResponse* /*response*/) {
-  return Run(context, /*write=*/true, [this, request](const Principal&) -> absl::Status {
-    absl::Status s = ValidateAppName(request->name(), "name");
-    if (!s.ok()) return s;
-    return store_.Delete(request->name());
-  });
+  const std::string peer = context->peer(), request_id = AuditRequestId(*context);
+  return Run(context, /*write=*/true,
+             [this, request, peer, request_id](const Principal& p) -> absl::Status {
+               absl::Status s = ValidateAppName(request->name(), "name");
+               if (!s.ok()) return s;
+               const v1::AuditEvent audit = AuditOf(p, "DeleteApp", peer, request_id);
+               return store_.Delete(request->name(), &audit);
+             });
 }
 
 grpc::ServerUnaryReactor* AppAdminService::SetExecutorDraining(
     grpc::CallbackServerContext* context, const v1::SetExecutorDrainingRequest* request,
     v1::SetExecutorDrainingResponse* /*response*/) {
-  return Run(context, /*write=*/false, [this, request](const Principal& caller) -> absl::Status {
-    if (absl::Status s = ValidateAppName(request->app(), "app"); !s.ok()) return s;
-    if (absl::Status s = ValidateAddress(request->address(), "address"); !s.ok()) return s;
-    if (request->reason().size() > kMaxDrainReason) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("reason: longer than ", kMaxDrainReason, " characters"));
-    }
-    if (!CanWriteApp(caller, request->app())) {
-      return PermissionDenied(caller, "app",
-                              absl::StrCat("ADMIN, or OPERATOR of app ", request->app()));
-    }
-    absl::Status s = store_.SetDraining(request->app(), request->address(), request->draining(),
-                                        request->reason(), caller.name);
-    if (s.ok()) {
-      spdlog::info("executor {}/{} {} by {}{}", request->app(), request->address(),
-                   request->draining() ? "drained" : "no longer drained", caller.name,
-                   request->reason().empty() ? "" : absl::StrCat(": ", LogText(request->reason())));
-    }
-    return s;
-  });
+  const std::string peer = context->peer(), request_id = AuditRequestId(*context);
+  return Run(
+      context, /*write=*/false,
+      [this, request, peer, request_id](const Principal& caller) -> absl::Status {
+        if (absl::Status s = ValidateAppName(request->app(), "app"); !s.ok()) return s;
+        if (absl::Status s = ValidateAddress(request->address(), "address"); !s.ok()) return s;
+        if (request->reason().size() > kMaxDrainReason) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("reason: longer than ", kMaxDrainReason, " characters"));
+        }
+        if (!CanWriteApp(caller, request->app())) {
+          return PermissionDenied(caller, "app",
+                                  absl::StrCat("ADMIN, or OPERATOR of app ", request->app()));
+        }
+        const v1::AuditEvent audit = AuditOf(caller, "SetExecutorDraining", peer, request_id);
+        absl::Status s = store_.SetDraining(request->app(), request->address(), request->draining(),
+                                            request->reason(), caller.name, &audit);
+        if (s.ok()) {
+          spdlog::info(
+              "executor {}/{} {} by {}{}", request->app(), request->address(),
+              request->draining() ? "drained" : "no longer drained", caller.name,
+              request->reason().empty() ? "" : absl::StrCat(": ", LogText(request->reason())));
+        }
+        return s;
+      });
 }
 
 }  // namespace jobwheel::registry

@@ -29,15 +29,21 @@ constexpr char kAdmin[] = "admin-secret";
 // Apps by name, in memory.
 class MemoryAppStore : public AppStore {
  public:
-  absl::StatusOr<v1::App> Create(const v1::App& app) override {
+  using AppStore::Create;
+  using AppStore::Delete;
+  using AppStore::SetDraining;
+  using AppStore::Update;
+  absl::StatusOr<v1::App> Create(const v1::App& app, const v1::AuditEvent* audit) override {
     absl::MutexLock lock(&mu_);
+    Audited(audit);
     if (!apps_.emplace(app.name(), app).second) {
       return absl::AlreadyExistsError(absl::StrCat("app ", app.name(), " exists"));
     }
     return app;
   }
-  absl::StatusOr<v1::App> Update(const v1::App& app) override {
+  absl::StatusOr<v1::App> Update(const v1::App& app, const v1::AuditEvent* audit) override {
     absl::MutexLock lock(&mu_);
+    Audited(audit);
     auto it = apps_.find(app.name());
     if (it == apps_.end()) return absl::NotFoundError(absl::StrCat("app ", app.name()));
     it->second = app;
@@ -55,14 +61,17 @@ class MemoryAppStore : public AppStore {
     for (const auto& [name, app] : apps_) out.push_back(app);
     return out;
   }
-  absl::Status Delete(const std::string& name) override {
+  absl::Status Delete(const std::string& name, const v1::AuditEvent* audit) override {
     absl::MutexLock lock(&mu_);
+    Audited(audit);
     apps_.erase(name);
     return absl::OkStatus();
   }
   absl::Status SetDraining(const std::string& app, const std::string& address, bool draining,
-                           const std::string& reason, const std::string& actor) override {
+                           const std::string& reason, const std::string& actor,
+                           const v1::AuditEvent* audit) override {
     absl::MutexLock lock(&mu_);
+    Audited(audit);
     if (apps_.count(app) == 0) return absl::NotFoundError(absl::StrCat("app ", app, ": not found"));
     if (draining) {
       drains_[{app, address}] = reason + "|" + actor;
@@ -71,13 +80,24 @@ class MemoryAppStore : public AppStore {
     }
     return absl::OkStatus();
   }
+  // The actions of the audited calls that reached the store, in order.
+  std::vector<std::string> audited() {
+    absl::MutexLock lock(&mu_);
+    return audited_;
+  }
   std::map<std::pair<std::string, std::string>, std::string> drains() {
     absl::MutexLock lock(&mu_);
     return drains_;
   }
 
  private:
+  void Audited(const v1::AuditEvent* audit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    audited_.push_back(audit == nullptr ? "(none)"
+                                        : audit->action() + " by " + audit->actor_name());
+  }
+
   absl::Mutex mu_;
+  std::vector<std::string> audited_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, v1::App> apps_ ABSL_GUARDED_BY(mu_);
   std::map<std::pair<std::string, std::string>, std::string> drains_ ABSL_GUARDED_BY(mu_);
 };
@@ -184,6 +204,8 @@ TEST_F(AppAdminServiceTest, ReadsAreScopedToTheTokensApps) {
   EXPECT_EQ(stub_->CreateApp(Ctx(op_all).get(), create, &created).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_TRUE(stub_->CreateApp(Ctx(kAdmin).get(), create, &created).ok());
+  // Only the admitted write reached the store, with its audit event (SetUp's are unaudited).
+  EXPECT_EQ(store_.audited(), (Names{"(none)", "(none)", "CreateApp by bootstrap-admin"}));
 }
 
 TEST_F(AppAdminServiceTest, JunkTokensAreRateLimitedPerPeer) {

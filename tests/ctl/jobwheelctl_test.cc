@@ -487,6 +487,21 @@ TEST_F(JobwheelctlTest, Audit) {
   ASSERT_EQ(r.exit_code, 0) << Show(r);
   EXPECT_TRUE(RowsWith(r.out, target).empty()) << r.out;
 
+  // Token administration is audited too (the registry's app and drain calls alike): the new
+  // token's row, never its secret.
+  r = Ctl({"--json", "tokens", "create", "--name=ctl-audited", "--role=viewer"});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  const auto made = FromJson<jobwheel::v1::CreateTokenResponse>(r.out);
+  r = Ctl({"audit", "list", "--action=CreateToken"});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  rows = RowsWith(r.out, absl::StrCat("token ", made.token().id()));
+  ASSERT_EQ(rows.size(), 1u) << r.out;
+  EXPECT_TRUE(absl::StrContains(rows[0], "CreateToken")) << r.out;
+  r = Ctl({"--json", "audit", "list", "--action=CreateToken"});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_FALSE(made.secret().empty());
+  EXPECT_FALSE(absl::StrContains(r.out, made.secret())) << r.out;
+
   // Bad input.
   ExpectError(Ctl({"audit", "list"}, WriteFile(stack_->dir() + "/wrong", "not-a-token\n")), 1,
               "jobwheelctl: ");

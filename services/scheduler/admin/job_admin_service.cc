@@ -2,9 +2,8 @@
 
 #include <utility>
 
-#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "common/audit/audit_event.h"
 #include "common/base/status_macros.h"
 #include "common/grpc/unary_on_pool.h"
 #include "services/scheduler/admin/job_access.h"
@@ -24,30 +23,6 @@ absl::Status Reply(absl::StatusOr<T> result, Set set) {
 
 std::string JobName(int64_t id) { return absl::StrCat("job ", id); }
 
-// The caller's x-request-id when it is 1..128 printable ASCII characters, else a new one.
-std::string RequestId(const grpc::CallbackServerContext* ctx) {
-  auto it = ctx->client_metadata().find("x-request-id");
-  if (it != ctx->client_metadata().end()) {
-    const absl::string_view id(it->second.data(), it->second.size());
-    bool ok = !id.empty() && id.size() <= 128;
-    for (char c : id) ok = ok && c > ' ' && c < 127;
-    if (ok) return std::string(id);
-  }
-  thread_local absl::BitGen gen;
-  return absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(gen), absl::Uniform<uint64_t>(gen));
-}
-
-// The audit event of a call by `p` (target, apps and changes are the store's).
-jobwheel::v1::AuditEvent AuditOf(const Principal& p, absl::string_view action,
-                                 const std::string& peer, const std::string& request_id) {
-  jobwheel::v1::AuditEvent e;
-  e.set_actor_token_id(p.token_id);
-  e.set_actor_name(p.name);
-  e.set_action(std::string(action));
-  e.set_peer(peer);
-  e.set_request_id(request_id);
-  return e;
-}
 std::string RunName(int64_t id) { return absl::StrCat("run ", id); }
 
 }  // namespace
@@ -66,7 +41,7 @@ grpc::ServerUnaryReactor* JobAdminService::Handle(
 grpc::ServerUnaryReactor* JobAdminService::CreateJob(grpc::CallbackServerContext* ctx,
                                                      const jobwheel::v1::CreateJobRequest* req,
                                                      jobwheel::v1::CreateJobResponse* resp) {
-  const std::string peer = ctx->peer(), request_id = RequestId(ctx);
+  const std::string peer = ctx->peer(), request_id = AuditRequestId(*ctx);
   return Handle(ctx, [this, req, resp, peer, request_id](const Principal& p) -> absl::Status {
     const jobwheel::v1::AuditEvent audit = AuditOf(p, "CreateJob", peer, request_id);
     RETURN_IF_ERROR(CheckWriter(p, "CreateJob"));
@@ -79,7 +54,7 @@ grpc::ServerUnaryReactor* JobAdminService::CreateJob(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* JobAdminService::UpdateJob(grpc::CallbackServerContext* ctx,
                                                      const jobwheel::v1::UpdateJobRequest* req,
                                                      jobwheel::v1::UpdateJobResponse* resp) {
-  const std::string peer = ctx->peer(), request_id = RequestId(ctx);
+  const std::string peer = ctx->peer(), request_id = AuditRequestId(*ctx);
   return Handle(ctx, [this, req, resp, peer, request_id](const Principal& p) -> absl::Status {
     const jobwheel::v1::AuditEvent audit = AuditOf(p, "UpdateJob", peer, request_id);
     RETURN_IF_ERROR(CheckWriter(p, "UpdateJob"));
@@ -117,7 +92,7 @@ grpc::ServerUnaryReactor* JobAdminService::ListJobs(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobAdminService::DeleteJob(grpc::CallbackServerContext* ctx,
                                                      const jobwheel::v1::DeleteJobRequest* req,
                                                      jobwheel::v1::DeleteJobResponse*) {
-  const std::string peer = ctx->peer(), request_id = RequestId(ctx);
+  const std::string peer = ctx->peer(), request_id = AuditRequestId(*ctx);
   return Handle(ctx, [this, req, peer, request_id](const Principal& p) -> absl::Status {
     const jobwheel::v1::AuditEvent audit = AuditOf(p, "DeleteJob", peer, request_id);
     RETURN_IF_ERROR(CheckWriter(p, "DeleteJob"));
@@ -131,7 +106,7 @@ grpc::ServerUnaryReactor* JobAdminService::DeleteJob(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* JobAdminService::PauseJob(grpc::CallbackServerContext* ctx,
                                                     const jobwheel::v1::PauseJobRequest* req,
                                                     jobwheel::v1::PauseJobResponse* resp) {
-  const std::string peer = ctx->peer(), request_id = RequestId(ctx);
+  const std::string peer = ctx->peer(), request_id = AuditRequestId(*ctx);
   return Handle(ctx, [this, req, resp, peer, request_id](const Principal& p) -> absl::Status {
     const jobwheel::v1::AuditEvent audit = AuditOf(p, "PauseJob", peer, request_id);
     RETURN_IF_ERROR(CheckWriter(p, "PauseJob"));
@@ -147,7 +122,7 @@ grpc::ServerUnaryReactor* JobAdminService::PauseJob(grpc::CallbackServerContext*
 grpc::ServerUnaryReactor* JobAdminService::ResumeJob(grpc::CallbackServerContext* ctx,
                                                      const jobwheel::v1::ResumeJobRequest* req,
                                                      jobwheel::v1::ResumeJobResponse* resp) {
-  const std::string peer = ctx->peer(), request_id = RequestId(ctx);
+  const std::string peer = ctx->peer(), request_id = AuditRequestId(*ctx);
   return Handle(ctx, [this, req, resp, peer, request_id](const Principal& p) -> absl::Status {
     const jobwheel::v1::AuditEvent audit = AuditOf(p, "ResumeJob", peer, request_id);
     RETURN_IF_ERROR(CheckWriter(p, "ResumeJob"));
@@ -163,7 +138,7 @@ grpc::ServerUnaryReactor* JobAdminService::ResumeJob(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* JobAdminService::TriggerJob(grpc::CallbackServerContext* ctx,
                                                       const jobwheel::v1::TriggerJobRequest* req,
                                                       jobwheel::v1::TriggerJobResponse* resp) {
-  const std::string peer = ctx->peer(), request_id = RequestId(ctx);
+  const std::string peer = ctx->peer(), request_id = AuditRequestId(*ctx);
   return Handle(ctx, [this, req, resp, peer, request_id](const Principal& p) -> absl::Status {
     const jobwheel::v1::AuditEvent audit = AuditOf(p, "TriggerJob", peer, request_id);
     RETURN_IF_ERROR(CheckWriter(p, "TriggerJob"));
@@ -198,7 +173,7 @@ grpc::ServerUnaryReactor* JobAdminService::GetRun(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* JobAdminService::KillRun(grpc::CallbackServerContext* ctx,
                                                    const jobwheel::v1::KillRunRequest* req,
                                                    jobwheel::v1::KillRunResponse* resp) {
-  const std::string peer = ctx->peer(), request_id = RequestId(ctx);
+  const std::string peer = ctx->peer(), request_id = AuditRequestId(*ctx);
   return Handle(ctx, [this, req, resp, peer, request_id](const Principal& p) -> absl::Status {
     const jobwheel::v1::AuditEvent audit = AuditOf(p, "KillRun", peer, request_id);
     RETURN_IF_ERROR(CheckWriter(p, "KillRun"));

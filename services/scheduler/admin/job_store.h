@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/audit/audit_filter.h"
 #include "jobwheel/v1/job_admin.pb.h"
 #include "jobwheel/v1/types.pb.h"
 
@@ -129,17 +130,6 @@ struct ManualFire {
 };
 
 enum class ExecutorState { kUnknown, kOffline, kOnline };
-
-// What ListAuditEvents reads (exact matches; empty: all).
-struct AuditFilter {
-  std::string actor;
-  std::string target;
-  std::string action;
-  std::optional<absl::Time> from;    // time >= this.
-  std::optional<absl::Time> before;  // time < this.
-  // Set: only events of these apps (the caller's token scope); an empty list matches nothing.
-  std::optional<std::vector<std::string>> only_apps;
-};
 
 // What a missing job or run answers; also what an id of an app the caller may not read answers,
 // so the answer does not tell whether it exists.

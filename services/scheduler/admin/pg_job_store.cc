@@ -10,12 +10,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/pg/pg_arrays.h"
+#include "common/pg/pg_audit_log.h"
 #include "common/pg/pg_errors.h"
 #include "common/pg/sql_enums.h"
 #include "common/time/proto_time.h"
 #include "pqxx/pqxx"
 #include "services/scheduler/admin/audit_diff.h"
-#include "services/scheduler/admin/pg_audit_log.h"
 #include "services/scheduler/job_row.h"
 
 namespace jobwheel::scheduler::admin {

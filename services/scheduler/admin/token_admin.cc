@@ -129,7 +129,7 @@ absl::Status TokenAdmin::Validate(const jobwheel::v1::CreateTokenRequest& req, a
 }
 
 absl::StatusOr<jobwheel::v1::CreateTokenResponse> TokenAdmin::CreateToken(
-    const jobwheel::v1::CreateTokenRequest& req) {
+    const jobwheel::v1::CreateTokenRequest& req, const jobwheel::v1::AuditEvent* audit) {
   const absl::Time now = clock_.Now();
   RETURN_IF_ERROR(Validate(req, now));
   ASSIGN_OR_RETURN(std::string secret, GenerateTokenSecret());
@@ -140,7 +140,7 @@ absl::StatusOr<jobwheel::v1::CreateTokenResponse> TokenAdmin::CreateToken(
   t.secret_hash = HashTokenSecret(secret);
   t.create_time = now;
   if (req.has_expire_time()) t.expire_time = FromProto(req.expire_time());
-  ASSIGN_OR_RETURN(TokenRow row, store_.Create(t));
+  ASSIGN_OR_RETURN(TokenRow row, store_.Create(t, audit));
   jobwheel::v1::CreateTokenResponse resp;
   *resp.mutable_token() = TokenToProto(row);
   resp.set_secret(std::move(secret));
@@ -155,9 +155,10 @@ absl::StatusOr<jobwheel::v1::ListTokensResponse> TokenAdmin::ListTokens(
   return resp;
 }
 
-absl::StatusOr<jobwheel::v1::Token> TokenAdmin::RevokeToken(int64_t id) {
+absl::StatusOr<jobwheel::v1::Token> TokenAdmin::RevokeToken(int64_t id,
+                                                            const jobwheel::v1::AuditEvent* audit) {
   RETURN_IF_ERROR(ValidateId(id, "id"));
-  ASSIGN_OR_RETURN(TokenRow row, store_.Revoke(id, clock_.Now()));
+  ASSIGN_OR_RETURN(TokenRow row, store_.Revoke(id, clock_.Now(), audit));
   return TokenToProto(row);
 }
 

@@ -21,13 +21,16 @@ class TokenAdmin {
  public:
   TokenAdmin(TokenStore& store, const Clock& clock) : store_(store), clock_(clock) {}
 
-  // The response carries the secret; it is never retrievable again.
+  // The response carries the secret; it is never retrievable again. Writes take `audit`
+  // (nullptr: not audited): the event the store records with the change (TokenStore).
   absl::StatusOr<jobwheel::v1::CreateTokenResponse> CreateToken(
-      const jobwheel::v1::CreateTokenRequest& req);
+      const jobwheel::v1::CreateTokenRequest& req, const jobwheel::v1::AuditEvent* audit = nullptr);
   absl::StatusOr<jobwheel::v1::ListTokensResponse> ListTokens(
       const jobwheel::v1::ListTokensRequest& req);
-  // Idempotent. Servers stop accepting the token within their cache period (a few seconds).
-  absl::StatusOr<jobwheel::v1::Token> RevokeToken(int64_t id);
+  // Idempotent (a second revoke is not audited). Servers stop accepting the token within
+  // their cache period (a few seconds).
+  absl::StatusOr<jobwheel::v1::Token> RevokeToken(int64_t id,
+                                                  const jobwheel::v1::AuditEvent* audit = nullptr);
   // The caller's own token: the stored row of an API token; for a bootstrap token (no row)
   // id 0 with the principal's name and role. UNAUTHENTICATED when the API token was revoked
   // since it was authenticated (the authenticator caches for a few seconds).

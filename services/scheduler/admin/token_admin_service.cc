@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "common/audit/audit_event.h"
 #include "common/grpc/unary_on_pool.h"
 #include "spdlog/spdlog.h"
 
@@ -29,9 +30,12 @@ grpc::ServerUnaryReactor* TokenAdminService::Handle(
 grpc::ServerUnaryReactor* TokenAdminService::CreateToken(
     grpc::CallbackServerContext* ctx, const jobwheel::v1::CreateTokenRequest* req,
     jobwheel::v1::CreateTokenResponse* resp) {
+  const std::string peer = ctx->peer(), request_id = AuditRequestId(*ctx);
   return Handle(ctx, "CreateToken", /*admin_only=*/true,
-                [this, req, resp](const Principal&) -> absl::Status {
-                  auto r = core_.CreateToken(*req);
+                [this, req, resp, peer, request_id](const Principal& p) -> absl::Status {
+                  const jobwheel::v1::AuditEvent audit =
+                      AuditOf(p, "CreateToken", peer, request_id);
+                  auto r = core_.CreateToken(*req, &audit);
                   if (!r.ok()) return r.status();
                   *resp = *std::move(r);
                   return absl::OkStatus();
@@ -53,9 +57,12 @@ grpc::ServerUnaryReactor* TokenAdminService::ListTokens(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* TokenAdminService::RevokeToken(
     grpc::CallbackServerContext* ctx, const jobwheel::v1::RevokeTokenRequest* req,
     jobwheel::v1::RevokeTokenResponse* resp) {
+  const std::string peer = ctx->peer(), request_id = AuditRequestId(*ctx);
   return Handle(ctx, "RevokeToken", /*admin_only=*/true,
-                [this, req, resp](const Principal&) -> absl::Status {
-                  auto r = core_.RevokeToken(req->id());
+                [this, req, resp, peer, request_id](const Principal& p) -> absl::Status {
+                  const jobwheel::v1::AuditEvent audit =
+                      AuditOf(p, "RevokeToken", peer, request_id);
+                  auto r = core_.RevokeToken(req->id(), &audit);
                   if (!r.ok()) return r.status();
                   *resp->mutable_token() = *std::move(r);
                   return absl::OkStatus();

@@ -1,4 +1,4 @@
-#include "services/scheduler/admin/pg_audit_log.h"
+#include "common/pg/pg_audit_log.h"
 
 #include <optional>
 #include <string>
@@ -6,7 +6,7 @@
 #include "common/pg/pg_arrays.h"
 #include "common/time/proto_time.h"
 
-namespace jobwheel::scheduler::admin {
+namespace jobwheel {
 namespace {
 
 std::vector<std::string> TextArray(const pqxx::field& f) {
@@ -93,4 +93,4 @@ int DeleteAuditEventsBefore(pqxx::transaction_base& tx, absl::Time cutoff, int l
           .affected_rows());
 }
 
-}  // namespace jobwheel::scheduler::admin
+}  // namespace jobwheel
