@@ -3,6 +3,10 @@
 
     python_sdk: rate_per_s=R achieved_per_s=A p99_ms=P lost=L dup=D ...
 
+--executor=cpp runs the same load on C++ executors (bench/bench_executor, its `noop`
+handler) and prints python_sdk_cpp_reference: ... instead (what the stack gives on this
+machine now, to read the Python line against).
+
 achieved: fires due in the window whose handler started (the executors' records), per second;
 p99_ms: handler start - scheduled time; lost: fires due in the window (the fires table) never
 executed by the end of the grace; dup: fires or run ids executed more than once.
@@ -40,6 +44,8 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=8)
     ap.add_argument("--duration", type=float, default=20)
     ap.add_argument("--grace", type=float, default=10)
+    # cpp: the same load on C++ executors (bench/bench_executor), for comparison.
+    ap.add_argument("--executor", choices=("python", "cpp"), default="python")
     a = ap.parse_args()
     if not 1 <= a.executors <= 8:
         print("python_sdk: --executors: 1 to 8", file=sys.stderr)
@@ -59,31 +65,35 @@ def main() -> int:
         if e.code() != grpc.StatusCode.ALREADY_EXISTS:
             raise
     record = os.path.join(work, "records")
+    cpp = os.path.join(E["STACK_ROOT"], "bazel-bin/bench/bench_executor")
+    if a.executor == "cpp" and not os.access(cpp, os.X_OK):
+        print(f"python_sdk: skipped: {cpp} is not built (bazel build //bench:bench_executor)")
+        return 77
     procs: list[subprocess.Popen[bytes]] = []
     for i in range(a.executors):
         log = open(os.path.join(work, f"py-{i}.log"), "ab")
-        procs.append(
-            subprocess.Popen(
-                [
-                    "/usr/bin/python3",
-                    os.path.join(E["STACK_ROOT"], "sdk/python/examples/demo_executor.py"),
-                    f"--listen=127.0.0.1:{ports[i]}",
-                    f"--app={app}",
-                    f"--registry_target={E['PYSDK_REGISTRY']}",
-                    f"--dispatcher_target={E['PYSDK_DISPATCHER']}",
-                    f"--executor_token_file={tok}/executor",
-                    f"--dispatcher_public_key_file={tok}/dispatcher.pub",
-                    f"--scheduler_public_key_file={tok}/scheduler.pub",
-                    f"--log_dir={work}/py-{i}/logs",
-                    f"--spool_dir={work}/py-{i}/spool",
-                    f"--record_file={record}",
-                    f"--stubs_dir={E['JOBWHEEL_PY_STUBS']}",
-                    "--log_level=warning",
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        )
+        if a.executor == "cpp":
+            cmd = [cpp, "--log_level=warn"]
+        else:
+            cmd = [
+                "/usr/bin/python3",
+                os.path.join(E["STACK_ROOT"], "sdk/python/examples/demo_executor.py"),
+                f"--stubs_dir={E['JOBWHEEL_PY_STUBS']}",
+                "--log_level=warning",
+            ]
+        cmd += [
+            f"--listen=127.0.0.1:{ports[i]}",
+            f"--app={app}",
+            f"--registry_target={E['PYSDK_REGISTRY']}",
+            f"--dispatcher_target={E['PYSDK_DISPATCHER']}",
+            f"--executor_token_file={tok}/executor",
+            f"--dispatcher_public_key_file={tok}/dispatcher.pub",
+            f"--scheduler_public_key_file={tok}/scheduler.pub",
+            f"--log_dir={work}/py-{i}/logs",
+            f"--spool_dir={work}/py-{i}/spool",
+            f"--record_file={record}",
+        ]
+        procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT))
     lister = registry_pb2_grpc.RegistryServiceStub(reg)
     try:
         end = time.monotonic() + 30
@@ -104,7 +114,7 @@ def main() -> int:
             job = types_pb2.Job(
                 app=app,
                 name=f"bench-py-{i}",
-                handler="echo",
+                handler="noop" if a.executor == "cpp" else "echo",
                 schedule=sched_,
                 routing_strategy=types_pb2.ROUTING_STRATEGY_ROUND,
                 enabled=True,
@@ -137,9 +147,12 @@ def main() -> int:
         with open(record) as f:
             for line in f:
                 w = line.split()
-                if len(w) < 7:
+                if a.executor == "cpp" and len(w) == 6:  # run job fire attempt sched recv
+                    run_id, fire_id, sched_us, recv_us = int(w[0]), int(w[2]), int(w[4]), int(w[5])
+                elif a.executor == "python" and len(w) >= 7:
+                    run_id, fire_id, sched_us, recv_us = int(w[0]), int(w[4]), int(w[5]), int(w[6])
+                else:
                     continue
-                run_id, fire_id, sched_us, recv_us = int(w[0]), int(w[4]), int(w[5]), int(w[6])
                 runs[run_id] = runs.get(run_id, 0) + 1
                 fires[fire_id] = fires.get(fire_id, 0) + 1
                 if fire_id in due:
@@ -148,8 +161,9 @@ def main() -> int:
         dup = sum(n - 1 for n in fires.values() if n > 1) + sum(
             n - 1 for n in runs.values() if n > 1
         )
+        label = "python_sdk" if a.executor == "python" else "python_sdk_cpp_reference"
         print(
-            f"python_sdk: rate_per_s={a.rate} achieved_per_s={len(executed) / a.duration:.1f} "
+            f"{label}: rate_per_s={a.rate} achieved_per_s={len(executed) / a.duration:.1f} "
             f"p50_ms={percentile(late, 0.5):.1f} p99_ms={percentile(late, 0.99):.1f} "
             f"max_ms={max(late, default=0):.1f} lost={len(due - set(fires))} dup={dup} "
             f"due={len(due)} executors={a.executors} window_s={a.duration:g}"
