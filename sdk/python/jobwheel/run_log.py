@@ -57,8 +57,15 @@ def _timestamp(now: float) -> str:
     return f"{prefix}{int((now - sec) * 1000):03d}"
 
 
+_day_cache: tuple[int, str] = (-1, "")
+
+
 def _day(now: float) -> str:
-    return dt.datetime.fromtimestamp(now, dt.timezone.utc).strftime("%Y-%m-%d")
+    global _day_cache
+    n = int(now // 86400)  # Unix time has 86,400 s a UTC day.
+    if _day_cache[0] != n:
+        _day_cache = (n, dt.datetime.fromtimestamp(now, dt.timezone.utc).strftime("%Y-%m-%d"))
+    return _day_cache[1]
 
 
 @dataclass
