@@ -13,23 +13,22 @@
 //  - the schedule lock, lost with the old primary, is re-acquired on the new one with a
 //    higher epoch, and no fire carries an epoch that was not the leader's at the time.
 // It prints `pg_failover: mode=sync kills=K switchovers=S fires_per_s=... resume_s=...
-// lost=... executed_twice=... results_lost=... nonterminal=...` (resume_s: the longest time
-// from a fault until fires were handed off again).
+// lost=... executed_twice=... results_lost=... nonterminal=...` (resume_s: the longest pause
+// in hand-offs to the dispatcher around either fault).
 //
 // Skipped (GTEST_SKIP) when Patroni or etcd is not installed (scripts/setup --test installs
 // them). JOBWHEEL_HA_JOBS sets the load (jobs firing every second; default 500).
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/testing/executions.h"
@@ -42,6 +41,7 @@
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "jobwheel/v1/leadership.grpc.pb.h"
 #include "pqxx/pqxx"
+#include "tests/ha/patroni_cluster.h"
 
 namespace jobwheel {
 namespace {
@@ -51,35 +51,14 @@ using testing::Stack;
 
 constexpr char kCron[] = "* * * * * ?";
 
-std::string Shell(const std::string& command, int* exit_code) {
-  std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    *exit_code = -1;
-    return out;
-  }
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
-  const int status = pclose(pipe);
-  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return std::string(absl::StripTrailingAsciiWhitespace(out));
-}
-
 class PgFailoverTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    script_ = testing::RunfilePath("scripts/lib/patroni.sh");
-    cluster_dir_ = testing::TestTempDir("patroni");
-    int rc = 0;
-    const std::string out =
-        Shell(absl::StrCat("bash ", script_, " start ", cluster_dir_, " 3 sync 2>&1"), &rc);
-    if (rc == 77) GTEST_SKIP() << out;
-    ASSERT_EQ(rc, 0) << out;
-    // The DSN is the last line (start prints nothing else on success).
-    dsn_ = out.substr(out.rfind('\n') == std::string::npos ? 0 : out.rfind('\n') + 1);
-    ASSERT_NE(dsn_.find("target_session_attrs=read-write"), std::string::npos) << out;
-    started_cluster_ = true;
+    const absl::Status started = cluster_.Start(3, "sync");
+    if (absl::IsFailedPrecondition(started)) GTEST_SKIP() << started.message();
+    ASSERT_TRUE(started.ok()) << started.message();
+    dsn_ = cluster_.dsn();
+    ASSERT_NE(dsn_.find("target_session_attrs=read-write"), std::string::npos) << dsn_;
 
     Stack::Options options;
     options.dsn = dsn_;
@@ -90,9 +69,10 @@ class PgFailoverTest : public ::testing::Test {
     // go out late, and must still go out (this counts every second).
     options.scheduler.extra_flags = {"--misfire_threshold=120s"};
     options.serving_timeout = absl::Seconds(60);
+    options.metrics = true;
     stack_ = std::make_unique<Stack>(options);
-    const absl::Status started = stack_->StartServices();
-    ASSERT_TRUE(started.ok()) << started << "\n" << stack_->Logs();
+    const absl::Status up = stack_->StartServices();
+    ASSERT_TRUE(up.ok()) << up << "\n" << stack_->Logs();
   }
 
   void TearDown() override {
@@ -100,22 +80,22 @@ class PgFailoverTest : public ::testing::Test {
       stack_->Stop();
       if (HasFailure()) std::cerr << stack_->Logs();
     }
-    if (started_cluster_) {
-      int rc = 0;
-      if (HasFailure()) {
-        std::cerr << Shell(absl::StrCat("tail -n 30 ", cluster_dir_, "/pg*/patroni.log"), &rc)
-                  << "\n";
-      }
-      Shell(absl::StrCat("bash ", script_, " stop ", cluster_dir_, " 2>&1"), &rc);
-    }
+    if (HasFailure()) std::cerr << cluster_.Logs() << "\n";
   }
 
-  std::string Patroni(const std::string& verb) {
-    int rc = 0;
-    const std::string out =
-        Shell(absl::StrCat("bash ", script_, " ", verb, " ", cluster_dir_, " 2>&1"), &rc);
-    EXPECT_EQ(rc, 0) << verb << ": " << out;
+  std::string Patroni(const std::string& verb, const std::string& after = "") {
+    bool ok = false;
+    const std::string out = cluster_.Run(verb, &ok, after);
+    EXPECT_TRUE(ok) << verb << ": " << out;
     return out;
+  }
+
+  // Scheduler replica i's /metrics.
+  std::string Metrics(int i) {
+    int rc = 0;
+    return testing::Shell(absl::StrCat("curl -fsS http://127.0.0.1:",
+                                       stack_->scheduler_process(i).metrics_port, "/metrics"),
+                          &rc);
   }
 
   // A query on the primary of the moment (a fresh connection each time: libpq finds it).
@@ -135,6 +115,18 @@ class PgFailoverTest : public ::testing::Test {
     pqxx::work tx(conn);
     tx.exec(sql);
     tx.commit();
+  }
+
+  // The longest pause in hand-offs (between consecutive dispatch times of the jobs' fires)
+  // from one second before `fault` to 60 s after it: how long firing stopped.
+  absl::Duration HandOffPause(absl::Time fault) {
+    const int64_t us = Count(absl::StrCat(
+        "SELECT (EXTRACT(EPOCH FROM max(gap)) * 1000000)::BIGINT FROM (SELECT dispatch_time - "
+        "lag(dispatch_time) OVER (ORDER BY dispatch_time) AS gap FROM fires WHERE status = 2 "
+        "AND job_id <> ",
+        probe_job_, " AND dispatch_time BETWEEN '", ToPgTimestamp(fault - absl::Seconds(1)),
+        "' AND '", ToPgTimestamp(fault + absl::Seconds(60)), "') g"));
+    return absl::Microseconds(us);
   }
 
   std::unique_ptr<grpc::ClientContext> Ctx() {
@@ -225,8 +217,8 @@ class PgFailoverTest : public ::testing::Test {
     return resumed ? FromMicros(first) - fault : timeout;
   }
 
-  std::string script_, cluster_dir_, dsn_;
-  bool started_cluster_ = false;
+  testing::PatroniCluster cluster_;
+  std::string dsn_;
   std::unique_ptr<Stack> stack_;
   int64_t probe_job_ = 0;
 };
@@ -236,6 +228,15 @@ TEST_F(PgFailoverTest, NothingLostNothingTwiceAcrossAKillAndASwitchover) {
   if (const char* j = std::getenv("JOBWHEEL_HA_JOBS")) jobs = std::atoi(j);
   ASSERT_NO_FATAL_FAILURE(StartExecutors());
   const int64_t epoch_start = LeaderEpoch();
+  // Synchronous replication: the scheduler reports one synchronous standby, no warning.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        const std::string m = Metrics(0);
+        return testing::MetricValue(m, "jobwheel_scheduler_db_standbys{sync=\"true\"}") == 1 &&
+               testing::MetricValue(m, "jobwheel_scheduler_db_async_replication") == 0;
+      },
+      absl::Seconds(30)))
+      << Metrics(0);
 
   const absl::Time first = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()) + 2);
   Exec(absl::StrCat(
@@ -262,11 +263,7 @@ TEST_F(PgFailoverTest, NothingLostNothingTwiceAcrossAKillAndASwitchover) {
       << "no scheduler re-acquired the schedule lock with a higher epoch (was " << epoch_start
       << ", now " << LeaderEpoch() << ")";
   // The dead node rejoins (as a standby, rewound) while the cluster runs on.
-  {
-    int rc = 0;
-    Shell(absl::StrCat("bash ", script_, " start-member ", cluster_dir_, " ", killed_member), &rc);
-    EXPECT_EQ(rc, 0);
-  }
+  Patroni("start-member", killed_member);
   const absl::Time steady = absl::Now();
   ASSERT_TRUE(Eventually([&] { return HandedOffAfter(steady) >= 3 * jobs; }, absl::Seconds(40)));
 
@@ -367,16 +364,21 @@ TEST_F(PgFailoverTest, NothingLostNothingTwiceAcrossAKillAndASwitchover) {
   }
   const absl::Duration window = end.begin()->second - first;
   const int64_t fires_per_s = jobs;
-  const double resume_s = absl::ToDoubleSeconds(std::max(resume_kill, resume_switch));
+  // resume_s: the longest pause in hand-offs around either fault.
+  const absl::Duration pause_kill = HandOffPause(killed);
+  const absl::Duration pause_switch = HandOffPause(switched);
+  const double resume_s = absl::ToDoubleSeconds(std::max(pause_kill, pause_switch));
   std::cout << "pg_failover: mode=sync kills=1 switchovers=1 fires_per_s=" << fires_per_s
             << " resume_s=" << absl::StrFormat("%.1f", resume_s) << " lost=" << lost
             << " executed_twice=" << executed_twice << " results_lost=" << results_lost
             << " nonterminal=" << nonterminal << "\n"
-            << "  (resume after the kill " << resume_kill << ", after the switchover "
-            << resume_switch << "; window " << window << ", " << expected << " fires expected, "
-            << fires << " recorded, " << duplicate << " duplicate, " << not_executed
-            << " not executed; epochs " << epoch_start << " -> " << epoch_after_kill << " -> "
-            << epoch_after_switch << ")" << std::endl;
+            << "  (hand-offs paused " << pause_kill << " around the kill, " << pause_switch
+            << " around the switchover; first fire due after the fault handed off " << resume_kill
+            << " after the kill, " << resume_switch << " after the switchover started; window "
+            << window << ", " << expected << " fires expected, " << fires << " recorded, "
+            << duplicate << " duplicate, " << not_executed << " not executed; epochs "
+            << epoch_start << " -> " << epoch_after_kill << " -> " << epoch_after_switch << ")"
+            << std::endl;
   for (const auto& [state, n] : fire_states) std::cout << "  fires " << state << ": " << n << "\n";
 
   EXPECT_EQ(lost, 0) << absl::StrJoin(examples, "; ");
@@ -390,6 +392,8 @@ TEST_F(PgFailoverTest, NothingLostNothingTwiceAcrossAKillAndASwitchover) {
   // Bounded by Patroni's detection (ttl 10 s) plus the reconnects.
   EXPECT_LE(resume_kill, absl::Seconds(30));
   EXPECT_LE(resume_switch, absl::Seconds(20));
+  EXPECT_LE(pause_kill, absl::Seconds(30));
+  EXPECT_LE(pause_switch, absl::Seconds(20));
 }
 
 }  // namespace
