@@ -108,13 +108,6 @@ absl::Status WaitForServingTls(const std::string& target, const ClientTls& tls,
   return absl::DeadlineExceededError(absl::StrCat(target, " not serving: ", last));
 }
 
-std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token) {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  AddBearer(*ctx, token);
-  return ctx;
-}
-
 absl::StatusOr<int> RunToExit(const std::string& binary, const std::vector<std::string>& args,
                               const std::string& log, const std::vector<std::string>& env,
                               absl::Duration timeout) {

@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "common/grpc/grpc_server.h"
 #include "common/testing/caller_keys.h"
+#include "common/testing/client_context.h"
 #include "common/testing/executions.h"
 #include "common/testing/process.h"
 #include "grpcpp/grpcpp.h"
@@ -38,9 +39,6 @@ std::string ReadFile(const std::string& path);
 // of `service` SERVING over `tls` (plaintext when tls.ca_file is empty).
 absl::Status WaitForServingTls(const std::string& target, const ClientTls& tls,
                                absl::Duration timeout, const std::string& service = "");
-
-// Adds `authorization: Bearer <token>` (when non-empty) and a 10 s deadline.
-std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token);
 
 // Starts the runfile `binary` with `args` (output to `log`) and waits up to `timeout` for it to
 // exit; returns its exit code, or DEADLINE_EXCEEDED (after killing it) when it kept running.

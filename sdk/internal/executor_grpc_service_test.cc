@@ -10,6 +10,7 @@
 #include "common/auth/bearer.h"
 #include "common/auth/caller_token.h"
 #include "common/grpc/grpc_server.h"
+#include "common/testing/client_context.h"
 #include "common/testing/process.h"
 #include "common/time/clock.h"
 #include "gmock/gmock.h"
@@ -124,10 +125,7 @@ class ExecutorGrpcServiceTest : public ::testing::Test {
   // The scheduler's (Kill, Log).
   std::unique_ptr<grpc::ClientContext> SchedulerCtx() { return Ctx(scheduler_token_); }
   std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token) {
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    AddBearer(*ctx, token);
-    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    return ctx;
+    return ::jobwheel::testing::Ctx(token, absl::Seconds(5));
   }
 
   grpc::Status Run(int64_t run_id, int64_t job_id, const std::string& handler,

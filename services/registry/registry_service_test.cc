@@ -19,6 +19,7 @@
 #include "common/base/work_pool.h"
 #include "common/grpc/grpc_server.h"
 #include "common/pg/pg_pool.h"
+#include "common/testing/client_context.h"
 #include "common/testing/pg_test_db.h"
 #include "common/testing/process.h"
 #include "common/time/clock.h"
@@ -126,10 +127,7 @@ class RegistryServiceTest : public ::testing::Test {
   }
 
   std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token) {
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    AddBearer(*ctx, token);
-    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    return ctx;
+    return ::jobwheel::testing::Ctx(token);
   }
 
   // A registration from a new executor process (each call its own instance id).

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "absl/status/status.h"
+#include "common/testing/client_context.h"
 #include "common/testing/stack.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -33,10 +34,7 @@ class SchedulerStackTest : public ::testing::Test {
 
   // An admin call's context: the stack's admin token, a 5 s deadline.
   std::unique_ptr<grpc::ClientContext> Ctx() {
-    auto c = std::make_unique<grpc::ClientContext>();
-    c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    c->AddMetadata("authorization", "Bearer " + stack_->admin_token());
-    return c;
+    return ::jobwheel::testing::Ctx(stack_->admin_token(), absl::Seconds(5));
   }
 
   std::unique_ptr<testing::Stack> stack_;

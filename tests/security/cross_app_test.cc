@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/auth/bearer.h"
+#include "common/testing/client_context.h"
 #include "common/testing/stack.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/executor.grpc.pb.h"
@@ -24,12 +25,7 @@ namespace {
 
 namespace v1 = ::jobwheel::v1;
 
-std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token) {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  AddBearer(*ctx, token);
-  return ctx;
-}
+using ::jobwheel::testing::Ctx;
 
 class CrossAppTest : public DemoStackSuite {
  protected:

@@ -11,6 +11,7 @@
 #include "common/auth/in_memory_token_store.h"
 #include "common/auth/token_authenticator.h"
 #include "common/grpc/grpc_server.h"
+#include "common/testing/client_context.h"
 #include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
@@ -58,10 +59,7 @@ class JobAdminScopeTest : public ::testing::Test {
   }
 
   std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token) {
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    AddBearer(*ctx, token);
-    return ctx;
+    return ::jobwheel::testing::Ctx(token);
   }
 
   static jobwheel::v1::Job NewJob(const std::string& app, std::vector<int64_t> children = {}) {

@@ -10,6 +10,7 @@
 #include "common/auth/in_memory_token_store.h"
 #include "common/auth/token_authenticator.h"
 #include "common/grpc/grpc_server.h"
+#include "common/testing/client_context.h"
 #include "common/time/clock.h"
 #include "common/time/proto_time.h"
 #include "gtest/gtest.h"
@@ -55,10 +56,7 @@ class JobAdminServiceTest : public ::testing::Test {
   }
 
   std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token = kToken) {
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    AddBearer(*ctx, token);
-    return ctx;
+    return ::jobwheel::testing::Ctx(token);
   }
 
   static jobwheel::v1::Job ValidJob() {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/auth/in_memory_token_store.h"
 #include "common/grpc/grpc_server.h"
+#include "common/testing/client_context.h"
 #include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/token_admin.grpc.pb.h"
@@ -35,10 +36,7 @@ class TokenAdminServiceTest : public ::testing::Test {
   void TearDown() override { server_->Shutdown(); }
 
   std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token) {
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
-    return ctx;
+    return ::jobwheel::testing::Ctx(token);
   }
 
   grpc::Status Create(const std::string& token, const std::string& name, jobwheel::v1::Role role,
