@@ -3,19 +3,16 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/base/log_text.h"
+#include "common/time/clock.h"
 #include "httplib.h"
 #include "services/xxl_gateway/xxl_protocol.h"
 #include "spdlog/spdlog.h"
 
 namespace jobwheel::xxl {
 namespace {
-
-std::pair<time_t, time_t> SecondsAndMicros(absl::Duration d) {
-  const int64_t micros = absl::ToInt64Microseconds(d);
-  return {static_cast<time_t>(micros / 1000000), static_cast<time_t>(micros % 1000000)};
-}
 
 void Reply(httplib::Response& res, const absl::Status& status) {
   res.status = 200;  // XXL reads the code in the body.
@@ -47,25 +44,32 @@ std::string Outcome(const absl::Status& s) {
 
 AdminHttpServer::AdminHttpServer(Options options, Gateway& gateway, GatewayMetrics& metrics,
                                  std::function<absl::Status()> ready)
-    : options_(std::move(options)),
-      gateway_(gateway),
-      metrics_(metrics),
-      ready_(std::move(ready)),
-      server_(std::make_unique<httplib::Server>()) {}
+    : options_(std::move(options)), gateway_(gateway), metrics_(metrics), ready_(std::move(ready)) {
+  GuardedHttpServer::Config c;
+  c.max_connections = options_.threads;
+  c.max_connections_per_client = options_.max_connections_per_client;
+  c.limits.request_deadline = options_.read_timeout;
+  c.limits.write_timeout = options_.write_timeout;
+  c.keep_alive_timeout = options_.keep_alive_timeout;
+  // Socket deadlines are waited for by poll(), in real time.
+  server_ = std::make_unique<GuardedHttpServer>(
+      c,
+      [this](const std::string& client, const absl::Status& why) {
+        metrics_.AdminRequest("none", "limited");
+        spdlog::debug("connection from {} refused: {}", client, std::string(why.message()));
+      },
+      RealClock::Get());
+}
 
 AdminHttpServer::~AdminHttpServer() { Shutdown(); }
 
 absl::Status AdminHttpServer::Start() {
   server_->set_payload_max_length(options_.max_body_bytes);
-  auto [rs, rus] = SecondsAndMicros(options_.read_timeout);
-  server_->set_read_timeout(rs, rus);
-  auto [ws, wus] = SecondsAndMicros(options_.write_timeout);
-  server_->set_write_timeout(ws, wus);
-  server_->set_keep_alive_timeout(
-      std::max<time_t>(1, absl::ToInt64Seconds(options_.keep_alive_timeout)));
-  server_->set_keep_alive_max_count(100);
-  const size_t threads = static_cast<size_t>(options_.threads);
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // Timeouts, keep-alive and the workers are GuardedHttpServer's (the constructor).
+  server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    return RefuseBeforeBody(req, res) ? httplib::Server::HandlerResponse::Handled
+                                      : httplib::Server::HandlerResponse::Unhandled;
+  });
   server_->Post(".*",
                 [this](const httplib::Request& req, httplib::Response& res) { Post(req, res); });
   server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
@@ -94,6 +98,36 @@ absl::Status AdminHttpServer::Start() {
 }
 
 void AdminHttpServer::Shutdown() { listener_.Stop(); }
+
+bool AdminHttpServer::RefuseBeforeBody(const httplib::Request& req, httplib::Response& res) {
+  GuardedHttpServer::Connection* conn = GuardedHttpServer::Current();
+  absl::Status refused = absl::OkStatus();
+  size_t budget = 0;
+  if (!req.get_header_value("Transfer-Encoding").empty()) {
+    // Chunk framing on top of the body: a little room, still bounded.
+    budget = options_.max_body_bytes + options_.max_body_bytes / 2 + 4096;
+  } else if (req.has_header("Content-Length")) {
+    uint64_t length = 0;
+    if (!absl::SimpleAtoi(req.get_header_value("Content-Length"), &length)) {
+      refused = absl::InvalidArgumentError("Content-Length: not a number");
+    } else if (length > options_.max_body_bytes) {
+      refused = absl::ResourceExhaustedError(absl::StrCat(
+          "request body of ", length, " bytes is over the limit of ", options_.max_body_bytes));
+    } else {
+      budget = static_cast<size_t>(length);
+    }
+  }
+  if (refused.ok()) {
+    if (conn != nullptr) conn->LimitBody(budget);
+    return false;
+  }
+  // The body stays unread: the connection cannot carry another request.
+  if (conn != nullptr) conn->CloseAfterResponse();
+  res.set_header("Connection", "close");
+  metrics_.AdminRequest(EndpointName(AdminEndpointOf(req.path)), Outcome(refused));
+  Reply(res, refused);
+  return true;
+}
 
 void AdminHttpServer::Post(const httplib::Request& req, httplib::Response& res) {
   const AdminEndpoint endpoint = AdminEndpointOf(req.path);

@@ -69,6 +69,9 @@ absl::Status GatewayServerOptions::Validate() {
   if (http_threads < 1 || http_threads > 1024) {
     return absl::InvalidArgumentError("--http_threads: 1..1024");
   }
+  if (max_connections_per_client < 1 || max_connections_per_client > http_threads) {
+    return absl::InvalidArgumentError("--max_connections_per_client: 1..--http_threads");
+  }
   if (probe_interval <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--probe_interval: must be positive");
   }

@@ -34,7 +34,8 @@ struct GatewayServerOptions {
   ServerTls server_tls;
   ClientTls client_tls;
   size_t max_body_bytes = 1 << 20;
-  int http_threads = 16;
+  int http_threads = 64;
+  int max_connections_per_client = 16;
   absl::Duration probe_interval = absl::Seconds(1);
   absl::Duration offline_after = absl::Seconds(2);
   absl::Duration call_timeout = absl::Seconds(3);

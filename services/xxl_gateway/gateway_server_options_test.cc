@@ -42,6 +42,9 @@ TEST(GatewayServerOptionsTest, ValidatesEachFlag) {
   o.scheduler_public_key_file = "";
   ExpectNames(o, "--scheduler_public_key_file");
   o = Good();
+  o.max_connections_per_client = o.http_threads + 1;
+  ExpectNames(o, "--max_connections_per_client");
+  o = Good();
   o.app_handlers = "bad app=h";
   ExpectNames(o, "--app_handlers");
   o = Good();

@@ -21,6 +21,8 @@ namespace jobwheel::xxl {
 class IdentityExecutorService final : public jobwheel::v1::ExecutorService::CallbackService {
  public:
   static constexpr int kMaxBatchRuns = 1000;
+  // RunBatch sends the runs of at most this many jobs side by side.
+  static constexpr int kBatchLanes = 16;
   static constexpr int kMaxGetRuns = 1000;
 
   IdentityExecutorService(IdentityRuns& runs, ExecutorCallers callers, WorkPool& pool,

@@ -59,7 +59,9 @@ ABSL_FLAG(std::string, tls_ca, "", "CA to verify the registry and dispatchers; e
 ABSL_FLAG(std::string, tls_client_cert, "", "client certificate (PEM) for mutual TLS");
 ABSL_FLAG(std::string, tls_client_key, "", "private key of --tls_client_cert");
 ABSL_FLAG(int64_t, max_body_bytes, 1 << 20, "largest admin-side request body (bytes)");
-ABSL_FLAG(int, http_threads, 16, "admin-side connections served at once");
+ABSL_FLAG(int, http_threads, 64, "admin-side connections served at once (each on a worker)");
+ABSL_FLAG(int, max_connections_per_client, 16,
+          "admin-side connections one client IP may hold (XXL executors on one host share it)");
 ABSL_FLAG(absl::Duration, probe_interval, absl::Seconds(1), "how often each /beat is probed");
 ABSL_FLAG(absl::Duration, offline_after, absl::Seconds(2),
           "an XXL executor not answering /beat this long goes offline");
@@ -96,6 +98,7 @@ absl::StatusOr<GatewayServerOptions> OptionsFromFlags() {
   const int64_t body = absl::GetFlag(FLAGS_max_body_bytes);
   c.max_body_bytes = body > 0 ? static_cast<size_t>(body) : 0;
   c.http_threads = absl::GetFlag(FLAGS_http_threads);
+  c.max_connections_per_client = absl::GetFlag(FLAGS_max_connections_per_client);
   c.probe_interval = absl::GetFlag(FLAGS_probe_interval);
   c.offline_after = absl::GetFlag(FLAGS_offline_after);
   c.call_timeout = absl::GetFlag(FLAGS_xxl_call_timeout);
@@ -158,6 +161,7 @@ int Run(const GatewayServerOptions& c) {
   ho.listen = c.listen_http;
   ho.max_body_bytes = c.max_body_bytes;
   ho.threads = c.http_threads;
+  ho.max_connections_per_client = c.max_connections_per_client;
   AdminHttpServer http(ho, gateway, metrics, [&draining]() -> absl::Status {
     if (draining) return absl::UnavailableError("draining");
     return absl::OkStatus();

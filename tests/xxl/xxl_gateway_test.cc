@@ -1,5 +1,10 @@
 // End to end through the XXL gateway: the real registry, dispatcher and scheduler, the gateway
 // and XXL-protocol test executors (tests/xxl/xxl_test_executor.py) of app "xxl-demo".
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "absl/strings/match.h"
@@ -20,6 +25,41 @@ using testing::Ctx;
 using testing::Ends;
 using testing::Eventually;
 using testing::Starts;
+
+// A TCP connection to 127.0.0.1:`port` from `source` (any 127/8 address on loopback); -1 when
+// it cannot be made.
+int ConnectFrom(const char* source, int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  inet_pton(AF_INET, source, &from.sin_addr);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0 ||
+      connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) != 0) {
+    close(fd);
+    return -1;
+  }
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  return fd;
+}
+
+// Sends `request` on `fd` and returns what comes back until the peer closes (or 5 s pass).
+std::string Exchange(int fd, const std::string& request) {
+  if (!request.empty()) (void)!send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
 
 bool Ended(const v1::Run& r) {
   return r.status() != v1::RUN_STATUS_RUNNING && r.status() != v1::RUN_STATUS_PENDING;
@@ -106,6 +146,67 @@ TEST_F(XxlGatewayTest, ACallbackFromAnotherExecutorOnTheSameHostSettlesNothing) 
   ASSERT_TRUE(ended.ok()) << ended.status();
   EXPECT_EQ(ended->status(), v1::RUN_STATUS_SUCCEEDED) << ended->result_message();
   EXPECT_FALSE(absl::StrContains(ended->result_message(), "forged"));
+}
+
+// One client holding every connection it may (16 from one IP by default) gets 503 for the next
+// one at once; another client (127.0.0.2) is still served, both /healthz and the admin API.
+TEST_F(XxlGatewayTest, OneClientCannotExhaustTheAdminHttpSide) {
+  std::vector<int> held;
+  for (int i = 0; i < 16; ++i) {
+    const int fd = ConnectFrom("127.0.0.1", http_port_);
+    ASSERT_GE(fd, 0) << i;
+    held.push_back(fd);
+  }
+  // Admission is counted on the gateway's accepting thread: wait until all 16 are counted,
+  // which the 17th is then refused for.
+  std::string refused;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const int fd = ConnectFrom("127.0.0.1", http_port_);
+        if (fd < 0) return false;
+        refused = Exchange(fd, "GET /healthz HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n");
+        close(fd);
+        return absl::StartsWith(refused, "HTTP/1.1 503");
+      },
+      absl::Seconds(10)))
+      << refused;
+  const int other = ConnectFrom("127.0.0.2", http_port_);
+  ASSERT_GE(other, 0) << "no 127.0.0.2 on loopback";
+  const std::string health =
+      Exchange(other, "GET /healthz HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n");
+  close(other);
+  EXPECT_TRUE(absl::StartsWith(health, "HTTP/1.1 200")) << health;
+  const int api = ConnectFrom("127.0.0.2", http_port_);
+  ASSERT_GE(api, 0);
+  const std::string body =
+      R"({"registryGroup":"EXECUTOR","registryKey":"xxl-demo","registryValue":"http://127.0.0.2:1/"})";
+  const std::string answer =
+      Exchange(api, absl::StrCat("POST /api/registry HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n"
+                                 "Content-Type: application/json\r\nContent-Length: ",
+                                 body.size(), "\r\n\r\n", body));
+  close(api);
+  EXPECT_TRUE(absl::StrContains(answer, "missing XXL-JOB-ACCESS-TOKEN")) << answer;
+  // A body announced over the limit is refused before it is sent.
+  const int big = ConnectFrom("127.0.0.2", http_port_);
+  ASSERT_GE(big, 0);
+  const std::string too_big =
+      Exchange(big,
+               "POST /api/callback HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
+               "Content-Length: 100000000\r\n\r\n");
+  close(big);
+  EXPECT_TRUE(absl::StrContains(too_big, "over the limit")) << too_big;
+  for (int fd : held) close(fd);
+  // Released: the first client is served again.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const int fd = ConnectFrom("127.0.0.1", http_port_);
+        if (fd < 0) return false;
+        const std::string r =
+            Exchange(fd, "GET /healthz HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n");
+        close(fd);
+        return absl::StartsWith(r, "HTTP/1.1 200");
+      },
+      absl::Seconds(10)));
 }
 
 TEST_F(XxlGatewayTest, ShardBroadcastOverTwoXxlExecutors) {
