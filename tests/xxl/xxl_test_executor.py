@@ -17,6 +17,8 @@ Handlers (the job's executorHandler):
   shard     logs broadcastIndex/broadcastTotal and succeeds
 Every handler start and end is appended to --executions_file as
 "start handler=H job=J fire=0 run=R attempt=0" / "end ... ok=0|1 cancelled=0|1".
+With --arrivals_file, every /run that arrives appends "logId arrival_us" (wall clock, not
+synced: the bench's record of when each trigger reached the executor).
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class Executor:
         os.makedirs(args.spool_dir, exist_ok=True)
         self.spool_path = os.path.join(args.spool_dir, "callbacks.jsonl")
         self.exec_lock = threading.Lock()
+        self.arrivals = open(args.arrivals_file, "a", buffering=1) if args.arrivals_file else None
 
     # ---- bookkeeping -------------------------------------------------------------------
     def record(self, line: str) -> None:
@@ -107,6 +110,12 @@ class Executor:
             "msg": msg if msg is not None else "Success",
             "data": payload,
         }
+
+    def arrived(self, body: Dict[str, Any], at_us: int) -> None:
+        if self.arrivals is None:
+            return
+        with self.exec_lock:
+            self.arrivals.write("%s %d\n" % (body.get("logId", 0), at_us))
 
     # ---- runs --------------------------------------------------------------------------
     def run(self, body: Dict[str, Any]) -> Dict[str, Any]:
@@ -148,7 +157,7 @@ class Executor:
     def job_loop(self, jt: JobThread) -> None:
         while not jt.stop.is_set():
             try:
-                t = jt.queue.get(timeout=0.5)
+                t = jt.queue.get(timeout=3)  # A kill wakes it at once (None).
             except queue.Empty:
                 continue
             if t is None:
@@ -195,15 +204,16 @@ class Executor:
             outcome["code"], outcome["msg"] = code, msg
             done.set()
 
-        threading.Thread(target=work, daemon=True).start()
         timed_out = False
         if t.timeout_s > 0:
+            # As XXL does: a run with a timeout runs on a thread of its own, waited for.
+            threading.Thread(target=work, daemon=True).start()
             if not done.wait(t.timeout_s):
                 timed_out = True
                 jt.stop.set()
                 jt.killed_reason = "timeout"
         else:
-            done.wait()
+            work()  # On the job's thread.
         if timed_out:
             self.log(t, "timed out after %d s" % t.timeout_s)
             self.callback(t, 502, "job execute timeout ")
@@ -391,6 +401,7 @@ def make_handler(ex: Executor) -> type:
             self.reply(ex.envelope(500, "invalid request, HttpMethod not support."))
 
         def do_POST(self) -> None:  # noqa: N802
+            at_us = time.time_ns() // 1000
             length = int(self.headers.get("Content-Length", "0"))
             raw = self.rfile.read(length) if length > 0 else b""
             if ex.args.token and self.headers.get("XXL-JOB-ACCESS-TOKEN") != ex.args.token:
@@ -408,6 +419,8 @@ def make_handler(ex: Executor) -> type:
                 body = {}
             if not isinstance(body, dict):
                 body = {}
+            if self.path == "/run":
+                ex.arrived(body, at_us)
             self.reply(route(body))
 
         def log_message(self, fmt: str, *args: Any) -> None:
@@ -432,6 +445,7 @@ def main() -> int:
     p.add_argument("--log_dir", required=True)
     p.add_argument("--spool_dir", required=True)
     p.add_argument("--executions_file", default="")
+    p.add_argument("--arrivals_file", default="")
     p.add_argument("--register_interval", type=float, default=30.0)
     p.add_argument("--callback_retry", type=float, default=1.0)
     p.add_argument("--verbose", action="store_true")
