@@ -45,7 +45,7 @@ std::string RunfilePath(const std::string& workspace_relative);
 int PickFreePort();
 
 // Polls `condition` every 10 ms until it is true or `timeout` passes; returns whether it held.
-bool Eventually(const std::function<bool()>& condition, absl::Duration timeout);
+bool Eventually(const std::function<bool()>& condition, absl::Duration timeout = absl::Seconds(10));
 
 // Waits until the gRPC server at `target` answers a health check of `service` ("" is the
 // whole server: its readiness; "liveness" where the server tells it apart) with SERVING.

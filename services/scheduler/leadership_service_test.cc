@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "common/grpc/grpc_server.h"
 #include "common/testing/pg_test_db.h"
+#include "common/testing/process.h"
 #include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "pqxx/pqxx"
@@ -19,14 +20,7 @@
 namespace jobwheel::scheduler {
 namespace {
 
-bool Eventually(const std::function<bool()>& cond, absl::Duration timeout = absl::Seconds(10)) {
-  const absl::Time deadline = RealClock::Get().Now() + timeout;
-  while (!cond()) {
-    if (RealClock::Get().Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return true;
-}
+using ::jobwheel::testing::Eventually;
 
 class Replica {
  public:

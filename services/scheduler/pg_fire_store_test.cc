@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/testing/pg_test_db.h"
+#include "common/testing/process.h"
 #include "common/time/clock.h"
 #include "common/time/proto_time.h"
 #include "gtest/gtest.h"
@@ -20,14 +21,7 @@
 namespace jobwheel::scheduler {
 namespace {
 
-bool Eventually(const std::function<bool()>& cond, absl::Duration timeout = absl::Seconds(10)) {
-  const absl::Time deadline = RealClock::Get().Now() + timeout;
-  while (!cond()) {
-    if (RealClock::Get().Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return true;
-}
+using ::jobwheel::testing::Eventually;
 
 // Records batches and marks fires DISPATCHED as a real dispatcher would.
 class RecordingDispatcher : public DispatchClient {
