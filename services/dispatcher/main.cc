@@ -46,7 +46,9 @@
 ABSL_FLAG(std::string, listen, "127.0.0.1:7102", "gRPC listen address");
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9102",
           "Prometheus /metrics address; empty disables");
-ABSL_FLAG(std::string, db_dsn, "", "PostgreSQL connection string");
+ABSL_FLAG(std::string, db_dsn, "",
+          "PostgreSQL connection string (libpq); for a highly available database name every "
+          "member, host=a,b port=5432,5432 target_session_attrs=read-write (docs/database.md)");
 ABSL_FLAG(std::string, registry_target, "127.0.0.1:7101",
           "registry replicas: host:port, a comma-separated list, or a gRPC target (dns:///...)");
 ABSL_FLAG(std::string, replica_id, "", "this replica's id; default hostname-pid");

@@ -41,7 +41,9 @@
 ABSL_FLAG(std::string, listen, "127.0.0.1:7101", "gRPC listen address");
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9101",
           "Prometheus /metrics listen address; empty disables");
-ABSL_FLAG(std::string, db_dsn, "", "PostgreSQL connection string (libpq)");
+ABSL_FLAG(std::string, db_dsn, "",
+          "PostgreSQL connection string (libpq); for a highly available database name every "
+          "member, host=a,b port=5432,5432 target_session_attrs=read-write (docs/database.md)");
 ABSL_FLAG(int, db_pool_size, 8, "PostgreSQL connections (and blocking worker threads)");
 ABSL_FLAG(std::string, replica_id, "", "This replica's id; default hostname-pid");
 ABSL_FLAG(absl::Duration, beat_interval, absl::Seconds(1), "How often executors beat");
