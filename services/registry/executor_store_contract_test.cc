@@ -14,6 +14,7 @@
 #include "common/testing/pg_store_test.h"
 #include "common/time/clock.h"
 #include "gtest/gtest.h"
+#include "services/registry/executor_test_data.h"
 #include "services/registry/in_memory_executor_store.h"
 #include "services/registry/pg_executor_store.h"
 
@@ -64,22 +65,10 @@ class PgEnv {
   std::unique_ptr<PgExecutorStore> store_;
 };
 
-v1::Executor Exec(const std::string& app, const std::string& address) {
-  v1::Executor e;
-  e.set_app(app);
-  e.set_address(address);
-  e.add_handlers("echo");
-  e.add_handlers("with \"quote\" and \\ back,slash");
-  e.set_sdk_version("cpp-0.1");
-  e.set_capacity(8);
-  (*e.mutable_labels())["zone"] = "eu-1";
-  (*e.mutable_labels())["team"] = "a \"b\"";
-  e.set_allow_scripts(true);
-  return e;
-}
+using store_testing::Exec;
+using store_testing::kX;
+using store_testing::kY;
 
-constexpr char kX[] = "instance-x-0123456789";
-constexpr char kY[] = "instance-y-0123456789";
 constexpr absl::Duration kLease = absl::Seconds(10);
 
 template <typename Env>

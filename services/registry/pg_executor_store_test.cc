@@ -14,27 +14,14 @@
 #include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "pqxx/pqxx"
+#include "services/registry/executor_test_data.h"
 
 namespace jobwheel::registry {
 namespace {
 
-v1::Executor Exec(const std::string& app, const std::string& address) {
-  v1::Executor e;
-  e.set_app(app);
-  e.set_address(address);
-  e.add_handlers("echo");
-  e.add_handlers("with \"quote\" and \\ back,slash");
-  e.set_sdk_version("cpp-0.1");
-  e.set_capacity(8);
-  (*e.mutable_labels())["zone"] = "eu-1";
-  (*e.mutable_labels())["team"] = "a \"b\"";
-  e.set_allow_scripts(true);
-  return e;
-}
-
-// Executor processes (ExecutorRegistration.instance_id).
-constexpr char kX[] = "instance-x-0123456789";
-constexpr char kY[] = "instance-y-0123456789";
+using store_testing::Exec;
+using store_testing::kX;
+using store_testing::kY;
 
 class PgExecutorStoreTest : public ::testing::Test {
  protected:
