@@ -35,7 +35,8 @@ bool Bindable(int port) {
   return ok;
 }
 
-// The first of `n` consecutive ports that are free now (the gateway's --executor_ports).
+}  // namespace
+
 int FreePortRange(int n) {
   for (int attempt = 0; attempt < 50; ++attempt) {
     const int base = testing::PickFreePort();
@@ -46,8 +47,6 @@ int FreePortRange(int n) {
   }
   return testing::PickFreePort();
 }
-
-}  // namespace
 
 void XxlStackTest::SetUp() {
   StackTest::SetUp();
@@ -111,8 +110,10 @@ void XxlStackTest::StartXxl(int i, const std::string& token, const std::string& 
   p.binary = "tests/xxl/xxl_test_executor.py";
   p.serves = false;
   p.port = xxl_ports_[i];
+  std::string admins = absl::StrCat("http://127.0.0.1:", http_port_, "/xxl-job-admin");
+  for (int port : more_admin_ports_) absl::StrAppend(&admins, ",http://127.0.0.1:", port, "/");
   p.args = {absl::StrCat("--port=", xxl_ports_[i]),
-            absl::StrCat("--admin=http://127.0.0.1:", http_port_, "/xxl-job-admin"),
+            "--admin=" + admins,
             "--app=" + app,
             "--envelope=" + envelope,
             "--log_dir=" + dir + "/logs",

@@ -18,6 +18,9 @@ namespace jobwheel::xxl_test {
 
 inline constexpr char kApp[] = "xxl-demo";
 
+// The first of `n` consecutive ports that are free now (a gateway's --executor_ports).
+int FreePortRange(int n);
+
 struct XxlAdminAnswer {
   int code = 0;
   std::string msg;
@@ -54,6 +57,9 @@ class XxlStackTest : public e2e::StackTest {
   int port_from_ = 0;
   std::vector<std::unique_ptr<testing::StackProcess>> xxl_;
   std::vector<int> xxl_ports_;
+  // Further admin addresses XXL executors started from now on are given after the gateway's
+  // (xxl.job.admin.addresses is a list: they register with the first that answers).
+  std::vector<int> more_admin_ports_;
 };
 
 }  // namespace jobwheel::xxl_test
