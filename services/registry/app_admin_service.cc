@@ -46,40 +46,35 @@ void AppAdminService::FillOnline(v1::App* app) const {
   }
 }
 
+grpc::ServerUnaryReactor* AppAdminService::WriteApp(grpc::CallbackServerContext* context,
+                                                    const v1::App& in, absl::string_view action,
+                                                    AppWrite write, v1::App* out) {
+  const std::string peer = context->peer(), request_id = AuditRequestId(*context);
+  return Run(context, /*write=*/true,
+             [this, &in, action = std::string(action), write, out, peer,
+              request_id](const Principal& p) -> absl::Status {
+               v1::App app = Normalized(in);
+               absl::Status s = ValidateApp(app);
+               if (!s.ok()) return s;
+               const v1::AuditEvent audit = AuditOf(p, action, peer, request_id);
+               auto written = (store_.*write)(app, &audit);
+               if (!written.ok()) return written.status();
+               *out = *std::move(written);
+               FillOnline(out);
+               return absl::OkStatus();
+             });
+}
+
 grpc::ServerUnaryReactor* AppAdminService::CreateApp(grpc::CallbackServerContext* context,
                                                      const v1::CreateAppRequest* request,
                                                      v1::CreateAppResponse* response) {
-  const std::string peer = context->peer(), request_id = AuditRequestId(*context);
-  return Run(context, /*write=*/true,
-             [this, request, response, peer, request_id](const Principal& p) -> absl::Status {
-               v1::App app = Normalized(request->app());
-               absl::Status s = ValidateApp(app);
-               if (!s.ok()) return s;
-               const v1::AuditEvent audit = AuditOf(p, "CreateApp", peer, request_id);
-               auto created = store_.Create(app, &audit);
-               if (!created.ok()) return created.status();
-               *response->mutable_app() = *std::move(created);
-               FillOnline(response->mutable_app());
-               return absl::OkStatus();
-             });
+  return WriteApp(context, request->app(), "CreateApp", &AppStore::Create, response->mutable_app());
 }
 
 grpc::ServerUnaryReactor* AppAdminService::UpdateApp(grpc::CallbackServerContext* context,
                                                      const v1::UpdateAppRequest* request,
                                                      v1::UpdateAppResponse* response) {
-  const std::string peer = context->peer(), request_id = AuditRequestId(*context);
-  return Run(context, /*write=*/true,
-             [this, request, response, peer, request_id](const Principal& p) -> absl::Status {
-               v1::App app = Normalized(request->app());
-               absl::Status s = ValidateApp(app);
-               if (!s.ok()) return s;
-               const v1::AuditEvent audit = AuditOf(p, "UpdateApp", peer, request_id);
-               auto updated = store_.Update(app, &audit);
-               if (!updated.ok()) return updated.status();
-               *response->mutable_app() = *std::move(updated);
-               FillOnline(response->mutable_app());
-               return absl::OkStatus();
-             });
+  return WriteApp(context, request->app(), "UpdateApp", &AppStore::Update, response->mutable_app());
 }
 
 grpc::ServerUnaryReactor* AppAdminService::GetApp(grpc::CallbackServerContext* context,

@@ -45,6 +45,12 @@ class AppAdminService final : public v1::AppAdminService::CallbackService {
   grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context, bool write,
                                 std::function<absl::Status(const Principal&)> fn);
   void FillOnline(v1::App* app) const;
+  // CreateApp and UpdateApp: normalizes and validates `in` (the request's, which outlives the
+  // call), writes it with `write` audited as `action`, and answers it in `out` with its online
+  // addresses.
+  using AppWrite = absl::StatusOr<v1::App> (AppStore::*)(const v1::App&, const v1::AuditEvent*);
+  grpc::ServerUnaryReactor* WriteApp(grpc::CallbackServerContext* context, const v1::App& in,
+                                     absl::string_view action, AppWrite write, v1::App* out);
 
   AppStore& store_;
   ExecutorView& view_;
