@@ -23,7 +23,12 @@ FireEngine::FireEngine(Options options, FireStore& store, DispatchClient& dispat
       dispatcher_(dispatcher),
       clock_(clock),
       metrics_(metrics),
-      coverage_(options.misfire_threshold) {}
+      coverage_(options.misfire_threshold),
+      pacer_([&] {
+        AdmissionPacer::Options a = options.admission;
+        a.window = options.preread_window + options.claim_ahead;
+        return a;
+      }()) {}
 
 FireEngine::~FireEngine() { Shutdown(); }
 
@@ -71,6 +76,7 @@ void FireEngine::OnElected(int64_t epoch) {
     fires_.clear();
     retries_.clear();
     ready_.clear();
+    pacer_.Reset();
   }
   timer_.Clear();
   metrics_.is_leader.Set(1);
@@ -98,6 +104,7 @@ void FireEngine::OnDeposed() {
     fires_.clear();
     retries_.clear();
     ready_.clear();
+    pacer_.Reset();
   }
   timer_.Clear();
   metrics_.is_leader.Set(0);
@@ -137,8 +144,15 @@ absl::Time FireEngine::HandOffAt(absl::Time scheduled) const {
 
 absl::StatusOr<int> FireEngine::ClaimOnce() {
   const absl::Time now = clock_.Now();
-  const ClaimWindow window{options_.preread_window, options_.claim_ahead,
-                           options_.misfire_threshold};
+  ClaimWindow window{options_.preread_window, options_.claim_ahead, options_.misfire_threshold};
+  Admit(now, window);
+  if (window.max_pending_fires <= 0 && !window.shed_past_due) {
+    // At the admission rate already: what is due waits (shed once it is behind, see below).
+    absl::MutexLock lock(&mu_);
+    pacer_.OnHeldBack(now);
+    metrics_.claims_held_back.Increment();
+    return 0;
+  }
   // The decision is pure (fire_plan.h); the store makes it inside the claim transaction, on
   // the jobs it locked.
   ClaimPlan plan;
@@ -163,8 +177,33 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
     spdlog::error("job {}: stored schedule is invalid, not firing: {}", job_id, status.ToString());
   }
   for (const MisfireCount& m : plan.misfires) metrics_.Misfires(m.strategy, m.missed);
+  if (plan.shed > 0) metrics_.fires_shed.Increment(static_cast<double>(plan.shed));
+  if (plan.held_back > 0) {
+    absl::MutexLock lock(&mu_);
+    pacer_.OnHeldBack(now);
+    metrics_.claims_held_back.Increment();
+  }
   for (Fire& f : claimed->fires) Hold(std::move(f));
-  return claimed->jobs;
+  // Jobs left for later are not counted: a held-back claim is not a full batch.
+  return claimed->jobs - static_cast<int>(plan.held_back);
+}
+
+void FireEngine::Admit(absl::Time now, ClaimWindow& window) {
+  if (!options_.pace_admission) return;
+  absl::MutexLock lock(&mu_);
+  // A hand-off stuck behind the ready queue tells as much as one that came late.
+  if (!ready_.empty() && !ready_.front().empty()) {
+    auto it = fires_.find(ready_.front().front());
+    if (it != fires_.end() && it->second.fire_id() != 0) {
+      pacer_.OnHandOff(
+          now, 0,
+          HandOffLateness(it->second.trigger_type(), FromProto(it->second.scheduled_time()), now,
+                          options_.dispatch_lead, options_.handoff_interval));
+    }
+  }
+  window.max_pending_fires = pacer_.Budget(now, static_cast<int64_t>(fires_.size()));
+  window.shed_past_due = pacer_.Shedding(now);
+  metrics_.admission_rate.Set(pacer_.rate());
 }
 
 absl::StatusOr<int> FireEngine::LoadPending(bool all_types) {
@@ -266,6 +305,7 @@ void FireEngine::HandOffLoop() {
 void FireEngine::DispatchLoop() {
   while (true) {
     std::vector<int64_t> batch;
+    bool stale = false;
     {
       absl::MutexLock lock(&mu_);
       auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -273,18 +313,61 @@ void FireEngine::DispatchLoop() {
       };
       mu_.Await(absl::Condition(&has_work));
       if (stopping_) return;
-      batch = std::move(ready_.front());
-      ready_.pop_front();
-      // Whatever else is due rides along: under load one transaction carries many fires
-      // instead of many transactions queueing behind each other.
-      const size_t max = static_cast<size_t>(options_.dispatch_batch);
-      while (!ready_.empty() && batch.size() + ready_.front().size() <= max) {
-        batch.insert(batch.end(), ready_.front().begin(), ready_.front().end());
-        ready_.pop_front();
-      }
+      batch = TakeReadyLocked(clock_.Now(), &stale);
     }
-    DispatchBatch(std::move(batch));
+    if (!stale) {
+      DispatchBatch(std::move(batch), options_.misfire_threshold);
+      continue;
+    }
+    DispatchBatch(std::move(batch), options_.shed_late_after);
+    absl::MutexLock lock(&mu_);
+    settling_ = false;
   }
+}
+
+bool FireEngine::FrontIsStaleLocked(absl::Time now) const {
+  if (ready_.empty()) return false;
+  for (int64_t id : ready_.front()) {
+    auto it = fires_.find(id);
+    if (it == fires_.end() || it->second.fire_id() == 0) continue;
+    return IsLateFire(it->second.trigger_type(), FromProto(it->second.scheduled_time()), now,
+                      options_.shed_late_after);
+  }
+  return false;
+}
+
+std::vector<int64_t> FireEngine::TakeReadyLocked(absl::Time now, bool* stale) {
+  std::vector<int64_t> batch;
+  const bool shedding = options_.pace_admission && pacer_.Shedding(now);
+  if (shedding && !settling_ && FrontIsStaleLocked(now)) {
+    // The oldest, too late to go on time: shed in one transaction.
+    settling_ = true;
+    *stale = true;
+    const size_t max = static_cast<size_t>(options_.settle_batch);
+    while (!ready_.empty() && batch.size() < max && FrontIsStaleLocked(now)) {
+      batch.insert(batch.end(), ready_.front().begin(), ready_.front().end());
+      ready_.pop_front();
+    }
+    return batch;
+  }
+  // Whatever else is due rides along: under load one transaction carries many fires instead of
+  // many transactions queueing behind each other. Shedding, the newest go first.
+  const size_t max = static_cast<size_t>(options_.dispatch_batch);
+  auto take = [&](bool newest) {
+    std::vector<int64_t>& next = newest ? ready_.back() : ready_.front();
+    batch.insert(batch.end(), next.begin(), next.end());
+    if (newest) {
+      ready_.pop_back();
+    } else {
+      ready_.pop_front();
+    }
+  };
+  take(shedding);
+  while (!ready_.empty() &&
+         batch.size() + (shedding ? ready_.back() : ready_.front()).size() <= max) {
+    take(shedding);
+  }
+  return batch;
 }
 
 void FireEngine::Requeue(const std::vector<int64_t>& ids) {
@@ -312,7 +395,7 @@ void FireEngine::CoverHeldMisfires(MisfireCoverage::Ledger& ledger, absl::Time n
 }
 
 void FireEngine::SettleLate(const std::vector<int64_t>& late, absl::Time now,
-                            jobwheel::v1::DispatchRequest& request) {
+                            absl::Duration late_after, jobwheel::v1::DispatchRequest& request) {
   LatePlan plan;
   absl::StatusOr<std::vector<int64_t>> pending =
       coverage_.Plan([&](MisfireCoverage::Ledger& ledger) {
@@ -320,8 +403,7 @@ void FireEngine::SettleLate(const std::vector<int64_t>& late, absl::Time now,
         const absl::Time start = clock_.Now();
         absl::StatusOr<std::vector<int64_t>> result =
             store_.SettleLateFires(late, [&](const std::vector<Fire>& fires) -> const LatePlan& {
-              plan = PlanLateFires(fires, now, options_.misfire_threshold,
-                                   ledger.fired_once_through());
+              plan = PlanLateFires(fires, now, late_after, ledger.fired_once_through());
               return plan;
             });
         metrics_.DbQuery("settle_late", clock_.Now() - start, result.ok());
@@ -337,7 +419,7 @@ void FireEngine::SettleLate(const std::vector<int64_t>& late, absl::Time now,
   }
   for (const MisfireCount& m : plan.misfires) metrics_.Misfires(m.strategy, m.missed);
   spdlog::info("{} fires were handed off more than {} late: {} skipped, {} fired once, {} gone",
-               late.size(), absl::FormatDuration(options_.misfire_threshold), plan.skipped.size(),
+               late.size(), absl::FormatDuration(late_after), plan.skipped.size(),
                plan.fired_once.size(), late.size() - plan.skipped.size() - pending->size());
   absl::flat_hash_set<int64_t> once;
   for (const LateFire& f : plan.fired_once) once.insert(f.fire_id);
@@ -357,7 +439,7 @@ void FireEngine::SettleLate(const std::vector<int64_t>& late, absl::Time now,
   }
 }
 
-void FireEngine::DispatchBatch(std::vector<int64_t> ids) {
+void FireEngine::DispatchBatch(std::vector<int64_t> ids, absl::Duration late_after) {
   // Only while this replica leads. Fires that an edit, pause or delete removed meanwhile are
   // not looked up first: the dispatcher locks each fire row and creates runs only for a
   // PENDING one, and answers not_found for a row that is gone (one round trip fewer per batch).
@@ -380,7 +462,7 @@ void FireEngine::DispatchBatch(std::vector<int64_t> ids) {
       // in two batches after a quick deposed-and-elected): never sent twice, never blank.
       if (it == fires_.end() || it->second.fire_id() == 0) continue;
       if (IsLateFire(it->second.trigger_type(), FromProto(it->second.scheduled_time()), now,
-                     options_.misfire_threshold)) {
+                     late_after)) {
         late.push_back(id);
         continue;
       }
@@ -388,7 +470,7 @@ void FireEngine::DispatchBatch(std::vector<int64_t> ids) {
       request.add_fires()->Swap(&it->second);
     }
   }
-  if (!late.empty()) SettleLate(late, now, request);
+  if (!late.empty()) SettleLate(late, now, late_after, request);
   if (request.fires().empty()) return;
   const absl::Time sent = clock_.Now();
   auto response = dispatcher_.Dispatch(request);
@@ -416,18 +498,23 @@ void FireEngine::DispatchBatch(std::vector<int64_t> ids) {
     if (o.not_found()) removed.insert(o.fire_id());
   }
   absl::MutexLock lock(&mu_);
+  absl::Duration latest = absl::ZeroDuration();
   for (const Fire& f : request.fires()) {
     // A fire removed by an edit, pause or delete is dropped, not counted as handed off.
     if (!removed.contains(f.fire_id())) {
       // Schedule-driven fires were due for hand-off `dispatch_lead` ahead; manual, retry,
       // child and misfire fires are written due now and handed off as soon as they are seen.
-      metrics_.FireHandedOff(f.trigger_type(), dispatched[f.fire_id()],
-                             HandOffLateness(f.trigger_type(), FromProto(f.scheduled_time()), sent,
-                                             options_.dispatch_lead, options_.handoff_interval));
+      const absl::Duration lateness =
+          HandOffLateness(f.trigger_type(), FromProto(f.scheduled_time()), sent,
+                          options_.dispatch_lead, options_.handoff_interval);
+      metrics_.FireHandedOff(f.trigger_type(), dispatched[f.fire_id()], lateness);
+      latest = std::max(latest, lateness);
     }
     fires_.erase(f.fire_id());
     retries_.erase(f.fire_id());
   }
+  // The back-pressure: how much was handed off, how late.
+  pacer_.OnHandOff(sent, request.fires_size(), latest);
 }
 
 }  // namespace jobwheel::scheduler

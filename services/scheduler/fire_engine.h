@@ -13,6 +13,7 @@
 #include "common/time/clock.h"
 #include "common/time/timer_queue.h"
 #include "jobwheel/v1/dispatcher.pb.h"
+#include "services/scheduler/admission_pacer.h"
 #include "services/scheduler/dispatch_client.h"
 #include "services/scheduler/fire_plan.h"
 #include "services/scheduler/fire_store.h"
@@ -35,6 +36,12 @@ namespace jobwheel::scheduler {
 //     once;
 //  3. picks up PENDING fires it does not hold: all of them on takeover, and manual, retry and
 //     child fires written by the admin API or the monitors.
+// Under load the claim is paced by the hand-off (AdmissionPacer: a rate measured from how late the
+// hand-offs come, not a fixed lead): it holds at most that rate's worth of fires, leaves the other
+// due jobs for later, and while it does so sheds the due times it finds already past through each
+// job's misfire strategy (one row per job and range, fire_plan.h): the capacity fires on time and
+// no fire is claimed only to be settled late. A hand-off that falls behind anyway (the database
+// slowed) is settled as below.
 // Misfires (more than `misfire_threshold` late) follow the job's strategy (fire_plan.h has
 // the arithmetic): due times found late by the claim, pending fires found late when loaded
 // (an old leader's, on takeover), and held fires whose hand-off comes late (an outage held
@@ -66,6 +73,16 @@ class FireEngine {
     // the few due in each millisecond.
     absl::Duration handoff_interval = absl::Milliseconds(100);
     int dispatch_threads = 4;
+    // Admission under load: the claim holds at most what the hand-off absorbs (its window is
+    // set to preread_window + claim_ahead); off, it claims whatever is due.
+    bool pace_admission = true;
+    AdmissionPacer::Options admission;
+    // While shedding (AdmissionPacer::Shedding), a held schedule-driven fire more than this
+    // past its scheduled time is shed through its job's misfire strategy instead of handed off
+    // late, the newest hand-offs go first (what can still be on time before what cannot), and
+    // the stale ones are settled by one thread at a time, up to settle_batch per transaction.
+    absl::Duration shed_late_after = absl::Seconds(1);
+    int settle_batch = 5000;
   };
 
   FireEngine(Options options, FireStore& store, DispatchClient& dispatcher, Clock& clock,
@@ -92,15 +109,23 @@ class FireEngine {
   void ClaimLoop();
   void HandOffLoop();
   void DispatchLoop();
-  void DispatchBatch(std::vector<int64_t> ids);
+  // Hands the batch off; fires more than `late_after` past their time are settled first.
+  void DispatchBatch(std::vector<int64_t> ids, absl::Duration late_after);
+  // Takes the next batch off ready_ (non-empty); `*stale`: it is the shedding's stale front.
+  std::vector<int64_t> TakeReadyLocked(absl::Time now, bool* stale)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether the front of ready_ is past the shed threshold at `now`.
+  bool FrontIsStaleLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The late ones of a batch about to be handed off at `now`: settled by the store per their
   // jobs' misfire strategies; the fires still to hand off are moved into `request`. On a store
   // error they are put back with a backoff.
-  void SettleLate(const std::vector<int64_t>& late, absl::Time now,
+  void SettleLate(const std::vector<int64_t>& late, absl::Time now, absl::Duration late_after,
                   jobwheel::v1::DispatchRequest& request);
   // Jobs with a MISFIRE fire held and not yet handed off are covered: their fire-once is on
   // its way (an outage longer than the threshold judges each newly late batch again).
   void CoverHeldMisfires(MisfireCoverage::Ledger& ledger, absl::Time now);
+  // The claim's admission at `now` (window.max_pending_fires, window.shed_past_due).
+  void Admit(absl::Time now, ClaimWindow& window);
   void Hold(jobwheel::v1::Fire fire);
   // When a fire scheduled at `scheduled` goes to the dispatcher.
   absl::Time HandOffAt(absl::Time scheduled) const;
@@ -126,6 +151,9 @@ class FireEngine {
   int64_t load_due_epoch_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<int64_t, jobwheel::v1::Fire> fires_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, int> retries_ ABSL_GUARDED_BY(mu_);
+  AdmissionPacer pacer_ ABSL_GUARDED_BY(mu_);
+  // A dispatch thread is settling the stale front of ready_ (one at a time).
+  bool settling_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<std::vector<int64_t>> ready_ ABSL_GUARDED_BY(mu_);
 
   std::vector<std::thread> threads_;

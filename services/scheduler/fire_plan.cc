@@ -20,9 +20,22 @@ ClaimPlan PlanClaim(const std::vector<Job>& jobs, absl::Time now, const ClaimWin
                     const absl::flat_hash_map<int64_t, absl::Time>& fired_once_through) {
   ClaimPlan plan;
   const absl::Time fill_until = ClaimHorizon(now, window) + window.claim_ahead;
-  const absl::Time misfire_before = now - window.misfire_threshold;
+  const absl::Time threshold_before = now - window.misfire_threshold;
   plan.next.reserve(jobs.size());
+  int64_t pending = 0;
   for (const Job& job : jobs) {
+    // Past the budget, a job already behind is shed for a span (one row, then it waits its
+    // turn again); one not yet due is left as it is.
+    const bool over_budget = pending >= window.max_pending_fires && !plan.next.empty();
+    const bool behind = job.has_next_fire_time() && FromProto(job.next_fire_time()) < now &&
+                        !job.schedule().has_fix_delay();
+    if (over_budget && !(window.shed_past_due && behind)) {
+      ++plan.held_back;
+      continue;
+    }
+    const absl::Time misfire_before = over_budget            ? now + window.shed_span
+                                      : window.shed_past_due ? now
+                                                             : threshold_before;
     auto schedule = Schedule::FromProto(job.schedule(), FromProto(job.create_time()));
     if (!schedule.ok()) {
       plan.invalid.emplace_back(job.id(), schedule.status());
@@ -36,6 +49,7 @@ ClaimPlan PlanClaim(const std::vector<Job>& jobs, absl::Time now, const ClaimWin
       f.scheduled = std::max(FromProto(job.next_fire_time()), now);
       f.trigger_type = type;
       plan.delay_chains.push_back({job.id(), f.scheduled});
+      ++pending;
       plan.fires.push_back(std::move(f));
       plan.next.push_back({job.id(), std::nullopt});
       continue;
@@ -64,6 +78,16 @@ ClaimPlan PlanClaim(const std::vector<Job>& jobs, absl::Time now, const ClaimWin
           once_strategy && covered != fired_once_through.end() && first <= covered->second;
       const bool once = once_strategy && !already_once;
       plan.misfires.push_back({job.misfire_strategy(), missed});
+      // The times past but within the threshold: shed under load, else they would be late fires.
+      int64_t shed = 0;
+      if ((window.shed_past_due || over_budget) && last >= threshold_before) {
+        std::optional<absl::Time> u =
+            first >= threshold_before
+                ? first
+                : schedule->NextAfter(threshold_before - absl::Microseconds(1));
+        for (; u && *u <= last && shed < missed; u = schedule->NextAfter(*u)) ++shed;
+      }
+      plan.shed += shed;
       PlannedFire f;
       f.job_id = job.id();
       f.scheduled = first;
@@ -74,16 +98,18 @@ ClaimPlan PlanClaim(const std::vector<Job>& jobs, absl::Time now, const ClaimWin
                        absl::FormatTime(last),
                        once           ? " missed; fired once now (FIRE_ONCE_NOW)"
                        : already_once ? " missed; skipped, the job fired once (FIRE_ONCE_NOW)"
-                                      : " skipped (DO_NOTHING)");
+                                      : " skipped (DO_NOTHING)",
+                       shed > 0 ? "; shed under load (the hand-off was at capacity)" : "");
       plan.fires.push_back(std::move(f));
     }
-    while (t && *t <= fill_until) {
+    while (t && *t <= fill_until && !over_budget) {
       PlannedFire f;
       f.job_id = job.id();
       f.scheduled = *t;
       f.trigger_type = type;
       plan.fires.push_back(std::move(f));
       t = schedule->NextAfter(*t);
+      ++pending;
     }
     plan.next.push_back({job.id(), t});
   }

@@ -2,6 +2,7 @@
 #define JOBWHEEL_SERVICES_SCHEDULER_FIRE_PLAN_H_
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,16 @@ struct ClaimWindow {
   absl::Duration claim_ahead = absl::Seconds(5);
   // A due time older than this is a misfire and follows the job's misfire strategy.
   absl::Duration misfire_threshold = absl::Seconds(5);
+  // Admission (AdmissionPacer): jobs are planned in order while the PENDING fires planned so
+  // far are fewer than this; the rest are left out of the plan (as they are, still due).
+  int64_t max_pending_fires = std::numeric_limits<int64_t>::max();
+  // Shedding (the hand-off is at capacity): every due time already past at `now` is a misfire
+  // (the misfire strategy sheds it: one row for the range), not only those older than
+  // misfire_threshold, so what is admitted fires on time.
+  bool shed_past_due = false;
+  // Shedding and past max_pending_fires, a job already behind is not left waiting unrecorded:
+  // its due times up to now + shed_span are shed in one row and it waits that long for its turn.
+  absl::Duration shed_span = absl::Seconds(5);
 };
 
 // Jobs whose next fire time is at or before this are due.
@@ -67,7 +78,11 @@ struct ClaimPlan {
   std::vector<MisfireCount> misfires;
   // Jobs whose stored schedule does not parse: they are not fired and their next fire time is
   // cleared.
-  std::vector<std::pair<int64_t, absl::Status>> invalid;
+  std::vector<std::pair<int64_t, absl::Status>>
+      invalid;  // Jobs left out at max_pending_fires (they stay due for a later claim).
+  int64_t held_back = 0;
+  // Due times shed under load (shed_past_due: past, but not older than misfire_threshold).
+  int64_t shed = 0;
 };
 
 // How many missed fire times a misfire counts before giving up counting.
@@ -84,6 +99,12 @@ inline constexpr int64_t kMaxMissedCounted = 100000;
 //    the same outage) gets a SKIPPED row instead, its misfire counted all the same;
 //  - every due time from there up to ClaimHorizon + claim_ahead gets a PENDING fire;
 //  - the next fire time is the first one after that.
+// With `window.shed_past_due`, "older than now - misfire_threshold" above reads "before now" (the
+// reason says the fires were shed under load). Jobs are planned in order until their PENDING fires
+// reach `window.max_pending_fires` (the first job always); past it, with shed_past_due, a job
+// behind (next fire time before now, not FIX_DELAY) gets its misfire row for every due time before
+// now + shed_span and no PENDING fire (a FIRE_ONCE_NOW job still its one MISFIRE fire), and the
+// others are counted in held_back and have no entry in `next` (the store leaves them as they are).
 // A FIX_DELAY job gets one PENDING fire at its next fire time, or at `now` when that has passed
 // (it never misfires: nothing piles up while it waits), and no next fire time: the monitors set
 // it once that fire's runs have ended (see FireStore::AdvanceDelayChains).

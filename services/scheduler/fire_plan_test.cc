@@ -366,5 +366,97 @@ TEST(FirePlanTest, LateFixDelayJobFiresNowAndIsNoMisfire) {
   EXPECT_EQ(plan.delay_chains[0].scheduled, kNow);
 }
 
+// --- Admission under load ---
+
+TEST(FirePlanTest, SheddingMakesEveryPastDueTimeOneMisfireRow) {
+  ClaimWindow w;
+  w.shed_past_due = true;
+  // 60 s behind: 55 times beyond the threshold and 5 within it (now-5 .. now-1), plus now.
+  const ClaimPlan plan = PlanClaim({CronJob(1, kNow - absl::Seconds(60))}, kNow, w);
+  ASSERT_EQ(plan.misfires.size(), 1u);
+  EXPECT_EQ(plan.misfires[0].missed, 60);  // now-60 .. now-1: one row for the range
+  EXPECT_EQ(plan.shed, 5);                 // now-5 .. now-1 would have fired late
+  const PlannedFire& row = plan.fires.front();
+  EXPECT_TRUE(row.skipped);
+  EXPECT_EQ(row.scheduled, kNow - absl::Seconds(60));
+  EXPECT_TRUE(absl::StartsWith(row.reason, "misfire: 60 fire(s) from ")) << row.reason;
+  EXPECT_TRUE(absl::EndsWith(row.reason, "; shed under load (the hand-off was at capacity)"))
+      << row.reason;
+  // Then only what is not yet past: now .. now+10, on time.
+  std::vector<absl::Time> want = {kNow - absl::Seconds(60)};
+  for (int i = 0; i <= 10; ++i) want.push_back(kNow + absl::Seconds(i));
+  EXPECT_EQ(Times(plan, 1), want);
+  ASSERT_EQ(plan.next.size(), 1u);
+  EXPECT_EQ(plan.next[0].next, kNow + absl::Seconds(11));
+}
+
+TEST(FirePlanTest, SheddingAFireOnceNowJobFiresItOnceNow) {
+  ClaimWindow w;
+  w.shed_past_due = true;
+  const ClaimPlan plan = PlanClaim({CronJob(1, kNow - absl::Seconds(3), "* * * * * ?",
+                                            jobwheel::v1::MISFIRE_STRATEGY_FIRE_ONCE_NOW)},
+                                   kNow, w);
+  ASSERT_EQ(plan.misfires.size(), 1u);
+  EXPECT_EQ(plan.misfires[0].missed, 3);
+  EXPECT_EQ(plan.shed, 3);
+  EXPECT_EQ(plan.fires.front().trigger_type, jobwheel::v1::TRIGGER_TYPE_MISFIRE);
+  EXPECT_FALSE(plan.fires.front().skipped);
+}
+
+TEST(FirePlanTest, WithoutSheddingNothingIsShed) {
+  const ClaimPlan plan = PlanClaim({CronJob(1, kNow - absl::Seconds(60))}, kNow, ClaimWindow{});
+  EXPECT_EQ(plan.shed, 0);
+  EXPECT_EQ(plan.held_back, 0);
+}
+
+TEST(FirePlanTest, AdmissionStopsAtTheFireBudgetAndLeavesTheRestAsTheyAre) {
+  ClaimWindow w;
+  w.max_pending_fires = 15;  // Each job due at now+1 gets 10 fires.
+  const ClaimPlan plan =
+      PlanClaim({CronJob(1, kNow + absl::Seconds(1)), CronJob(2, kNow + absl::Seconds(1)),
+                 CronJob(3, kNow + absl::Seconds(1))},
+                kNow, w);
+  EXPECT_EQ(Times(plan, 1).size(), 10u);
+  EXPECT_EQ(Times(plan, 2).size(), 10u);  // Started under the budget: planned whole.
+  EXPECT_TRUE(Times(plan, 3).empty());
+  EXPECT_EQ(plan.held_back, 1);
+  ASSERT_EQ(plan.next.size(), 2u);
+  EXPECT_EQ(plan.next[0].job_id, 1);
+  EXPECT_EQ(plan.next[1].job_id, 2);
+}
+
+TEST(FirePlanTest, AdmissionAlwaysPlansTheFirstJob) {
+  ClaimWindow w;
+  w.max_pending_fires = 0;
+  const ClaimPlan plan = PlanClaim(
+      {CronJob(1, kNow + absl::Seconds(1)), CronJob(2, kNow + absl::Seconds(1))}, kNow, w);
+  EXPECT_EQ(Times(plan, 1).size(), 10u);
+  EXPECT_EQ(plan.held_back, 1);
+}
+
+TEST(FirePlanTest, SheddingPastTheBudgetRecordsABehindJobsSpanInOneRow) {
+  ClaimWindow w;
+  w.shed_past_due = true;
+  w.max_pending_fires = 1;
+  const ClaimPlan plan =
+      PlanClaim({CronJob(1, kNow + absl::Seconds(1)), CronJob(2, kNow - absl::Seconds(2)),
+                 CronJob(3, kNow + absl::Seconds(1))},
+                kNow, w);
+  EXPECT_EQ(Times(plan, 1).size(), 10u);  // Admitted.
+  // Behind: now-2 .. now+4 shed in one row (the span is 5 s), nothing PENDING, back at now+5.
+  ASSERT_EQ(Times(plan, 2).size(), 1u);
+  const PlannedFire& row = plan.fires[10];
+  EXPECT_TRUE(row.skipped);
+  EXPECT_EQ(row.scheduled, kNow - absl::Seconds(2));
+  EXPECT_TRUE(absl::StartsWith(row.reason, "misfire: 7 fire(s) from ")) << row.reason;
+  EXPECT_EQ(plan.shed, 7);
+  // Not yet due: left as it is.
+  EXPECT_TRUE(Times(plan, 3).empty());
+  EXPECT_EQ(plan.held_back, 1);
+  ASSERT_EQ(plan.next.size(), 2u);
+  EXPECT_EQ(plan.next[1].job_id, 2);
+  EXPECT_EQ(plan.next[1].next, kNow + absl::Seconds(5));
+}
+
 }  // namespace
 }  // namespace jobwheel::scheduler

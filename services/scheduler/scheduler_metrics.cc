@@ -71,6 +71,21 @@ SchedulerMetrics::SchedulerMetrics(prometheus::Registry& registry)
                         .Help("Fires waiting in the timer for their due time.")
                         .Register(registry)
                         .Add({})),
+      admission_rate(prometheus::BuildGauge()
+                         .Name("jobwheel_scheduler_admission_rate")
+                         .Help("Fires per second the claim admits under load (0: unlimited).")
+                         .Register(registry)
+                         .Add({})),
+      claims_held_back(prometheus::BuildCounter()
+                           .Name("jobwheel_scheduler_claims_held_back_total")
+                           .Help("Claims that left due jobs for later at the admission rate.")
+                           .Register(registry)
+                           .Add({})),
+      fires_shed(prometheus::BuildCounter()
+                     .Name("jobwheel_scheduler_fires_shed_total")
+                     .Help("Due times shed under load through the jobs' misfire strategies.")
+                     .Register(registry)
+                     .Add({})),
       jobs(prometheus::BuildGauge()
                .Name("jobwheel_scheduler_jobs")
                .Help("Enabled jobs.")

@@ -44,6 +44,11 @@ class SchedulerMetrics {
   prometheus::Gauge& is_leader;
   prometheus::Counter& leader_changes;
   prometheus::Gauge& wheel_entries;
+  // Admission under load (AdmissionPacer): the rate the claim admits (0: unlimited), claims
+  // held back at it, and due times shed under load (also counted in misfires_total).
+  prometheus::Gauge& admission_rate;
+  prometheus::Counter& claims_held_back;
+  prometheus::Counter& fires_shed;
   prometheus::Gauge& jobs;
   // Executor changes the registry announced (each may wake the monitor pass).
   prometheus::Counter& executor_events;

@@ -1,0 +1,80 @@
+#include "services/scheduler/admission_pacer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace jobwheel::scheduler {
+
+void AdmissionPacer::Advance(absl::Time now) {
+  if (second_start_ == absl::InfinitePast()) {
+    second_start_ = now;
+    return;
+  }
+  const absl::Duration elapsed = now - second_start_;
+  if (elapsed < absl::Seconds(1)) return;
+  const double handed_off = second_fires_ / absl::ToDoubleSeconds(elapsed);
+  // What the hand-off has shown it absorbs: its best second of the last few (a stall of a
+  // second or two, which hands off little, does not make it look smaller).
+  recent_[recent_next_] = handed_off;
+  recent_next_ = (recent_next_ + 1) % kRecentSeconds;
+  const double best = *std::max_element(recent_, recent_ + kRecentSeconds);
+  lagging_seconds_ = second_lateness_ > options_.lag_limit ? lagging_seconds_ + 1 : 0;
+  calm_seconds_ = lagging_seconds_ == 0 && !second_held_back_ ? calm_seconds_ + 1 : 0;
+  if (lagging_seconds_ >= options_.lagging_seconds) {
+    // Behind: admit what the hand-off absorbs.
+    rate_ = std::max(options_.min_rate, best * options_.backoff);
+  } else if (lagging_seconds_ > 0) {
+    // One slow second (a slow commit, a busy core): wait and see.
+  } else if (rate_ > 0 && calm_seconds_ >= options_.calm_seconds) {
+    // Neither behind nor held back for a while: the load is under the capacity.
+    rate_ = 0;
+  } else if (rate_ > 0) {
+    // Keeping up: probe for more while the budget holds the claim back; otherwise stay ahead
+    // of what is handed off.
+    rate_ =
+        second_held_back_ ? rate_ * options_.growth : std::max(rate_, handed_off * options_.growth);
+  }
+  second_start_ = now;
+  second_fires_ = 0;
+  second_lateness_ = absl::ZeroDuration();
+  second_held_back_ = false;
+}
+
+void AdmissionPacer::OnHandOff(absl::Time now, int64_t fires, absl::Duration lateness) {
+  Advance(now);
+  second_fires_ += fires;
+  second_lateness_ = std::max(second_lateness_, lateness);
+}
+
+int64_t AdmissionPacer::Budget(absl::Time now, int64_t held) {
+  Advance(now);
+  if (rate_ <= 0) return std::numeric_limits<int64_t>::max();
+  const double allowed = rate_ * absl::ToDoubleSeconds(options_.window);
+  return std::max<int64_t>(0, static_cast<int64_t>(std::llround(allowed)) - held);
+}
+
+void AdmissionPacer::OnHeldBack(absl::Time now) {
+  Advance(now);
+  second_held_back_ = true;
+  last_held_back_ = now;
+}
+
+bool AdmissionPacer::Shedding(absl::Time now) const {
+  return now - last_held_back_ <= options_.shed_hold;
+}
+
+void AdmissionPacer::Reset() {
+  rate_ = 0;
+  second_start_ = absl::InfinitePast();
+  second_fires_ = 0;
+  second_lateness_ = absl::ZeroDuration();
+  second_held_back_ = false;
+  last_held_back_ = absl::InfinitePast();
+  lagging_seconds_ = 0;
+  calm_seconds_ = 0;
+  std::fill(recent_, recent_ + kRecentSeconds, 0.0);
+  recent_next_ = 0;
+}
+
+}  // namespace jobwheel::scheduler

@@ -1,0 +1,105 @@
+// The admission pacer: unlimited until the hand-off falls behind, then the rate it absorbs.
+#include "services/scheduler/admission_pacer.h"
+
+#include <limits>
+
+#include "gtest/gtest.h"
+
+namespace jobwheel::scheduler {
+namespace {
+
+const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
+constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
+
+// One second of hand-offs: `fires` spread over ten batches, the last `lateness` late.
+void Second(AdmissionPacer& p, int s, int64_t fires, absl::Duration lateness) {
+  for (int i = 0; i < 10; ++i) {
+    p.OnHandOff(kT0 + absl::Seconds(s) + absl::Milliseconds(100 * i), fires / 10,
+                i == 9 ? lateness : absl::ZeroDuration());
+  }
+}
+
+TEST(AdmissionPacerTest, UnlimitedWhileTheHandOffKeepsUp) {
+  AdmissionPacer p(AdmissionPacer::Options{});
+  for (int s = 0; s < 5; ++s) Second(p, s, 5000, absl::Milliseconds(50));
+  EXPECT_EQ(p.Budget(kT0 + absl::Seconds(5), 1000000), kUnlimited);
+  EXPECT_EQ(p.rate(), 0);
+  EXPECT_FALSE(p.Shedding(kT0 + absl::Seconds(5)));
+}
+
+TEST(AdmissionPacerTest, OneSlowSecondDoesNotPace) {
+  AdmissionPacer p(AdmissionPacer::Options{});
+  Second(p, 0, 5000, absl::Seconds(2));
+  Second(p, 1, 5000, absl::Milliseconds(10));
+  Second(p, 2, 5000, absl::Milliseconds(10));
+  EXPECT_EQ(p.Budget(kT0 + absl::Seconds(3), 0), kUnlimited);
+}
+
+TEST(AdmissionPacerTest, BehindForTwoSecondsAdmitsWhatWasHandedOff) {
+  AdmissionPacer p(AdmissionPacer::Options{});
+  Second(p, 0, 8000, absl::Seconds(1));
+  Second(p, 1, 8000, absl::Seconds(2));
+  // Closed at the budget's call: 8,000/s handed off, 0.9 of it admitted, over a 10 s window.
+  const int64_t budget = p.Budget(kT0 + absl::Seconds(2), 20000);
+  EXPECT_NEAR(p.rate(), 7200, 1);
+  EXPECT_EQ(budget, 72000 - 20000);
+  // Held fires beyond the budget: nothing more.
+  EXPECT_EQ(p.Budget(kT0 + absl::Seconds(2), 100000), 0);
+}
+
+TEST(AdmissionPacerTest, HeldBackAndKeepingUpGrowsAndSheds) {
+  AdmissionPacer p(AdmissionPacer::Options{});
+  Second(p, 0, 8000, absl::Seconds(1));
+  Second(p, 1, 8000, absl::Seconds(1));
+  p.Budget(kT0 + absl::Seconds(2), 0);
+  const double paced = p.rate();
+  p.OnHeldBack(kT0 + absl::Seconds(2) + absl::Milliseconds(10));
+  EXPECT_TRUE(p.Shedding(kT0 + absl::Seconds(3)));
+  Second(p, 2, 7000, absl::Milliseconds(20));
+  p.Budget(kT0 + absl::Seconds(3) + absl::Milliseconds(1), 0);
+  EXPECT_NEAR(p.rate(), paced * 1.1, 1);
+  // Shedding ends `shed_hold` (10 s) after the last held-back claim.
+  EXPECT_FALSE(p.Shedding(kT0 + absl::Seconds(13)));
+}
+
+TEST(AdmissionPacerTest, NotHeldBackTheRateStaysAheadOfTheHandOff) {
+  AdmissionPacer p(AdmissionPacer::Options{});
+  Second(p, 0, 8000, absl::Seconds(1));
+  Second(p, 1, 8000, absl::Seconds(1));
+  p.Budget(kT0 + absl::Seconds(2), 0);
+  Second(p, 2, 7000, absl::Milliseconds(20));
+  p.Budget(kT0 + absl::Seconds(3) + absl::Milliseconds(1), 0);
+  EXPECT_NEAR(p.rate(), 7700, 10);  // max(7200, 7000 × 1.1 over 1.001 s)
+}
+
+TEST(AdmissionPacerTest, AStallDoesNotMakeTheHandOffLookSmaller) {
+  AdmissionPacer p(AdmissionPacer::Options{});
+  Second(p, 0, 8000, absl::Milliseconds(20));
+  Second(p, 1, 500, absl::Seconds(2));  // A stall: little handed off, late.
+  Second(p, 2, 500, absl::Seconds(3));
+  p.Budget(kT0 + absl::Seconds(3), 0);
+  EXPECT_NEAR(p.rate(), 7200, 10);  // The best second of the last five, × 0.9.
+}
+
+TEST(AdmissionPacerTest, CalmForTenSecondsIsUnlimitedAgain) {
+  AdmissionPacer p(AdmissionPacer::Options{});
+  Second(p, 0, 8000, absl::Seconds(1));
+  Second(p, 1, 8000, absl::Seconds(1));
+  p.Budget(kT0 + absl::Seconds(2), 0);
+  ASSERT_GT(p.rate(), 0);
+  for (int s = 2; s < 12; ++s) Second(p, s, 3000, absl::Milliseconds(20));
+  EXPECT_EQ(p.Budget(kT0 + absl::Seconds(12) + absl::Milliseconds(1), 1000000), kUnlimited);
+}
+
+TEST(AdmissionPacerTest, ResetMakesItUnlimited) {
+  AdmissionPacer p(AdmissionPacer::Options{});
+  Second(p, 0, 8000, absl::Seconds(1));
+  Second(p, 1, 8000, absl::Seconds(1));
+  p.OnHeldBack(kT0 + absl::Seconds(2));
+  p.Reset();
+  EXPECT_EQ(p.Budget(kT0 + absl::Seconds(2), 100000), kUnlimited);
+  EXPECT_FALSE(p.Shedding(kT0 + absl::Seconds(2)));
+}
+
+}  // namespace
+}  // namespace jobwheel::scheduler
