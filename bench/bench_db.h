@@ -44,6 +44,10 @@ class BenchDb {
 
   // Disables the bench's jobs and deletes their pending fires due at or after `from`.
   absl::Status StopLoad(absl::Time from);
+  // The same for the bench's jobs among `ids` only (while the others go on firing).
+  absl::Status PauseJobs(const std::vector<int64_t>& ids, absl::Time from);
+  // Statements run again after PostgreSQL aborted them (deadlock, serialization failure).
+  int64_t retried() const { return retried_; }
   // Waits until the bench's jobs have no pending fire due before `due_before` and no open
   // run; DEADLINE_EXCEEDED after `timeout`.
   absl::Status WaitDrained(absl::Time due_before, absl::Duration timeout);
@@ -74,9 +78,13 @@ class BenchDb {
   BenchDb(std::unique_ptr<pqxx::connection> conn, std::string app)
       : conn_(std::move(conn)), app_(std::move(app)) {}
   absl::StatusOr<std::vector<JobSchedule>> ReadSchedules(bool burst, absl::Time first);
+  // Deletes the pending fires due at or after `from` of the jobs `jobs` (an SQL condition on
+  // job_id), locking them in id order.
+  absl::Status DeletePendingFires(absl::string_view jobs, absl::Time from);
 
   std::unique_ptr<pqxx::connection> conn_;
   const std::string app_;
+  int64_t retried_ = 0;
 };
 
 }  // namespace jobwheel::bench

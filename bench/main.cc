@@ -16,6 +16,7 @@
 #include "absl/flags/reflection.h"
 #include "absl/random/random.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -39,7 +40,8 @@ ABSL_FLAG(std::string, pgbench, "pgbench", "pgbench binary");
 ABSL_FLAG(std::string, token_dir, "", "Directory with admin, cluster and executor token files");
 ABSL_FLAG(std::string, results_dir, "bench/results", "Where the JSON result goes");
 ABSL_FLAG(std::string, git_commit, "", "The commit measured (recorded in the result file)");
-ABSL_FLAG(std::string, scenarios, "refs,throughput,burst,peak,detection,failover,memory,flood",
+ABSL_FLAG(std::string, scenarios,
+          "refs,throughput,burst,peak,overload,detection,failover,memory,flood",
           "Comma list of scenarios to run");
 ABSL_FLAG(int, executors, 2, "Bench executors the load is spread over (ROUND routing)");
 ABSL_FLAG(int, jobs, 5000, "throughput: every-second jobs, i.e. the offered fires/s");
@@ -61,6 +63,15 @@ ABSL_FLAG(double, peak_resolution, 0.05,
 ABSL_FLAG(absl::Duration, peak_p99_limit, absl::Seconds(1), "peak: highest p99 lateness");
 ABSL_FLAG(absl::Duration, peak_duration, absl::Seconds(15), "peak: measured window per probe");
 ABSL_FLAG(absl::Duration, peak_budget, absl::Minutes(6), "peak: time for the whole search");
+ABSL_FLAG(std::vector<std::string>, overload_factors, std::vector<std::string>({"2", "4"}),
+          "overload: the loads offered, as factors of the searched peak");
+ABSL_FLAG(int, overload_peak, 5000,
+          "overload: the peak (fires/s) the factors multiply when the peak scenario did not run");
+ABSL_FLAG(absl::Duration, overload_warmup, absl::Seconds(20),
+          "overload: time under the load before the window");
+ABSL_FLAG(absl::Duration, overload_duration, absl::Seconds(15), "overload: measured window");
+ABSL_FLAG(absl::Duration, overload_recovery, absl::Seconds(15),
+          "overload: after the window, how long half the peak fires (recovery is measured)");
 ABSL_FLAG(int, burst_jobs, 5000, "burst: cron jobs all due on the same second");
 ABSL_FLAG(absl::Duration, burst_duration, absl::Seconds(15), "burst: measured window");
 ABSL_FLAG(int, failover_jobs, 1000, "failover: every-second jobs running during the kill");
@@ -109,6 +120,15 @@ BenchOptions OptionsFromFlags() {
   o.peak_p99_limit = absl::GetFlag(FLAGS_peak_p99_limit);
   o.peak_duration = absl::GetFlag(FLAGS_peak_duration);
   o.peak_budget = absl::GetFlag(FLAGS_peak_budget);
+  o.overload_factors.clear();
+  for (const std::string& f : absl::GetFlag(FLAGS_overload_factors)) {
+    int v = 0;
+    o.overload_factors.push_back(absl::SimpleAtoi(f, &v) ? v : 0);
+  }
+  o.overload_peak = absl::GetFlag(FLAGS_overload_peak);
+  o.overload_warmup = absl::GetFlag(FLAGS_overload_warmup);
+  o.overload_duration = absl::GetFlag(FLAGS_overload_duration);
+  o.overload_recovery = absl::GetFlag(FLAGS_overload_recovery);
   o.burst_jobs = absl::GetFlag(FLAGS_burst_jobs);
   o.burst_duration = absl::GetFlag(FLAGS_burst_duration);
   o.failover_jobs = absl::GetFlag(FLAGS_failover_jobs);
@@ -151,6 +171,7 @@ absl::Status RunScenarios(Context& ctx) {
   if (o.Wants("failover")) RETURN_IF_ERROR(RunFailover(ctx));
   if (o.Wants("memory")) RETURN_IF_ERROR(RunMemory(ctx));
   if (o.Wants("peak")) RETURN_IF_ERROR(RunPeak(ctx));
+  if (o.Wants("overload")) RETURN_IF_ERROR(RunOverload(ctx));
   if (o.Wants("detection")) RETURN_IF_ERROR(RunDetection(ctx));
   if (o.Wants("flood")) RETURN_IF_ERROR(RunFlood(ctx));
   return absl::OkStatus();

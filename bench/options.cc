@@ -1,5 +1,7 @@
 #include "bench/options.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace jobwheel::bench {
@@ -33,6 +35,14 @@ absl::Status BenchOptions::Validate() const {
   if (!(peak_tolerance >= 0 && peak_tolerance < 1) ||
       !(peak_resolution > 0 && peak_resolution < 1)) {
     return absl::InvalidArgumentError("--peak_tolerance and --peak_resolution must be in [0, 1)");
+  }
+  if (overload_peak < 1 || overload_factors.empty() ||
+      std::any_of(overload_factors.begin(), overload_factors.end(), [](int f) { return f < 1; })) {
+    return absl::InvalidArgumentError(
+        "--overload_peak and every factor of --overload_factors must be >= 1");
+  }
+  if (overload_duration < absl::Seconds(1) || overload_recovery < absl::Seconds(1)) {
+    return absl::InvalidArgumentError("--overload_duration and --overload_recovery must be >= 1s");
   }
   return absl::OkStatus();
 }

@@ -3,6 +3,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -43,6 +44,13 @@ struct BenchOptions {
   absl::Duration peak_p99_limit = absl::Seconds(1);
   absl::Duration peak_duration = absl::Seconds(15);
   absl::Duration peak_budget = absl::Minutes(6);
+
+  // Overload: factors of the peak offered, and the peak when the search did not run.
+  std::vector<int> overload_factors = {2, 4};
+  int overload_peak = 5000;
+  absl::Duration overload_warmup = absl::Seconds(20);
+  absl::Duration overload_duration = absl::Seconds(15);
+  absl::Duration overload_recovery = absl::Seconds(15);
 
   int failover_jobs = 1000;
   int detection_trials = 3;

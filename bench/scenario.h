@@ -20,6 +20,8 @@ struct Context {
   // The references, once measured (0: not measured).
   double pgbench_tps = 0;
   double grpc_calls_per_s = 0;
+  // The peak search's max_sustained_per_s, once it ran (0: not run).
+  int peak_per_s = 0;
 };
 
 // One function per scenario, one file each (scenario_<name>.cc).
@@ -29,6 +31,7 @@ absl::Status RunBurst(Context& ctx);
 absl::Status RunFailover(Context& ctx);
 absl::Status RunMemory(Context& ctx);
 absl::Status RunPeak(Context& ctx);
+absl::Status RunOverload(Context& ctx);  // After peak: 2× and 4× the searched peak.
 absl::Status RunDetection(Context& ctx);
 absl::Status RunFlood(Context& ctx);  // Not against an attached stack.
 

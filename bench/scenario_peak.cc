@@ -86,6 +86,7 @@ absl::Status RunPeak(Context& ctx) {
     r.Add("at_max_p99_ms", best.lateness_ms.p99, 1);
   }
   ctx.results.Emit("peak", r);
+  ctx.peak_per_s = found.max_sustained;
   if (found.probes == 0) {
     return absl::DeadlineExceededError("peak: --peak_budget too small for a single probe");
   }
