@@ -17,6 +17,7 @@
 #include "common/base/signals.h"
 #include "common/grpc/channel.h"
 #include "common/grpc/target_list.h"
+#include "common/server/log_flags.h"
 #include "common/server/readiness.h"
 #include "common/server/server_main.h"
 #include "common/time/clock.h"
@@ -76,8 +77,6 @@ ABSL_FLAG(absl::Duration, ready_timeout, absl::Seconds(1),
 ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),
           "on SIGTERM: how long GET /readyz answers 503 (draining) while requests are still "
           "served, before the server shuts down");
-ABSL_FLAG(bool, log_json, false, "log one JSON object per line");
-ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 ABSL_FLAG(std::string, tls_ca, "", "CA to verify the scheduler and registry; empty = plaintext");
 ABSL_FLAG(std::string, tls_client_cert, "",
           "client certificate (PEM) for mutual TLS to the scheduler and registry");
@@ -199,7 +198,7 @@ int main(int argc, char** argv) {
   jobwheel::DisableMutexDeadlockDetection();
   jobwheel::ParseFlagsWithEnv(argc, argv,
                               "jobwheel console: web pages and a Connect gateway to the admin API");
-  jobwheel::InitLogging("console", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
+  jobwheel::InitLoggingFromFlags("console");
   auto config = jobwheel::console::OptionsFromFlags();
   if (!config.ok()) return jobwheel::Fail(config.status(), 2);
   return jobwheel::console::Run(*config);

@@ -24,6 +24,7 @@
 #include "common/grpc/grpc_server.h"
 #include "common/grpc/target_list.h"
 #include "common/pg/pg_pool.h"
+#include "common/server/log_flags.h"
 #include "common/server/pg_readiness_check.h"
 #include "common/server/readiness.h"
 #include "common/server/readiness_flags.h"
@@ -87,8 +88,6 @@ ABSL_FLAG(absl::Duration, trigger_write_delay, absl::Milliseconds(250),
           "answers at once");
 ABSL_FLAG(absl::Duration, probe_deadline, absl::Milliseconds(500),
           "deadline of Beat/IdleBeat calls of FAILOVER/BUSYOVER routing");
-ABSL_FLAG(bool, log_json, false, "log one JSON object per line");
-ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
 ABSL_FLAG(std::string, tls_cert, "",
           "server certificate (PEM); also the client certificate unless --tls_client_cert");
 ABSL_FLAG(std::string, tls_key, "", "private key of --tls_cert");
@@ -275,8 +274,7 @@ int Run(const DispatcherServerOptions& c, const ReadinessOptions& readiness_opti
 int main(int argc, char** argv) {
   jobwheel::DisableMutexDeadlockDetection();
   jobwheel::ParseFlagsWithEnv(argc, argv, "jobwheel dispatcher: routes fires to executors");
-  jobwheel::InitLogging("dispatcher", absl::GetFlag(FLAGS_log_json),
-                        absl::GetFlag(FLAGS_log_level));
+  jobwheel::InitLoggingFromFlags("dispatcher");
   auto config = jobwheel::dispatcher::OptionsFromFlags();
   if (!config.ok()) return jobwheel::Fail(config.status(), 2);
   const jobwheel::ReadinessOptions readiness = jobwheel::ReadinessOptionsFromFlags();

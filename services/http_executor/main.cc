@@ -15,6 +15,7 @@
 #include "common/base/mutex_mode.h"
 #include "common/net/host_port.h"
 #include "common/net/outbound_policy.h"
+#include "common/server/log_flags.h"
 #include "common/server/server_main.h"
 #include "common/time/clock.h"
 #include "jobwheel/executor.h"
@@ -59,8 +60,6 @@ ABSL_FLAG(std::string, tls_ca, "", "CA (PEM) to verify the registry and dispatch
 ABSL_FLAG(std::string, tls_client_cert, "",
           "Client certificate (PEM) for mutual TLS to the registry and dispatcher");
 ABSL_FLAG(std::string, tls_client_key, "", "Private key of --tls_client_cert");
-ABSL_FLAG(bool, log_json, false, "Log one JSON object per line");
-ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn, error");
 // The outbound policy (docs/http-jobs.md).
 ABSL_FLAG(std::string, allow_hosts, "",
           "Comma list of host or host:port that HTTP jobs may reach although they resolve to "
@@ -184,8 +183,7 @@ int Run(jobwheel::ExecutorOptions executor_options, const HttpExecutorOptions& o
 int main(int argc, char** argv) {
   jobwheel::DisableMutexDeadlockDetection();
   jobwheel::ParseFlagsWithEnv(argc, argv, "jobwheel HTTP executor: HTTP(S) calls as jobs");
-  jobwheel::InitLogging("http_executor", absl::GetFlag(FLAGS_log_json),
-                        absl::GetFlag(FLAGS_log_level));
+  jobwheel::InitLoggingFromFlags("http_executor");
   auto executor_options = jobwheel::http_executor::ExecutorOptionsFromFlags();
   if (!executor_options.ok()) return jobwheel::Fail(executor_options.status(), 2);
   auto http_options = jobwheel::http_executor::HttpOptionsFromFlags();

@@ -20,6 +20,7 @@
 #include "common/base/work_pool.h"
 #include "common/grpc/grpc_server.h"
 #include "common/pg/pg_pool.h"
+#include "common/server/log_flags.h"
 #include "common/server/pg_readiness_check.h"
 #include "common/server/readiness.h"
 #include "common/server/readiness_flags.h"
@@ -72,8 +73,6 @@ ABSL_FLAG(std::string, admin_token_file, "",
           "Bootstrap admin token for AppAdminService; optional: ADMIN/OPERATOR/VIEWER tokens from "
           "TokenAdminService work without it");
 ABSL_FLAG(bool, insecure_dev, false, "Accept unauthenticated calls (development only)");
-ABSL_FLAG(bool, log_json, false, "Log one JSON object per line");
-ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 ABSL_FLAG(std::string, tls_cert, "", "Server certificate (PEM); plaintext when empty");
 ABSL_FLAG(std::string, tls_key, "", "Server private key (PEM)");
 ABSL_FLAG(std::string, tls_client_ca, "", "When set, clients must present a cert signed by it");
@@ -238,7 +237,7 @@ int Run(const RegistryServerOptions& config) {
 int main(int argc, char** argv) {
   jobwheel::DisableMutexDeadlockDetection();
   jobwheel::ParseFlagsWithEnv(argc, argv, "registry: executor liveness and app admin for jobwheel");
-  jobwheel::InitLogging("registry", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
+  jobwheel::InitLoggingFromFlags("registry");
   auto options = jobwheel::registry::OptionsFromFlags();
   if (!options.ok()) return jobwheel::Fail(options.status(), 2);
   return jobwheel::registry::Run(*options);

@@ -213,14 +213,16 @@ else fail "values.yaml: undocumented keys (line:key): $(echo $undocumented)"; fi
 # has no such flag: check every flag the chart sets against the ABSL_FLAG definitions.
 group "chart flags exist in the binaries"
 # component (source dir or file) and the flags the chart sets for it; the scheduler, registry
-# and dispatcher take the readiness flags (drain_delay) from common/server/readiness_flags.cc
+# and dispatcher take the readiness flags (drain_delay) from common/server/readiness_flags.cc,
+# the registry, dispatcher and console the logging flags from common/server/log_flags.cc
 FLAG_TABLE="
 services/scheduler listen metrics_address db_dsn replica_id log_json log_level signing_key_file admin_token_file dispatcher_target tls_cert tls_key tls_ca tls_client_ca migrate_only
-services/registry listen metrics_address db_dsn replica_id log_json log_level dispatcher_public_key_file admin_token_file executor_token_file tls_cert tls_key tls_client_ca
-services/dispatcher listen metrics_address db_dsn replica_id log_json log_level signing_key_file scheduler_public_key_file executor_token_file registry_target tls_cert tls_key tls_ca tls_client_ca
+services/registry listen metrics_address db_dsn replica_id dispatcher_public_key_file admin_token_file executor_token_file tls_cert tls_key tls_client_ca
+services/dispatcher listen metrics_address db_dsn replica_id signing_key_file scheduler_public_key_file executor_token_file registry_target tls_cert tls_key tls_ca tls_client_ca
 sdk/examples/demo_executor.cc listen metrics_address log_json log_level dispatcher_public_key_file scheduler_public_key_file executor_token_file registry_target dispatcher_target app advertise_address log_dir spool_dir tls_cert tls_key tls_ca tls_client_ca
-services/console listen metrics_address log_json log_level scheduler_target registry_target web_root tls_ca tls_client_cert tls_client_key drain_delay
+services/console listen metrics_address scheduler_target registry_target web_root tls_ca tls_client_cert tls_client_key drain_delay
 common/server/readiness_flags.cc drain_delay
+common/server/log_flags.cc log_json log_level
 services/xxl_gateway listen_http metrics_address executor_ports advertise_host bind_host registry_target dispatcher_target state_dir log_json log_level drain_delay dispatcher_public_key_file scheduler_public_key_file app_handlers script_apps tls_cert tls_key tls_ca tls_client_ca
 "
 ALL_FLAGS=" "
@@ -413,13 +415,17 @@ if [ -n "$RENDERER" ]; then
 import json, os, re, sys
 root = sys.argv[1]
 # The readiness flags (--db_check_interval, --db_check_timeout, --drain_delay) of the servers
-# with a database are defined once, in common/server/readiness_flags.cc.
+# with a database are defined once, in common/server/readiness_flags.cc; the logging flags
+# (--log_json, --log_level) of the registry, dispatcher, console and HTTP executor in
+# common/server/log_flags.cc.
 readiness = "common/server/readiness_flags.cc"
-src = {"scheduler": ["services/scheduler", readiness], "registry": ["services/registry", readiness],
-       "dispatcher": ["services/dispatcher", readiness],
-       "demo-executor": ["sdk/examples/demo_executor.cc"], "console": ["services/console"],
+logging = "common/server/log_flags.cc"
+src = {"scheduler": ["services/scheduler", readiness],
+       "registry": ["services/registry", readiness, logging],
+       "dispatcher": ["services/dispatcher", readiness, logging],
+       "demo-executor": ["sdk/examples/demo_executor.cc"], "console": ["services/console", logging],
        "xxl-gateway": ["services/xxl_gateway"],
-       "http-executor": ["services/http_executor/main.cc"],
+       "http-executor": ["services/http_executor/main.cc", logging],
        "migrations": ["services/scheduler", readiness]}
 out = {}
 for comp, rels in src.items():
