@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
-#include "common/model/instance_tag.h"
 #include "common/pg/pg_pool.h"
 #include "common/testing/pg_test_db.h"
 #include "common/time/clock.h"
@@ -108,29 +107,8 @@ TEST_F(PgExecutorStoreTest, RefusesAnUnknownAppAndWritesNothing) {
   EXPECT_EQ(apps->size(), 3u);  // The fixture's.
 }
 
-TEST_F(PgExecutorStoreTest, PublishesTheInstanceTagNeverTheInstanceId) {
-  ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r1", "s1", absl::Seconds(10), kX).ok());
-  auto online = store_->ListOnline();
-  ASSERT_TRUE(online.ok());
-  ASSERT_EQ(online->size(), 1u);
-  EXPECT_EQ((*online)[0].instance(), InstanceTag(kX));
-  EXPECT_EQ((*online)[0].instance().find("instance-x"), std::string::npos);
-}
-
-TEST_F(PgExecutorStoreTest, OnlyTheOwningSessionTakesARowOffline) {
-  ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r1", "s1", absl::Seconds(10), kX).ok());
-  ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r2", "s2", absl::Seconds(10), kX).ok());
-  auto stale = store_->MarkOffline({{"demo", "h:1"}, "s1"});
-  ASSERT_TRUE(stale.ok());
-  EXPECT_FALSE(*stale);
-  EXPECT_EQ(store_->GetOnline({{"demo", "h:1"}})->size(), 1u);
-  auto current = store_->MarkOffline({{"demo", "h:1"}, "s2"});
-  ASSERT_TRUE(current.ok());
-  EXPECT_TRUE(*current);
-  EXPECT_TRUE(store_->GetOnline({{"demo", "h:1"}})->empty());
-  EXPECT_FALSE(*store_->MarkOffline({{"demo", "h:1"}, "s2"}));
-}
-
+// The instance tag and the owning session's offline are checked on this store by
+// executor_store_contract_test (with the fake), which holds the cases both stores share.
 TEST_F(PgExecutorStoreTest, RenewReportsSupersededAndMissingSessions) {
   ASSERT_TRUE(store_->Register(Exec("demo", "h:1"), "r1", "s1", absl::Seconds(10)).ok());
   ASSERT_TRUE(store_->Register(Exec("demo", "h:2"), "r1", "s2", absl::Seconds(10), kX).ok());
