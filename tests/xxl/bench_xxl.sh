@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The XXL gateway's bench line (scripts/bench runs it; not a check: scripts/test does not): a
 # stack through scripts/lib/stack.sh (private PostgreSQL, registry, dispatcher, scheduler, the
-# XXL gateway) on free ports with two XXL-protocol test executors (tests/xxl/xxl_test_executor.py,
-# app bench-xxl, each recording when every /run reached it), then tests/xxl/bench_xxl.py:
+# XXL gateway) on free ports with two XXL-protocol executors (app bench-xxl, each recording when
+# every /run reached it): tests/xxl/xxl_bench_executor.cc, which keeps up with 1000 runs/s (the
+# Python test executor of the functional tests serves ~150/s here; XXLB_EXECUTOR=python runs
+# tests/xxl/xxl_test_executor.py instead), then tests/xxl/bench_xxl.py:
 #
 #   tests/xxl/bench_xxl.sh [--rate=1000] [--duration=20] [--warmup=8] ...
 #   xxl: executors=2 rate_per_s=1000 achieved_per_s=... p99_ms=... lost=0 dup=0 ...
@@ -21,7 +23,8 @@ command -v psql >/dev/null 2>&1 || { echo "xxl: skipped: psql not found"; exit 7
 # shellcheck source=scripts/lib/stack.sh disable=SC2153
 . "$ROOT/scripts/lib/stack.sh"
 stack_need_bins services/registry/registry services/dispatcher/dispatcher \
-  services/scheduler/scheduler services/xxl_gateway/xxl_gateway tools/jobwheelctl/jobwheelctl ||
+  services/scheduler/scheduler services/xxl_gateway/xxl_gateway tools/jobwheelctl/jobwheelctl \
+  tests/xxl/xxl_bench_executor ||
   { echo "xxl: skipped: $STACK_ERROR"; exit 77; }
 stack_init xxl_bench || exit 1
 stack_pick_ports PG REG DISP SCHED GW XPORT X0 X1 || { echo "$STACK_ERROR"; exit 1; }
@@ -40,11 +43,18 @@ stack_start_ready xxl_gateway xxl_gateway "127.0.0.1:$GW" "$XPORT-$((XPORT + 8))
   "127.0.0.1:$REG" "127.0.0.1:$DISP" --app_handlers="bench-xxl=echo" --log_level=warn \
   ${XXLB_GATEWAY_FLAG:+"$XXLB_GATEWAY_FLAG"} ||
   { echo "$STACK_ERROR"; exit 1; }
+ADMIN_URL="http://127.0.0.1:$GW/xxl-job-admin"
 for i in 0 1; do
   port_var="X$i"
-  stack_start_xxl_executor "xxl_$i" "${!port_var}" bench-xxl "http://127.0.0.1:$GW/xxl-job-admin" \
-    "$STACK_APP_TOKEN" --envelope=2 --arrivals_file="$WORK/arrivals-$i" ||
-    { echo "$STACK_ERROR"; exit 1; }
+  if [ "${XXLB_EXECUTOR:-cc}" = python ]; then
+    stack_start_xxl_executor "xxl_$i" "${!port_var}" bench-xxl "$ADMIN_URL" \
+      "$STACK_APP_TOKEN" --envelope=2 --arrivals_file="$WORK/arrivals-$i" ||
+      { echo "$STACK_ERROR"; exit 1; }
+  else
+    stack_spawn "xxl_$i" other "127.0.0.1:${!port_var}" "$STACK_BIN/tests/xxl/xxl_bench_executor" \
+      --port="${!port_var}" --app=bench-xxl --admin="$ADMIN_URL" \
+      --token_file="$STACK_APP_TOKEN" --envelope=2 --arrivals_file="$WORK/arrivals-$i"
+  fi
 done
 "$PY" sdk/python/gen_stubs.py "$WORK/stubs" >/dev/null || exit 1
 export STACK_TOK STACK_DSN XXLB_WORK=$WORK XXLB_REGISTRY=127.0.0.1:$REG
