@@ -23,7 +23,11 @@ fuzz_absl_libs=(
   -labsl_raw_hash_set -labsl_hash -labsl_city -labsl_low_level_hash
   -labsl_synchronization -labsl_spinlock_wait -labsl_bad_optional_access
   -labsl_bad_variant_access -labsl_throw_delegate -labsl_raw_logging_internal -labsl_base
-  -lpthread
+  -labsl_random_distributions -labsl_random_internal_pool_urbg -labsl_random_internal_randen
+  -labsl_random_internal_randen_hwaes -labsl_random_internal_randen_hwaes_impl
+  -labsl_random_internal_randen_slow -labsl_random_internal_platform
+  -labsl_random_internal_seed_material -labsl_random_seed_gen_exception
+  -labsl_random_seed_sequences -lpthread
 )
 
 fuzz_init() {

@@ -141,6 +141,8 @@ TEST_F(FilesTest, ScriptJobsSeeOnlyTheAllowListedEnvironment) {
   const std::set<std::string> allowed = {
       "PATH", "HOME", "TMPDIR", "PWD", "LANG", "LC_ALL", "TZ", "JOBWHEEL_JOB_ID", "JOBWHEEL_RUN_ID",
       "JOBWHEEL_FIRE_ID", "JOBWHEEL_SHARD_INDEX", "JOBWHEEL_SHARD_TOTAL", "JOBWHEEL_ATTEMPT",
+      // The job's param travels here, not in argv (the script's uid and root read it).
+      "JOBWHEEL_PARAM",
       // The shell's own.
       "SHLVL", "OLDPWD", "_"};
   for (const std::string& n : names) EXPECT_EQ(allowed.count(n), 1u) << "script saw " << n;
