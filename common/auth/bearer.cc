@@ -25,15 +25,19 @@ absl::StatusOr<absl::string_view> BearerToken(absl::string_view authorization) {
   return authorization.substr(kPrefix.size());
 }
 
-absl::Status CheckBearer(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
-                         const TokenPolicy& policy) {
-  if (policy.insecure_dev) return absl::OkStatus();
+absl::StatusOr<absl::string_view> BearerTokenOf(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) {
   auto it = metadata.find("authorization");
   if (it == metadata.end()) {
     return absl::UnauthenticatedError("missing authorization metadata (Bearer token)");
   }
-  absl::StatusOr<absl::string_view> token =
-      BearerToken(absl::string_view(it->second.data(), it->second.size()));
+  return BearerToken(absl::string_view(it->second.data(), it->second.size()));
+}
+
+absl::Status CheckBearer(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
+                         const TokenPolicy& policy) {
+  if (policy.insecure_dev) return absl::OkStatus();
+  absl::StatusOr<absl::string_view> token = BearerTokenOf(metadata);
   if (!token.ok()) return token.status();
   bool ok = false;
   for (const std::string& t : policy.tokens) {

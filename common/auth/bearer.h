@@ -30,6 +30,11 @@ bool ConstantTimeEquals(absl::string_view a, absl::string_view b);
 // The token of an `authorization` metadata value "Bearer <token>"; UNAUTHENTICATED otherwise.
 absl::StatusOr<absl::string_view> BearerToken(absl::string_view authorization);
 
+// The token of a call's `authorization: Bearer <token>` metadata; UNAUTHENTICATED when it is
+// missing or not a bearer token.
+absl::StatusOr<absl::string_view> BearerTokenOf(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata);
+
 // OK when the call's `authorization: Bearer <token>` metadata matches one of the policy's
 // tokens (constant-time compare); UNAUTHENTICATED otherwise.
 absl::Status CheckBearer(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,

@@ -45,12 +45,7 @@ absl::Status AuthorizeExecutorCall(
     const std::multimap<grpc::string_ref, grpc::string_ref>& metadata,
     const ExecutorCallers& callers, ExecutorRpc rpc) {
   if (callers.insecure_dev) return absl::OkStatus();
-  auto it = metadata.find("authorization");
-  if (it == metadata.end()) {
-    return absl::UnauthenticatedError("missing authorization metadata (Bearer token)");
-  }
-  absl::StatusOr<absl::string_view> token =
-      BearerToken(absl::string_view(it->second.data(), it->second.size()));
+  absl::StatusOr<absl::string_view> token = BearerTokenOf(metadata);
   if (!token.ok()) return token.status();
   if (callers.verifier == nullptr || !absl::StartsWith(*token, kCallerTokenPrefix)) {
     return absl::UnauthenticatedError("invalid token");
