@@ -24,6 +24,8 @@ PATH="$PATH:/usr/sbin:/sbin"
 PATRONI_LIB_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=scripts/lib/pg.sh
 . "$PATRONI_LIB_DIR/pg.sh"
+# shellcheck source=scripts/lib/ports.sh
+. "$PATRONI_LIB_DIR/ports.sh"
 
 PATRONI_SCOPE=jobwheel
 PATRONI_ERROR=""
@@ -40,19 +42,6 @@ patroni_available() {
     PATRONI_ERROR="not installed: ${missing[*]} (scripts/setup installs them)"
     return 1
   fi
-}
-
-# N free loopback TCP ports, space-separated (held open together, so they differ).
-_patroni_free_ports() {
-  /usr/bin/python3 - "$1" <<'PY'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-PY
 }
 
 # The real directory behind DIR (the /var/tmp one when DIR is a link to it).
@@ -162,7 +151,7 @@ patroni_start() {
   fi
   dir=$(_patroni_real_dir "$dir")
   local ports
-  read -r -a ports <<<"$(_patroni_free_ports $((2 + 2 * members)))"
+  read -r -a ports <<<"$(free_loopback_ports $((2 + 2 * members)))"
   local etcd_port=${ports[0]} etcd_peer=${ports[1]}
   mkdir -p "$dir/etcd"
   [ "$(id -u)" = 0 ] && chown -R postgres:postgres "$dir"

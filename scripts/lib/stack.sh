@@ -43,6 +43,8 @@ STACK_BIN="$STACK_ROOT/bazel-bin"
 . "$STACK_ROOT/scripts/lib/pg.sh"
 # shellcheck source=scripts/lib/credentials.sh
 . "$STACK_ROOT/scripts/lib/credentials.sh"
+# shellcheck source=scripts/lib/ports.sh
+. "$STACK_ROOT/scripts/lib/ports.sh"
 
 STACK_TAG=stack
 STACK_ERROR=""
@@ -102,16 +104,7 @@ stack_need_bins() {
 # are held open together while picking).
 stack_pick_ports() {
   local _sp_ports
-  _sp_ports=$(python3 - "$#" <<'PY'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-PY
-  ) || { STACK_ERROR="could not pick free ports"; return 1; }
+  _sp_ports=$(free_loopback_ports "$#") || { STACK_ERROR="could not pick free ports"; return 1; }
   local -a _sp_p
   read -r -a _sp_p <<<"$_sp_ports"
   [ ${#_sp_p[@]} = $# ] || { STACK_ERROR="could not pick free ports"; return 1; }
