@@ -104,6 +104,135 @@ bool CloseFrom(int first) {
   return true;
 }
 
+// The refusal when a script cannot be isolated (written to its output too): fails closed, the
+// script does not run unisolated.
+absl::Status RefuseUnisolated(const std::function<void(absl::string_view)>& output,
+                              const absl::Status& why) {
+  const std::string message =
+      absl::StrCat("script not run: cannot isolate it from the executor: ", why.message());
+  output(message);
+  return absl::FailedPreconditionError(message);
+}
+
+// Pointers to each string's characters, then nullptr (for execve); `strings` outlives them.
+std::vector<char*> CStrings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// What the child execs, and the descriptors it keeps (all prepared before fork).
+struct ChildExec {
+  const char* program = nullptr;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  int script_fd = -1;  // Its stdin; -1: /dev/null.
+  int out_fd = -1;     // The output pipe's write end: its stdout and stderr.
+  int err_fd = -1;     // The error pipe's write end: a ChildFailure if it cannot exec.
+  const IsolationPlan* plan = nullptr;
+};
+
+// The forked child: system calls only until exec. Never returns.
+[[noreturn]] void RunChild(const ChildExec& c) {
+  ChildFailure failure;
+  int err_fd = c.err_fd;
+  auto fail = [&](int step) {
+    failure.step = step;
+    failure.error = errno;
+    (void)!::write(err_fd, &failure, sizeof(failure));
+    ::_exit(127);
+  };
+  // Own process group (so killpg reaches the whole script), default dispositions and an
+  // empty mask (the embedding service may block or ignore signals in its threads).
+  ::setpgid(0, 0);
+  struct sigaction dfl;
+  std::memset(&dfl, 0, sizeof(dfl));
+  dfl.sa_handler = SIG_DFL;
+  for (int sig : {SIGTERM, SIGINT, SIGPIPE, SIGHUP, SIGQUIT, SIGCHLD}) {
+    if (::sigaction(sig, &dfl, nullptr) != 0) fail(kStepSignals);
+  }
+  sigset_t empty;
+  sigemptyset(&empty);
+  if (::sigprocmask(SIG_SETMASK, &empty, nullptr) != 0) fail(kStepSignals);
+  // Descriptors first, before any isolation step (under a user namespace the child is
+  // briefly dumpable: it then holds nothing of the executor's). What it keeps is moved to
+  // 3 and above first: an embedding process running with 0-2 closed gets pipes there.
+  const int err_high = ::fcntl(c.err_fd, F_DUPFD_CLOEXEC, 3);
+  if (err_high < 0) fail(kStepStdio);
+  err_fd = err_high;
+  const int in = c.script_fd >= 0 ? c.script_fd : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (in < 0) fail(kStepStdio);
+  const int in_high = ::fcntl(in, F_DUPFD_CLOEXEC, 3);
+  const int out_high = ::fcntl(c.out_fd, F_DUPFD_CLOEXEC, 3);
+  if (in_high < 0 || out_high < 0 || ::dup2(in_high, 0) < 0 || ::dup2(out_high, 1) < 0 ||
+      ::dup2(out_high, 2) < 0) {
+    fail(kStepStdio);
+  }
+  // The error pipe (close-on-exec) at 3, and nothing else of the executor's: no sockets,
+  // no token, log or database files.
+  if (err_fd != 3) {
+    if (::dup3(err_fd, 3, O_CLOEXEC) < 0) fail(kStepCloseFds);
+    err_fd = 3;
+  }
+  if (!CloseFrom(4)) fail(kStepCloseFds);
+  if (!ApplyIsolation(*c.plan, &failure)) {
+    (void)!::write(err_fd, &failure, sizeof(failure));
+    ::_exit(127);
+  }
+  ::execve(c.program, c.argv, c.envp);
+  fail(kStepExec);
+  ::_exit(127);  // Not reached: fail exits.
+}
+
+// Reads the child's error pipe until exec closes it: OK when it exec-ed; otherwise reaps the
+// child and says which step failed (a step of the isolation is a refusal).
+absl::Status AwaitExec(pid_t pid, int err_read_fd, bool isolated, const std::string& interpreter,
+                       const std::function<void(absl::string_view)>& output) {
+  ChildFailure failure;
+  ssize_t got = 0;
+  do {
+    got = ::read(err_read_fd, &failure, sizeof(failure));
+  } while (got < 0 && errno == EINTR);
+  if (got <= 0) return absl::OkStatus();
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (failure.step == kStepExec || (!isolated && failure.step == kStepChdir)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot start ", interpreter, ": ", std::strerror(failure.error)));
+  }
+  return RefuseUnisolated(
+      output, absl::InternalError(
+                  absl::StrCat(ChildStepName(failure.step), ": ", std::strerror(failure.error))));
+}
+
+// Reads one chunk of the output pipe into `buffer` and passes on its complete lines; false when
+// the pipe is closed (or broken; EAGAIN too unless `eagain_is_open`).
+bool ReadOutput(int read_fd, bool eagain_is_open, std::string* buffer,
+                const std::function<void(absl::string_view)>& output) {
+  char chunk[4096];
+  ssize_t got = ::read(read_fd, chunk, sizeof(chunk));
+  if (got > 0) {
+    buffer->append(chunk, static_cast<size_t>(got));
+    EmitLines(buffer, false, output);
+    return true;
+  }
+  return got < 0 && (errno == EINTR || (eagain_is_open && errno == EAGAIN));
+}
+
+ScriptOutcome OutcomeOf(int wait_status) {
+  ScriptOutcome outcome;
+  if (WIFEXITED(wait_status)) {
+    outcome.exited = true;
+    outcome.exit_code = WEXITSTATUS(wait_status);
+  } else if (WIFSIGNALED(wait_status)) {
+    outcome.term_signal = WTERMSIG(wait_status);
+  }
+  return outcome;
+}
+
 ScriptRunnerOptions WithDefaultWorkDir(ScriptRunnerOptions options) {
   if (options.work_dir.empty()) {
     options.work_dir = (fs::path(options.scripts_dir).parent_path() / "work").string();
@@ -174,14 +303,8 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
     const std::function<void(pid_t)>& on_start, const ScriptContext& context) {
   const bool isolated = options_.isolation != ScriptIsolation::kNone;
   // Fails closed: whatever goes wrong below, the script does not run unisolated.
-  auto refuse = [&output](const absl::Status& why) {
-    const std::string message =
-        absl::StrCat("script not run: cannot isolate it from the executor: ", why.message());
-    output(message);
-    return absl::FailedPreconditionError(message);
-  };
   if (isolated && context.run_id <= 0) {
-    return refuse(absl::InvalidArgumentError("no run id for its work directory"));
+    return RefuseUnisolated(output, absl::InvalidArgumentError("no run id for its work directory"));
   }
   // The run's private work directory: its cwd, HOME and TMPDIR, gone when it ends.
   std::string work_dir;
@@ -195,7 +318,7 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
     work_dir = absl::StrCat(options_.work_dir, "/run-", context.run_id);
     auto copy = PrepareWorkDir(work_dir, path);
     if (!copy.ok()) {
-      if (isolated) return refuse(copy.status());
+      if (isolated) return RefuseUnisolated(output, copy.status());
       return copy.status();
     }
     script = "./" + *copy;  // Relative to the work directory, its cwd.
@@ -204,15 +327,13 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
   if (isolated) {
     auto planned = PlanIsolation(options_.isolation, options_.hidden_paths, work_dir,
                                  options_.script_uid, options_.script_gid);
-    if (!planned.ok()) return refuse(planned.status());
+    if (!planned.ok()) return RefuseUnisolated(output, planned.status());
     plan = std::move(*planned);
   } else {
     plan.work_dir = work_dir;
   }
   std::vector<std::string> env_store = ScriptEnvironment(environ, work_dir, context.job_vars);
-  std::vector<char*> envp;
-  for (auto& e : env_store) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  const std::vector<char*> envp = CStrings(env_store);
 
   const std::string interpreter =
       language == Language::kPython ? options_.python_binary : options_.shell_binary;
@@ -236,9 +357,7 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
   if (options_.params_in_argv) {
     argv_store.insert(argv_store.end(), context.legacy_args.begin(), context.legacy_args.end());
   }
-  std::vector<char*> argv;
-  for (auto& a : argv_store) argv.push_back(a.data());
-  argv.push_back(nullptr);
+  const std::vector<char*> argv = CStrings(argv_store);
 
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return Errno("pipe2");
@@ -250,57 +369,16 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
     return Errno("pipe2");
   }
 
+  ChildExec child;
+  child.program = program.c_str();
+  child.argv = argv.data();
+  child.envp = envp.data();
+  child.script_fd = script_fd;
+  child.out_fd = fds[1];
+  child.err_fd = errs[1];
+  child.plan = &plan;
   const pid_t pid = ::fork();
-  if (pid == 0) {
-    // The child: system calls only until exec.
-    ChildFailure failure;
-    int err_fd = errs[1];
-    auto fail = [&](int step) {
-      failure.step = step;
-      failure.error = errno;
-      (void)!::write(err_fd, &failure, sizeof(failure));
-      ::_exit(127);
-    };
-    // Own process group (so killpg reaches the whole script), default dispositions and an
-    // empty mask (the embedding service may block or ignore signals in its threads).
-    ::setpgid(0, 0);
-    struct sigaction dfl;
-    std::memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    for (int sig : {SIGTERM, SIGINT, SIGPIPE, SIGHUP, SIGQUIT, SIGCHLD}) {
-      if (::sigaction(sig, &dfl, nullptr) != 0) fail(kStepSignals);
-    }
-    sigset_t empty;
-    sigemptyset(&empty);
-    if (::sigprocmask(SIG_SETMASK, &empty, nullptr) != 0) fail(kStepSignals);
-    // Descriptors first, before any isolation step (under a user namespace the child is
-    // briefly dumpable: it then holds nothing of the executor's). What it keeps is moved to
-    // 3 and above first: an embedding process running with 0-2 closed gets pipes there.
-    const int err_high = ::fcntl(errs[1], F_DUPFD_CLOEXEC, 3);
-    if (err_high < 0) fail(kStepStdio);
-    err_fd = err_high;
-    const int in = script_fd >= 0 ? script_fd : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (in < 0) fail(kStepStdio);
-    const int in_high = ::fcntl(in, F_DUPFD_CLOEXEC, 3);
-    const int out_high = ::fcntl(fds[1], F_DUPFD_CLOEXEC, 3);
-    if (in_high < 0 || out_high < 0 || ::dup2(in_high, 0) < 0 || ::dup2(out_high, 1) < 0 ||
-        ::dup2(out_high, 2) < 0) {
-      fail(kStepStdio);
-    }
-    // The error pipe (close-on-exec) at 3, and nothing else of the executor's: no sockets,
-    // no token, log or database files.
-    if (err_fd != 3) {
-      if (::dup3(err_fd, 3, O_CLOEXEC) < 0) fail(kStepCloseFds);
-      err_fd = 3;
-    }
-    if (!CloseFrom(4)) fail(kStepCloseFds);
-    if (!ApplyIsolation(plan, &failure)) {
-      (void)!::write(err_fd, &failure, sizeof(failure));
-      ::_exit(127);
-    }
-    ::execve(program.c_str(), argv.data(), envp.data());
-    fail(kStepExec);
-  }
+  if (pid == 0) RunChild(child);
   const int fork_errno = errno;
   ::close(fds[1]);
   ::close(errs[1]);
@@ -309,46 +387,26 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
     return absl::InternalError(absl::StrCat("fork: ", std::strerror(fork_errno)));
   }
   ::setpgid(pid, pid);  // Also here, so killpg works before the child got to it.
-  ChildFailure failure;
-  ssize_t got = 0;
-  do {
-    got = ::read(errs[0], &failure, sizeof(failure));
-  } while (got < 0 && errno == EINTR);
+  absl::Status started = AwaitExec(pid, errs[0], isolated, interpreter, output);
   ::close(errs[0]);
-  if (got > 0) {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (failure.step == kStepExec || (!isolated && failure.step == kStepChdir)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("cannot start ", interpreter, ": ", std::strerror(failure.error)));
-    }
-    return refuse(absl::InternalError(
-        absl::StrCat(ChildStepName(failure.step), ": ", std::strerror(failure.error))));
-  }
+  if (!started.ok()) return started;
   if (on_start) on_start(pid);
+  return OutcomeOf(Supervise(pid, read_fd, cancel, output));
+}
 
+int ScriptRunner::Supervise(pid_t pid, int read_fd, const CancellationToken& cancel,
+                            const std::function<void(absl::string_view)>& output) {
   std::string buffer;
   bool pipe_open = true;
-  bool exited = false;
   int status = 0;
   absl::Time term_sent = absl::InfiniteFuture();
   bool kill_sent = false;
   const int poll_ms = static_cast<int>(absl::ToInt64Milliseconds(options_.poll_interval));
-  while (!exited) {
+  while (true) {
     if (pipe_open) {
       struct pollfd p = {read_fd, POLLIN, 0};
       int n = ::poll(&p, 1, poll_ms);
-      if (n > 0) {
-        char chunk[4096];
-        ssize_t got = ::read(read_fd, chunk, sizeof(chunk));
-        if (got > 0) {
-          buffer.append(chunk, static_cast<size_t>(got));
-          EmitLines(&buffer, false, output);
-        } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
-          pipe_open = false;
-        }
-      }
+      if (n > 0) pipe_open = ReadOutput(read_fd, /*eagain_is_open=*/true, &buffer, output);
     } else {
       clock_.SleepFor(options_.poll_interval);
     }
@@ -357,7 +415,6 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
     std::memset(&info, 0, sizeof(info));
     if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
         info.si_pid == pid) {
-      exited = true;
       break;
     }
     if (cancel.cancelled()) {
@@ -379,25 +436,10 @@ absl::StatusOr<ScriptOutcome> ScriptRunner::Run(
   while (pipe_open && clock_.Now() < drain_deadline) {
     struct pollfd p = {read_fd, POLLIN, 0};
     if (::poll(&p, 1, 50) <= 0) continue;
-    char chunk[4096];
-    ssize_t got = ::read(read_fd, chunk, sizeof(chunk));
-    if (got > 0) {
-      buffer.append(chunk, static_cast<size_t>(got));
-      EmitLines(&buffer, false, output);
-    } else if (got == 0 || errno != EINTR) {
-      pipe_open = false;
-    }
+    pipe_open = ReadOutput(read_fd, /*eagain_is_open=*/false, &buffer, output);
   }
   EmitLines(&buffer, true, output);
-
-  ScriptOutcome outcome;
-  if (WIFEXITED(status)) {
-    outcome.exited = true;
-    outcome.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    outcome.term_signal = WTERMSIG(status);
-  }
-  return outcome;
+  return status;
 }
 
 }  // namespace jobwheel::sdk

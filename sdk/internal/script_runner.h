@@ -105,6 +105,11 @@ class ScriptRunner {
   // source; returns the copy's name.
   absl::StatusOr<std::string> PrepareWorkDir(const std::string& work_dir,
                                              const std::string& source_path);
+  // Passes the started child's output on line by line until it exits (SIGTERM, then SIGKILL
+  // after kill_grace, once `cancel` is cancelled), kills what is left of its process group,
+  // drains the pipe (for at most a second) and returns the child's wait status.
+  int Supervise(pid_t pid, int read_fd, const CancellationToken& cancel,
+                const std::function<void(absl::string_view)>& output);
 
   const ScriptRunnerOptions options_;
   Clock& clock_;
