@@ -13,13 +13,31 @@ void AdmissionPacer::Advance(absl::Time now) {
   }
   const absl::Duration elapsed = now - second_start_;
   if (elapsed < absl::Seconds(1)) return;
+  const bool lagging = second_lateness_ > options_.lag_limit;
+  const bool stalled = second_fires_ == 0 && (lagging || second_failed_);
+  if (stalled) {
+    // Nothing went while work waited: an outage, which says nothing about the capacity. The
+    // backlog it leaves is judged once the hand-off works again.
+    trend_size_ = 0;
+  } else {
+    Judge(elapsed, lagging);
+  }
+  if (now - std::max(last_held_back_, overload_seen_) > options_.shed_hold) overloaded_ = false;
+  second_start_ = now;
+  second_fires_ = 0;
+  second_lateness_ = absl::ZeroDuration();
+  second_held_back_ = false;
+  second_failed_ = false;
+}
+
+void AdmissionPacer::Judge(absl::Duration elapsed, bool lagging) {
   const double handed_off = second_fires_ / absl::ToDoubleSeconds(elapsed);
   // What the hand-off has shown it absorbs: its best second of the last few (a stall of a
   // second or two, which hands off little, does not make it look smaller).
   recent_[recent_next_] = handed_off;
   recent_next_ = (recent_next_ + 1) % kRecentSeconds;
   const double best = *std::max_element(recent_, recent_ + kRecentSeconds);
-  lagging_seconds_ = second_lateness_ > options_.lag_limit ? lagging_seconds_ + 1 : 0;
+  lagging_seconds_ = lagging ? lagging_seconds_ + 1 : 0;
   calm_seconds_ = lagging_seconds_ == 0 && !second_held_back_ ? calm_seconds_ + 1 : 0;
   if (lagging_seconds_ >= options_.lagging_seconds) {
     // Behind: admit what the hand-off absorbs.
@@ -29,16 +47,29 @@ void AdmissionPacer::Advance(absl::Time now) {
   } else if (rate_ > 0 && calm_seconds_ >= options_.calm_seconds) {
     // Neither behind nor held back for a while: the load is under the capacity.
     rate_ = 0;
+    overloaded_ = false;
   } else if (rate_ > 0) {
     // Keeping up: probe for more while the budget holds the claim back; otherwise stay ahead
     // of what is handed off.
     rate_ =
         second_held_back_ ? rate_ * options_.growth : std::max(rate_, handed_off * options_.growth);
   }
-  second_start_ = now;
-  second_fires_ = 0;
-  second_lateness_ = absl::ZeroDuration();
-  second_held_back_ = false;
+  // The trend: the lag of consecutive lagging seconds without a failed hand-off. Not shrinking
+  // over trend_seconds means overload; shrinking, a backlog being drained.
+  const int span = std::clamp(options_.trend_seconds, 1, kMaxTrendSeconds);
+  if (!lagging || second_failed_) {
+    trend_size_ = 0;
+    return;
+  }
+  if (trend_size_ == span + 1) {
+    std::copy(trend_ + 1, trend_ + trend_size_, trend_);
+    --trend_size_;
+  }
+  trend_[trend_size_++] = second_lateness_;
+  if (trend_size_ == span + 1 && trend_[span] >= trend_[0]) {
+    overloaded_ = true;
+    overload_seen_ = second_start_ + elapsed;
+  }
 }
 
 void AdmissionPacer::OnHandOff(absl::Time now, int64_t fires, absl::Duration lateness) {
@@ -54,6 +85,11 @@ int64_t AdmissionPacer::Budget(absl::Time now, int64_t held) {
   return std::max<int64_t>(0, static_cast<int64_t>(std::llround(allowed)) - held);
 }
 
+void AdmissionPacer::OnHandOffFailed(absl::Time now) {
+  Advance(now);
+  second_failed_ = true;
+}
+
 void AdmissionPacer::OnHeldBack(absl::Time now) {
   Advance(now);
   second_held_back_ = true;
@@ -61,7 +97,7 @@ void AdmissionPacer::OnHeldBack(absl::Time now) {
 }
 
 bool AdmissionPacer::Shedding(absl::Time now) const {
-  return now - last_held_back_ <= options_.shed_hold;
+  return overloaded_ && now - last_held_back_ <= options_.shed_hold;
 }
 
 void AdmissionPacer::Reset() {
@@ -70,6 +106,10 @@ void AdmissionPacer::Reset() {
   second_fires_ = 0;
   second_lateness_ = absl::ZeroDuration();
   second_held_back_ = false;
+  second_failed_ = false;
+  trend_size_ = 0;
+  overloaded_ = false;
+  overload_seen_ = absl::InfinitePast();
   last_held_back_ = absl::InfinitePast();
   lagging_seconds_ = 0;
   calm_seconds_ = 0;

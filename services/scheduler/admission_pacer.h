@@ -8,16 +8,33 @@
 namespace jobwheel::scheduler {
 
 // How many fires the claim may admit, paced by what the hand-off absorbs (back-pressure, not a
-// fixed lead). Until the hand-off falls behind, admission is unlimited. Once the hand-offs came
-// later than `lag_limit` past their hand-off time in `lagging_seconds` seconds in a row (one
-// slow commit or busy core does not count), the admission rate becomes the most the hand-off
-// absorbed in a second of the last five, times `backoff`; while the claim is held at that rate
-// and the hand-off keeps up, the rate grows by `growth` a second (it probes for more); while the
-// claim is not held, it stays at least `growth` times what is handed off; after `calm_seconds`
-// seconds neither behind nor held back, admission is unlimited again. The claim may hold
-// `rate × window` fires (the fires held count against it), so the fires due in any coming second
-// stay about `rate`. A claim held back by the budget makes the engine shed (see Shedding). Pure
-// arithmetic on the times it is given; not thread-safe (FireEngine guards it).
+// fixed lead), and whether the engine sheds. Until the hand-off falls behind, admission is
+// unlimited. Once the hand-offs came later than `lag_limit` past their hand-off time in
+// `lagging_seconds` seconds in a row (one slow commit or busy core does not count), the admission
+// rate becomes the most the hand-off absorbed in a second of the last five, times `backoff`;
+// while the claim is held at that rate and the hand-off keeps up, the rate grows by `growth` a
+// second (it probes for more); while the claim is not held, it stays at least `growth` times what
+// is handed off; after `calm_seconds` seconds neither behind nor held back, admission is unlimited
+// again. The claim may hold `rate × window` fires (the fires held count against it), so the fires
+// due in any coming second stay about `rate`.
+//
+// Shedding (see Shedding) keeps the misfire threshold's promise — a fire up to that late still
+// fires — wherever it can be kept, and breaks it only where it cannot:
+//  - A backlog that shrinks is drained, late, in order: after an outage (the database failing
+//    over, a dispatcher unreachable) the hand-off is late, but it absorbs more than is offered, so
+//    the lag falls second by second and every fire goes out before it is older than the threshold
+//    (those that are older follow the misfire strategy, as always). Shedding them would throw
+//    away fires the capacity was about to fire.
+//  - A backlog that does not shrink is overload: the lag did not fall over `trend_seconds`
+//    seconds in a row of lagging hand-offs, so the offered rate is above what the hand-off absorbs
+//    and the late fires would reach the threshold anyway, having pushed every fire behind them
+//    late too. Only then, and while the claim is held back, the engine sheds: the newest fires go
+//    first and the late ones are shed oldest first through their jobs' misfire strategies.
+// Seconds that tell nothing about the capacity are left out of both judgements: a stalled second
+// (work waiting, nothing handed off: the outage itself) does not count as lagging nor as a
+// measure of what the hand-off absorbs, and a second with a failed hand-off (fires requeued with
+// a backoff come back out of order) restarts the trend. Pure arithmetic on the times it is given;
+// not thread-safe (FireEngine guards it).
 class AdmissionPacer {
  public:
   struct Options {
@@ -35,7 +52,12 @@ class AdmissionPacer {
     double min_rate = 50;
     // How long after the claim was last held back the engine still sheds.
     absl::Duration shed_hold = absl::Seconds(10);
+    // Shedding starts once the lag did not shrink over this many seconds of lagging hand-offs
+    // (at most kMaxTrendSeconds): at 2x the capacity the lag grows half a second a second, a
+    // drain at 1.2x the offered rate shrinks it 0.2 s a second.
+    int trend_seconds = 3;
   };
+  static constexpr int kMaxTrendSeconds = 8;
 
   explicit AdmissionPacer(Options options) : options_(options) {}
 
@@ -43,11 +65,16 @@ class AdmissionPacer {
   void OnHandOff(absl::Time now, int64_t fires, absl::Duration lateness);
   // The fires the claim may add at `now` with `held` fires held (INT64_MAX: unlimited).
   int64_t Budget(absl::Time now, int64_t held);
+  // A hand-off failed at `now` (the dispatcher or the database out of reach).
+  void OnHandOffFailed(absl::Time now);
   // The claim stopped at the budget at `now`.
   void OnHeldBack(absl::Time now);
-  // Whether the claim was held back within `shed_hold` of `now`: due times it finds already
-  // past are then shed through the jobs' misfire strategies (the capacity is spoken for).
+  // Whether the engine sheds at `now`: the backlog did not shrink (overload, see above) and the
+  // claim was held back within `shed_hold`. Due times already past are then shed through the
+  // jobs' misfire strategies (the capacity is spoken for).
   bool Shedding(absl::Time now) const;
+  // Whether the lag was judged growing (overload) and not yet calm again.
+  bool overloaded() const { return overloaded_; }
   // The admission rate in fires/s (0: unlimited).
   double rate() const { return rate_; }
   // A new term: unlimited again, nothing measured.
@@ -56,6 +83,8 @@ class AdmissionPacer {
  private:
   // Closes the measuring second(s) before `now`.
   void Advance(absl::Time now);
+  // Judges a closed second in which the hand-off worked (`lagging`: it came late).
+  void Judge(absl::Duration elapsed, bool lagging);
 
   const Options options_;
   double rate_ = 0;  // 0: unlimited.
@@ -63,6 +92,13 @@ class AdmissionPacer {
   int64_t second_fires_ = 0;
   absl::Duration second_lateness_ = absl::ZeroDuration();
   bool second_held_back_ = false;
+  bool second_failed_ = false;
+  // The lag of the last consecutive lagging seconds, oldest first (the trend).
+  absl::Duration trend_[kMaxTrendSeconds + 1] = {};
+  int trend_size_ = 0;
+  bool overloaded_ = false;
+  // When the trend last said overload.
+  absl::Time overload_seen_ = absl::InfinitePast();
   absl::Time last_held_back_ = absl::InfinitePast();
   int lagging_seconds_ = 0;
   int calm_seconds_ = 0;

@@ -47,19 +47,97 @@ TEST(AdmissionPacerTest, BehindForTwoSecondsAdmitsWhatWasHandedOff) {
   EXPECT_EQ(p.Budget(kT0 + absl::Seconds(2), 100000), 0);
 }
 
-TEST(AdmissionPacerTest, HeldBackAndKeepingUpGrowsAndSheds) {
+TEST(AdmissionPacerTest, HeldBackAndKeepingUpGrowsTheRate) {
   AdmissionPacer p(AdmissionPacer::Options{});
   Second(p, 0, 8000, absl::Seconds(1));
   Second(p, 1, 8000, absl::Seconds(1));
   p.Budget(kT0 + absl::Seconds(2), 0);
   const double paced = p.rate();
   p.OnHeldBack(kT0 + absl::Seconds(2) + absl::Milliseconds(10));
-  EXPECT_TRUE(p.Shedding(kT0 + absl::Seconds(3)));
   Second(p, 2, 7000, absl::Milliseconds(20));
   p.Budget(kT0 + absl::Seconds(3) + absl::Milliseconds(1), 0);
   EXPECT_NEAR(p.rate(), paced * 1.1, 1);
-  // Shedding ends `shed_hold` (10 s) after the last held-back claim.
-  EXPECT_FALSE(p.Shedding(kT0 + absl::Seconds(13)));
+}
+
+// Overload: the lag grows second by second while the claim is held back.
+TEST(AdmissionPacerTest, AGrowingLagShedsWhileHeldBack) {
+  AdmissionPacer p(AdmissionPacer::Options{});
+  for (int s = 0; s < 3; ++s) {
+    Second(p, s, 8000, absl::Milliseconds(1000 + 500 * s));
+    p.OnHeldBack(kT0 + absl::Seconds(s) + absl::Milliseconds(950));
+  }
+  // Three lagging seconds are not yet a trend over three seconds.
+  p.Budget(kT0 + absl::Seconds(3), 0);
+  EXPECT_FALSE(p.overloaded());
+  EXPECT_FALSE(p.Shedding(kT0 + absl::Seconds(3)));
+  Second(p, 3, 8000, absl::Milliseconds(2500));
+  p.OnHeldBack(kT0 + absl::Seconds(3) + absl::Milliseconds(950));
+  p.Budget(kT0 + absl::Seconds(4), 0);
+  EXPECT_TRUE(p.overloaded());
+  EXPECT_TRUE(p.Shedding(kT0 + absl::Seconds(4)));
+  EXPECT_NEAR(p.rate(), 7200, 1);
+  // A lag that stays where it is does not shrink either: still overload.
+  AdmissionPacer q(AdmissionPacer::Options{});
+  for (int s = 0; s < 4; ++s) Second(q, s, 8000, absl::Seconds(2));
+  q.OnHeldBack(kT0 + absl::Seconds(4));
+  EXPECT_TRUE(q.Shedding(kT0 + absl::Seconds(4) + absl::Milliseconds(1)));
+}
+
+// Shedding ends `shed_hold` (10 s) after the last held-back claim, and a new overload is judged
+// afresh.
+TEST(AdmissionPacerTest, SheddingEndsAfterTheHoldAndIsJudgedAgain) {
+  AdmissionPacer p(AdmissionPacer::Options{});
+  for (int s = 0; s < 4; ++s) Second(p, s, 8000, absl::Milliseconds(1000 + 500 * s));
+  p.OnHeldBack(kT0 + absl::Seconds(4));
+  ASSERT_TRUE(p.Shedding(kT0 + absl::Seconds(4)));
+  EXPECT_FALSE(p.Shedding(kT0 + absl::Seconds(15)));
+  for (int s = 4; s < 16; ++s) Second(p, s, 3000, absl::Milliseconds(20));
+  EXPECT_FALSE(p.overloaded());
+  // Held back again but keeping up: not overload, no shedding.
+  p.OnHeldBack(kT0 + absl::Seconds(16));
+  EXPECT_FALSE(p.Shedding(kT0 + absl::Seconds(16)));
+}
+
+// After an outage (nothing handed off, hand-offs failing) the backlog is handed off late and
+// the lag shrinks: it is drained, not shed, although the claim is held back meanwhile; the
+// outage's seconds neither pace the claim to the minimum nor count as lagging.
+TEST(AdmissionPacerTest, AShrinkingBacklogAfterAnOutageIsDrainedNotShed) {
+  AdmissionPacer p(AdmissionPacer::Options{});
+  for (int s = 0; s < 3; ++s) Second(p, s, 2000, absl::Milliseconds(50));
+  for (int s = 3; s < 14; ++s) {  // The outage: 11 s, the waiting fires later and later.
+    const absl::Time t = kT0 + absl::Seconds(s);
+    p.OnHandOff(t, 0, absl::Seconds(s - 2));
+    p.OnHandOffFailed(t + absl::Milliseconds(500));
+    p.OnHeldBack(t + absl::Milliseconds(600));
+  }
+  p.Budget(kT0 + absl::Seconds(14), 0);
+  EXPECT_EQ(p.rate(), 0);  // The outage did not pace the claim.
+  EXPECT_FALSE(p.Shedding(kT0 + absl::Seconds(14)));
+  // The drain: 5,000/s handed off (2,000/s offered), the lag falling 1.5 s a second.
+  for (int s = 14; s < 22; ++s) {
+    Second(p, s, 5000, absl::Milliseconds(11000 - 1500 * (s - 14)));
+    p.OnHeldBack(kT0 + absl::Seconds(s) + absl::Milliseconds(950));
+    EXPECT_FALSE(p.Shedding(kT0 + absl::Seconds(s) + absl::Milliseconds(951))) << s;
+  }
+  p.Budget(kT0 + absl::Seconds(22), 0);
+  EXPECT_FALSE(p.overloaded());
+  // At least what the drain showed it absorbs, × 0.9 (× 1.1 once it kept up).
+  EXPECT_GE(p.rate(), 4500);
+}
+
+// A failed hand-off puts fires back out of order: the trend starts again after it.
+TEST(AdmissionPacerTest, AFailedHandOffRestartsTheTrend) {
+  AdmissionPacer p(AdmissionPacer::Options{});
+  for (int s = 0; s < 6; ++s) {
+    Second(p, s, 8000, absl::Milliseconds(1000 + 100 * s));
+    if (s == 2) p.OnHandOffFailed(kT0 + absl::Seconds(s) + absl::Milliseconds(950));
+  }
+  p.OnHeldBack(kT0 + absl::Seconds(6));
+  // Seconds 3, 4, 5 since the failure: one short of the trend.
+  EXPECT_FALSE(p.Shedding(kT0 + absl::Seconds(6)));
+  Second(p, 6, 8000, absl::Milliseconds(1700));
+  p.OnHeldBack(kT0 + absl::Seconds(7));
+  EXPECT_TRUE(p.Shedding(kT0 + absl::Seconds(7)));
 }
 
 TEST(AdmissionPacerTest, NotHeldBackTheRateStaysAheadOfTheHandOff) {

@@ -488,6 +488,11 @@ void FireEngine::DispatchBatch(std::vector<int64_t> ids, absl::Duration late_aft
         if (it != fires_.end()) it->second.Swap(&f);  // Back for the retry.
       }
     }
+    {
+      // Not a measure of the capacity: the fires come back out of order after their backoff.
+      absl::MutexLock lock(&mu_);
+      pacer_.OnHandOffFailed(clock_.Now());
+    }
     Requeue(sent_ids);
     return;
   }

@@ -37,11 +37,21 @@ namespace jobwheel::scheduler {
 //  3. picks up PENDING fires it does not hold: all of them on takeover, and manual, retry and
 //     child fires written by the admin API or the monitors.
 // Under load the claim is paced by the hand-off (AdmissionPacer: a rate measured from how late the
-// hand-offs come, not a fixed lead): it holds at most that rate's worth of fires, leaves the other
-// due jobs for later, and while it does so sheds the due times it finds already past through each
-// job's misfire strategy (one row per job and range, fire_plan.h): the capacity fires on time and
-// no fire is claimed only to be settled late. A hand-off that falls behind anyway (the database
-// slowed) is settled as below.
+// hand-offs come, not a fixed lead): it holds at most that rate's worth of fires and leaves the
+// other due jobs for later. What is late then depends on whether the backlog shrinks:
+//  - shrinking (after an outage: a database failover, a dispatcher unreachable; the hand-off
+//    absorbs more than is offered): nothing is shed. The ready fires go oldest first, the jobs
+//    left for later are claimed most behind first, and a fire is a misfire only once it is more
+//    than misfire_threshold late — the threshold's promise ("a fire up to this late still
+//    fires") holds for any backlog the capacity drains within it. Memory: the held fires stay
+//    within the admission budget (rate × window) plus what a takeover loads; the jobs left for
+//    later cost nothing until claimed.
+//  - not shrinking (overload: more offered than the hand-off absorbs, AdmissionPacer::Shedding):
+//    the late fires would reach the threshold anyway and make every fire behind them late, so
+//    the claim sheds the due times it finds already past through each job's misfire strategy
+//    (one row per job and range, fire_plan.h), the newest hand-offs go first, and held fires more
+//    than shed_late_after late are shed oldest first: the capacity fires on time and no fire is
+//    claimed only to be settled late.
 // Misfires (more than `misfire_threshold` late) follow the job's strategy (fire_plan.h has
 // the arithmetic): due times found late by the claim, pending fires found late when loaded
 // (an old leader's, on takeover), and held fires whose hand-off comes late (an outage held
@@ -77,10 +87,11 @@ class FireEngine {
     // set to preread_window + claim_ahead); off, it claims whatever is due.
     bool pace_admission = true;
     AdmissionPacer::Options admission;
-    // While shedding (AdmissionPacer::Shedding), a held schedule-driven fire more than this
-    // past its scheduled time is shed through its job's misfire strategy instead of handed off
-    // late, the newest hand-offs go first (what can still be on time before what cannot), and
-    // the stale ones are settled by one thread at a time, up to settle_batch per transaction.
+    // While shedding (AdmissionPacer::Shedding: overload, the backlog does not shrink), a held
+    // schedule-driven fire more than this past its scheduled time is shed through its job's
+    // misfire strategy instead of handed off late, the newest hand-offs go first (what can still
+    // be on time before what cannot), and the stale ones are settled by one thread at a time, up
+    // to settle_batch per transaction. Not shedding, the threshold is misfire_threshold.
     absl::Duration shed_late_after = absl::Seconds(1);
     int settle_batch = 5000;
   };

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
 #include "common/time/clock.h"
@@ -30,11 +32,16 @@ class StoreDispatcher : public DispatchClient {
     absl::MutexLock lock(&mu_);
     fail_first_ = n;
   }
+  // Fails every call before `t` with UNAVAILABLE (an outage).
+  void set_down_until(absl::Time t) {
+    absl::MutexLock lock(&mu_);
+    down_until_ = t;
+  }
   absl::StatusOr<DispatchResponse> Dispatch(const DispatchRequest& request) override {
     absl::MutexLock lock(&mu_);
     requests_.push_back(request);
     request_times_.push_back(clock_.Now());
-    if (static_cast<int>(requests_.size()) <= fail_first_) {
+    if (static_cast<int>(requests_.size()) <= fail_first_ || clock_.Now() < down_until_) {
       return absl::UnavailableError("connection refused");
     }
     DispatchResponse response;
@@ -77,6 +84,7 @@ class StoreDispatcher : public DispatchClient {
   const Clock& clock_;
   absl::Mutex mu_;
   int fail_first_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time down_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::vector<DispatchRequest> requests_ ABSL_GUARDED_BY(mu_);
   std::vector<absl::Time> request_times_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> dispatched_ ABSL_GUARDED_BY(mu_);
@@ -563,6 +571,73 @@ TEST_F(FireEngineTest, FiresHeldBackByAnOutageFollowTheMisfireStrategyWhenHanded
       EXPECT_EQ(f.trigger_type(), jobwheel::v1::TRIGGER_TYPE_MISFIRE);
     }
   }
+}
+
+// The misfire threshold's promise: a backlog an outage left, which the hand-off drains within
+// the threshold, is fired late, not shed as overload. 100 every-second jobs (more than the
+// admission's floor holds: the claim is held back while the dispatcher is down), the dispatcher
+// unreachable for 12 s, misfire_threshold 120 s: every due second is dispatched once, none is
+// SKIPPED and nothing counts as shed.
+TEST_F(FireEngineTest, ABacklogAfterAnOutageIsFiredLateNotShed) {
+  const absl::Time start = clock_.Now();
+  constexpr int kJobs = 100;
+  std::vector<int64_t> jobs;
+  for (int i = 0; i < kJobs; ++i) jobs.push_back(AddJob(start + absl::Seconds(1)));
+  dispatcher_.set_down_until(start + absl::Seconds(12));
+  FireEngine::Options options;
+  options.misfire_threshold = absl::Seconds(120);
+  options.admission.min_rate = 10;  // A floor of 100 held fires: the claim is held back.
+  FireEngine& engine = Engine(options);
+  engine.OnElected(1);
+  engine.Start();
+  // 30 s in 100 ms steps, then the jobs stop and the held fires drain.
+  for (int i = 0; i < 300; ++i) {
+    clock_.AwaitWaiters(2);
+    clock_.Advance(absl::Milliseconds(100));
+  }
+  for (int64_t job : jobs) {
+    store_.UpdateJob(job, [](jobwheel::v1::Job& j) { j.set_enabled(false); });
+  }
+  for (int i = 0; i < 200 && engine.held() > 0; ++i) {
+    clock_.AwaitWaiters(2);
+    clock_.Advance(absl::Milliseconds(100));
+  }
+  ASSERT_EQ(engine.held(), 0u);
+  engine.Shutdown();
+
+  // Each job: one DISPATCHED fire for every second from start+1 to its last one.
+  absl::flat_hash_map<int64_t, std::vector<absl::Time>> seconds;
+  int skipped = 0, late = 0;
+  for (const auto& f : store_.fires()) {
+    if (f.status == jobwheel::v1::FIRE_STATUS_SKIPPED) {
+      ++skipped;
+      continue;
+    }
+    EXPECT_EQ(f.status, jobwheel::v1::FIRE_STATUS_DISPATCHED) << f.id;
+    EXPECT_EQ(f.trigger_type, jobwheel::v1::TRIGGER_TYPE_CRON) << f.id;
+    seconds[f.job_id].push_back(f.scheduled);
+  }
+  EXPECT_EQ(skipped, 0);
+  ASSERT_EQ(seconds.size(), static_cast<size_t>(kJobs));
+  for (auto& [job, times] : seconds) {
+    std::sort(times.begin(), times.end());
+    ASSERT_GE(times.size(), 25u) << job;  // At least the 30 s of the run less the window's end.
+    for (size_t i = 0; i < times.size(); ++i) {
+      EXPECT_EQ(times[i], start + absl::Seconds(1 + static_cast<int64_t>(i))) << job;
+    }
+  }
+  // The fires due in the outage went out after it.
+  const auto requests = dispatcher_.requests();
+  const auto times = dispatcher_.request_times();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (times[i] < start + absl::Seconds(12)) continue;
+    for (const auto& f : requests[i].fires()) {
+      late += FromProto(f.scheduled_time()) < start + absl::Seconds(11);
+    }
+  }
+  EXPECT_GE(late, 10 * kJobs);
+  EXPECT_EQ(metrics_.fires_shed.Value(), 0);
+  EXPECT_EQ(Misfires("do_nothing"), 0);
 }
 
 // A settle that cannot reach the database keeps the late fires held and PENDING; they are

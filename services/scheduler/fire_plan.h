@@ -29,8 +29,8 @@ struct ClaimWindow {
   // Admission (AdmissionPacer): jobs are planned in order while the PENDING fires planned so
   // far are fewer than this; the rest are left out of the plan (as they are, still due).
   int64_t max_pending_fires = std::numeric_limits<int64_t>::max();
-  // Shedding (the hand-off is at capacity): every due time already past at `now` is a misfire
-  // (the misfire strategy sheds it: one row for the range), not only those older than
+  // Shedding (overload: AdmissionPacer::Shedding): every due time already past at `now` is a
+  // misfire (the misfire strategy sheds it: one row for the range), not only those older than
   // misfire_threshold, so what is admitted fires on time.
   bool shed_past_due = false;
   // Shedding and past max_pending_fires, a job already behind is not left waiting unrecorded:
