@@ -81,6 +81,9 @@ class BenchDb {
   // Deletes the pending fires due at or after `from` of the jobs `jobs` (an SQL condition on
   // job_id), locking them in id order.
   absl::Status DeletePendingFires(absl::string_view jobs, absl::Time from);
+  // Disables the bench's enabled jobs matching the SQL condition `which`, recording the due
+  // times cut off of those behind their schedule, as the API's pause does.
+  absl::Status DisableJobs(absl::string_view which);
 
   std::unique_ptr<pqxx::connection> conn_;
   const std::string app_;

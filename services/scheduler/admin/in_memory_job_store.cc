@@ -118,6 +118,22 @@ Job InMemoryJobStore::Apply(int64_t id, const JobWrite& write) {
       ++it;
     }
   }
+  if (write.cut_off.has_value()) {
+    bool taken = false;  // As fires_schedule_once: one schedule-driven fire per job and time.
+    for (const auto& [fid, f] : fires_) {
+      taken = taken || (f.job_id == id && f.scheduled_at == write.cut_off->first);
+    }
+    if (!taken) {
+      Fire f;
+      f.id = next_fire_id_++;
+      f.job_id = id;
+      f.scheduled_at = write.cut_off->first;
+      f.trigger_type = write.cut_off->trigger_type;
+      f.status = jobwheel::v1::FIRE_STATUS_SKIPPED;
+      f.reason = write.cut_off->reason;
+      fires_[f.id] = f;
+    }
+  }
   return stored.job;
 }
 

@@ -30,6 +30,7 @@ class InMemoryJobStore : public JobStore {
     int32_t shard_index = 0;
     int32_t shard_total = 0;
     std::string executor_address;
+    std::string reason;
   };
 
   explicit InMemoryJobStore(const Clock& clock) : clock_(clock) {}

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/base/status_macros.h"
 #include "common/model/proto_enums.h"
 #include "common/time/proto_time.h"
@@ -30,6 +31,39 @@ bool SameChildren(const google::protobuf::RepeatedField<int64_t>& a,
 
 bool Contains(const std::vector<std::string>& apps, const std::string& app) {
   return std::find(apps.begin(), apps.end(), app) != apps.end();
+}
+
+// Counting the due times a write cuts off stops here (the reason then names this many).
+constexpr int64_t kMaxCutOffCounted = 100000;
+
+// The due times of `current`'s schedule from its next fire time up to `now` (already past, not
+// yet claimed: the job was behind) that a write moving next_fire_at to `next` cuts off; unset
+// when there are none. `what` says why ("paused", "edited").
+std::optional<JobWrite::CutOff> CutOffFires(const Job& current, std::optional<absl::Time> next,
+                                            absl::Time now, absl::string_view what) {
+  if (!current.enabled() || !current.has_next_fire_time()) return std::nullopt;
+  const absl::Time first = FromProto(current.next_fire_time());
+  if (first >= now || (next.has_value() && *next <= first)) return std::nullopt;
+  absl::StatusOr<Schedule> schedule =
+      Schedule::FromProto(current.schedule(), FromProto(current.create_time()));
+  if (!schedule.ok() || schedule->fixed_delay() || !schedule->fires_on_its_own()) {
+    return std::nullopt;  // A FIX_DELAY chain's next fire is not a due time of a schedule.
+  }
+  absl::Time last = first;
+  int64_t count = 0;
+  for (std::optional<absl::Time> t = first;
+       t && *t < now && (!next || *t < *next) && count < kMaxCutOffCounted;
+       t = schedule->NextAfter(*t)) {
+    last = *t;
+    ++count;
+  }
+  JobWrite::CutOff cut;
+  cut.first = first;
+  cut.trigger_type = schedule->trigger_type();
+  cut.reason = absl::StrCat("misfire: ", count, " fire(s) from ", absl::FormatTime(first), " to ",
+                            absl::FormatTime(last), " skipped; the job was ", what,
+                            " before they were claimed");
+  return cut;
 }
 
 }  // namespace
@@ -60,6 +94,10 @@ absl::StatusOr<JobWrite> JobAdmin::PrepareWrite(const Job& merged, const Job* cu
 
   JobWrite write;
   if (job.enabled()) write.next_fire_at = schedule.NextAfter(now);
+  if (current != nullptr) {
+    write.cut_off = CutOffFires(*current, write.next_fire_at, now,
+                                current->enabled() && !job.enabled() ? "paused" : "edited");
+  }
   const int32_t version = current != nullptr ? current->script_version() : 0;
   if (IsScript(job.glue_type()) && (current == nullptr || current->glue_type() != job.glue_type() ||
                                     current->script_source() != job.script_source())) {

@@ -127,6 +127,49 @@ TEST_F(JobAdminTest, PauseAndResumeAreIdempotentAndSkipMissedFires) {
   EXPECT_EQ(admin_.PauseJob(0).status().message(), "id: must be a positive id, got 0");
 }
 
+// A job behind its schedule (its next fire time past, not yet claimed: the leader shedding
+// under load, or no leader) loses those due times when paused or edited; the write records them
+// as one SKIPPED row naming how many, so the record of what did not run stays exact.
+TEST_F(JobAdminTest, PauseOrEditOfABehindJobRecordsTheDueTimesItCutsOff) {
+  Job every_second = RateJob("every second");
+  every_second.mutable_schedule()->mutable_fix_rate()->set_interval_seconds(1);
+  const Job job = MustCreate(every_second);
+  const absl::Time t0 = clock_.Now();
+  ASSERT_EQ(*store_.next_fire_at(job.id()), t0 + absl::Seconds(1));
+  clock_.Advance(absl::Milliseconds(10500));  // Due: t0+1 s … t0+10 s, none claimed.
+  ASSERT_TRUE(admin_.PauseJob(job.id()).ok());
+  ASSERT_EQ(store_.fires().size(), 1u);
+  const InMemoryJobStore::Fire cut = store_.fires()[0];
+  EXPECT_EQ(cut.job_id, job.id());
+  EXPECT_EQ(cut.scheduled_at, t0 + absl::Seconds(1));
+  EXPECT_EQ(cut.status, jobwheel::v1::FIRE_STATUS_SKIPPED);
+  EXPECT_EQ(cut.trigger_type, jobwheel::v1::TRIGGER_TYPE_FIX_RATE);
+  EXPECT_THAT(cut.reason, StartsWith("misfire: 10 fire(s) from "));
+  EXPECT_THAT(cut.reason, HasSubstr("skipped; the job was paused before they were claimed"));
+
+  // Paused: nothing is due, so a resume cuts nothing off; an edit of the job once behind again
+  // records its own range.
+  clock_.Advance(absl::Seconds(5));
+  ASSERT_TRUE(admin_.ResumeJob(job.id()).ok());
+  EXPECT_EQ(store_.fires().size(), 1u);
+  clock_.Advance(absl::Seconds(3));  // Due: t0+16 s … t0+18 s (resumed at t0+15.5 s).
+  Job patch;
+  patch.set_id(job.id());
+  patch.set_description("edited while behind");
+  google::protobuf::FieldMask mask;
+  mask.add_paths("description");
+  ASSERT_TRUE(admin_.UpdateJob(patch, mask).ok());
+  ASSERT_EQ(store_.fires().size(), 2u);
+  const InMemoryJobStore::Fire edited = store_.fires()[1];
+  EXPECT_EQ(edited.scheduled_at, t0 + absl::Seconds(16));
+  EXPECT_THAT(edited.reason, StartsWith("misfire: 3 fire(s) from "));
+  EXPECT_THAT(edited.reason, HasSubstr("the job was edited before they were claimed"));
+
+  // On time (next fire in the future): nothing is cut off.
+  ASSERT_TRUE(admin_.PauseJob(job.id()).ok());
+  EXPECT_EQ(store_.fires().size(), 2u);
+}
+
 TEST_F(JobAdminTest, UpdateDropsFutureScheduledFiresOnly) {
   Job job = MustCreate(RateJob());
   const absl::Time t0 = clock_.Now();

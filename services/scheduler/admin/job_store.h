@@ -48,6 +48,17 @@ struct JobWrite {
   // when its app is in this scope.
   bool write_child_scope = false;
   std::optional<std::vector<std::string>> child_scope;
+  // Due times the write cuts off: the job was behind (its next fire time already past and not
+  // yet claimed, e.g. while the leader sheds under load) and the write moves next_fire_at past
+  // them. Written as one SKIPPED fire at `first` whose reason names how many ("misfire: N
+  // fire(s) from … to … skipped; …", as the leader's misfire rows), so the record of the due
+  // times that did not run stays exact. Unset: nothing cut off.
+  struct CutOff {
+    absl::Time first;
+    jobwheel::v1::TriggerType trigger_type = jobwheel::v1::TRIGGER_TYPE_UNSPECIFIED;
+    std::string reason;
+  };
+  std::optional<CutOff> cut_off;
 };
 
 // Computes the row to write from the locked current row (nullptr on create). Returning

@@ -75,6 +75,17 @@ const std::string& DeleteFutureFiresSql() {
   return *text;
 }
 
+// The due times a write cut off (JobWrite::cut_off): one SKIPPED row at the first of them.
+// The job row is locked (FOR UPDATE) and its next_fire_at past the first, so no claim writes a
+// fire at that time; a conflict with one written earlier leaves that one.
+const std::string& InsertCutOffSql() {
+  static const std::string* text = new std::string(absl::StrCat(
+      "INSERT INTO fires (job_id, scheduled_at, trigger_type, status, reason) VALUES ($1::bigint, "
+      "$2::timestamptz, $3::int, ",
+      sql::SqlInt(v1::FIRE_STATUS_SKIPPED), ", $4) ON CONFLICT DO NOTHING"));
+  return *text;
+}
+
 // A deleted job's fires that no dispatcher has taken (locked in id order, as above).
 const std::string& DeletePendingFiresSql() {
   static const std::string* text = new std::string(absl::StrCat(
@@ -238,6 +249,10 @@ void ApplyWrite(pqxx::work& tx, int64_t id, const JobWrite& w) {
                    static_cast<int>(w.job.glue_type()), w.job.script_source());
   }
   tx.exec_params(DeleteFutureFiresSql(), id, PgTime(w.next_fire_at));
+  if (w.cut_off.has_value()) {
+    tx.exec_params(InsertCutOffSql(), id, ToPgTimestamp(w.cut_off->first),
+                   static_cast<int>(w.cut_off->trigger_type), w.cut_off->reason);
+  }
   if (w.write_child_scope) {
     std::optional<std::string> scope;  // NULL: every app.
     if (w.child_scope.has_value()) scope = ToPgArray(*w.child_scope);

@@ -239,6 +239,42 @@ TEST_F(PgJobStoreTest, UpdateDeletesPendingFutureFiresAndRecomputesNextFire) {
                   .as<bool>());
 }
 
+// A pause of a job behind its schedule (next_fire_at past, no fire claimed for it, as while
+// the leader sheds under load) writes one SKIPPED row for the due times it cuts off, at the
+// first of them, its reason naming how many.
+TEST_F(PgJobStoreTest, PauseOfABehindJobRecordsTheCutOffRange) {
+  const Job job = MustCreate(CronJob("behind"));  // Every 10 s.
+  const std::string id = std::to_string(job.id());
+  // Behind by 4 due times: the next fire 30..40 s ago (the :x0 second 10 s before now - 20 s),
+  // and the three after it, all past.
+  Sql("UPDATE jobs SET next_fire_at = date_trunc('minute', now() - interval '20 seconds') + "
+      "floor(extract(second FROM now() - interval '20 seconds') / 10) * interval '10 seconds' - "
+      "interval '10 seconds' WHERE id = " +
+      id);
+  const int64_t first_us = Sql("SELECT (EXTRACT(EPOCH FROM next_fire_at) * 1000000)::BIGINT FROM "
+                               "jobs WHERE id = " +
+                               id)[0][0]
+                               .as<int64_t>();
+  ASSERT_TRUE(admin_->PauseJob(job.id()).ok());
+  pqxx::result rows =
+      Sql("SELECT (EXTRACT(EPOCH FROM scheduled_at) * 1000000)::BIGINT, status, trigger_type, "
+          "reason FROM fires WHERE job_id = " +
+          id);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0][0].as<int64_t>(), first_us);
+  EXPECT_EQ(rows[0][1].as<int>(), jobwheel::v1::FIRE_STATUS_SKIPPED);
+  EXPECT_EQ(rows[0][2].as<int>(), jobwheel::v1::TRIGGER_TYPE_CRON);
+  const std::string reason = rows[0][3].as<std::string>();
+  // 4 due times, or 5 when the pause crossed a :x0 second after the update.
+  EXPECT_TRUE(reason.rfind("misfire: 4 fire(s) from ", 0) == 0 ||
+              reason.rfind("misfire: 5 fire(s) from ", 0) == 0)
+      << reason;
+  EXPECT_THAT(reason, HasSubstr("the job was paused before they were claimed"));
+  // Paused, so nothing is due: a second pause and the resume write nothing more.
+  ASSERT_TRUE(admin_->ResumeJob(job.id()).ok());
+  EXPECT_EQ(Sql("SELECT count(*) FROM fires WHERE job_id = " + id)[0][0].as<int>(), 1);
+}
+
 TEST_F(PgJobStoreTest, AStoppedJobsScheduleErrorIsShownUntilTheJobIsWrittenAgain) {
   Job job = MustCreate(CronJob("stopped"));
   const std::string id = std::to_string(job.id());
