@@ -62,7 +62,10 @@ constexpr const char* kInsertScriptSql =
     "INSERT INTO scripts (job_id, version, glue_type, source) "
     "VALUES ($1::bigint, $2::int, $3::int, $4)";
 
-// The job's not-yet-dispatched schedule-driven fires from now on, plus any at or after the new
+// The job's not-yet-dispatched schedule-driven fires not yet due when the statement runs
+// (clock_timestamp(): after the write's own time, which the cut-off range ends at; the
+// transaction's now() is before it, and a fire due in between would be neither run nor
+// recorded), plus any at or after the new
 // next_fire_at ($2, may be NULL) so the leader can re-create them without a unique conflict.
 // Conditional on PENDING: a dispatcher holding the fire's row lock decides it first. The rows
 // are locked in id order, as dispatchers and the leader lock fires, so a delete waits for a
@@ -71,7 +74,8 @@ const std::string& DeleteFutureFiresSql() {
   static const std::string* text = new std::string(absl::StrCat(
       "DELETE FROM fires WHERE id IN (SELECT id FROM fires WHERE job_id = $1::bigint AND status = ",
       sql::SqlInt(v1::FIRE_STATUS_PENDING), " AND trigger_type IN ", sql::ScheduleTriggerTypesSql(),
-      " AND (scheduled_at > now() OR scheduled_at >= $2::timestamptz) ORDER BY id FOR UPDATE)"));
+      " AND (scheduled_at > clock_timestamp() OR scheduled_at >= $2::timestamptz) ORDER BY id FOR "
+      "UPDATE)"));
   return *text;
 }
 
