@@ -20,6 +20,7 @@
 #include "common/server/log_flags.h"
 #include "common/server/readiness.h"
 #include "common/server/server_main.h"
+#include "common/server/shutdown_tail.h"
 #include "common/time/clock.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
@@ -123,8 +124,6 @@ absl::StatusOr<ConsoleOptions> OptionsFromFlags() {
 }
 
 int Run(const ConsoleOptions& c) {
-  BlockTerminationSignals();
-
   auto prom = std::make_shared<prometheus::Registry>();
   const RouteTable& routes = RouteTable::Console();
   ConsoleMetrics metrics(*prom, routes.Procedures());
@@ -181,13 +180,11 @@ int Run(const ConsoleOptions& c) {
   spdlog::info("console listening on {} (port {}), scheduler {}, registry {}, pages from {}",
                c.listen, server.port(), c.scheduler_target, c.registry_target, c.web_root);
 
-  const int sig = WaitForTerminationSignal();
-  spdlog::info("signal {}: draining for {}, then shutting down", sig,
-               absl::FormatDuration(c.drain_delay));
-  readiness.Drain(absl::StrCat("signal ", sig));
-  clock.SleepFor(c.drain_delay);
-  server.Shutdown();  // Requests in progress finish first.
-  spdlog::info("console stopped");
+  ShutdownTail tail;
+  tail.service = "console";
+  tail.drain_delay = c.drain_delay;
+  tail.shutdown = {[&server] { server.Shutdown(); }};  // Requests in progress finish first.
+  AwaitSignalThenShutDown(readiness, clock, tail);
   return 0;
 }
 
@@ -196,6 +193,8 @@ int Run(const ConsoleOptions& c) {
 
 int main(int argc, char** argv) {
   jobwheel::DisableMutexDeadlockDetection();
+  // Signals go to the shutdown tail, not to whichever thread happens to run.
+  jobwheel::BlockTerminationSignals();
   jobwheel::ParseFlagsWithEnv(argc, argv,
                               "jobwheel console: web pages and a Connect gateway to the admin API");
   jobwheel::InitLoggingFromFlags("console");

@@ -1,5 +1,4 @@
 // The dispatcher: turns fires into runs on executors and ingests their results.
-#include <signal.h>
 
 #include <algorithm>
 #include <memory>
@@ -19,6 +18,7 @@
 #include "common/base/flags.h"
 #include "common/base/logging.h"
 #include "common/base/mutex_mode.h"
+#include "common/base/signals.h"
 #include "common/base/work_pool.h"
 #include "common/grpc/grpc_keep_warm.h"
 #include "common/grpc/grpc_server.h"
@@ -29,6 +29,7 @@
 #include "common/server/readiness.h"
 #include "common/server/readiness_flags.h"
 #include "common/server/server_main.h"
+#include "common/server/shutdown_tail.h"
 #include "common/time/clock.h"
 #include "prometheus/exposer.h"
 #include "prometheus/registry.h"
@@ -226,13 +227,6 @@ int Run(const DispatcherServerOptions& c, const ReadinessOptions& readiness_opti
                                 TokenPolicy{c.insecure_dev, {}, scheduler_verifier}, executor_auth,
                                 c.limits);
 
-  // Handle SIGTERM/SIGINT synchronously in this thread.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
   dispatcher.Start();
   watcher.Start();
   readiness.Start();
@@ -252,19 +246,18 @@ int Run(const DispatcherServerOptions& c, const ReadinessOptions& readiness_opti
   GrpcKeepWarm keep_warm((*server)->InProcessChannel(grpc::ChannelArguments()));
   keep_warm.Start();
 
-  int sig = 0;
-  sigwait(&signals, &sig);
-  spdlog::info("signal {}: draining for {}, then shutting down", sig,
-               absl::FormatDuration(readiness_options.drain_delay));
-  readiness.Drain(absl::StrCat("signal ", sig));
-  RealClock::Get().SleepFor(readiness_options.drain_delay);
-  keep_warm.Shutdown();
-  (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  db_work.Shutdown();
-  dispatcher.Shutdown();  // Runs queued triggers and writes their answers.
-  watcher.Shutdown();
-  readiness.Shutdown();
-  spdlog::info("dispatcher stopped");
+  ShutdownTail tail;
+  tail.service = "dispatcher";
+  tail.drain_delay = readiness_options.drain_delay;
+  tail.shutdown = {
+      [&] { keep_warm.Shutdown(); },
+      [&] { (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5)); },
+      [&] { db_work.Shutdown(); },
+      [&] { dispatcher.Shutdown(); },  // Runs queued triggers and writes their answers.
+      [&] { watcher.Shutdown(); },
+      [&] { readiness.Shutdown(); },
+  };
+  AwaitSignalThenShutDown(readiness, RealClock::Get(), tail);
   return 0;
 }
 
@@ -273,6 +266,8 @@ int Run(const DispatcherServerOptions& c, const ReadinessOptions& readiness_opti
 
 int main(int argc, char** argv) {
   jobwheel::DisableMutexDeadlockDetection();
+  // Signals go to the shutdown tail, not to whichever thread happens to run.
+  jobwheel::BlockTerminationSignals();
   jobwheel::ParseFlagsWithEnv(argc, argv, "jobwheel dispatcher: routes fires to executors");
   jobwheel::InitLoggingFromFlags("dispatcher");
   auto config = jobwheel::dispatcher::OptionsFromFlags();

@@ -25,6 +25,7 @@
 #include "common/server/readiness.h"
 #include "common/server/readiness_flags.h"
 #include "common/server/server_main.h"
+#include "common/server/shutdown_tail.h"
 #include "common/time/clock.h"
 #include "prometheus/registry.h"
 #include "services/registry/address_policy.h"
@@ -131,9 +132,6 @@ int Run(const RegistryServerOptions& config) {
   if (config.insecure_dev) {
     spdlog::warn("--insecure_dev: accepting unauthenticated calls; never use this in production");
   }
-  // Signals go to the WaitForTerminationSignal below, not to whichever thread happens to run.
-  BlockTerminationSignals();
-
   if (absl::Status s = ConnectAndMigrate(config.db_dsn); !s.ok()) return Fail(s);
 
   auto prom = std::make_shared<prometheus::Registry>();
@@ -205,29 +203,31 @@ int Run(const RegistryServerOptions& config) {
                absl::FormatDuration(config.registry.beat_deadline),
                absl::FormatDuration(config.registry.lease));
 
-  const int sig = WaitForTerminationSignal();
-  spdlog::info("signal {}, draining {} sessions", sig, registry.open_sessions());
-  readiness.Drain(absl::StrCat("signal ", sig));
-  const absl::Time drain_start = clock.Now();
-
-  // Executors move to another replica; what is left after the grace period goes offline.
-  registry.Drain(absl::StrCat("registry replica ", config.registry.replica_id, " shutting down"));
-  const absl::Time grace_end = clock.Now() + config.drain_grace;
-  // Until every executor has left and re-registered elsewhere (or the grace period ends).
-  while ((registry.open_sessions() > 0 || registry.drained_still_here() > 0) &&
-         clock.Now() < grace_end) {
-    clock.SleepFor(absl::Milliseconds(20));
-  }
+  ShutdownTail tail;
+  tail.service = "registry";
   // Health checks see NOT_SERVING for at least --drain_delay before the server goes.
-  clock.SleepUntil(drain_start + config.readiness.drain_delay);
-  registry.Shutdown();
-  registry.TakeAllOffline();
-  registry_service.CloseWatchers();
-  (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  syncer.Shutdown();
-  work.Shutdown();
-  readiness.Shutdown();
-  spdlog::info("stopped");
+  tail.drain_delay = config.readiness.drain_delay;
+  tail.drain = [&] {
+    spdlog::info("draining {} sessions", registry.open_sessions());
+    // Executors move to another replica; what is left after the grace period goes offline.
+    registry.Drain(absl::StrCat("registry replica ", config.registry.replica_id, " shutting down"));
+    const absl::Time grace_end = clock.Now() + config.drain_grace;
+    // Until every executor has left and re-registered elsewhere (or the grace period ends).
+    while ((registry.open_sessions() > 0 || registry.drained_still_here() > 0) &&
+           clock.Now() < grace_end) {
+      clock.SleepFor(absl::Milliseconds(20));
+    }
+  };
+  tail.shutdown = {
+      [&] { registry.Shutdown(); },
+      [&] { registry.TakeAllOffline(); },
+      [&] { registry_service.CloseWatchers(); },
+      [&] { (*server)->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2)); },
+      [&] { syncer.Shutdown(); },
+      [&] { work.Shutdown(); },
+      [&] { readiness.Shutdown(); },
+  };
+  AwaitSignalThenShutDown(readiness, clock, tail);
   return 0;
 }
 
@@ -236,6 +236,8 @@ int Run(const RegistryServerOptions& config) {
 
 int main(int argc, char** argv) {
   jobwheel::DisableMutexDeadlockDetection();
+  // Signals go to the shutdown tail, not to whichever thread happens to run.
+  jobwheel::BlockTerminationSignals();
   jobwheel::ParseFlagsWithEnv(argc, argv, "registry: executor liveness and app admin for jobwheel");
   jobwheel::InitLoggingFromFlags("registry");
   auto options = jobwheel::registry::OptionsFromFlags();

@@ -21,6 +21,7 @@
 #include "common/server/readiness.h"
 #include "common/server/readiness_flags.h"
 #include "common/server/server_main.h"
+#include "common/server/shutdown_tail.h"
 #include "common/time/clock.h"
 #include "prometheus/registry.h"
 #include "services/scheduler/admin/grpc_executor_client.h"
@@ -288,15 +289,16 @@ int Run(const SchedulerServerOptions& c) {
                     jobwheel::v1::LeadershipService::service_full_name()});
   spdlog::info("scheduler {} serving on {}", c.elector.replica_id, c.listen);
 
-  const int sig = WaitForTerminationSignal();
-  readiness.Drain(absl::StrCat("signal ", sig));
-  clock.SleepFor(c.readiness.drain_delay);
-
-  spdlog::info("scheduler {} shutting down", c.elector.replica_id);
-  elector.Shutdown();  // Releases the lock so a standby takes over at once.
-  work.Shutdown();
-  (*server)->Shutdown(absl::ToChronoTime(clock.Now() + absl::Seconds(5)));
-  readiness.Shutdown();
+  ShutdownTail tail;
+  tail.service = absl::StrCat("scheduler ", c.elector.replica_id);
+  tail.drain_delay = c.readiness.drain_delay;
+  tail.shutdown = {
+      [&] { elector.Shutdown(); },  // Releases the lock so a standby takes over at once.
+      [&] { work.Shutdown(); },
+      [&] { (*server)->Shutdown(absl::ToChronoTime(clock.Now() + absl::Seconds(5))); },
+      [&] { readiness.Shutdown(); },
+  };
+  AwaitSignalThenShutDown(readiness, clock, tail);
   return 0;
 }
 
@@ -305,7 +307,7 @@ int Run(const SchedulerServerOptions& c) {
 
 int main(int argc, char** argv) {
   jobwheel::DisableMutexDeadlockDetection();
-  // Signals go to WaitForTerminationSignal, not to whichever thread happens to run.
+  // Signals go to the shutdown tail, not to whichever thread happens to run.
   jobwheel::BlockTerminationSignals();
   jobwheel::ParseFlagsWithEnv(argc, argv, "jobwheel scheduler");
   jobwheel::InitLogging("scheduler", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
