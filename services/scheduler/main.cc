@@ -17,6 +17,7 @@
 #include "common/grpc/grpc_server.h"
 #include "common/pg/migrations.h"
 #include "common/pg/pg_pool.h"
+#include "common/server/log_flags.h"
 #include "common/server/pg_readiness_check.h"
 #include "common/server/readiness.h"
 #include "common/server/readiness_flags.h"
@@ -112,8 +113,6 @@ ABSL_FLAG(
     std::string, tls_client_cert, "",
     "Client certificate (PEM) for mutual TLS to dispatchers and executors; default --tls_cert");
 ABSL_FLAG(std::string, tls_client_key, "", "Private key of --tls_client_cert; default --tls_key");
-ABSL_FLAG(bool, log_json, false, "Log JSON lines instead of text");
-ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 
 namespace jobwheel::scheduler {
 namespace {
@@ -310,7 +309,7 @@ int main(int argc, char** argv) {
   // Signals go to the shutdown tail, not to whichever thread happens to run.
   jobwheel::BlockTerminationSignals();
   jobwheel::ParseFlagsWithEnv(argc, argv, "jobwheel scheduler");
-  jobwheel::InitLogging("scheduler", absl::GetFlag(FLAGS_log_json), absl::GetFlag(FLAGS_log_level));
+  jobwheel::InitLoggingFromFlags("scheduler");
   auto options = jobwheel::scheduler::OptionsFromFlags();
   if (!options.ok()) return jobwheel::Fail(options.status(), 2);
   return jobwheel::scheduler::Run(*options);

@@ -214,9 +214,9 @@ else fail "values.yaml: undocumented keys (line:key): $(echo $undocumented)"; fi
 group "chart flags exist in the binaries"
 # component (source dir or file) and the flags the chart sets for it; the scheduler, registry
 # and dispatcher take the readiness flags (drain_delay) from common/server/readiness_flags.cc,
-# the registry, dispatcher and console the logging flags from common/server/log_flags.cc
+# the scheduler, registry, dispatcher and console the logging flags from common/server/log_flags.cc
 FLAG_TABLE="
-services/scheduler listen metrics_address db_dsn replica_id log_json log_level signing_key_file admin_token_file dispatcher_target tls_cert tls_key tls_ca tls_client_ca migrate_only
+services/scheduler listen metrics_address db_dsn replica_id signing_key_file admin_token_file dispatcher_target tls_cert tls_key tls_ca tls_client_ca migrate_only
 services/registry listen metrics_address db_dsn replica_id dispatcher_public_key_file admin_token_file executor_token_file tls_cert tls_key tls_client_ca
 services/dispatcher listen metrics_address db_dsn replica_id signing_key_file scheduler_public_key_file executor_token_file registry_target tls_cert tls_key tls_ca tls_client_ca
 sdk/examples/demo_executor.cc listen metrics_address log_json log_level dispatcher_public_key_file scheduler_public_key_file executor_token_file registry_target dispatcher_target app advertise_address log_dir spool_dir tls_cert tls_key tls_ca tls_client_ca
@@ -416,17 +416,17 @@ import json, os, re, sys
 root = sys.argv[1]
 # The readiness flags (--db_check_interval, --db_check_timeout, --drain_delay) of the servers
 # with a database are defined once, in common/server/readiness_flags.cc; the logging flags
-# (--log_json, --log_level) of the registry, dispatcher, console and HTTP executor in
+# (--log_json, --log_level) of the scheduler, registry, dispatcher, console and HTTP executor in
 # common/server/log_flags.cc.
 readiness = "common/server/readiness_flags.cc"
 logging = "common/server/log_flags.cc"
-src = {"scheduler": ["services/scheduler", readiness],
+src = {"scheduler": ["services/scheduler", readiness, logging],
        "registry": ["services/registry", readiness, logging],
        "dispatcher": ["services/dispatcher", readiness, logging],
        "demo-executor": ["sdk/examples/demo_executor.cc"], "console": ["services/console", logging],
        "xxl-gateway": ["services/xxl_gateway"],
        "http-executor": ["services/http_executor/main.cc", logging],
-       "migrations": ["services/scheduler", readiness]}
+       "migrations": ["services/scheduler", readiness, logging]}
 out = {}
 for comp, rels in src.items():
     files = []
