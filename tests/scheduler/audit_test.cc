@@ -13,20 +13,20 @@
 #include "absl/strings/str_cat.h"
 #include "common/auth/token_authenticator.h"
 #include "common/testing/stack.h"
+#include "common/testing/stack_test.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/app_admin.grpc.pb.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "jobwheel/v1/token_admin.grpc.pb.h"
 #include "pqxx/pqxx"
-#include "tests/scheduler/stack_test.h"
 
 namespace jobwheel {
 namespace {
 
 using testing::Stack;
 
-class AuditTest : public SchedulerStackTest {
+class AuditTest : public testing::StackTest {
  protected:
   void SetUp() override {
     Stack::Options options;

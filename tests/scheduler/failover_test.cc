@@ -28,8 +28,10 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/testing/executions.h"
+#include "common/testing/probe_job.h"
 #include "common/testing/process.h"
 #include "common/testing/stack.h"
+#include "common/testing/stack_test.h"
 #include "common/time/clock.h"
 #include "common/time/proto_time.h"
 #include "grpcpp/grpcpp.h"
@@ -38,7 +40,6 @@
 #include "jobwheel/v1/leadership.grpc.pb.h"
 #include "pqxx/pqxx"
 #include "services/scheduler/schedule.h"
-#include "tests/scheduler/stack_test.h"
 
 namespace jobwheel {
 namespace {
@@ -64,7 +65,7 @@ struct Scheduler {
   std::unique_ptr<jobwheel::v1::LeadershipService::Stub> leadership;
 };
 
-class SchedulerFailoverTest : public SchedulerStackTest {
+class SchedulerFailoverTest : public testing::StackTest {
  protected:
   void SetUp() override {
     // Registry and dispatcher now; the replicas sched-a and sched-b when a test says so. The
@@ -105,45 +106,10 @@ class SchedulerFailoverTest : public SchedulerStackTest {
     }
     auto admin = jobwheel::v1::JobAdminService::NewStub(
         grpc::CreateChannel(stack_->scheduler(via.index), grpc::InsecureChannelCredentials()));
-    auto ctx = [this] {
-      auto c = std::make_unique<grpc::ClientContext>();
-      c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-      c->AddMetadata("authorization", "Bearer " + stack_->admin_token());
-      return c;
-    };
-    jobwheel::v1::CreateJobRequest create;
-    create.mutable_job()->set_app("demo");
-    create.mutable_job()->set_name("probe");
-    create.mutable_job()->set_handler("echo");
-    create.mutable_job()->mutable_schedule()->mutable_none();
-    create.mutable_job()->set_routing_strategy(jobwheel::v1::ROUTING_STRATEGY_ROUND);
-    create.mutable_job()->set_enabled(true);
-    jobwheel::v1::CreateJobResponse probe;
-    grpc::Status s = admin->CreateJob(ctx().get(), create, &probe);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-    probe_job_ = probe.job().id();
-    ASSERT_TRUE(Eventually(
-        [&] {
-          if (!testing::Starts(stack_->Executions(0), probe_job_).empty() &&
-              !testing::Starts(stack_->Executions(1), probe_job_).empty()) {
-            return true;
-          }
-          jobwheel::v1::TriggerJobRequest trigger;
-          trigger.set_id(probe_job_);
-          jobwheel::v1::TriggerJobResponse fired;
-          if (admin->TriggerJob(ctx().get(), trigger, &fired).ok()) {
-            // This trigger's fire is handed off (dispatched or failed) before the next one.
-            Eventually(
-                [&] {
-                  return Count(absl::StrCat("SELECT count(*) FROM fires WHERE id = ",
-                                            fired.fire_id(), " AND status IN (2, 4)")) == 1;
-                },
-                absl::Seconds(5));
-          }
-          return false;
-        },
-        absl::Seconds(30)))
-        << "the dispatcher never routed the probe job to both executors";
+    absl::StatusOr<int64_t> probe =
+        testing::RouteProbeJob(*stack_, *admin, {0, 1}, jobwheel::v1::ROUTING_STRATEGY_ROUND);
+    ASSERT_TRUE(probe.ok()) << probe.status();
+    probe_job_ = *probe;
   }
 
   // Handler starts per fire on both executors (the probe job left out).

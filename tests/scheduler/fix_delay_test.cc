@@ -18,8 +18,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "common/testing/executions.h"
+#include "common/testing/probe_job.h"
 #include "common/testing/process.h"
 #include "common/testing/stack.h"
+#include "common/testing/stack_test.h"
 #include "common/time/clock.h"
 #include "common/time/proto_time.h"
 #include "grpcpp/grpcpp.h"
@@ -27,7 +29,6 @@
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "jobwheel/v1/leadership.grpc.pb.h"
 #include "pqxx/pqxx"
-#include "tests/scheduler/stack_test.h"
 
 namespace jobwheel {
 namespace {
@@ -39,7 +40,7 @@ using testing::Stack;
 constexpr absl::Duration kSleep = absl::Milliseconds(700);
 constexpr absl::Duration kDelay = absl::Milliseconds(300);
 
-class FixDelayFailoverTest : public SchedulerStackTest {
+class FixDelayFailoverTest : public testing::StackTest {
  protected:
   void SetUp() override {
     Stack::Options options;
@@ -70,33 +71,8 @@ class FixDelayFailoverTest : public SchedulerStackTest {
 
   // Triggers a probe job until the executor has run it: the dispatcher routes to it.
   void WaitUntilRoutable(jobwheel::v1::JobAdminService::Stub& admin) {
-    jobwheel::v1::CreateJobRequest create;
-    create.mutable_job()->set_app("demo");
-    create.mutable_job()->set_name("probe");
-    create.mutable_job()->set_handler("echo");
-    create.mutable_job()->mutable_schedule()->mutable_none();
-    create.mutable_job()->set_enabled(true);
-    jobwheel::v1::CreateJobResponse probe;
-    grpc::Status s = admin.CreateJob(Ctx().get(), create, &probe);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-    ASSERT_TRUE(Eventually(
-        [&] {
-          if (!testing::Starts(stack_->Executions(0), probe.job().id()).empty()) return true;
-          jobwheel::v1::TriggerJobRequest trigger;
-          trigger.set_id(probe.job().id());
-          jobwheel::v1::TriggerJobResponse fired;
-          if (admin.TriggerJob(Ctx().get(), trigger, &fired).ok()) {
-            Eventually(
-                [&] {
-                  return Count(absl::StrCat("SELECT count(*) FROM fires WHERE id = ",
-                                            fired.fire_id(), " AND status IN (2, 4)")) == 1;
-                },
-                absl::Seconds(5));
-          }
-          return false;
-        },
-        absl::Seconds(30)))
-        << "the dispatcher never routed the probe job to the executor";
+    absl::StatusOr<int64_t> probe = testing::RouteProbeJob(*stack_, admin, {0});
+    ASSERT_TRUE(probe.ok()) << probe.status();
   }
 
   int64_t FinishedRuns(int64_t job, const std::string& extra = "") {

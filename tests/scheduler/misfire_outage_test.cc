@@ -35,6 +35,7 @@
 #include "common/testing/executions.h"
 #include "common/testing/process.h"
 #include "common/testing/stack.h"
+#include "common/testing/stack_test.h"
 #include "common/time/clock.h"
 #include "common/time/proto_time.h"
 #include "grpcpp/grpcpp.h"
@@ -43,7 +44,6 @@
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "jobwheel/v1/leadership.grpc.pb.h"
 #include "pqxx/pqxx"
-#include "tests/scheduler/stack_test.h"
 
 namespace jobwheel {
 namespace {
@@ -85,7 +85,7 @@ int64_t SecondsStoodFor(const std::string& reason) {
   return !words.empty() && absl::SimpleAtoi(words[0], &n) ? n : -1;
 }
 
-class MisfireOutageTest : public SchedulerStackTest {
+class MisfireOutageTest : public testing::StackTest {
  protected:
   void SetUp() override {
     Stack::Options options;

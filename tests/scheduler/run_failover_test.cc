@@ -23,13 +23,13 @@
 #include "common/testing/executions.h"
 #include "common/testing/process.h"
 #include "common/testing/stack.h"
+#include "common/testing/stack_test.h"
 #include "common/time/clock.h"
 #include "common/time/proto_time.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "pqxx/pqxx"
-#include "tests/scheduler/stack_test.h"
 
 namespace jobwheel {
 namespace {
@@ -43,7 +43,7 @@ constexpr int kLost = 7;
 
 std::string Ms(absl::Duration d) { return absl::StrCat(absl::ToInt64Milliseconds(d), " ms"); }
 
-class RunFailoverTest : public SchedulerStackTest {
+class RunFailoverTest : public testing::StackTest {
  protected:
   void SetUp() override {
     Stack::Options options;
