@@ -203,8 +203,8 @@ absl::Status Gateway::Serve(Identity& id) {
       id.info, ro, ledger_, xxl_, results_, metrics_, clock_,
       [this](std::function<void()> f) { pool_.SubmitMustRun(std::move(f)); });
   Identity* self = &id;
-  id.service = std::make_unique<IdentityExecutorService>(*id.runs, std::move(callers), pool_,
-                                                         [self] { return self->alive.load(); });
+  id.service = std::make_unique<IdentityExecutorService>(
+      *id.runs, std::move(callers), pool_, metrics_, [self] { return self->alive.load(); });
   auto server = StartGrpcServer(absl::StrCat(options_.bind_host, ":", id.record.port()),
                                 {id.service.get()}, options_.server_tls);
   if (!server.ok()) {

@@ -23,6 +23,10 @@ GatewayMetrics::GatewayMetrics(prometheus::Registry& registry)
                        "Run results reported to dispatchers by status and outcome")),
       xxl_calls_(Counter(registry, "jobwheel_xxl_gateway_xxl_calls_total",
                          "Calls to XXL executors by endpoint and outcome")),
+      stages_(prometheus::BuildHistogram()
+                  .Name("jobwheel_xxl_gateway_stage_seconds")
+                  .Help("Time of one stage of the run path (queue, batch, sync, xxl_run, report)")
+                  .Register(registry)),
       identities_live_(prometheus::BuildGauge()
                            .Name("jobwheel_xxl_gateway_identities_live")
                            .Help("XXL executors currently registered as jobwheel executors")
@@ -82,6 +86,12 @@ void GatewayMetrics::Result(absl::string_view status, absl::string_view outcome)
 void GatewayMetrics::XxlCall(absl::string_view endpoint, absl::string_view outcome) {
   xxl_calls_.Add({{"endpoint", std::string(endpoint)}, {"outcome", std::string(outcome)}})
       .Increment();
+}
+
+void GatewayMetrics::Stage(absl::string_view stage, double seconds) {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {
+      0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5};
+  stages_.Add({{"stage", std::string(stage)}}, kBuckets).Observe(seconds);
 }
 
 }  // namespace jobwheel::xxl

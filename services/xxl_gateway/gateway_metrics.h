@@ -7,6 +7,7 @@
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 
 namespace jobwheel::xxl {
@@ -33,6 +34,10 @@ class GatewayMetrics {
   // outcome ("ok", "error").
   void XxlCall(absl::string_view endpoint, absl::string_view outcome);
 
+  // How long one stage of a run took, in seconds: "queue" (a RunBatch or Run waiting for a
+  // gateway thread), "batch" (the handling of one RunBatch), "sync" (the run's ledger record
+  // made durable), "xxl_run" (the /run call), "report" (one ReportResults of results).
+  void Stage(absl::string_view stage, double seconds);
   prometheus::Gauge& identities_live() { return identities_live_; }
   prometheus::Counter& probe_offline() { return probe_offline_; }
   prometheus::Counter& auth_failures() { return auth_failures_; }
@@ -44,6 +49,7 @@ class GatewayMetrics {
   prometheus::Family<prometheus::Counter>& runs_;
   prometheus::Family<prometheus::Counter>& results_;
   prometheus::Family<prometheus::Counter>& xxl_calls_;
+  prometheus::Family<prometheus::Histogram>& stages_;
   prometheus::Gauge& identities_live_;
   prometheus::Counter& probe_offline_;
   prometheus::Counter& auth_failures_;

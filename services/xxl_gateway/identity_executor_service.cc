@@ -1,6 +1,7 @@
 #include "services/xxl_gateway/identity_executor_service.h"
 
 #include <algorithm>
+#include <chrono>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -13,8 +14,13 @@ namespace jobwheel::xxl {
 namespace v1 = jobwheel::v1;
 
 IdentityExecutorService::IdentityExecutorService(IdentityRuns& runs, ExecutorCallers callers,
-                                                 WorkPool& pool, std::function<bool()> alive)
-    : runs_(runs), callers_(std::move(callers)), pool_(pool), alive_(std::move(alive)) {}
+                                                 WorkPool& pool, GatewayMetrics& metrics,
+                                                 std::function<bool()> alive)
+    : runs_(runs),
+      callers_(std::move(callers)),
+      pool_(pool),
+      metrics_(metrics),
+      alive_(std::move(alive)) {}
 
 grpc::ServerUnaryReactor* IdentityExecutorService::OnPool(grpc::CallbackServerContext* ctx,
                                                           std::function<absl::Status()> work) {
@@ -57,7 +63,10 @@ grpc::ServerUnaryReactor* IdentityExecutorService::RunBatch(grpc::CallbackServer
           absl::StrCat("runs: want 1 to ", kMaxBatchRuns, " runs, got ", n));
     });
   }
-  return OnPool(ctx, [this, request, response]() -> absl::Status {
+  const auto queued_at = std::chrono::steady_clock::now();
+  return OnPool(ctx, [this, request, response, queued_at]() -> absl::Status {
+    const auto started = std::chrono::steady_clock::now();
+    metrics_.Stage("queue", std::chrono::duration<double>(started - queued_at).count());
     const int n = request->runs_size();
     for (int i = 0; i < n; ++i) response->add_responses();
     auto submit = [this, request, response](int i) {
@@ -90,6 +99,8 @@ grpc::ServerUnaryReactor* IdentityExecutorService::RunBatch(grpc::CallbackServer
     }
     for (int i : lanes[0]) submit(i);
     for (std::thread& t : threads) t.join();
+    metrics_.Stage(
+        "batch", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     return absl::OkStatus();
   });
 }

@@ -11,6 +11,7 @@
 #include "common/base/work_pool.h"
 #include "grpcpp/grpcpp.h"
 #include "jobwheel/v1/executor.grpc.pb.h"
+#include "services/xxl_gateway/gateway_metrics.h"
 #include "services/xxl_gateway/identity_runs.h"
 
 namespace jobwheel::xxl {
@@ -26,7 +27,7 @@ class IdentityExecutorService final : public jobwheel::v1::ExecutorService::Call
   static constexpr int kMaxGetRuns = 1000;
 
   IdentityExecutorService(IdentityRuns& runs, ExecutorCallers callers, WorkPool& pool,
-                          std::function<bool()> alive);
+                          GatewayMetrics& metrics, std::function<bool()> alive);
 
   grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* ctx,
                                 const jobwheel::v1::RunRequest* request,
@@ -58,6 +59,7 @@ class IdentityExecutorService final : public jobwheel::v1::ExecutorService::Call
   IdentityRuns& runs_;
   const ExecutorCallers callers_;  // Callers for "<app>@<address>" of the identity.
   WorkPool& pool_;
+  GatewayMetrics& metrics_;
   const std::function<bool()> alive_;
 };
 

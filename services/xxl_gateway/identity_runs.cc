@@ -57,12 +57,6 @@ v1::RunResponse KnownAnswer(const RunRecord& r) {
   }
 }
 
-v1::RunStatus StatusOfCode(int code) {
-  if (code == 200) return v1::RUN_STATUS_SUCCEEDED;
-  if (code == 502) return v1::RUN_STATUS_TIMED_OUT;
-  return v1::RUN_STATUS_FAILED;
-}
-
 }  // namespace
 
 IdentityRuns::IdentityRuns(IdentityInfo info, IdentityRunsOptions options, RunLedger& ledger,
@@ -87,6 +81,10 @@ void IdentityRuns::Restore() {
   absl::MutexLock lock(&mu_);
   for (const RunRecord& r : mine) {
     if (r.state() == RUN_STATE_RUNNING) lanes_[r.job_id()].running = r.run_id();
+    if (r.state() == RUN_STATE_RUNNING || r.state() == RUN_STATE_QUEUED ||
+        (r.state() == RUN_STATE_ENDED && !r.reported())) {
+      open_.insert(r.run_id());
+    }
   }
   for (const RunRecord& r : mine) {
     if (r.state() == RUN_STATE_QUEUED) lanes_[r.job_id()].queue.push_back(r.run_id());
@@ -160,6 +158,7 @@ absl::StatusOr<v1::RunResponse> IdentityRuns::Submit(const v1::RunRequest& req) 
       record.set_state(RUN_STATE_QUEUED);
       ledger_.Put(record, RunLedger::Durability::kSynced).IgnoreError();
       lane.queue.push_back(req.run_id());
+      open_.insert(req.run_id());
       metrics_.Run("queued");
       return Answer(v1::RUN_DISPOSITION_QUEUED,
                     absl::StrCat("queued behind run ", lane.running, " of job ", req.job_id()));
@@ -168,14 +167,19 @@ absl::StatusOr<v1::RunResponse> IdentityRuns::Submit(const v1::RunRequest& req) 
     record.set_start_ms(now);
     if (record.deadline_ms() > 0) record.set_deadline_ms(now + record.deadline_ms());
     lane.running = req.run_id();
+    open_.insert(req.run_id());
     ledger_.Stage(record);
   }
   // Recorded (synced, outside mu_ so that runs of this executor sync together) before it is
   // sent: never sent twice, even across a restart.
-  if (absl::Status s = ledger_.Persist(req.run_id(), RunLedger::Durability::kSynced); !s.ok()) {
+  const absl::Time sync_from = clock_.Now();
+  absl::Status synced = ledger_.Persist(req.run_id(), RunLedger::Durability::kSynced);
+  metrics_.Stage("sync", absl::ToDoubleSeconds(clock_.Now() - sync_from));
+  if (absl::Status s = synced; !s.ok()) {
     absl::MutexLock lock(&mu_);
     Lane& lane = lanes_[req.job_id()];
     if (lane.running == req.run_id()) lane.running = 0;
+    open_.erase(req.run_id());
     return absl::UnavailableError(absl::StrCat("run ", req.run_id(), ": ", s.message()));
   }
   if (kill_job != 0) KillOnXxl(kill_job);
@@ -200,6 +204,7 @@ absl::StatusOr<v1::RunResponse> IdentityRuns::Submit(const v1::RunRequest& req) 
       ledger_.Put(*r, RunLedger::Durability::kWritten).IgnoreError();
       Lane& lane = lanes_[req.job_id()];
       if (lane.running == req.run_id()) lane.running = 0;
+      open_.erase(req.run_id());
     }
   }
   async_([this, job = req.job_id()] { StartNext(job); });
@@ -212,8 +217,10 @@ absl::StatusOr<v1::RunResponse> IdentityRuns::Submit(const v1::RunRequest& req) 
 }
 
 absl::Status IdentityRuns::SendRun(const RunRecord& record, v1::RunResponse* response) {
+  const absl::Time from = clock_.Now();
   auto body =
       xxl_.Post(info_.url, "/run", record.trigger_json(), info_.token, options_.call_timeout);
+  metrics_.Stage("xxl_run", absl::ToDoubleSeconds(clock_.Now() - from));
   if (!body.ok()) {
     metrics_.XxlCall("run", "error");
     response->set_disposition(v1::RUN_DISPOSITION_REJECTED);
@@ -444,142 +451,6 @@ v1::GetRunsResponse IdentityRuns::GetRuns(const v1::GetRunsRequest& req) {
     }
   }
   return out;
-}
-
-absl::Status IdentityRuns::OnCallbacks(const std::vector<HandleCallbackParam>& items,
-                                       int* refused) {
-  std::vector<int64_t> next_jobs;
-  std::vector<int64_t> to_report;
-  absl::Status denied = absl::OkStatus();
-  {
-    absl::MutexLock lock(&mu_);
-    for (const HandleCallbackParam& item : items) {
-      std::optional<RunRecord> r = ledger_.Get(item.log_id());
-      const int64_t date = item.log_date_tim() != 0 ? item.log_date_tim() : item.log_date_time();
-      if (!r.has_value() || r->identity() != info_.key) {
-        if (refused != nullptr) ++*refused;
-        if (denied.ok()) {
-          denied = absl::PermissionDeniedError(
-              absl::StrCat("logId ", item.log_id(), " was not sent to this executor"));
-        }
-        continue;
-      }
-      if (r->state() == RUN_STATE_FENCED || r->state() == RUN_STATE_QUEUED) {
-        continue;  // Never sent: nothing to record.
-      }
-      if (date != r->log_date_time_ms()) {
-        if (refused != nullptr) ++*refused;
-        if (denied.ok()) {
-          denied = absl::PermissionDeniedError(
-              absl::StrCat("logId ", item.log_id(),
-                           ": logDateTim is not the one sent with the run (a callback is taken "
-                           "only from the executor its run was sent to)"));
-        }
-        continue;
-      }
-      if (r->state() == RUN_STATE_ENDED) {
-        if (!r->reported()) to_report.push_back(item.log_id());
-        continue;  // Reported already: settled (e.g. killed here).
-      }
-      if (r->state() != RUN_STATE_RUNNING) continue;  // Refused when sent: nothing to record.
-      const v1::RunStatus status = StatusOfCode(item.handle_code());
-      std::string message = item.handle_msg();
-      if (message.empty() && status != v1::RUN_STATUS_SUCCEEDED) {
-        message = absl::StrCat("handleCode ", item.handle_code());
-      }
-      next_jobs.push_back(r->job_id());
-      EndLocked(*r, status, item.handle_code(), message);
-      to_report.push_back(item.log_id());
-    }
-  }
-  for (int64_t job : next_jobs) async_([this, job] { StartNext(job); });
-  absl::Status reported = to_report.empty() ? absl::OkStatus() : Report(to_report);
-  return denied.ok() ? reported : denied;
-}
-
-absl::Status IdentityRuns::Report(const std::vector<int64_t>& run_ids) {
-  std::vector<v1::RunResult> results;
-  for (int64_t id : run_ids) {
-    std::optional<RunRecord> r = ledger_.Get(id);
-    if (!r.has_value() || r->state() != RUN_STATE_ENDED || r->reported()) continue;
-    v1::RunResult res;
-    res.set_run_id(id);
-    res.set_status(static_cast<v1::RunStatus>(r->status()));
-    res.set_code(r->code());
-    res.set_message(r->message());
-    if (r->start_ms() > 0) *res.mutable_start_time() = ToProto(absl::FromUnixMillis(r->start_ms()));
-    *res.mutable_end_time() = ToProto(absl::FromUnixMillis(r->end_ms()));
-    res.set_executor_address(info_.address);
-    res.set_result_key(r->result_key());
-    results.push_back(std::move(res));
-  }
-  if (results.empty()) return absl::OkStatus();
-  auto answer = results_.Report(info_.token, results);
-  if (!answer.ok()) {
-    for (const auto& res : results) metrics_.Result(RunStatusShortName(res.status()), "failed");
-    return answer.status();
-  }
-  absl::flat_hash_map<int64_t, bool> settled;
-  for (int64_t id : answer->acked) settled[id] = true;
-  for (int64_t id : answer->refused) settled[id] = false;
-  absl::Status all = absl::OkStatus();
-  absl::MutexLock lock(&mu_);
-  for (const auto& res : results) {
-    auto it = settled.find(res.run_id());
-    if (it == settled.end()) {
-      all = absl::UnavailableError(absl::StrCat("run ", res.run_id(), ": not acknowledged"));
-      continue;
-    }
-    metrics_.Result(RunStatusShortName(res.status()), it->second ? "acked" : "refused");
-    if (!it->second) {
-      spdlog::warn("run {}: result refused for good by the dispatcher", res.run_id());
-    }
-    std::optional<RunRecord> r = ledger_.Get(res.run_id());
-    if (r.has_value()) {
-      r->set_reported(true);
-      ledger_.Put(*r, RunLedger::Durability::kWritten).IgnoreError();
-    }
-  }
-  return all;
-}
-
-void IdentityRuns::Tick() {
-  const int64_t now = NowMs();
-  std::vector<int64_t> unreported;
-  std::vector<std::pair<int64_t, int64_t>> timed_out;  // (run, job)
-  {
-    absl::MutexLock lock(&mu_);
-    for (RunRecord& r : ledger_.OfIdentity(info_.key)) {
-      if (r.state() == RUN_STATE_RUNNING && r.deadline_ms() > 0 && now >= r.deadline_ms()) {
-        timed_out.emplace_back(r.run_id(), r.job_id());
-        EndLocked(r, v1::RUN_STATUS_TIMED_OUT, 502,
-                  "timed out: the XXL executor did not report within the job's timeout "
-                  "(killed by the gateway)");
-        unreported.push_back(r.run_id());
-      } else if (r.state() == RUN_STATE_ENDED && !r.reported() && now >= retry_reports_at_ms_) {
-        unreported.push_back(r.run_id());
-      }
-    }
-  }
-  for (const auto& [run, job] : timed_out) {
-    KillOnXxl(job);
-    async_([this, job = job] { StartNext(job); });
-  }
-  if (!unreported.empty() && !Report(unreported).ok()) {
-    absl::MutexLock lock(&mu_);
-    retry_reports_at_ms_ = NowMs() + 1000;  // Dispatchers unreachable: once a second.
-  }
-}
-
-void IdentityRuns::Abandon(const std::string& why) {
-  absl::MutexLock lock(&mu_);
-  for (RunRecord& r : ledger_.OfIdentity(info_.key)) {
-    if (r.state() != RUN_STATE_RUNNING && r.state() != RUN_STATE_QUEUED) continue;
-    EndLocked(r, v1::RUN_STATUS_LOST, 0, why);
-    r.set_reported(true);  // The registry's offline decision settles it; nothing to send.
-    ledger_.Put(r, RunLedger::Durability::kWritten).IgnoreError();
-  }
-  lanes_.clear();
 }
 
 }  // namespace jobwheel::xxl

@@ -9,6 +9,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/random/random.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -51,7 +52,9 @@ struct IdentityRunsOptions {
 // queued runs, DISCARD_LATER and COVER_EARLY are exact. Every run id is recorded in the
 // RunLedger before it is sent, so it is sent at most once. Results (callbacks, and the
 // gateway's own kills and timeouts) go to the dispatchers with the run's result key.
-// `async` runs the sending of the next queued run off the caller's thread. Thread-safe.
+// `async` runs the sending of the next queued run off the caller's thread. The run path is in
+// identity_runs.cc, the result path (callbacks, reports, Tick, Abandon) in identity_results.cc.
+// Thread-safe.
 class IdentityRuns {
  public:
   using Async = std::function<void(std::function<void()>)>;
@@ -123,6 +126,9 @@ class IdentityRuns {
 
   mutable absl::Mutex mu_;  // Lanes and the state changes of this identity's ledger records.
   absl::flat_hash_map<int64_t, Lane> lanes_ ABSL_GUARDED_BY(mu_);
+  // Runs of this identity not settled yet: queued, running, or ended and not reported. What
+  // Tick and Abandon look at (not the whole ledger, which keeps --retention of settled runs).
+  absl::flat_hash_set<int64_t> open_ ABSL_GUARDED_BY(mu_);
   absl::BitGen bitgen_ ABSL_GUARDED_BY(mu_);  // The logDateTime secrets.
   int64_t retry_reports_at_ms_ ABSL_GUARDED_BY(mu_) = 0;
 };

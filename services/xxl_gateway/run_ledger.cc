@@ -6,15 +6,18 @@
 
 namespace jobwheel::xxl {
 
+RunLedger::RunLedger(StateDir& state)
+    : journal_(state.dir().empty() ? "" : state.dir() + "/runs.journal") {}
+
 absl::Status RunLedger::Load() {
-  auto runs = state_.LoadRuns();
+  auto runs = journal_.Open();
   if (!runs.ok()) return runs.status();
   absl::MutexLock lock(&mu_);
   for (RunRecord& r : *runs) {
     Entry& e = runs_[r.run_id()];
     e.record = std::move(r);
     e.version = e.written = 1;
-    e.synced = true;
+    e.seq = 0;  // Synced: read from the journal.
   }
   return absl::OkStatus();
 }
@@ -39,31 +42,42 @@ void RunLedger::Stage(const RunRecord& record) {
 }
 
 absl::Status RunLedger::Persist(int64_t run_id, Durability durability) {
-  const bool sync = durability == Durability::kSynced;
-  absl::MutexLock writer(&write_mu_[static_cast<uint64_t>(run_id) % kWriteStripes]);
-  RunRecord record;
-  uint64_t version = 0;
+  uint64_t seq = 0;
   {
-    absl::MutexLock lock(&mu_);
-    auto it = runs_.find(run_id);
-    if (it == runs_.end()) return absl::OkStatus();  // Pruned.
-    const Entry& e = it->second;
-    if (e.written == e.version && (e.synced || !sync)) return absl::OkStatus();
-    record = e.record;
-    version = e.version;
+    absl::MutexLock writer(&write_mu_[static_cast<uint64_t>(run_id) % kWriteStripes]);
+    RunRecord record;
+    uint64_t version = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = runs_.find(run_id);
+      if (it == runs_.end()) return absl::OkStatus();  // Pruned.
+      const Entry& e = it->second;
+      seq = e.seq;
+      if (e.written != e.version) {
+        record = e.record;
+        version = e.version;
+      }
+    }
+    if (version != 0) {
+      absl::StatusOr<uint64_t> appended = journal_.Append(record);
+      if (!appended.ok()) {
+        spdlog::error("run {}: {}", run_id, appended.status().ToString());
+        return appended.status();
+      }
+      seq = *appended;
+      absl::MutexLock lock(&mu_);
+      auto it = runs_.find(run_id);
+      if (it != runs_.end()) {
+        it->second.written = version;
+        it->second.seq = seq;
+      }
+    }
   }
-  absl::Status s = state_.SaveRun(record, sync);
-  if (!s.ok()) {
-    spdlog::error("run {}: {}", run_id, s.ToString());
-    return s;
-  }
-  absl::MutexLock lock(&mu_);
-  auto it = runs_.find(run_id);
-  if (it != runs_.end()) {
-    it->second.written = version;
-    it->second.synced = sync;
-  }
-  return absl::OkStatus();
+  // Outside the writer lock: the runs persisted meanwhile join this sync or the next one.
+  if (durability != Durability::kSynced) return absl::OkStatus();
+  absl::Status s = journal_.SyncTo(seq);
+  if (!s.ok()) spdlog::error("run {}: {}", run_id, s.ToString());
+  return s;
 }
 
 std::vector<RunRecord> RunLedger::OfIdentity(const std::string& identity) const {
@@ -99,7 +113,24 @@ int RunLedger::Prune(absl::Time before) {
       absl::MutexLock lock(&mu_);
       if (runs_.contains(id)) continue;  // Known again since.
     }
-    state_.DeleteRun(id).IgnoreError();
+    journal_.Forget(id).IgnoreError();
+  }
+  // Compacted when the live records would take under a quarter of the journal.
+  size_t live_bytes = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, e] : runs_) live_bytes += e.record.ByteSizeLong() + 8;
+  }
+  const uint64_t bytes = journal_.bytes();
+  if (bytes > (1u << 20) && bytes > 4 * live_bytes) {
+    absl::Status s = journal_.Compact([this] {
+      std::vector<RunRecord> live;
+      absl::MutexLock lock(&mu_);
+      live.reserve(runs_.size());
+      for (const auto& [id, e] : runs_) live.push_back(e.record);
+      return live;
+    });
+    if (!s.ok()) spdlog::warn("{}", s.ToString());
   }
   return static_cast<int>(gone.size());
 }

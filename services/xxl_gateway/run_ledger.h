@@ -11,16 +11,17 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "jobwheel/xxl/gateway_state.pb.h"
+#include "services/xxl_gateway/run_journal.h"
 #include "services/xxl_gateway/state_dir.h"
 
 namespace jobwheel::xxl {
 
 // Every run id the gateway knows (given to one of its identities, or fenced), kept in memory
-// and in the StateDir: the gateway's run-once ledger. A run id is recorded (synced) before it
-// is sent to an XXL executor, so it is sent at most once, across restarts too. Each run's
-// writes reach the disk in order (one writer per run at a time, always its latest record), so
-// callers may write outside their own locks: the slow part, the sync, then overlaps across
-// runs. Thread-safe.
+// and in the RunJournal of the StateDir (<state_dir>/runs.journal): the gateway's run-once
+// ledger. A run id is recorded (synced) before it is sent to an XXL executor, so it is sent at
+// most once, across restarts too. Each run's writes reach the journal in order (one writer per
+// run at a time, always its latest record); the wait for the sync is outside every lock, so
+// the runs persisted at once share one fdatasync. Thread-safe.
 class RunLedger {
  public:
   // kSynced: durable through a machine crash before Put returns (what the gateway promised a
@@ -28,7 +29,7 @@ class RunLedger {
   // (results and their reporting: an XXL executor retries an unacknowledged callback).
   enum class Durability { kSynced, kWritten };
 
-  explicit RunLedger(StateDir& state) : state_(state) {}
+  explicit RunLedger(StateDir& state);
 
   // Loads the records of an earlier process.
   absl::Status Load();
@@ -42,20 +43,22 @@ class RunLedger {
   // Records of `identity`.
   std::vector<RunRecord> OfIdentity(const std::string& identity) const;
   // Ended, refused or fenced records whose end (or acceptance) is older than `before` and
-  // that need nothing more (reported): forgotten, in memory and on disk.
+  // that need nothing more (reported): forgotten, in memory and on disk; the journal is
+  // compacted when most of it is records no longer live.
   int Prune(absl::Time before);
   size_t size() const;
+  const RunJournal& journal() const { return journal_; }
 
  private:
   struct Entry {
     RunRecord record;
     uint64_t version = 0;  // Of `record`: one more per Stage.
-    uint64_t written = 0;  // The version on disk.
-    bool synced = false;   // Whether `written` was synced.
+    uint64_t written = 0;  // The version in the journal.
+    uint64_t seq = 0;      // Its journal sequence number.
   };
   static constexpr int kWriteStripes = 64;
 
-  StateDir& state_;
+  RunJournal journal_;
   absl::Mutex write_mu_[kWriteStripes];  // Run id % kWriteStripes: one writer per run.
   mutable absl::Mutex mu_;
   absl::flat_hash_map<int64_t, Entry> runs_ ABSL_GUARDED_BY(mu_);

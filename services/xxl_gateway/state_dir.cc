@@ -78,12 +78,10 @@ absl::Status StateDir::Open() {
     }
   }
   if (absl::Status s = MakeDir(dir_); !s.ok()) return s;
-  if (absl::Status s = MakeDir(dir_ + "/identities"); !s.ok()) return s;
-  return MakeDir(dir_ + "/runs");
+  return MakeDir(dir_ + "/identities");
 }
 
-absl::Status StateDir::WriteWhole(const std::string& path, const std::string& bytes,
-                                  bool sync) const {
+absl::Status StateDir::WriteWhole(const std::string& path, const std::string& bytes) const {
   const std::string tmp = path + ".tmp";
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) {
@@ -100,7 +98,7 @@ absl::Status StateDir::WriteWhole(const std::string& path, const std::string& by
     }
     done += static_cast<size_t>(n);
   }
-  if ((sync && fsync(fd) != 0) || close(fd) != 0) {
+  if (fsync(fd) != 0 || close(fd) != 0) {
     return absl::InternalError(absl::StrCat("state: sync ", tmp, ": ", std::strerror(errno)));
   }
   if (rename(tmp.c_str(), path.c_str()) != 0) {
@@ -113,7 +111,7 @@ absl::Status StateDir::SaveIdentity(const IdentityRecord& record) {
   if (dir_.empty()) return absl::OkStatus();
   const std::string path =
       absl::StrCat(dir_, "/identities/", Sha256Hex(IdentityKey(record.app(), record.url())), ".pb");
-  return WriteWhole(path, record.SerializeAsString(), true);
+  return WriteWhole(path, record.SerializeAsString());
 }
 
 absl::StatusOr<std::vector<IdentityRecord>> StateDir::LoadIdentities() const {
@@ -124,36 +122,6 @@ absl::StatusOr<std::vector<IdentityRecord>> StateDir::LoadIdentities() const {
     IdentityRecord r;
     if (!ReadAll(path, &bytes) || !r.ParseFromString(bytes)) {
       spdlog::warn("state: skipping unreadable identity record {}", path);
-      continue;
-    }
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
-absl::Status StateDir::SaveRun(const RunRecord& record, bool sync) {
-  if (dir_.empty()) return absl::OkStatus();
-  return WriteWhole(absl::StrCat(dir_, "/runs/", record.run_id(), ".pb"),
-                    record.SerializeAsString(), sync);
-}
-
-absl::Status StateDir::DeleteRun(int64_t run_id) {
-  if (dir_.empty()) return absl::OkStatus();
-  const std::string path = absl::StrCat(dir_, "/runs/", run_id, ".pb");
-  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return absl::InternalError(absl::StrCat("state: unlink ", path, ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<RunRecord>> StateDir::LoadRuns() const {
-  std::vector<RunRecord> out;
-  if (dir_.empty()) return out;
-  for (const std::string& path : ListFiles(dir_ + "/runs")) {
-    std::string bytes;
-    RunRecord r;
-    if (!ReadAll(path, &bytes) || !r.ParseFromString(bytes) || r.run_id() <= 0) {
-      spdlog::warn("state: skipping unreadable run record {}", path);
       continue;
     }
     out.push_back(std::move(r));

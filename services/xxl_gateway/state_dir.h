@@ -13,12 +13,11 @@
 namespace jobwheel::xxl {
 
 // The gateway's durable state in --state_dir: one file per identity
-// (identities/<sha256 of key>.pb) and per run (runs/<run id>.pb), each written whole to a
-// temporary file and renamed, so a crash leaves the old or the new record, never half of one;
-// identities always, and runs when asked, are synced before the rename (durable through a
-// machine crash, not only a process crash). The directories are 0700 and the files 0600 (identity
-// records hold the XXL executors' tokens). An empty `dir` keeps nothing (tests). Thread-safe (no
-// shared state but the file system).
+// (identities/<sha256 of key>.pb), written whole to a temporary file, synced and renamed, so a
+// crash leaves the old or the new record, never half of one. The runs are in the journal
+// runs.journal beside it (RunJournal, written by the RunLedger). The directories are 0700 and
+// the files 0600 (identity records hold the XXL executors' tokens). An empty `dir` keeps
+// nothing (tests). Thread-safe (no shared state but the file system).
 class StateDir {
  public:
   explicit StateDir(std::string dir) : dir_(std::move(dir)) {}
@@ -28,15 +27,11 @@ class StateDir {
 
   absl::Status SaveIdentity(const IdentityRecord& record);
   absl::StatusOr<std::vector<IdentityRecord>> LoadIdentities() const;
-  absl::Status SaveRun(const RunRecord& record, bool sync);
-  absl::Status DeleteRun(int64_t run_id);
-  // Every run record; a file that does not parse is skipped (and logged).
-  absl::StatusOr<std::vector<RunRecord>> LoadRuns() const;
 
   const std::string& dir() const { return dir_; }
 
  private:
-  absl::Status WriteWhole(const std::string& path, const std::string& bytes, bool sync) const;
+  absl::Status WriteWhole(const std::string& path, const std::string& bytes) const;
 
   const std::string dir_;
 };

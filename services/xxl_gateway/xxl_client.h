@@ -32,7 +32,8 @@ class XxlClient {
                                            absl::Duration timeout) = 0;
 };
 
-// XxlClient on cpp-httplib (no redirects followed; at most `max_body_bytes` of answer read).
+// XxlClient on cpp-httplib (no redirects followed; at most `max_body_bytes` of answer read;
+// TCP_NODELAY).
 // Connections are kept alive and reused, at most `max_idle_per_origin` idle ones per executor,
 // each for at most `max_idle` after its last answer — well under the 90 s after which an XXL
 // executor closes an idle connection, so a request is not sent on a connection being closed
@@ -41,7 +42,7 @@ class HttplibXxlClient : public XxlClient {
  public:
   struct Options {
     size_t max_body_bytes = 16 << 20;
-    int max_idle_per_origin = 8;
+    int max_idle_per_origin = 32;
     absl::Duration max_idle = absl::Seconds(5);
   };
   HttplibXxlClient(Options options, const Clock& clock);

@@ -9,7 +9,8 @@
 #   tests/xxl/bench_xxl.sh [--rate=1000] [--duration=20] [--warmup=8] ...
 #   xxl: executors=2 rate_per_s=1000 achieved_per_s=... p99_ms=... lost=0 dup=0 ...
 #
-# XXLB_GATEWAY_FLAG: one more flag for the gateway (e.g. --metrics_address=127.0.0.1:9190).
+# XXLB_GATEWAY_FLAG, XXLB_DISPATCHER_FLAG: one more flag for the gateway or the dispatcher
+# (e.g. --metrics_address=127.0.0.1:9190).
 # Needs the binaries built. Exit 0 when nothing was lost or doubled, 1 otherwise, 77 when it
 # cannot run.
 set -uo pipefail
@@ -31,7 +32,8 @@ stack_pick_ports PG REG DISP SCHED GW XPORT X0 X1 || { echo "$STACK_ERROR"; exit
 stack_make_secrets admin executor || { echo "$STACK_ERROR"; exit 1; }
 stack_pg_private "$PG" || { echo "$STACK_ERROR"; exit 1; }
 stack_start_ready registry registry "127.0.0.1:$REG" || exit 1
-stack_start_ready dispatcher dispatcher "127.0.0.1:$DISP" "127.0.0.1:$REG" || exit 1
+stack_start_ready dispatcher dispatcher "127.0.0.1:$DISP" "127.0.0.1:$REG" \
+  ${XXLB_DISPATCHER_FLAG:+"$XXLB_DISPATCHER_FLAG"} || exit 1
 stack_start_ready scheduler scheduler "127.0.0.1:$SCHED" "127.0.0.1:$DISP" || exit 1
 WORK=$STACK_DIR/xxl-bench
 mkdir -p "$WORK"

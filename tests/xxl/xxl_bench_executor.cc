@@ -84,6 +84,7 @@ class AdminPoster {
     for (const Admin& admin : admins_) {
       clients_.push_back(std::make_unique<httplib::Client>(admin.origin));
       clients_.back()->set_keep_alive(true);
+      clients_.back()->set_tcp_nodelay(true);
       clients_.back()->set_connection_timeout(3);
       clients_.back()->set_read_timeout(3);
     }
@@ -240,6 +241,10 @@ int Main() {
   BenchExecutor executor(admins, token, envelope, arrivals);
   httplib::Server server;
   server.new_task_queue = [] { return new httplib::ThreadPool(32); };
+  // Each answer at once (no Nagle wait for the ACK of its header), and a kept-alive
+  // connection serves many /run calls, as an XXL executor's Netty server does.
+  server.set_tcp_nodelay(true);
+  server.set_keep_alive_max_count(100000);
   server.Post(R"(/.*)", [&executor](const httplib::Request& req, httplib::Response& res) {
     executor.Serve(req, res);
   });
