@@ -22,9 +22,9 @@ namespace jobwheel::scheduler {
 // fires — wherever it can be kept, and breaks it only where it cannot:
 //  - A backlog that shrinks is drained, late, in order: after an outage (the database failing
 //    over, a dispatcher unreachable) the hand-off is late, but it absorbs more than is offered, so
-//    the lag falls second by second and every fire goes out before it is older than the threshold
-//    (those that are older follow the misfire strategy, as always). Shedding them would throw
-//    away fires the capacity was about to fire.
+//    the lag falls second by second and the fires go out late; only those older than the
+//    threshold when they go follow the misfire strategy, as always. Shedding the others would
+//    throw away fires the capacity was about to fire.
 //  - A backlog that does not shrink is overload: the lag did not fall over `trend_seconds`
 //    seconds in a row of lagging hand-offs, so the offered rate is above what the hand-off absorbs
 //    and the late fires would reach the threshold anyway, having pushed every fire behind them
