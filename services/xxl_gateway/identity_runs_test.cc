@@ -355,5 +355,24 @@ TEST_F(IdentityRunsTest, RestoreRebuildsLanesFromTheLedger) {
   EXPECT_EQ(xxl_.Count("/run"), 2);
 }
 
+// A result whose report failed (the dispatcher was down) is reported again by Tick, but not
+// while its own path may still be reporting it (within 500 ms of its end); once acknowledged,
+// Tick sends it no more.
+TEST_F(IdentityRunsTest, TickReportsAFailedReportAgainAfterItsEnd) {
+  Submit(Req(1, 5));
+  sink_.down = true;
+  EXPECT_TRUE(runs_->Kill(1, "test").killed());
+  sink_.down = false;
+  runs_->Tick();
+  EXPECT_EQ(sink_.Of(1), nullptr);
+  clock_.Advance(absl::Milliseconds(600));
+  runs_->Tick();
+  ASSERT_NE(sink_.Of(1), nullptr);
+  EXPECT_EQ(sink_.Of(1)->status(), v1::RUN_STATUS_KILLED);
+  clock_.Advance(absl::Seconds(2));
+  runs_->Tick();
+  EXPECT_EQ(sink_.got.size(), 1u);
+}
+
 }  // namespace
 }  // namespace jobwheel::xxl
