@@ -129,21 +129,22 @@ absl::Status BenchDb::DisableJobs(absl::string_view which) {
   // yet claimed, as while the leader sheds) has the due times the pause cuts off recorded in one
   // SKIPPED row at the first of them, naming how many. The jobs are locked in id order (the
   // claim takes them FOR UPDATE SKIP LOCKED) and read again after any wait.
-  return Exec(
-      absl::StrCat("WITH cut AS (SELECT id, next_fire_at AS first, fix_rate_seconds AS p, "
-                   "ceil(EXTRACT(EPOCH FROM now() - next_fire_at) / fix_rate_seconds)::bigint AS n "
-                   "FROM jobs WHERE app = ",
-                   conn_->quote(app_), " AND (", which,
-                   ") AND enabled ORDER BY id FOR UPDATE), "
-                   "paused AS (UPDATE jobs j SET enabled = false, next_fire_at = NULL FROM cut "
-                   "WHERE j.id = cut.id) "
-                   "INSERT INTO fires (job_id, scheduled_at, trigger_type, status, reason) "
-                   "SELECT id, first, ",
-                   v1::TRIGGER_TYPE_FIX_RATE, ", ", kFireSkipped,
-                   ", 'misfire: ' || n || ' fire(s) from ' || first || ' to ' || "
-                   "(first + (n - 1) * p * interval '1 second') || "
-                   "' skipped; the job was paused before they were claimed' "
-                   "FROM cut WHERE first < now() AND p > 0 ON CONFLICT DO NOTHING"));
+  return Exec(absl::StrCat(
+      "WITH cut AS (SELECT id, next_fire_at AS first, fix_rate_seconds AS p, "
+      "CASE WHEN fix_rate_seconds > 0 AND next_fire_at < now() THEN "
+      "ceil(EXTRACT(EPOCH FROM now() - next_fire_at) / fix_rate_seconds)::bigint END AS n "
+      "FROM jobs WHERE app = ",
+      conn_->quote(app_), " AND (", which,
+      ") AND enabled ORDER BY id FOR UPDATE), "
+      "paused AS (UPDATE jobs j SET enabled = false, next_fire_at = NULL FROM cut "
+      "WHERE j.id = cut.id) "
+      "INSERT INTO fires (job_id, scheduled_at, trigger_type, status, reason) "
+      "SELECT id, first, ",
+      v1::TRIGGER_TYPE_FIX_RATE, ", ", kFireSkipped,
+      ", 'misfire: ' || n || ' fire(s) from ' || first || ' to ' || "
+      "(first + (n - 1) * p * interval '1 second') || "
+      "' skipped; the job was paused before they were claimed' "
+      "FROM cut WHERE n > 0 ON CONFLICT DO NOTHING"));
 }
 
 absl::Status BenchDb::DeletePendingFires(absl::string_view jobs, absl::Time from) {

@@ -1,8 +1,13 @@
 #include "services/dispatcher/trigger_pools.h"
 
 #include <atomic>
+#include <map>
+#include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/notification.h"
 #include "common/time/clock.h"
@@ -203,6 +208,106 @@ TEST(TriggerPoolsTest, BatchCallTakesOneSlotOfTheGivenPool) {
   pools.SubmitBatchAsync(TriggerPool::kFast, {1}, call(3), &accepted);
   EXPECT_FALSE(accepted);
   EXPECT_EQ(started.size(), 3u);
+}
+
+// Issue 24, item 5: executors slower than the offered rate fill their pool's queue up to its
+// bound, then the pool refuses (the caller fails those runs with the reason), never queueing
+// without bound; the queue drains in order as calls finish.
+TEST(TriggerPoolsTest, AFullQueueRefusesCallsWithTheReason) {
+  FakeClock clock(absl::FromUnixSeconds(1700000000));
+  TriggerPools::Options options{absl::Milliseconds(500), 10};
+  options.fast_max_in_flight = 1;
+  options.max_waiting_runs = 5;
+  TriggerPools pools(clock, options);
+  std::vector<std::function<void()>> in_flight;
+  std::vector<int> started;
+  auto call = [&](int i) {
+    return [&, i](std::function<void()> done) {
+      started.push_back(i);
+      in_flight.push_back(std::move(done));
+    };
+  };
+  EXPECT_TRUE(pools.SubmitAppBatchAsync(TriggerPool::kFast, "a", 100, {1}, call(0)).ok());
+  EXPECT_TRUE(pools.SubmitAppBatchAsync(TriggerPool::kFast, "a", 3, {2}, call(1)).ok());
+  EXPECT_TRUE(pools.SubmitAppBatchAsync(TriggerPool::kFast, "b", 2, {3}, call(2)).ok());
+  const absl::Status full = pools.SubmitAppBatchAsync(TriggerPool::kFast, "b", 1, {4}, call(3));
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(full.message(),
+            "dispatcher overloaded: the fast trigger pool has 5 runs waiting for one of its 1 "
+            "calls (at most 5); the executors answer slower than runs are offered");
+  // The slow pool is not affected.
+  EXPECT_TRUE(pools.SubmitAppBatchAsync(TriggerPool::kSlow, "b", 1, {4}, call(4)).ok());
+  EXPECT_EQ(started, (std::vector<int>{0, 4}));
+  for (size_t i = 0; i < in_flight.size(); ++i) {
+    std::function<void()> done = std::move(in_flight[i]);
+    done();
+  }
+  EXPECT_EQ(started, (std::vector<int>{0, 4, 1, 2}));
+  // Room again once the queue drained.
+  EXPECT_TRUE(pools.SubmitAppBatchAsync(TriggerPool::kFast, "b", 5, {5}, call(5)).ok());
+  EXPECT_EQ(started.back(), 5);
+  std::exchange(in_flight.back(), nullptr)();
+  pools.Shutdown();
+  EXPECT_EQ(pools.SubmitAppBatchAsync(TriggerPool::kFast, "b", 1, {6}, call(6)).code(),
+            absl::StatusCode::kUnavailable);
+}
+
+// One app whose executors never answer holds at most its share of the pool's slots: the calls
+// of another app still start at once, and waiting calls start app by app in turn.
+TEST(TriggerPoolsTest, ASlowAppCannotStallTheCallsOfOthers) {
+  FakeClock clock(absl::FromUnixSeconds(1700000000));
+  TriggerPools::Options options{absl::Milliseconds(500), 10};
+  options.fast_max_in_flight = 4;  // 2 per app.
+  TriggerPools pools(clock, options);
+  std::map<std::string, std::vector<std::function<void()>>> in_flight;
+  std::vector<std::string> started;
+  auto call = [&](const std::string& name) {
+    return [&, name](std::function<void()> done) {
+      started.push_back(name);
+      in_flight[name.substr(0, 4)].push_back(std::move(done));
+    };
+  };
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_TRUE(
+        pools.SubmitAppBatchAsync(TriggerPool::kFast, "slow", 1, {1}, call(absl::StrCat("slow", i)))
+            .ok());
+  }
+  EXPECT_EQ(started, (std::vector<std::string>{"slow0", "slow1"}));
+  ASSERT_TRUE(pools.SubmitAppBatchAsync(TriggerPool::kFast, "fast", 1, {2}, call("fast0")).ok());
+  ASSERT_TRUE(pools.SubmitAppBatchAsync(TriggerPool::kFast, "fast", 1, {2}, call("fast1")).ok());
+  EXPECT_EQ(started.size(), 4u);
+  EXPECT_EQ(started[2], "fast0");
+  EXPECT_EQ(started[3], "fast1");
+  // The pool is full: a third call of the fast app waits, then goes ahead of the slow app's
+  // queue when a fast call finishes (the slow app is at its share).
+  ASSERT_TRUE(pools.SubmitAppBatchAsync(TriggerPool::kFast, "fast", 1, {2}, call("fast2")).ok());
+  std::function<void()> done = std::move(in_flight["fast"][0]);
+  done();
+  EXPECT_EQ(started.back(), "fast2");
+  // A slow call finishing lets the next slow one start.
+  done = std::move(in_flight["slow"][0]);
+  done();
+  EXPECT_EQ(started.back(), "slow2");
+  for (auto& [app, dones] : in_flight) {
+    for (size_t i = 0; i < dones.size(); ++i) {
+      if (dones[i]) std::exchange(dones[i], nullptr)();
+    }
+  }
+  // Each finish started the next waiting one; run until nothing is left.
+  while (true) {
+    bool any = false;
+    for (auto& [app, dones] : in_flight) {
+      for (size_t i = 0; i < dones.size(); ++i) {
+        if (dones[i]) {
+          std::exchange(dones[i], nullptr)();
+          any = true;
+        }
+      }
+    }
+    if (!any) break;
+  }
+  EXPECT_EQ(started.size(), 9u);
+  pools.Shutdown();
 }
 
 }  // namespace

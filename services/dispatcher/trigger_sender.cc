@@ -93,12 +93,12 @@ void TriggerSender::SendBatch(const std::string& app, const std::string& address
   for (const PendingRun& run : runs) job_ids.push_back(run.request.job_id());
   metrics_.TriggerBatchSize(runs.size());
   auto batch = std::make_shared<const std::vector<PendingRun>>(std::move(runs));
-  bool accepted = false;
+  const size_t run_count = batch->size();
   // The call is asynchronous: no thread waits for the executor, and the batches of a Dispatch
   // are all on their way at once. The call's duration counts for every job of the batch in the
   // slow-pool classification.
-  pools_.SubmitBatchAsync(
-      pool, std::move(job_ids),
+  const absl::Status submitted = pools_.SubmitAppBatchAsync(
+      pool, app, run_count, std::move(job_ids),
       [this, app, address, batch](std::function<void()> done) {
         v1::RunBatchRequest req;
         req.mutable_runs()->Reserve(static_cast<int>(batch->size()));
@@ -133,12 +133,15 @@ void TriggerSender::SendBatch(const std::string& app, const std::string& address
               }
               done();
             });
-      },
-      &accepted);
-  if (!accepted) {
+      });
+  if (!submitted.ok()) {
+    // Shutting down, or the pool's queue full (executors slower than the offered rate): the
+    // runs fail now with the reason instead of waiting without bound.
     const absl::Time now = clock_.Now();
+    const bool overloaded = submitted.code() == absl::StatusCode::kResourceExhausted;
     for (const PendingRun& run : *batch) {
-      answers_(NotTriggered(run.request.run_id(), "dispatcher shutting down", now));
+      if (overloaded) metrics_.Triggered(run.strategy, "overloaded");
+      answers_(NotTriggered(run.request.run_id(), submitted.message(), now));
     }
   }
 }
