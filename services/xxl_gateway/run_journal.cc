@@ -50,6 +50,15 @@ absl::Status WriteAll(int fd, const std::string& bytes) {
   return absl::OkStatus();
 }
 
+// Makes the entry of `path` in its directory durable (after a create or a rename).
+void SyncDirOf(const std::string& path) {
+  const std::string dir = path.substr(0, path.rfind('/') + 1);
+  const int dir_fd = open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return;
+  fsync(dir_fd);
+  close(dir_fd);
+}
+
 bool ReadFile(int fd, std::string* out) {
   char buf[1 << 16];
   while (true) {
@@ -84,6 +93,7 @@ absl::StatusOr<std::vector<RunRecord>> RunJournal::Open() {
   absl::MutexLock lock(&mu_);
   const int fd = open(path_.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return Errno("cannot open", path_);
+  SyncDirOf(path_);  // A journal just created stays there through a machine crash.
   std::string bytes;
   if (!ReadFile(fd, &bytes)) {
     close(fd);
@@ -205,13 +215,7 @@ absl::Status RunJournal::Compact(const std::function<std::vector<RunRecord>()>& 
     unlink(tmp.c_str());
     return Errno("cannot rename", tmp);
   }
-  // The rename itself made durable: later frames go to the new file only.
-  const std::string dir = path_.substr(0, path_.rfind('/') + 1);
-  const int dir_fd = open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    fsync(dir_fd);
-    close(dir_fd);
-  }
+  SyncDirOf(path_);  // The rename itself durable: later frames go to the new file only.
   if (fd_ >= 0) close(fd_);
   fd_ = fd;
   size_ = bytes.size();
