@@ -11,6 +11,7 @@
 
 #include "absl/strings/match.h"
 #include "common/auth/token_authenticator.h"
+#include "common/auth/token_test_data.h"
 #include "common/pg/pg_audit_log.h"
 #include "common/pg/pg_pool.h"
 #include "common/testing/pg_test_db.h"
@@ -21,6 +22,8 @@
 namespace jobwheel {
 namespace {
 
+using store_testing::Token;
+
 class PgTokenStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -29,17 +32,6 @@ class PgTokenStoreTest : public ::testing::Test {
     dsn_ = *dsn;
     pool_ = std::make_unique<PgPool>(dsn_, 2);
     store_ = std::make_unique<PgTokenStore>(*pool_);
-  }
-
-  NewToken Token(const std::string& name, Role role, std::vector<std::string> apps,
-                 const std::string& secret) {
-    NewToken t;
-    t.name = name;
-    t.role = role;
-    t.apps = std::move(apps);
-    t.secret_hash = HashTokenSecret(secret);
-    t.create_time = absl::FromUnixSeconds(1700000000);
-    return t;
   }
 
   std::string dsn_;

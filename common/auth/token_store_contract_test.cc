@@ -15,8 +15,10 @@
 #include "common/auth/in_memory_token_store.h"
 #include "common/auth/pg_token_store.h"
 #include "common/auth/token_authenticator.h"
+#include "common/auth/token_test_data.h"
 #include "common/pg/pg_audit_log.h"
 #include "common/testing/pg_store_test.h"
+#include "common/testing/store_contract.h"
 #include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "pqxx/pqxx"
@@ -27,6 +29,7 @@ namespace {
 // Each environment: the store, and the audit events its writes recorded, oldest first.
 class InMemoryEnv {
  public:
+  static constexpr char kName[] = "InMemory";
   TokenStore& store() { return store_; }
   std::vector<jobwheel::v1::AuditEvent> Audits() { return store_.audits(); }
 
@@ -36,6 +39,7 @@ class InMemoryEnv {
 
 class PgEnv {
  public:
+  static constexpr char kName[] = "Pg";
   PgEnv() {
     auto db = testing::PgTestDatabase::Create(2);
     EXPECT_TRUE(db.ok()) << db.status();
@@ -57,16 +61,7 @@ class PgEnv {
   std::unique_ptr<PgTokenStore> store_;
 };
 
-NewToken Token(const std::string& name, Role role, std::vector<std::string> apps,
-               const std::string& secret) {
-  NewToken t;
-  t.name = name;
-  t.role = role;
-  t.apps = std::move(apps);
-  t.secret_hash = HashTokenSecret(secret);
-  t.create_time = absl::FromUnixSeconds(1700000000);
-  return t;
-}
+using store_testing::Token;
 
 template <typename Env>
 class TokenStoreContractTest : public ::testing::Test {
@@ -82,14 +77,7 @@ class TokenStoreContractTest : public ::testing::Test {
 };
 
 using Envs = ::testing::Types<InMemoryEnv, PgEnv>;
-class EnvNames {
- public:
-  template <typename T>
-  static std::string GetName(int) {
-    return std::is_same_v<T, PgEnv> ? "Pg" : "InMemory";
-  }
-};
-TYPED_TEST_SUITE(TokenStoreContractTest, Envs, EnvNames);
+TYPED_TEST_SUITE(TokenStoreContractTest, Envs, ::jobwheel::testing::StoreEnvNames);
 
 TYPED_TEST(TokenStoreContractTest, CreateFindListRevoke) {
   const std::string secret = *GenerateTokenSecret();

@@ -13,6 +13,7 @@
 
 #include "absl/time/time.h"
 #include "common/testing/pg_store_test.h"
+#include "common/testing/store_contract.h"
 #include "common/time/proto_time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -29,6 +30,7 @@ using ::testing::UnorderedElementsAre;
 // Each environment: the store and a fire of job `job()` it may dispatch.
 class RecordingEnv {
  public:
+  static constexpr char kName[] = "Recording";
   RecordingEnv() : job_(testing::MakeJob(7, "demo", "echo", v1::ROUTING_STRATEGY_FIRST)) {}
   bool ok() const { return true; }
   DispatchStore& store() { return store_; }
@@ -42,6 +44,7 @@ class RecordingEnv {
 
 class PgEnv {
  public:
+  static constexpr char kName[] = "Pg";
   PgEnv() {
     auto db = jobwheel::testing::PgTestDatabase::Create(2, PgPool::PlanMode::kIndexLookups);
     EXPECT_TRUE(db.ok()) << db.status();
@@ -115,14 +118,7 @@ class DispatchStoreContractTest : public ::testing::Test {
 };
 
 using Envs = ::testing::Types<RecordingEnv, PgEnv>;
-class EnvNames {
- public:
-  template <typename T>
-  static std::string GetName(int) {
-    return std::is_same_v<T, PgEnv> ? "Pg" : "Recording";
-  }
-};
-TYPED_TEST_SUITE(DispatchStoreContractTest, Envs, EnvNames);
+TYPED_TEST_SUITE(DispatchStoreContractTest, Envs, ::jobwheel::testing::StoreEnvNames);
 
 TYPED_TEST(DispatchStoreContractTest, TriggerAnswersEndOnlyPendingRunsAndReportThemOnce) {
   const int64_t started = this->PendingRun();

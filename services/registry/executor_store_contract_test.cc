@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "common/model/instance_tag.h"
 #include "common/testing/pg_store_test.h"
+#include "common/testing/store_contract.h"
 #include "common/time/clock.h"
 #include "gtest/gtest.h"
 #include "services/registry/executor_test_data.h"
@@ -25,6 +26,7 @@ namespace {
 // store's leases.
 class InMemoryEnv {
  public:
+  static constexpr char kName[] = "InMemory";
   ExecutorStore& store() { return store_; }
   void AddApp(const AppConfig& app) { store_.SetApp(app); }
   void PassTime(absl::Duration d) { clock_.Advance(d); }
@@ -36,6 +38,7 @@ class InMemoryEnv {
 
 class PgEnv {
  public:
+  static constexpr char kName[] = "Pg";
   PgEnv() {
     auto db = testing::PgTestDatabase::Create(4);
     EXPECT_TRUE(db.ok()) << db.status();
@@ -92,14 +95,7 @@ class ExecutorStoreContractTest : public ::testing::Test {
 };
 
 using Envs = ::testing::Types<InMemoryEnv, PgEnv>;
-class EnvNames {
- public:
-  template <typename T>
-  static std::string GetName(int) {
-    return std::is_same_v<T, PgEnv> ? "Pg" : "InMemory";
-  }
-};
-TYPED_TEST_SUITE(ExecutorStoreContractTest, Envs, EnvNames);
+TYPED_TEST_SUITE(ExecutorStoreContractTest, Envs, ::jobwheel::testing::StoreEnvNames);
 
 TYPED_TEST(ExecutorStoreContractTest, RegisterRoundTrips) {
   auto stored = this->store().Register(Exec("demo", "10.0.0.1:7200"), "r1", "s1", kLease);
