@@ -178,5 +178,43 @@ TEST(OutcomeOfTest, EachDispositionHasItsStatusAndLabel) {
   EXPECT_EQ(label, "error");
 }
 
+// A pool whose queue is full (the executors slower than the offered rate) refuses the call:
+// its runs fail at once, naming why, instead of waiting in a queue without bound.
+TEST_F(TriggerSenderTest, RunsOfACallTheFullPoolRefusesFailWithTheReason) {
+  TriggerPools::Options options;
+  options.fast_max_in_flight = 1;
+  options.max_waiting_runs = 1;
+  TriggerPools pools(clock_, options);
+  std::function<void()> held;  // The slot, taken by a call that does not answer yet.
+  ASSERT_TRUE(pools
+                  .SubmitAppBatchAsync(TriggerPool::kFast, "", 1, {9},
+                                       [&](std::function<void()> done) { held = std::move(done); })
+                  .ok());
+  ASSERT_TRUE(pools
+                  .SubmitAppBatchAsync(TriggerPool::kFast, "", 1, {9},
+                                       [](std::function<void()> done) { done(); })
+                  .ok());  // The queue's one run.
+  TriggerSender sender(executors_, pools, metrics_, clock_, TriggerSender::Options(),
+                       [this](TriggerOutcome o) {
+                         absl::MutexLock lock(&mu_);
+                         answers_.push_back(std::move(o));
+                       });
+  std::vector<RoutedRun> runs;
+  runs.push_back(Run(1, kA));
+  runs.push_back(Run(2, kA));
+  sender.Send(std::move(runs));
+  const std::vector<TriggerOutcome> got = answers();
+  ASSERT_EQ(got.size(), 2u);
+  for (const TriggerOutcome& o : got) {
+    EXPECT_EQ(o.status, v1::RUN_STATUS_FAILED);
+    EXPECT_THAT(o.message_suffix,
+                HasSubstr("; not triggered: dispatcher overloaded: the fast trigger pool has 1 "
+                          "runs waiting"));
+  }
+  EXPECT_TRUE(executors_.batch_calls().empty()) << "a refused call must not reach the executor";
+  held();
+  pools.Shutdown();
+}
+
 }  // namespace
 }  // namespace jobwheel::dispatcher
