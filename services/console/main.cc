@@ -94,7 +94,7 @@ std::string ExePath() {
 
 absl::StatusOr<ConsoleOptions> OptionsFromFlags() {
   ConsoleOptions c;
-  c.listen = absl::GetFlag(FLAGS_listen);
+  c.server.listen = absl::GetFlag(FLAGS_listen);
   c.metrics_address = absl::GetFlag(FLAGS_metrics_address);
   c.scheduler_target = ChannelTarget(absl::GetFlag(FLAGS_scheduler_target));
   c.registry_target = ChannelTarget(absl::GetFlag(FLAGS_registry_target));
@@ -103,16 +103,18 @@ absl::StatusOr<ConsoleOptions> OptionsFromFlags() {
     const char* runfiles = std::getenv("RUNFILES_DIR");
     c.web_root = DefaultWebRoot(ExePath(), runfiles != nullptr ? runfiles : "");
   }
-  c.max_body_bytes = absl::GetFlag(FLAGS_max_body_bytes);
-  c.max_concurrent_requests = absl::GetFlag(FLAGS_max_concurrent_requests);
-  c.request_timeout = absl::GetFlag(FLAGS_request_timeout);
-  c.read_timeout = absl::GetFlag(FLAGS_read_timeout);
-  c.write_timeout = absl::GetFlag(FLAGS_write_timeout);
-  c.keep_alive_timeout = absl::GetFlag(FLAGS_keep_alive_timeout);
-  c.max_connections = absl::GetFlag(FLAGS_max_connections);
-  c.max_connections_per_client = absl::GetFlag(FLAGS_max_connections_per_client);
-  c.failed_auth_burst = absl::GetFlag(FLAGS_failed_auth_burst);
-  c.failed_auth_per_second = absl::GetFlag(FLAGS_failed_auth_per_second);
+  // A negative value wraps to more than the limit, which Validate refuses naming the flag.
+  c.server.max_body_bytes = c.gateway.max_body_bytes =
+      static_cast<size_t>(absl::GetFlag(FLAGS_max_body_bytes));
+  c.server.max_concurrent_requests = absl::GetFlag(FLAGS_max_concurrent_requests);
+  c.gateway.request_timeout = absl::GetFlag(FLAGS_request_timeout);
+  c.server.read_timeout = absl::GetFlag(FLAGS_read_timeout);
+  c.server.write_timeout = absl::GetFlag(FLAGS_write_timeout);
+  c.server.keep_alive_timeout = absl::GetFlag(FLAGS_keep_alive_timeout);
+  c.server.max_connections = absl::GetFlag(FLAGS_max_connections);
+  c.server.max_connections_per_client = absl::GetFlag(FLAGS_max_connections_per_client);
+  c.gateway.failed_auth.burst = absl::GetFlag(FLAGS_failed_auth_burst);
+  c.gateway.failed_auth.per_second = absl::GetFlag(FLAGS_failed_auth_per_second);
   c.proxy_token_file = absl::GetFlag(FLAGS_proxy_token_file);
   c.ready_timeout = absl::GetFlag(FLAGS_ready_timeout);
   c.drain_delay = absl::GetFlag(FLAGS_drain_delay);
@@ -147,26 +149,12 @@ int Run(const ConsoleOptions& c) {
   Clock& clock = RealClock::Get();
   // The console's own conditions: none but draining; its backends are asked on each /readyz.
   Readiness readiness(clock);
-  ConnectGateway::Options gateway_options;
-  gateway_options.request_timeout = c.request_timeout;
-  gateway_options.max_body_bytes = static_cast<size_t>(c.max_body_bytes);
-  gateway_options.failed_auth.burst = c.failed_auth_burst;
-  gateway_options.failed_auth.per_second = c.failed_auth_per_second;
-  ConnectGateway gateway(routes, backends, clock, gateway_options);
+  ConnectGateway gateway(routes, backends, clock, c.gateway);
   StaticFiles pages(c.web_root);
 
-  ConsoleServer::Options server_options;
-  server_options.listen = c.listen;
-  server_options.max_concurrent_requests = c.max_concurrent_requests;
-  server_options.max_body_bytes = static_cast<size_t>(c.max_body_bytes);
-  server_options.read_timeout = c.read_timeout;
-  server_options.write_timeout = c.write_timeout;
-  server_options.keep_alive_timeout = c.keep_alive_timeout;
-  server_options.max_connections = c.max_connections;
-  server_options.max_connections_per_client = c.max_connections_per_client;
   const absl::Duration ready_timeout = c.ready_timeout;
   ConsoleServer server(
-      server_options, gateway, pages,
+      c.server, gateway, pages,
       [&readiness, &health, &clock, ready_timeout] {
         if (absl::Status own = readiness.ReadyStatus(); !own.ok()) return own;
         return health.Check(clock.Now() + ready_timeout);
@@ -178,7 +166,7 @@ int Run(const ConsoleOptions& c) {
     return 1;
   }
   spdlog::info("console listening on {} (port {}), scheduler {}, registry {}, pages from {}",
-               c.listen, server.port(), c.scheduler_target, c.registry_target, c.web_root);
+               c.server.listen, server.port(), c.scheduler_target, c.registry_target, c.web_root);
 
   ShutdownTail tail;
   tail.service = "console";
