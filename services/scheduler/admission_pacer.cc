@@ -15,13 +15,10 @@ void AdmissionPacer::Advance(absl::Time now) {
   if (elapsed < absl::Seconds(1)) return;
   const bool lagging = second_lateness_ > options_.lag_limit;
   const bool stalled = second_fires_ == 0 && (lagging || second_failed_);
-  if (stalled) {
-    // Nothing went while work waited: an outage, which says nothing about the capacity. The
-    // backlog it leaves is judged once the hand-off works again.
-    trend_size_ = 0;
-  } else {
-    Judge(elapsed, lagging);
-  }
+  // Nothing went while work waited (an outage, or a hand-off slower than a second): it says
+  // nothing about the capacity nor about the trend, which goes on with the next second that
+  // hands off. The backlog an outage leaves is judged once the hand-off works again.
+  if (!stalled) Judge(elapsed, lagging);
   if (now - std::max(last_held_back_, overload_seen_) > options_.shed_hold) overloaded_ = false;
   second_start_ = now;
   second_fires_ = 0;
@@ -54,10 +51,12 @@ void AdmissionPacer::Judge(absl::Duration elapsed, bool lagging) {
     rate_ =
         second_held_back_ ? rate_ * options_.growth : std::max(rate_, handed_off * options_.growth);
   }
-  // The trend: the lag of consecutive lagging seconds without a failed hand-off. Not shrinking
-  // over trend_seconds means overload; shrinking, a backlog being drained.
+  // The trend: the lag of consecutive lagging seconds (stalled ones left out). Not shrinking
+  // over trend_seconds means overload; shrinking, a backlog being drained. A second with failed
+  // hand-offs that handed off some counts as any other: a database slowed down by the load makes
+  // some hand-offs time out, and that is overload too.
   const int span = std::clamp(options_.trend_seconds, 1, kMaxTrendSeconds);
-  if (!lagging || second_failed_) {
+  if (!lagging) {
     trend_size_ = 0;
     return;
   }

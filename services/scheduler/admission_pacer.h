@@ -30,11 +30,12 @@ namespace jobwheel::scheduler {
 //    and the late fires would reach the threshold anyway, having pushed every fire behind them
 //    late too. Only then, and while the claim is held back, the engine sheds: the newest fires go
 //    first and the late ones are shed oldest first through their jobs' misfire strategies.
-// Seconds that tell nothing about the capacity are left out of both judgements: a stalled second
-// (work waiting, nothing handed off: the outage itself) does not count as lagging nor as a
-// measure of what the hand-off absorbs, and a second with a failed hand-off (fires requeued with
-// a backoff come back out of order) restarts the trend. Pure arithmetic on the times it is given;
-// not thread-safe (FireEngine guards it).
+// A stalled second (work waiting, nothing handed off — the outage itself, or hand-offs slower
+// than a second) tells nothing about the capacity: it is left out of both judgements (not
+// lagging, not a measure of what the hand-off absorbs, not a point of the trend, which goes on
+// with the next second that hands off). A failed hand-off makes a second without any hand-off
+// stalled even when nothing waited long. Pure arithmetic on the times it is given; not
+// thread-safe (FireEngine guards it).
 class AdmissionPacer {
  public:
   struct Options {
@@ -65,7 +66,7 @@ class AdmissionPacer {
   void OnHandOff(absl::Time now, int64_t fires, absl::Duration lateness);
   // The fires the claim may add at `now` with `held` fires held (INT64_MAX: unlimited).
   int64_t Budget(absl::Time now, int64_t held);
-  // A hand-off failed at `now` (the dispatcher or the database out of reach).
+  // A hand-off failed at `now` (the dispatcher or the database out of reach, or too slow).
   void OnHandOffFailed(absl::Time now);
   // The claim stopped at the budget at `now`.
   void OnHeldBack(absl::Time now);

@@ -125,18 +125,25 @@ TEST(AdmissionPacerTest, AShrinkingBacklogAfterAnOutageIsDrainedNotShed) {
   EXPECT_GE(p.rate(), 4500);
 }
 
-// A failed hand-off puts fires back out of order: the trend starts again after it.
-TEST(AdmissionPacerTest, AFailedHandOffRestartsTheTrend) {
+// Overload with a database slowed down by it: some hand-offs time out, some seconds hand off
+// nothing at all. Neither hides the growing lag.
+TEST(AdmissionPacerTest, FailedAndStalledSecondsDoNotHideAGrowingLag) {
   AdmissionPacer p(AdmissionPacer::Options{});
-  for (int s = 0; s < 6; ++s) {
-    Second(p, s, 8000, absl::Milliseconds(1000 + 100 * s));
-    if (s == 2) p.OnHandOffFailed(kT0 + absl::Seconds(s) + absl::Milliseconds(950));
+  for (int s = 0; s < 7; ++s) {
+    const absl::Time t = kT0 + absl::Seconds(s);
+    if (s == 2 || s == 4) {  // Stalled: nothing handed off, the front of the queue later.
+      p.OnHandOff(t, 0, absl::Milliseconds(1500 + 200 * s));
+      p.OnHandOffFailed(t + absl::Milliseconds(500));
+    } else {
+      Second(p, s, 3000, absl::Milliseconds(1000 + 200 * s));
+      p.OnHandOffFailed(t + absl::Milliseconds(950));  // One batch timed out.
+    }
+    p.OnHeldBack(t + absl::Milliseconds(960));
+    // Overload once four closed seconds that handed off say the lag grew: 0, 1, 3 and 5,
+    // closed by the first call of second 6.
+    EXPECT_EQ(p.Shedding(t + absl::Milliseconds(970)), s == 6) << s;
   }
-  p.OnHeldBack(kT0 + absl::Seconds(6));
-  // Seconds 3, 4, 5 since the failure: one short of the trend.
-  EXPECT_FALSE(p.Shedding(kT0 + absl::Seconds(6)));
-  Second(p, 6, 8000, absl::Milliseconds(1700));
-  p.OnHeldBack(kT0 + absl::Seconds(7));
+  p.Budget(kT0 + absl::Seconds(7), 0);
   EXPECT_TRUE(p.Shedding(kT0 + absl::Seconds(7)));
 }
 
