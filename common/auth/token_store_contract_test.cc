@@ -37,28 +37,14 @@ class InMemoryEnv {
   InMemoryTokenStore store_;
 };
 
-class PgEnv {
+class PgEnv : public testing::PgStoreEnv<PgTokenStore> {
  public:
-  static constexpr char kName[] = "Pg";
-  PgEnv() {
-    auto db = testing::PgTestDatabase::Create(2);
-    EXPECT_TRUE(db.ok()) << db.status();
-    if (!db.ok()) return;
-    db_ = std::move(*db);
-    store_ = std::make_unique<PgTokenStore>(db_->pool());
-  }
-  bool ok() const { return store_ != nullptr; }
-  TokenStore& store() { return *store_; }
   std::vector<jobwheel::v1::AuditEvent> Audits() {
     pqxx::connection conn(db_->dsn());
     pqxx::work tx(conn);
     std::vector<jobwheel::v1::AuditEvent> events = SelectAuditEvents(tx, {}, 0, 100);
     return {events.rbegin(), events.rend()};  // Newest first there.
   }
-
- private:
-  std::unique_ptr<testing::PgTestDatabase> db_;
-  std::unique_ptr<PgTokenStore> store_;
 };
 
 using store_testing::Token;

@@ -42,28 +42,19 @@ class RecordingEnv {
   int64_t next_fire_ = 1;
 };
 
-class PgEnv {
+class PgEnv : public jobwheel::testing::PgStoreEnv<PgDispatchStore> {
  public:
-  static constexpr char kName[] = "Pg";
-  PgEnv() {
-    auto db = jobwheel::testing::PgTestDatabase::Create(2, PgPool::PlanMode::kIndexLookups);
-    EXPECT_TRUE(db.ok()) << db.status();
-    if (!db.ok()) return;
-    db_ = std::move(*db);
-    store_ = std::make_unique<PgDispatchStore>(db_->pool());
+  PgEnv() : PgStoreEnv(2, PgPool::PlanMode::kIndexLookups) {
+    if (!ok()) return;
     job_ =
         testing::MakeJob(testing::InsertJob(db_->dsn(), "demo", "echo", v1::ROUTING_STRATEGY_FIRST),
                          "demo", "echo", v1::ROUTING_STRATEGY_FIRST);
   }
-  bool ok() const { return store_ != nullptr; }
-  DispatchStore& store() { return *store_; }
   v1::Fire NewFire(absl::Time now) {
     return testing::MakeFire(testing::InsertFire(db_->dsn(), job_.id()), job_, now);
   }
 
  private:
-  std::unique_ptr<jobwheel::testing::PgTestDatabase> db_;
-  std::unique_ptr<PgDispatchStore> store_;
   v1::Job job_;
 };
 

@@ -36,18 +36,9 @@ class InMemoryEnv {
   InMemoryExecutorStore store_{clock_};
 };
 
-class PgEnv {
+class PgEnv : public testing::PgStoreEnv<PgExecutorStore> {
  public:
-  static constexpr char kName[] = "Pg";
-  PgEnv() {
-    auto db = testing::PgTestDatabase::Create(4);
-    EXPECT_TRUE(db.ok()) << db.status();
-    if (!db.ok()) return;
-    db_ = std::move(*db);
-    store_ = std::make_unique<PgExecutorStore>(db_->pool());
-  }
-  bool ok() const { return store_ != nullptr; }
-  ExecutorStore& store() { return *store_; }
+  PgEnv() : PgStoreEnv(4) {}
   void AddApp(const AppConfig& app) {
     std::string addresses;
     for (const std::string& a : app.manual_addresses) {
@@ -62,10 +53,6 @@ class PgEnv {
     db_->Exec("UPDATE executors SET lease_until = lease_until - interval '" +
               std::to_string(absl::ToInt64Milliseconds(d)) + " milliseconds'");
   }
-
- private:
-  std::unique_ptr<testing::PgTestDatabase> db_;
-  std::unique_ptr<PgExecutorStore> store_;
 };
 
 using store_testing::Exec;

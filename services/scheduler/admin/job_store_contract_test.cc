@@ -37,23 +37,7 @@ class InMemoryEnv {
   InMemoryJobStore store_{RealClock::Get()};
 };
 
-class PgEnv {
- public:
-  static constexpr char kName[] = "Pg";
-  PgEnv() {
-    auto db = testing::PgTestDatabase::Create(2);
-    EXPECT_TRUE(db.ok()) << db.status();
-    if (!db.ok()) return;
-    db_ = std::move(*db);
-    store_ = std::make_unique<PgJobStore>(db_->pool());
-  }
-  bool ok() const { return store_ != nullptr; }
-  JobStore& store() { return *store_; }
-
- private:
-  std::unique_ptr<testing::PgTestDatabase> db_;
-  std::unique_ptr<PgJobStore> store_;
-};
+using PgEnv = testing::PgStoreEnv<PgJobStore>;
 
 Job EveryTenSeconds(const std::string& name, const std::string& app = "demo") {
   Job job;
