@@ -23,6 +23,7 @@ void AdmissionPacer::Advance(absl::Time now) {
   second_start_ = now;
   second_fires_ = 0;
   second_lateness_ = absl::ZeroDuration();
+  second_least_late_ = absl::InfiniteDuration();
   second_held_back_ = false;
   second_failed_ = false;
 }
@@ -51,7 +52,10 @@ void AdmissionPacer::Judge(absl::Duration elapsed, bool lagging) {
     rate_ =
         second_held_back_ ? rate_ * options_.growth : std::max(rate_, handed_off * options_.growth);
   }
-  // The trend: the lag of consecutive lagging seconds (stalled ones left out). Not shrinking
+  // The trend: the lag of consecutive lagging seconds (stalled ones left out), read from the
+  // least late hand-off of each second — the youngest fires going out. Fires requeued after a
+  // failed hand-off come back older than the queue around them: they raise a second's latest
+  // hand-off but not its least late one, so they do not pass for a growing backlog. Not shrinking
   // over trend_seconds means overload; shrinking, a backlog being drained. A second with failed
   // hand-offs that handed off some counts as any other: a database slowed down by the load makes
   // some hand-offs time out, and that is overload too.
@@ -64,7 +68,7 @@ void AdmissionPacer::Judge(absl::Duration elapsed, bool lagging) {
     std::copy(trend_ + 1, trend_ + trend_size_, trend_);
     --trend_size_;
   }
-  trend_[trend_size_++] = second_lateness_;
+  trend_[trend_size_++] = second_least_late_;
   if (trend_size_ == span + 1 && trend_[span] >= trend_[0]) {
     overloaded_ = true;
     overload_seen_ = second_start_ + elapsed;
@@ -75,6 +79,7 @@ void AdmissionPacer::OnHandOff(absl::Time now, int64_t fires, absl::Duration lat
   Advance(now);
   second_fires_ += fires;
   second_lateness_ = std::max(second_lateness_, lateness);
+  if (fires > 0) second_least_late_ = std::min(second_least_late_, lateness);
 }
 
 int64_t AdmissionPacer::Budget(absl::Time now, int64_t held) {
@@ -104,6 +109,7 @@ void AdmissionPacer::Reset() {
   second_start_ = absl::InfinitePast();
   second_fires_ = 0;
   second_lateness_ = absl::ZeroDuration();
+  second_least_late_ = absl::InfiniteDuration();
   second_held_back_ = false;
   second_failed_ = false;
   trend_size_ = 0;

@@ -25,11 +25,12 @@ namespace jobwheel::scheduler {
 //    the lag falls second by second and the fires go out late; only those older than the
 //    threshold when they go follow the misfire strategy, as always. Shedding the others would
 //    throw away fires the capacity was about to fire.
-//  - A backlog that does not shrink is overload: the lag did not fall over `trend_seconds`
-//    seconds in a row of lagging hand-offs, so the offered rate is above what the hand-off absorbs
-//    and the late fires would reach the threshold anyway, having pushed every fire behind them
-//    late too. Only then, and while the claim is held back, the engine sheds: the newest fires go
-//    first and the late ones are shed oldest first through their jobs' misfire strategies.
+//  - A backlog that does not shrink is overload: the lag (of each second's least late hand-off)
+//    did not fall over `trend_seconds` seconds in a row of lagging hand-offs, so the offered rate
+//    is above what the hand-off absorbs and the late fires would reach the threshold anyway, having
+//    pushed every fire behind them late too. Only then, and while the claim is held back, the
+//    engine sheds: the newest fires go first and the late ones are shed oldest first through their
+//    jobs' misfire strategies.
 // A stalled second (work waiting, nothing handed off — the outage itself, or hand-offs slower
 // than a second) tells nothing about the capacity: it is left out of both judgements (not
 // lagging, not a measure of what the hand-off absorbs, not a point of the trend, which goes on
@@ -92,6 +93,8 @@ class AdmissionPacer {
   absl::Time second_start_ = absl::InfinitePast();
   int64_t second_fires_ = 0;
   absl::Duration second_lateness_ = absl::ZeroDuration();
+  // The least late hand-off of the second that carried fires (the trend's measure).
+  absl::Duration second_least_late_ = absl::InfiniteDuration();
   bool second_held_back_ = false;
   bool second_failed_ = false;
   // The lag of the last consecutive lagging seconds, oldest first (the trend).

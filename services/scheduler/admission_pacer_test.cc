@@ -11,11 +11,10 @@ namespace {
 const absl::Time kT0 = absl::FromUnixSeconds(1700000000);
 constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max();
 
-// One second of hand-offs: `fires` spread over ten batches, the last `lateness` late.
+// One second of hand-offs: `fires` spread over ten batches, each `lateness` late.
 void Second(AdmissionPacer& p, int s, int64_t fires, absl::Duration lateness) {
   for (int i = 0; i < 10; ++i) {
-    p.OnHandOff(kT0 + absl::Seconds(s) + absl::Milliseconds(100 * i), fires / 10,
-                i == 9 ? lateness : absl::ZeroDuration());
+    p.OnHandOff(kT0 + absl::Seconds(s) + absl::Milliseconds(100 * i), fires / 10, lateness);
   }
 }
 
@@ -145,6 +144,22 @@ TEST(AdmissionPacerTest, FailedAndStalledSecondsDoNotHideAGrowingLag) {
   }
   p.Budget(kT0 + absl::Seconds(7), 0);
   EXPECT_TRUE(p.Shedding(kT0 + absl::Seconds(7)));
+}
+
+// A drain where failed hand-offs are requeued: each second one batch comes back older than
+// the queue around it (its latest hand-off grows), while the youngest fires going out are less
+// late every second. Still a drain, not overload.
+TEST(AdmissionPacerTest, RequeuedFiresDoNotPassForAGrowingBacklog) {
+  AdmissionPacer p(AdmissionPacer::Options{});
+  for (int s = 0; s < 8; ++s) {
+    const absl::Time t = kT0 + absl::Seconds(s);
+    Second(p, s, 3000, absl::Milliseconds(9000 - 300 * s));
+    p.OnHandOff(t + absl::Milliseconds(950), 500, absl::Milliseconds(9500 + 300 * s));
+    p.OnHandOffFailed(t + absl::Milliseconds(955));
+    p.OnHeldBack(t + absl::Milliseconds(960));
+    EXPECT_FALSE(p.Shedding(t + absl::Milliseconds(970))) << s;
+  }
+  EXPECT_FALSE(p.overloaded());
 }
 
 TEST(AdmissionPacerTest, NotHeldBackTheRateStaysAheadOfTheHandOff) {
