@@ -8,6 +8,12 @@ prometheus::Family<prometheus::Counter>& Counter(prometheus::Registry& registry,
   return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
 }
 
+const prometheus::Histogram::BucketBoundaries& StageBuckets() {
+  static const auto* const kBuckets = new prometheus::Histogram::BucketBoundaries{
+      0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5};
+  return *kBuckets;
+}
+
 }  // namespace
 
 GatewayMetrics::GatewayMetrics(prometheus::Registry& registry)
@@ -60,6 +66,9 @@ GatewayMetrics::GatewayMetrics(prometheus::Registry& registry)
   for (const char* e : {"run", "kill", "log", "beat"}) {
     for (const char* o : {"ok", "error"}) xxl_calls_.Add({{"endpoint", e}, {"outcome", o}});
   }
+  for (const char* st : {"queue", "batch", "sync", "xxl_run", "report"}) {
+    stages_.Add({{"stage", st}}, StageBuckets());
+  }
 }
 
 void GatewayMetrics::AdminRequest(absl::string_view endpoint, absl::string_view outcome) {
@@ -89,9 +98,7 @@ void GatewayMetrics::XxlCall(absl::string_view endpoint, absl::string_view outco
 }
 
 void GatewayMetrics::Stage(absl::string_view stage, double seconds) {
-  static const prometheus::Histogram::BucketBoundaries kBuckets = {
-      0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5};
-  stages_.Add({{"stage", std::string(stage)}}, kBuckets).Observe(seconds);
+  stages_.Add({{"stage", std::string(stage)}}, StageBuckets()).Observe(seconds);
 }
 
 }  // namespace jobwheel::xxl
