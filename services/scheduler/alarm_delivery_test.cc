@@ -15,6 +15,7 @@
 #include "services/scheduler/alarm_outbox_fake.h"
 #include "services/scheduler/alarm_sender.h"
 #include "services/scheduler/fake_fire_store.h"
+#include "services/scheduler/fake_fire_store_rows.h"
 #include "services/scheduler/monitors.h"
 #include "services/scheduler/scheduler_metrics.h"
 #include "services/scheduler/webhook_alarm.h"
@@ -109,16 +110,7 @@ class AlarmDeliveryTest : public ::testing::Test {
   }
   int64_t FailedRun(int64_t job) { return EndedRun(job, jobwheel::v1::RUN_STATUS_FAILED); }
   int64_t EndedRun(int64_t job, jobwheel::v1::RunStatus status) {
-    FakeFireStore::FireRow fire;
-    fire.job_id = job;
-    fire.scheduled = clock_.Now();
-    fire.status = jobwheel::v1::FIRE_STATUS_DISPATCHED;
-    FakeFireStore::RunRow run;
-    run.fire_id = store_.AddFire(fire);
-    run.job_id = job;
-    run.status = status;
-    run.trigger_time = clock_.Now();
-    return store_.AddRun(run);
+    return AddRunOf(store_, clock_.Now(), job, status);
   }
   size_t FiresOf(jobwheel::v1::TriggerType type) {
     size_t n = 0;

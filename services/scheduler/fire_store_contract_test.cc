@@ -18,6 +18,7 @@
 #include "pqxx/pqxx"
 #include "prometheus/registry.h"
 #include "services/scheduler/fake_fire_store.h"
+#include "services/scheduler/fake_fire_store_rows.h"
 #include "services/scheduler/followup_pass.h"
 #include "services/scheduler/leader_elector.h"
 #include "services/scheduler/monitor_options.h"
@@ -53,17 +54,7 @@ class FakeEnv {
     return store_.AddJob(job);
   }
   int64_t AddRun(int64_t job, jobwheel::v1::RunStatus status, int attempt) {
-    FakeFireStore::FireRow fire;
-    fire.job_id = job;
-    fire.scheduled = clock_.Now();
-    fire.status = jobwheel::v1::FIRE_STATUS_DISPATCHED;
-    FakeFireStore::RunRow run;
-    run.fire_id = store_.AddFire(fire);
-    run.job_id = job;
-    run.status = status;
-    run.attempt = attempt;
-    run.trigger_time = clock_.Now();
-    return store_.AddRun(run);
+    return AddRunOf(store_, clock_.Now(), job, status, attempt);
   }
   std::vector<std::string> FiresFollowing(int64_t run_id) {
     std::vector<std::string> out;

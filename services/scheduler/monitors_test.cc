@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "services/scheduler/fake_fire_store.h"
+#include "services/scheduler/fake_fire_store_rows.h"
 
 namespace jobwheel::scheduler {
 namespace {
@@ -42,18 +43,7 @@ class MonitorsTest : public ::testing::Test {
 
   // A fire and one run of `job` in `status`, at `attempt`.
   int64_t Run(int64_t job, RunStatus status, int attempt = 0) {
-    FakeFireStore::FireRow fire;
-    fire.job_id = job;
-    fire.scheduled = clock_.Now();
-    fire.status = jobwheel::v1::FIRE_STATUS_DISPATCHED;
-    FakeFireStore::RunRow run;
-    run.fire_id = store_.AddFire(fire);
-    run.job_id = job;
-    run.status = status;
-    run.attempt = attempt;
-    run.trigger_time = clock_.Now();
-    run.start_time = clock_.Now();
-    return store_.AddRun(run);
+    return AddRunOf(store_, clock_.Now(), job, status, attempt);
   }
 
   // The alarms queued in the outbox.
