@@ -243,12 +243,17 @@ absl::Status BenchDb::RemoveOwnRegistrations(const std::vector<std::string>& app
 absl::StatusOr<BenchDb::FireRows> BenchDb::ReadFires(absl::Time from, absl::Time to) {
   ASSIGN_OR_RETURN(pqxx::result r,
                    Query(absl::StrCat("SELECT job_id, (EXTRACT(EPOCH FROM scheduled_at) * "
-                                      "1000000)::BIGINT, status FROM fires WHERE ",
+                                      "1000000)::BIGINT, status, reason FROM fires WHERE ",
                                       OwnJobs(), " AND scheduled_at >= ", Ts(from),
                                       " AND scheduled_at < ", Ts(to))));
   FireRows out;
   out.keys.reserve(r.size());
   for (const auto& row : r) {
+    const std::string reason = row[3].as<std::string>();
+    if (CoveredCount(reason) > 1) {
+      out.ranges.push_back({row[0].as<int64_t>(), row[1].as<int64_t>(), reason});
+      continue;
+    }
     out.keys.emplace_back(row[0].as<int64_t>(), row[1].as<int64_t>());
     const int status = row[2].as<int>();
     if (status == kFireFailed) ++out.failed;

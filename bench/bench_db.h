@@ -11,6 +11,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "bench/fire_sets.h"
+#include "bench/shed_ranges.h"
 #include "pqxx/pqxx"
 
 namespace jobwheel::bench {
@@ -66,6 +67,9 @@ class BenchDb {
     int64_t failed = 0;   // FAILED (no executor etc.).
     int64_t skipped = 0;  // SKIPPED (misfire).
     int64_t pending = 0;  // Never handed off.
+    // Rows standing for several due times ("misfire: N fire(s) …", a range the leader shed or
+    // a pause cut off): not in `keys` nor counted above; ExpandRanges adds what they stand for.
+    std::vector<SkippedRow> ranges;
   };
   absl::StatusOr<FireRows> ReadFires(absl::Time from, absl::Time to);
   // Fires due in [from, to) whose run's SUCCEEDED result is durable now.

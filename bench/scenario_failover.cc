@@ -14,6 +14,7 @@
 #include "bench/fire_sets.h"
 #include "bench/run_records.h"
 #include "bench/scenario.h"
+#include "bench/shed_ranges.h"
 #include "common/base/status_macros.h"
 #include "common/time/clock.h"
 #include "common/time/proto_time.h"
@@ -80,6 +81,7 @@ absl::Status RunFailover(Context& ctx) {
   const Percentiles late = ComputePercentiles(late_after_kill);
   const SetComparison ran = CompareFireSets(expected, runs.keys, from_us, to_us);
   ASSIGN_OR_RETURN(BenchDb::FireRows rows, ctx.db.ReadFires(from, to));
+  for (const FireKey& k : CoveredFires(rows.ranges, jobs)) rows.keys.push_back(k);
   const SetComparison rec = CompareFireSets(expected, rows.keys, from_us, to_us);
   ASSIGN_OR_RETURN(
       const int64_t runs_dup,
