@@ -132,6 +132,9 @@ GuardedHttpServer::GuardedHttpServer(Config config, RefusedCallback on_refused, 
       on_refused_(std::move(on_refused)),
       clock_(clock),
       admission_(config.max_connections, config.max_connections_per_client) {
+  // Small request/response exchanges: without it a reply's second write waits for the peer's
+  // delayed ACK (tens of ms per call on a kept-alive connection).
+  set_tcp_nodelay(true);
   // What httplib writes in its Keep-Alive response header.
   set_keep_alive_max_count(options_.keep_alive_max_count);
   set_keep_alive_timeout(std::max<time_t>(1, absl::ToInt64Seconds(options_.keep_alive_timeout)));
