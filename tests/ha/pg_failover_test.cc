@@ -32,6 +32,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/testing/executions.h"
+#include "common/testing/probe_job.h"
 #include "common/testing/process.h"
 #include "common/testing/stack.h"
 #include "common/time/clock.h"
@@ -159,38 +160,11 @@ class PgFailoverTest : public ::testing::Test {
     }
     ASSERT_TRUE(Eventually([&] { return LeaderEpoch() > 0; }, absl::Seconds(20)));
     auto admin = jobwheel::v1::JobAdminService::NewStub(stack_->Channel(stack_->scheduler(0)));
-    jobwheel::v1::CreateJobRequest create;
-    create.mutable_job()->set_app("demo");
-    create.mutable_job()->set_name("probe");
-    create.mutable_job()->set_handler("echo");
-    create.mutable_job()->mutable_schedule()->mutable_none();
-    create.mutable_job()->set_routing_strategy(jobwheel::v1::ROUTING_STRATEGY_ROUND);
-    create.mutable_job()->set_enabled(true);
-    jobwheel::v1::CreateJobResponse probe;
-    grpc::Status s = admin->CreateJob(Ctx().get(), create, &probe);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-    probe_job_ = probe.job().id();
-    ASSERT_TRUE(Eventually(
-        [&] {
-          if (!testing::Starts(stack_->Executions(0), probe_job_).empty() &&
-              !testing::Starts(stack_->Executions(1), probe_job_).empty()) {
-            return true;
-          }
-          jobwheel::v1::TriggerJobRequest trigger;
-          trigger.set_id(probe_job_);
-          jobwheel::v1::TriggerJobResponse fired;
-          if (admin->TriggerJob(Ctx().get(), trigger, &fired).ok()) {
-            Eventually(
-                [&] {
-                  return Count(absl::StrCat("SELECT count(*) FROM fires WHERE id = ",
-                                            fired.fire_id(), " AND status IN (2, 4)")) == 1;
-                },
-                absl::Seconds(5));
-          }
-          return false;
-        },
-        absl::Seconds(30)))
-        << "the dispatcher never routed the probe job to both executors";
+    absl::StatusOr<int64_t> probe =
+        testing::RouteProbeJob(*stack_, *admin, {0, 1}, jobwheel::v1::ROUTING_STRATEGY_ROUND);
+    ASSERT_TRUE(probe.ok()) << "the dispatcher never routed the probe job to both executors: "
+                            << probe.status();
+    probe_job_ = *probe;
   }
 
   // Fires handed off (dispatched) after `t`: the schedule runs again.
