@@ -1,6 +1,5 @@
 // The XXL-JOB gateway: plays xxl-job-admin's HTTP API towards unchanged XXL-JOB executors and
 // makes each of them a jobwheel executor of its app (docs/xxl-job.md).
-#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,7 +14,10 @@
 #include "common/base/signals.h"
 #include "common/grpc/channel.h"
 #include "common/grpc/target_list.h"
+#include "common/server/log_flags.h"
+#include "common/server/readiness.h"
 #include "common/server/server_main.h"
+#include "common/server/shutdown_tail.h"
 #include "common/time/clock.h"
 #include "jobwheel/v1/dispatcher.grpc.pb.h"
 #include "jobwheel/v1/registry.grpc.pb.h"
@@ -68,8 +70,6 @@ ABSL_FLAG(absl::Duration, offline_after, absl::Seconds(2),
 ABSL_FLAG(absl::Duration, xxl_call_timeout, absl::Seconds(3), "each call to an XXL executor");
 ABSL_FLAG(absl::Duration, drain_delay, absl::ZeroDuration(),
           "on SIGTERM: how long /readyz answers 503 before the gateway stops");
-ABSL_FLAG(bool, log_json, false, "log one JSON object per line");
-ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 
 namespace jobwheel::xxl {
 namespace {
@@ -108,7 +108,6 @@ absl::StatusOr<GatewayServerOptions> OptionsFromFlags() {
 }
 
 int Run(const GatewayServerOptions& c) {
-  BlockTerminationSignals();
   Clock& clock = RealClock::Get();
   auto prom = std::make_shared<prometheus::Registry>();
   GatewayMetrics metrics(*prom);
@@ -156,28 +155,23 @@ int Run(const GatewayServerOptions& c) {
   Gateway gateway(g, state, xxl, results, registry_stubs, metrics, clock);
   if (absl::Status s = gateway.Start(); !s.ok()) return Fail(s);
 
-  std::atomic<bool> draining{false};
+  // The gateway's own conditions: none but draining (/readyz answers 503 once it drains).
+  Readiness readiness(clock);
   AdminHttpServer::Options ho;
   ho.listen = c.listen_http;
   ho.max_body_bytes = c.max_body_bytes;
   ho.threads = c.http_threads;
   ho.max_connections_per_client = c.max_connections_per_client;
-  AdminHttpServer http(ho, gateway, metrics, [&draining]() -> absl::Status {
-    if (draining) return absl::UnavailableError("draining");
-    return absl::OkStatus();
-  });
+  AdminHttpServer http(ho, gateway, metrics, [&readiness] { return readiness.ReadyStatus(); });
   if (absl::Status s = http.Start(); !s.ok()) return Fail(s);
   spdlog::info("xxl gateway: admin side on {} (port {}), executor ports {}-{} as {}", c.listen_http,
                http.port(), c.port_from, c.port_to, c.advertise_host);
 
-  const int sig = WaitForTerminationSignal();
-  spdlog::info("signal {}: draining for {}, then stopping", sig,
-               absl::FormatDuration(c.drain_delay));
-  draining = true;
-  clock.SleepFor(c.drain_delay);
-  http.Shutdown();
-  gateway.Shutdown();
-  spdlog::info("xxl gateway stopped");
+  ShutdownTail tail;
+  tail.service = "xxl gateway";
+  tail.drain_delay = c.drain_delay;
+  tail.shutdown = {[&http] { http.Shutdown(); }, [&gateway] { gateway.Shutdown(); }};
+  AwaitSignalThenShutDown(readiness, clock, tail);
   return 0;
 }
 
@@ -186,10 +180,11 @@ int Run(const GatewayServerOptions& c) {
 
 int main(int argc, char** argv) {
   jobwheel::DisableMutexDeadlockDetection();
+  // Signals go to the shutdown tail, not to whichever thread happens to run.
+  jobwheel::BlockTerminationSignals();
   jobwheel::ParseFlagsWithEnv(argc, argv,
                               "jobwheel xxl_gateway: XXL-JOB executors as jobwheel executors");
-  jobwheel::InitLogging("xxl_gateway", absl::GetFlag(FLAGS_log_json),
-                        absl::GetFlag(FLAGS_log_level));
+  jobwheel::InitLoggingFromFlags("xxl_gateway");
   auto options = jobwheel::xxl::OptionsFromFlags();
   if (!options.ok()) return jobwheel::Fail(options.status(), 2);
   return jobwheel::xxl::Run(*options);

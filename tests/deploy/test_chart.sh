@@ -214,7 +214,8 @@ else fail "values.yaml: undocumented keys (line:key): $(echo $undocumented)"; fi
 group "chart flags exist in the binaries"
 # component (source dir or file) and the flags the chart sets for it; the scheduler, registry
 # and dispatcher take the readiness flags (drain_delay) from common/server/readiness_flags.cc,
-# the scheduler, registry, dispatcher and console the logging flags from common/server/log_flags.cc
+# the scheduler, registry, dispatcher, console and XXL gateway the logging flags from
+# common/server/log_flags.cc
 FLAG_TABLE="
 services/scheduler listen metrics_address db_dsn replica_id signing_key_file admin_token_file dispatcher_target tls_cert tls_key tls_ca tls_client_ca migrate_only
 services/registry listen metrics_address db_dsn replica_id dispatcher_public_key_file admin_token_file executor_token_file tls_cert tls_key tls_client_ca
@@ -223,7 +224,7 @@ sdk/examples/demo_executor.cc listen metrics_address log_json log_level dispatch
 services/console listen metrics_address scheduler_target registry_target web_root tls_ca tls_client_cert tls_client_key drain_delay
 common/server/readiness_flags.cc drain_delay
 common/server/log_flags.cc log_json log_level
-services/xxl_gateway listen_http metrics_address executor_ports advertise_host bind_host registry_target dispatcher_target state_dir log_json log_level drain_delay dispatcher_public_key_file scheduler_public_key_file app_handlers script_apps tls_cert tls_key tls_ca tls_client_ca
+services/xxl_gateway listen_http metrics_address executor_ports advertise_host bind_host registry_target dispatcher_target state_dir drain_delay dispatcher_public_key_file scheduler_public_key_file app_handlers script_apps tls_cert tls_key tls_ca tls_client_ca
 "
 ALL_FLAGS=" "
 while read -r src flags; do
@@ -416,7 +417,8 @@ import json, os, re, sys
 root = sys.argv[1]
 # The readiness flags (--db_check_interval, --db_check_timeout, --drain_delay) of the servers
 # with a database are defined once, in common/server/readiness_flags.cc; the logging flags
-# (--log_json, --log_level) of the scheduler, registry, dispatcher, console and HTTP executor in
+# (--log_json, --log_level) of the scheduler, registry, dispatcher, console, XXL gateway and HTTP
+# executor in
 # common/server/log_flags.cc.
 readiness = "common/server/readiness_flags.cc"
 logging = "common/server/log_flags.cc"
@@ -424,7 +426,7 @@ src = {"scheduler": ["services/scheduler", readiness, logging],
        "registry": ["services/registry", readiness, logging],
        "dispatcher": ["services/dispatcher", readiness, logging],
        "demo-executor": ["sdk/examples/demo_executor.cc"], "console": ["services/console", logging],
-       "xxl-gateway": ["services/xxl_gateway"],
+       "xxl-gateway": ["services/xxl_gateway", logging],
        "http-executor": ["services/http_executor/main.cc", logging],
        "migrations": ["services/scheduler", readiness, logging]}
 out = {}
