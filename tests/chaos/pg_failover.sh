@@ -100,6 +100,13 @@ await() {  # await SECONDS SQL: until SQL prints t; false at the deadline
   done
   return 1
 }
+await_epoch_above() {  # await_epoch_above EPOCH: until a scheduler leads with a higher one (30 s)
+  local deadline=$((SECONDS + 30))
+  until [ "$(leader_epoch)" -gt "$1" ]; do
+    [ "$SECONDS" -lt "$deadline" ] || return 1
+    sleep 0.5
+  done
+}
 ts() { date -u -d "@$1" '+%Y-%m-%d %H:%M:%S.%6N+00'; }
 handed_off_after() {  # fires handed off after unix time $1 reach $2
   await 40 "SELECT count(*) >= $2 FROM fires WHERE status = 2 AND dispatch_time > '$(ts "$1")'"
@@ -115,11 +122,7 @@ pause_around() {  # the longest gap between consecutive hand-offs from 1 s befor
   sql "SELECT COALESCE(round(EXTRACT(EPOCH FROM max(gap))::numeric, 1), 0) FROM (SELECT dispatch_time - lag(dispatch_time) OVER (ORDER BY dispatch_time) AS gap FROM fires WHERE status = 2 AND dispatch_time BETWEEN '$(ts "$(python3 -c "print($1 - 1)")")' AND '$(ts "$(python3 -c "print($1 + 60)")")') g"
 }
 
-deadline=$((SECONDS + 30))
-until [ "$(leader_epoch)" != 0 ]; do
-  [ "$SECONDS" -lt "$deadline" ] || die "no scheduler leads within 30 s"
-  sleep 0.5
-done
+await_epoch_above 0 || die "no scheduler leads within 30 s"
 EPOCH0=$(leader_epoch)
 
 say "== $JOBS jobs firing every second"
@@ -137,11 +140,7 @@ killed_at=$(date +%s.%N)  # (finding the primary took a moment: the kill is now)
 say "killed $killed"
 resume_kill=$(resume_after "$killed_at")
 say "fires due after the kill handed off $resume_kill s after it"
-deadline=$((SECONDS + 30))
-until [ "$(leader_epoch)" -gt "$EPOCH0" ]; do
-  [ "$SECONDS" -lt "$deadline" ] || { fail "no scheduler leads with an epoch above $EPOCH0"; break; }
-  sleep 0.5
-done
+await_epoch_above "$EPOCH0" || fail "no scheduler leads with an epoch above $EPOCH0"
 EPOCH1=$(leader_epoch)
 patroni_start_member "$CLUSTER" "$killed"
 steady=$(date +%s)
@@ -154,11 +153,7 @@ new_primary=$(patroni_switchover "$CLUSTER") || die "$PATRONI_ERROR"
 say "switched over to $new_primary"
 resume_switch=$(resume_after "$switched_at")
 say "fires due after the switchover began handed off $resume_switch s after it"
-deadline=$((SECONDS + 30))
-until [ "$(leader_epoch)" -gt "$EPOCH1" ]; do
-  [ "$SECONDS" -lt "$deadline" ] || { fail "no scheduler leads with an epoch above $EPOCH1"; break; }
-  sleep 0.5
-done
+await_epoch_above "$EPOCH1" || fail "no scheduler leads with an epoch above $EPOCH1"
 steady=$(date +%s)
 handed_off_after "$steady" $((3 * JOBS)) || fail "firing did not settle after the switchover"
 sleep "$STEADY"
