@@ -148,9 +148,7 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
   Admit(now, window);
   if (window.max_pending_fires <= 0 && !window.shed_past_due) {
     // At the admission rate already: what is due waits (shed once it is behind, see below).
-    absl::MutexLock lock(&mu_);
-    pacer_.OnHeldBack(now);
-    metrics_.claims_held_back.Increment();
+    HeldBack(now);
     return 0;
   }
   // The decision is pure (fire_plan.h); the store makes it inside the claim transaction, on
@@ -178,18 +176,19 @@ absl::StatusOr<int> FireEngine::ClaimOnce() {
   }
   for (const MisfireCount& m : plan.misfires) metrics_.Misfires(m.strategy, m.missed);
   if (plan.shed > 0) metrics_.fires_shed.Increment(static_cast<double>(plan.shed));
-  if (plan.held_back > 0) {
-    absl::MutexLock lock(&mu_);
-    pacer_.OnHeldBack(now);
-    metrics_.claims_held_back.Increment();
-  }
+  if (plan.held_back > 0) HeldBack(now);
   for (Fire& f : claimed->fires) Hold(std::move(f));
   // Jobs left for later are not counted: a held-back claim is not a full batch.
   return claimed->jobs - static_cast<int>(plan.held_back);
 }
 
+void FireEngine::HeldBack(absl::Time now) {
+  absl::MutexLock lock(&mu_);
+  pacer_.OnHeldBack(now);
+  metrics_.claims_held_back.Increment();
+}
+
 void FireEngine::Admit(absl::Time now, ClaimWindow& window) {
-  if (!options_.pace_admission) return;
   absl::MutexLock lock(&mu_);
   // A hand-off stuck behind the ready queue tells as much as one that came late.
   if (!ready_.empty() && !ready_.front().empty()) {
@@ -338,7 +337,7 @@ bool FireEngine::FrontIsStaleLocked(absl::Time now) const {
 
 std::vector<int64_t> FireEngine::TakeReadyLocked(absl::Time now, bool* stale) {
   std::vector<int64_t> batch;
-  const bool shedding = options_.pace_admission && pacer_.Shedding(now);
+  const bool shedding = pacer_.Shedding(now);
   if (shedding && !settling_ && FrontIsStaleLocked(now)) {
     // The oldest, too late to go on time: shed in one transaction.
     settling_ = true;
@@ -487,10 +486,8 @@ void FireEngine::DispatchBatch(std::vector<int64_t> ids, absl::Duration late_aft
         auto it = fires_.find(f.fire_id());
         if (it != fires_.end()) it->second.Swap(&f);  // Back for the retry.
       }
-    }
-    {
-      // Not a measure of the capacity: the fires come back out of order after their backoff.
-      absl::MutexLock lock(&mu_);
+      // The fires come back out of order after their backoff: the pacer judges the trend on
+      // each second's least late hand-off.
       pacer_.OnHandOffFailed(clock_.Now());
     }
     Requeue(sent_ids);

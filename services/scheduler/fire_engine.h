@@ -84,8 +84,7 @@ class FireEngine {
     absl::Duration handoff_interval = absl::Milliseconds(100);
     int dispatch_threads = 4;
     // Admission under load: the claim holds at most what the hand-off absorbs (its window is
-    // set to preread_window + claim_ahead); off, it claims whatever is due.
-    bool pace_admission = true;
+    // set to preread_window + claim_ahead).
     AdmissionPacer::Options admission;
     // While shedding (AdmissionPacer::Shedding: overload, the backlog does not shrink), a held
     // schedule-driven fire more than this past its scheduled time is shed through its job's
@@ -137,6 +136,8 @@ class FireEngine {
   void CoverHeldMisfires(MisfireCoverage::Ledger& ledger, absl::Time now);
   // The claim's admission at `now` (window.max_pending_fires, window.shed_past_due).
   void Admit(absl::Time now, ClaimWindow& window);
+  // The claim stopped at the admission budget at `now`.
+  void HeldBack(absl::Time now);
   void Hold(jobwheel::v1::Fire fire);
   // When a fire scheduled at `scheduled` goes to the dispatcher.
   absl::Time HandOffAt(absl::Time scheduled) const;

@@ -16,6 +16,26 @@ absl::Time ClaimHorizon(absl::Time now, const ClaimWindow& window) {
   return now + window.preread_window;
 }
 
+DueWalk WalkDueTimes(const Schedule& schedule, absl::Time first, absl::Time before,
+                     absl::Time mark) {
+  DueWalk walk;
+  walk.last = first;
+  std::optional<absl::Time> t = first;
+  while (t && *t < before && walk.count < kMaxMissedCounted) {
+    walk.last = *t;
+    ++walk.count;
+    if (*t >= mark) ++walk.at_or_after_mark;
+    t = schedule.NextAfter(*t);
+  }
+  walk.stopped_at = t;
+  return walk;
+}
+
+std::string MisfireRange(int64_t count, absl::Time first, absl::Time last) {
+  return absl::StrCat("misfire: ", count, " fire(s) from ", absl::FormatTime(first), " to ",
+                      absl::FormatTime(last));
+}
+
 ClaimPlan PlanClaim(const std::vector<Job>& jobs, absl::Time now, const ClaimWindow& window,
                     const absl::flat_hash_map<int64_t, absl::Time>& fired_once_through) {
   ClaimPlan plan;
@@ -58,13 +78,10 @@ ClaimPlan PlanClaim(const std::vector<Job>& jobs, absl::Time now, const ClaimWin
     // Misfire: the due times older than the threshold.
     if (t && *t < misfire_before) {
       const absl::Time first = *t;
-      absl::Time last = *t;
-      int64_t missed = 0;
-      while (t && *t < misfire_before && missed < kMaxMissedCounted) {
-        last = *t;
-        ++missed;
-        t = schedule->NextAfter(*t);
-      }
+      const DueWalk walk = WalkDueTimes(*schedule, first, misfire_before, threshold_before);
+      const absl::Time last = walk.last;
+      const int64_t missed = walk.count;
+      t = walk.stopped_at;
       if (t && *t < misfire_before) {
         t = schedule->NextAfter(misfire_before - absl::Seconds(1));
       }
@@ -79,14 +96,7 @@ ClaimPlan PlanClaim(const std::vector<Job>& jobs, absl::Time now, const ClaimWin
       const bool once = once_strategy && !already_once;
       plan.misfires.push_back({job.misfire_strategy(), missed});
       // The times past but within the threshold: shed under load, else they would be late fires.
-      int64_t shed = 0;
-      if ((window.shed_past_due || over_budget) && last >= threshold_before) {
-        std::optional<absl::Time> u =
-            first >= threshold_before
-                ? first
-                : schedule->NextAfter(threshold_before - absl::Microseconds(1));
-        for (; u && *u <= last && shed < missed; u = schedule->NextAfter(*u)) ++shed;
-      }
+      const int64_t shed = window.shed_past_due || over_budget ? walk.at_or_after_mark : 0;
       plan.shed += shed;
       PlannedFire f;
       f.job_id = job.id();
@@ -94,8 +104,7 @@ ClaimPlan PlanClaim(const std::vector<Job>& jobs, absl::Time now, const ClaimWin
       f.trigger_type = once ? jobwheel::v1::TRIGGER_TYPE_MISFIRE : type;
       f.skipped = !once;
       f.reason =
-          absl::StrCat("misfire: ", missed, " fire(s) from ", absl::FormatTime(first), " to ",
-                       absl::FormatTime(last),
+          absl::StrCat(MisfireRange(missed, first, last),
                        once           ? " missed; fired once now (FIRE_ONCE_NOW)"
                        : already_once ? " missed; skipped, the job fired once (FIRE_ONCE_NOW)"
                                       : " skipped (DO_NOTHING)",

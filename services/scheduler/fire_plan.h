@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "jobwheel/v1/dispatcher.pb.h"
 #include "jobwheel/v1/types.pb.h"
+#include "services/scheduler/schedule.h"
 
 namespace jobwheel::scheduler {
 
@@ -78,8 +79,8 @@ struct ClaimPlan {
   std::vector<MisfireCount> misfires;
   // Jobs whose stored schedule does not parse: they are not fired and their next fire time is
   // cleared.
-  std::vector<std::pair<int64_t, absl::Status>>
-      invalid;  // Jobs left out at max_pending_fires (they stay due for a later claim).
+  std::vector<std::pair<int64_t, absl::Status>> invalid;
+  // Jobs left out at max_pending_fires (they stay due for a later claim).
   int64_t held_back = 0;
   // Due times shed under load (shed_past_due: past, but not older than misfire_threshold).
   int64_t shed = 0;
@@ -87,6 +88,23 @@ struct ClaimPlan {
 
 // How many missed fire times a misfire counts before giving up counting.
 inline constexpr int64_t kMaxMissedCounted = 100000;
+
+// A walk over consecutive due times of a schedule: from `first` (one of its due times) while
+// before `before`, at most kMaxMissedCounted of them.
+struct DueWalk {
+  int64_t count = 0;
+  absl::Time last;  // The last one walked (`first` when none was).
+  // How many of them are at or after the `mark` the walk was given.
+  int64_t at_or_after_mark = 0;
+  // The due time the walk stopped at (not walked): at or after `before`, beyond the count limit,
+  // or none.
+  std::optional<absl::Time> stopped_at;
+};
+DueWalk WalkDueTimes(const Schedule& schedule, absl::Time first, absl::Time before,
+                     absl::Time mark = absl::InfinitePast());
+
+// "misfire: N fire(s) from FIRST to LAST": how every record of skipped due times begins.
+std::string MisfireRange(int64_t count, absl::Time first, absl::Time last);
 
 // The fires and next fire times of claimed `jobs` (each with its schedule, create_time,
 // next_fire_time and misfire_strategy) at `now`:

@@ -13,6 +13,7 @@
 #include "common/time/proto_time.h"
 #include "services/scheduler/admin/job_validation.h"
 #include "services/scheduler/admin/run_stats.h"
+#include "services/scheduler/fire_plan.h"
 #include "services/scheduler/schedule.h"
 
 namespace jobwheel::scheduler::admin {
@@ -33,9 +34,6 @@ bool Contains(const std::vector<std::string>& apps, const std::string& app) {
   return std::find(apps.begin(), apps.end(), app) != apps.end();
 }
 
-// Counting the due times a write cuts off stops here (the reason then names this many).
-constexpr int64_t kMaxCutOffCounted = 100000;
-
 // The due times of `current`'s schedule from its next fire time up to `now` (already past, not
 // yet claimed: the job was behind) that a write moving next_fire_at to `next` cuts off; unset
 // when there are none. `what` says why ("paused", "edited").
@@ -49,20 +47,12 @@ std::optional<JobWrite::CutOff> CutOffFires(const Job& current, std::optional<ab
   if (!schedule.ok() || schedule->fixed_delay() || !schedule->fires_on_its_own()) {
     return std::nullopt;  // A FIX_DELAY chain's next fire is not a due time of a schedule.
   }
-  absl::Time last = first;
-  int64_t count = 0;
-  for (std::optional<absl::Time> t = first;
-       t && *t < now && (!next || *t < *next) && count < kMaxCutOffCounted;
-       t = schedule->NextAfter(*t)) {
-    last = *t;
-    ++count;
-  }
+  const DueWalk walk = WalkDueTimes(*schedule, first, next ? std::min(now, *next) : now);
   JobWrite::CutOff cut;
   cut.first = first;
   cut.trigger_type = schedule->trigger_type();
-  cut.reason = absl::StrCat("misfire: ", count, " fire(s) from ", absl::FormatTime(first), " to ",
-                            absl::FormatTime(last), " skipped; the job was ", what,
-                            " before they were claimed");
+  cut.reason = absl::StrCat(MisfireRange(walk.count, first, walk.last), " skipped; the job was ",
+                            what, " before they were claimed");
   return cut;
 }
 
