@@ -106,6 +106,8 @@ absl::StatusOr<v1::RunResponse> IdentityRuns::Submit(const v1::RunRequest& req) 
   RunRecord record;
   std::vector<int64_t> covered;
   int64_t kill_job = 0;
+  // A run answered without being sent (discarded, queued): the answer, once it is synced.
+  std::optional<v1::RunResponse> early;
   {
     absl::MutexLock lock(&mu_);
     if (std::optional<RunRecord> known = ledger_.Get(req.run_id())) {
@@ -137,11 +139,10 @@ absl::StatusOr<v1::RunResponse> IdentityRuns::Submit(const v1::RunRequest& req) 
       record.set_message(
           absl::StrCat("discarded (DISCARD_LATER): job ", req.job_id(), " is running here"));
       record.set_reported(true);
-      ledger_.Put(record, RunLedger::Durability::kSynced).IgnoreError();
+      ledger_.Stage(record);
       metrics_.Run("discarded");
-      return Answer(v1::RUN_DISPOSITION_DISCARDED, record.message());
-    }
-    if (busy && req.block_strategy() == v1::BLOCK_STRATEGY_COVER_EARLY) {
+      early = Answer(v1::RUN_DISPOSITION_DISCARDED, record.message());
+    } else if (busy && req.block_strategy() == v1::BLOCK_STRATEGY_COVER_EARLY) {
       if (lane.running != 0) {
         covered.push_back(lane.running);
         kill_job = req.job_id();
@@ -156,19 +157,27 @@ absl::StatusOr<v1::RunResponse> IdentityRuns::Submit(const v1::RunRequest& req) 
       }
     } else if (busy) {
       record.set_state(RUN_STATE_QUEUED);
-      ledger_.Put(record, RunLedger::Durability::kSynced).IgnoreError();
+      ledger_.Stage(record);
       lane.queue.push_back(req.run_id());
       open_.insert(req.run_id());
       metrics_.Run("queued");
-      return Answer(v1::RUN_DISPOSITION_QUEUED,
-                    absl::StrCat("queued behind run ", lane.running, " of job ", req.job_id()));
+      early = Answer(v1::RUN_DISPOSITION_QUEUED,
+                     absl::StrCat("queued behind run ", lane.running, " of job ", req.job_id()));
     }
-    record.set_state(RUN_STATE_RUNNING);
-    record.set_start_ms(now);
-    if (record.deadline_ms() > 0) record.set_deadline_ms(now + record.deadline_ms());
-    lane.running = req.run_id();
-    open_.insert(req.run_id());
-    ledger_.Stage(record);
+    if (!early.has_value()) {
+      record.set_state(RUN_STATE_RUNNING);
+      record.set_start_ms(now);
+      if (record.deadline_ms() > 0) record.set_deadline_ms(now + record.deadline_ms());
+      lane.running = req.run_id();
+      open_.insert(req.run_id());
+      ledger_.Stage(record);
+    }
+  }
+  if (early.has_value()) {
+    // Synced outside mu_ like a run that is sent, so that other runs of this executor do not
+    // wait for it; as before, a failed write does not change the answer.
+    ledger_.Persist(req.run_id(), RunLedger::Durability::kSynced).IgnoreError();
+    return *std::move(early);
   }
   // Recorded (synced, outside mu_ so that runs of this executor sync together) before it is
   // sent: never sent twice, even across a restart.
