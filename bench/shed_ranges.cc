@@ -1,21 +1,12 @@
 #include "bench/shed_ranges.h"
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
+#include "services/scheduler/fire_plan.h"
 
 namespace jobwheel::bench {
 
 int64_t CoveredCount(absl::string_view reason) {
-  constexpr absl::string_view kPrefix = "misfire: ";
-  if (!absl::StartsWith(reason, kPrefix)) return 1;
-  reason.remove_prefix(kPrefix.size());
-  const size_t end = reason.find(' ');
-  int64_t n = 0;
-  if (end == absl::string_view::npos || !absl::SimpleAtoi(reason.substr(0, end), &n) || n < 1) {
-    return 1;
-  }
-  return n;
+  return scheduler::MisfireRangeCount(reason).value_or(1);
 }
 
 absl::flat_hash_set<FireKey> CoveredFires(const std::vector<SkippedRow>& rows,

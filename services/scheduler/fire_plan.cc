@@ -4,7 +4,9 @@
 #include <map>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/time/proto_time.h"
 #include "services/scheduler/schedule.h"
 
@@ -34,6 +36,14 @@ DueWalk WalkDueTimes(const Schedule& schedule, absl::Time first, absl::Time befo
 std::string MisfireRange(int64_t count, absl::Time first, absl::Time last) {
   return absl::StrCat("misfire: ", count, " fire(s) from ", absl::FormatTime(first), " to ",
                       absl::FormatTime(last));
+}
+
+std::optional<int64_t> MisfireRangeCount(absl::string_view reason) {
+  constexpr absl::string_view kPrefix = "misfire: ";
+  if (!absl::ConsumePrefix(&reason, kPrefix)) return std::nullopt;
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(reason.substr(0, reason.find(' ')), &n) || n < 1) return std::nullopt;
+  return n;
 }
 
 ClaimPlan PlanClaim(const std::vector<Job>& jobs, absl::Time now, const ClaimWindow& window,

@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "jobwheel/v1/dispatcher.pb.h"
 #include "jobwheel/v1/types.pb.h"
@@ -105,6 +106,8 @@ DueWalk WalkDueTimes(const Schedule& schedule, absl::Time first, absl::Time befo
 
 // "misfire: N fire(s) from FIRST to LAST": how every record of skipped due times begins.
 std::string MisfireRange(int64_t count, absl::Time first, absl::Time last);
+// The N of a reason that begins as MisfireRange writes it; nullopt for any other reason.
+std::optional<int64_t> MisfireRangeCount(absl::string_view reason);
 
 // The fires and next fire times of claimed `jobs` (each with its schedule, create_time,
 // next_fire_time and misfire_strategy) at `now`:

@@ -2,6 +2,7 @@
 #include "services/scheduler/fire_plan.h"
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/time/proto_time.h"
 #include "gtest/gtest.h"
 
@@ -456,6 +457,15 @@ TEST(FirePlanTest, SheddingPastTheBudgetRecordsABehindJobsSpanInOneRow) {
   ASSERT_EQ(plan.next.size(), 2u);
   EXPECT_EQ(plan.next[1].job_id, 2);
   EXPECT_EQ(plan.next[1].next, kNow + absl::Seconds(5));
+}
+
+TEST(MisfireRangeTest, TheCountReadsBackFromTheReason) {
+  const std::string reason =
+      absl::StrCat(MisfireRange(60, kNow, kNow + absl::Seconds(59)), " skipped (DO_NOTHING)");
+  EXPECT_EQ(MisfireRangeCount(reason), 60);
+  EXPECT_EQ(MisfireRangeCount("late: 3 pending fire(s) from a to b"), std::nullopt);
+  EXPECT_EQ(MisfireRangeCount("misfire: x fire(s)"), std::nullopt);
+  EXPECT_EQ(MisfireRangeCount("misfire: 0 fire(s)"), std::nullopt);
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include "common/time/proto_time.h"
 #include "gtest/gtest.h"
 #include "pqxx/pqxx"
+#include "services/scheduler/fire_plan.h"
 #include "tests/e2e/stack_test.h"
 
 namespace jobwheel::e2e {
@@ -74,16 +75,6 @@ class BulkAdminUnderLoadTest : public StackTest {
     return s;
   }
 };
-
-// "misfire: N fire(s) …" stands for N due times from its scheduled time; any other row for its
-// own.
-int64_t Covered(absl::string_view reason) {
-  constexpr absl::string_view kPrefix = "misfire: ";
-  int64_t n = 0;
-  if (reason.substr(0, kPrefix.size()) != kPrefix) return 1;
-  reason.remove_prefix(kPrefix.size());
-  return absl::SimpleAtoi(reason.substr(0, reason.find(' ')), &n) && n > 0 ? n : 1;
-}
 
 TEST_F(BulkAdminUnderLoadTest, PauseDeleteAndEditInBulkWhileFiring) {
   const absl::Time base = absl::FromUnixSeconds(absl::ToUnixSeconds(RealClock::Get().Now()) + 4);
@@ -186,7 +177,9 @@ TEST_F(BulkAdminUnderLoadTest, PauseDeleteAndEditInBulkWhileFiring) {
            jobwheel::v1::FIRE_STATUS_FAILED, ") OR reason LIKE 'misfire:%')"))) {
     if (r[2].as<int>() == jobwheel::v1::FIRE_STATUS_FAILED) ++failed_fires;
     ++skipped_rows;
-    const int64_t n = Covered(r[3].as<std::string>());
+    // "misfire: N fire(s) …" stands for N due times from its scheduled time; any other row for
+    // its own.
+    const int64_t n = scheduler::MisfireRangeCount(r[3].as<std::string>()).value_or(1);
     for (int64_t k = 0; k < n; ++k) {
       skipped[r[0].as<int64_t>()].insert(r[1].as<int64_t>() + k * 1000000);
     }

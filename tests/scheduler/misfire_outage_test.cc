@@ -44,6 +44,7 @@
 #include "jobwheel/v1/job_admin.grpc.pb.h"
 #include "jobwheel/v1/leadership.grpc.pb.h"
 #include "pqxx/pqxx"
+#include "services/scheduler/fire_plan.h"
 
 namespace jobwheel {
 namespace {
@@ -77,12 +78,10 @@ struct FireRow {
   int64_t seconds = 1;
 };
 
-// "misfire: N fire(s) from ..." → N; 1 for any other reason.
+// "misfire: N fire(s) from ..." → N; 1 for any other reason (-1: a misfire row without a count).
 int64_t SecondsStoodFor(const std::string& reason) {
   if (!absl::StartsWith(reason, "misfire: ")) return 1;
-  std::vector<std::string> words = absl::StrSplit(reason.substr(9), ' ');
-  int64_t n = 0;
-  return !words.empty() && absl::SimpleAtoi(words[0], &n) ? n : -1;
+  return scheduler::MisfireRangeCount(reason).value_or(-1);
 }
 
 class MisfireOutageTest : public testing::StackTest {
