@@ -46,6 +46,34 @@ std::optional<int64_t> MisfireRangeCount(absl::string_view reason) {
   return n;
 }
 
+std::optional<MisfireRangeParts> ParseMisfireRange(absl::string_view reason) {
+  const std::optional<int64_t> count = MisfireRangeCount(reason);
+  if (!count) return std::nullopt;
+  // One token after " from " and one after " to ": FormatTime's RFC 3339 text has no spaces.
+  auto token_after = [&reason](absl::string_view marker) -> std::optional<absl::string_view> {
+    const size_t at = reason.find(marker);
+    if (at == absl::string_view::npos) return std::nullopt;
+    absl::string_view rest = reason.substr(at + marker.size());
+    rest = rest.substr(0, rest.find_first_of(" ;,"));
+    if (rest.empty()) return std::nullopt;
+    reason.remove_prefix(at + marker.size());
+    return rest;
+  };
+  const std::optional<absl::string_view> from = token_after(" fire(s) from ");
+  if (!from) return std::nullopt;
+  const std::optional<absl::string_view> to = token_after(" to ");
+  if (!to) return std::nullopt;
+  MisfireRangeParts parts;
+  parts.count = *count;
+  std::string err;
+  if (!absl::ParseTime(absl::RFC3339_full, std::string(*from), &parts.first, &err) ||
+      !absl::ParseTime(absl::RFC3339_full, std::string(*to), &parts.last, &err) ||
+      parts.first > parts.last) {
+    return std::nullopt;
+  }
+  return parts;
+}
+
 ClaimPlan PlanClaim(const std::vector<Job>& jobs, absl::Time now, const ClaimWindow& window,
                     const absl::flat_hash_map<int64_t, absl::Time>& fired_once_through) {
   ClaimPlan plan;

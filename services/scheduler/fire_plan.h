@@ -108,6 +108,15 @@ DueWalk WalkDueTimes(const Schedule& schedule, absl::Time first, absl::Time befo
 std::string MisfireRange(int64_t count, absl::Time first, absl::Time last);
 // The N of a reason that begins as MisfireRange writes it; nullopt for any other reason.
 std::optional<int64_t> MisfireRangeCount(absl::string_view reason);
+// A reason read back whole: N, FIRST and LAST as MisfireRange wrote them (text after LAST, such
+// as " skipped (DO_NOTHING)", is ignored); nullopt for any other reason or a malformed range
+// (count < 1, a bad time, first after last).
+struct MisfireRangeParts {
+  int64_t count = 0;
+  absl::Time first;
+  absl::Time last;
+};
+std::optional<MisfireRangeParts> ParseMisfireRange(absl::string_view reason);
 
 // The fires and next fire times of claimed `jobs` (each with its schedule, create_time,
 // next_fire_time and misfire_strategy) at `now`:

@@ -468,5 +468,33 @@ TEST(MisfireRangeTest, TheCountReadsBackFromTheReason) {
   EXPECT_EQ(MisfireRangeCount("misfire: 0 fire(s)"), std::nullopt);
 }
 
+TEST(FirePlanTest, ParseMisfireRangeReadsWhatMisfireRangeWrote) {
+  const absl::Time first = kNow + absl::Milliseconds(250);
+  const absl::Time last = first + absl::Seconds(59);
+  const std::optional<MisfireRangeParts> parts = ParseMisfireRange(
+      absl::StrCat(MisfireRange(60, first, last), " skipped (DO_NOTHING); 3 more queued"));
+  ASSERT_TRUE(parts.has_value());
+  EXPECT_EQ(parts->count, 60);
+  EXPECT_EQ(parts->first, first);
+  EXPECT_EQ(parts->last, last);
+  const std::optional<MisfireRangeParts> bare = ParseMisfireRange(MisfireRange(1, kNow, kNow));
+  ASSERT_TRUE(bare.has_value());
+  EXPECT_EQ(bare->count, 1);
+  EXPECT_EQ(bare->first, kNow);
+  EXPECT_EQ(bare->last, kNow);
+}
+
+TEST(FirePlanTest, ParseMisfireRangeRejectsOtherText) {
+  EXPECT_EQ(ParseMisfireRange("paused before they were claimed"), std::nullopt);
+  EXPECT_EQ(ParseMisfireRange("misfire: 0 fire(s) from 2026-01-01T00:00:00Z to "
+                              "2026-01-01T00:00:00Z"),
+            std::nullopt);
+  EXPECT_EQ(ParseMisfireRange("misfire: 2 fire(s) from yesterday to 2026-01-01T00:00:00Z"),
+            std::nullopt);
+  EXPECT_EQ(ParseMisfireRange("misfire: 2 fire(s) from 2026-01-01T00:00:00Z"), std::nullopt);
+  // First after last is not a range.
+  EXPECT_EQ(ParseMisfireRange(MisfireRange(2, kNow + absl::Seconds(1), kNow)), std::nullopt);
+}
+
 }  // namespace
 }  // namespace jobwheel::scheduler
