@@ -33,6 +33,12 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry)
                       .Help("Trigger calls waiting for room in their pool (calls in flight are "
                             "bounded), by pool.")
                       .Register(registry)),
+      pool_waiting_runs_(prometheus::BuildGauge()
+                             .Name("jobwheel_dispatcher_pool_waiting_runs")
+                             .Help("Runs of the trigger calls waiting for room in their pool, by "
+                                   "pool (at most --trigger_max_waiting_runs; past that a call's "
+                                   "runs fail as 'dispatcher overloaded').")
+                             .Register(registry)),
       finished_(prometheus::BuildCounter()
                     .Name("jobwheel_dispatcher_runs_finished_total")
                     .Help("Runs reaching a terminal state through this dispatcher.")
@@ -93,7 +99,7 @@ DispatcherMetrics::DispatcherMetrics(prometheus::Registry& registry)
   // Every documented label value exists (at 0) from the first scrape, so rate() and ratios
   // work before the first event of each kind.
   for (const char* pool : {"fast", "slow"}) {
-    PoolDepth(pool, 0);
+    PoolDepth(pool, 0, 0);
     trigger_latency_.Add({{"pool", pool}}, LatencyBuckets());
   }
   for (const char* outcome : {"dispatched", "failed", "duplicate", "not_found"}) {

@@ -36,8 +36,10 @@ class DispatcherMetrics {
   }
   // Runs per trigger call (one RunBatch call, or the Run calls standing in for it).
   void TriggerBatchSize(size_t runs) { trigger_batch_size_.Observe(static_cast<double>(runs)); }
-  void PoolDepth(absl::string_view pool, size_t depth) {
-    pool_depth_.Add({{"pool", std::string(pool)}}).Set(static_cast<double>(depth));
+  // The calls waiting for room in `pool` and the runs they carry.
+  void PoolDepth(absl::string_view pool, size_t calls, size_t runs) {
+    pool_depth_.Add({{"pool", std::string(pool)}}).Set(static_cast<double>(calls));
+    pool_waiting_runs_.Add({{"pool", std::string(pool)}}).Set(static_cast<double>(runs));
   }
   void RunFinished(v1::RunStatus status);
   // outcome: recorded, duplicate, late, refused.
@@ -75,6 +77,7 @@ class DispatcherMetrics {
   prometheus::Family<prometheus::Histogram>& trigger_latency_;
   prometheus::Histogram& trigger_batch_size_;
   prometheus::Family<prometheus::Gauge>& pool_depth_;
+  prometheus::Family<prometheus::Gauge>& pool_waiting_runs_;
   prometheus::Family<prometheus::Counter>& finished_;
   prometheus::Family<prometheus::Counter>& results_;
   prometheus::Family<prometheus::Counter>& refused_;

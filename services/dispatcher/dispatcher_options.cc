@@ -61,6 +61,13 @@ absl::Status DispatcherServerOptions::Validate() const {
   if (probe_deadline <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--probe_deadline: must be positive");
   }
+  if (pools.fast_max_in_flight < 1 || pools.slow_max_in_flight < 1) {
+    return absl::InvalidArgumentError(
+        "--trigger_fast_max_in_flight, --trigger_slow_max_in_flight: must be >= 1");
+  }
+  if (pools.max_waiting_runs < 1) {
+    return absl::InvalidArgumentError("--trigger_max_waiting_runs: must be >= 1");
+  }
   return dispatcher.Validate();
 }
 

@@ -9,6 +9,7 @@
 #include "common/grpc/grpc_server.h"
 #include "services/dispatcher/outcome_writer.h"
 #include "services/dispatcher/request_validation.h"
+#include "services/dispatcher/trigger_pools.h"
 #include "services/dispatcher/trigger_resolver.h"
 #include "services/dispatcher/trigger_sender.h"
 
@@ -77,6 +78,8 @@ struct DispatcherServerOptions {
   ServerTls server_tls;
   ClientTls client_tls;
   DispatcherOptions dispatcher;
+  // Trigger calls in flight per pool and the runs queued behind them (--trigger_*).
+  TriggerPools::Options pools;
   RequestLimits limits;
 
   // INVALID_ARGUMENT naming the flag(s) at fault.

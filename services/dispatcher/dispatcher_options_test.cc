@@ -63,6 +63,16 @@ TEST(DispatcherOptionsTest, ServerOptionsNeedADatabaseARegistryAndCredentials) {
   o.probe_deadline = absl::ZeroDuration();
   EXPECT_THAT(Invalid(o.Validate()), HasSubstr("--probe_deadline"));
   o.probe_deadline = absl::Milliseconds(500);
+  o.pools.fast_max_in_flight = 0;
+  EXPECT_THAT(Invalid(o.Validate()), HasSubstr("--trigger_fast_max_in_flight"));
+  o.pools.fast_max_in_flight = 4;
+  o.pools.slow_max_in_flight = -1;
+  EXPECT_THAT(Invalid(o.Validate()), HasSubstr("--trigger_slow_max_in_flight"));
+  o.pools.slow_max_in_flight = 2;
+  o.pools.max_waiting_runs = 0;
+  EXPECT_THAT(Invalid(o.Validate()), HasSubstr("--trigger_max_waiting_runs"));
+  o.pools.max_waiting_runs = 20;
+  EXPECT_TRUE(o.Validate().ok());
   o.dispatcher.trigger_tick = absl::Milliseconds(7);  // The core's options are checked too.
   EXPECT_THAT(Invalid(o.Validate()), HasSubstr("--trigger_tick"));
 }

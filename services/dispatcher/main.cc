@@ -68,6 +68,13 @@ ABSL_FLAG(int, db_pool_size, 8, "PostgreSQL connections (and database worker thr
 ABSL_FLAG(int, max_runs_per_batch, 256,
           "runs per ExecutorService.RunBatch call (one call per executor and trigger pool per "
           "Dispatch, split above this); 1..1000");
+ABSL_FLAG(int, trigger_fast_max_in_flight, 512,
+          "trigger calls in flight at once in the fast pool (one app at most half of them)");
+ABSL_FLAG(int, trigger_slow_max_in_flight, 64,
+          "trigger calls in flight at once in the slow pool (one app at most half of them)");
+ABSL_FLAG(int64_t, trigger_max_waiting_runs, 30000,
+          "runs of the calls waiting for room, per trigger pool; past that a call's runs fail "
+          "at once as 'dispatcher overloaded'");
 ABSL_FLAG(absl::Duration, run_deadline, absl::Seconds(3),
           "deadline of ExecutorService.RunBatch calls");
 ABSL_FLAG(int, get_runs_attempts, 4,
@@ -125,6 +132,10 @@ absl::StatusOr<DispatcherServerOptions> OptionsFromFlags() {
   c.probe_deadline = absl::GetFlag(FLAGS_probe_deadline);
   const int max_runs_per_batch = absl::GetFlag(FLAGS_max_runs_per_batch);
   c.dispatcher.max_runs_per_batch = static_cast<size_t>(std::max(0, max_runs_per_batch));
+  c.pools.fast_max_in_flight = absl::GetFlag(FLAGS_trigger_fast_max_in_flight);
+  c.pools.slow_max_in_flight = absl::GetFlag(FLAGS_trigger_slow_max_in_flight);
+  c.pools.max_waiting_runs =
+      static_cast<size_t>(std::max<int64_t>(0, absl::GetFlag(FLAGS_trigger_max_waiting_runs)));
   c.dispatcher.run_deadline = absl::GetFlag(FLAGS_run_deadline);
   c.dispatcher.get_runs_attempts = absl::GetFlag(FLAGS_get_runs_attempts);
   c.dispatcher.get_runs_deadline = absl::GetFlag(FLAGS_get_runs_deadline);
@@ -210,11 +221,13 @@ int Run(const DispatcherServerOptions& c, const ReadinessOptions& readiness_opti
   router_options.probe_deadline = c.probe_deadline;
   Router router(RealClock::Get(), gen, executors, router_options);
   TriggerPools pools(
-      RealClock::Get(), TriggerPools::Options(),
+      RealClock::Get(), c.pools,
       [&metrics](TriggerPool p, absl::Duration d) {
         metrics.TriggerLatency(TriggerPoolName(p), d);
       },
-      [&metrics](TriggerPool p, size_t n) { metrics.PoolDepth(TriggerPoolName(p), n); });
+      [&metrics](TriggerPool p, size_t calls, size_t runs) {
+        metrics.PoolDepth(TriggerPoolName(p), calls, runs);
+      });
   Dispatcher dispatcher(store, directory, router, executors, pools, metrics, RealClock::Get(),
                         c.dispatcher);
   WorkPool db_work(c.db_pool_size, /*max_queue=*/1000);

@@ -73,7 +73,7 @@ absl::Status TriggerPools::SubmitAppBatchAsync(TriggerPool pool, const std::stri
   const int max = MaxInFlight(pool);
   const int per_app = MaxPerApp(pool, app);
   bool now = false;
-  size_t depth = 0;
+  size_t depth = 0, depth_runs = 0;
   {
     absl::MutexLock lock(&async_mu_);
     if (stopping_) return absl::UnavailableError("dispatcher shutting down");
@@ -96,8 +96,9 @@ absl::Status TriggerPools::SubmitAppBatchAsync(TriggerPool pool, const std::stri
       ++lane.waiting_calls;
     }
     depth = lane.waiting_calls;
+    depth_runs = lane.waiting_runs;
   }
-  if (depth_) depth_(pool, depth);
+  if (depth_) depth_(pool, depth, depth_runs);
   if (now) StartAsync(pool, app, std::move(job_ids), std::move(start));
   return absl::OkStatus();
 }
@@ -116,7 +117,7 @@ void TriggerPools::StartAsync(TriggerPool pool, std::string app, std::vector<int
 void TriggerPools::FinishAsync(TriggerPool pool, const std::string& app) {
   std::string next_app;
   Waiting next;
-  size_t depth = 0;
+  size_t depth = 0, depth_runs = 0;
   {
     absl::MutexLock lock(&async_mu_);
     Lane& lane = LaneOf(pool);
@@ -145,8 +146,9 @@ void TriggerPools::FinishAsync(TriggerPool pool, const std::string& app) {
       next_app = std::move(candidate);
     }
     depth = lane.waiting_calls;
+    depth_runs = lane.waiting_runs;
   }
-  if (depth_) depth_(pool, depth);
+  if (depth_) depth_(pool, depth, depth_runs);
   if (next.start)
     StartAsync(pool, std::move(next_app), std::move(next.job_ids), std::move(next.start));
 }

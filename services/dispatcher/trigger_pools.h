@@ -52,9 +52,10 @@ class TriggerPools {
   };
   // Starts one call; must run `done` exactly once when the call has finished (any thread).
   using AsyncTask = std::function<void(std::function<void()> done)>;
-  // Observers (may be null): a finished task's duration per pool, queue depth per pool.
+  // Observers (may be null): a finished task's duration per pool; the calls waiting in a pool
+  // and the runs they carry, whenever they change.
   using LatencyObserver = std::function<void(TriggerPool, absl::Duration)>;
-  using DepthObserver = std::function<void(TriggerPool, size_t)>;
+  using DepthObserver = std::function<void(TriggerPool, size_t calls, size_t runs)>;
 
   TriggerPools(Clock& clock, Options options, LatencyObserver latency = nullptr,
                DepthObserver depth = nullptr);

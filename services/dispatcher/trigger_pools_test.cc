@@ -87,7 +87,8 @@ TEST(TriggerPoolsTest, AsyncCallsStartAtOnceUpToTheLimitThenAsOthersFinish) {
   TriggerPools::Options options{absl::Milliseconds(500), 10};
   options.fast_max_in_flight = 2;
   std::vector<size_t> depths;
-  TriggerPools pools(clock, options, nullptr, [&](TriggerPool, size_t d) { depths.push_back(d); });
+  TriggerPools pools(clock, options, nullptr,
+                     [&](TriggerPool, size_t d, size_t) { depths.push_back(d); });
   std::vector<std::function<void()>> in_flight;  // Their `done`s; this thread only.
   std::vector<int> started;
   for (int i = 0; i < 4; ++i) {
@@ -175,7 +176,7 @@ TEST(TriggerPoolsTest, BatchCallTakesOneSlotOfTheGivenPool) {
   options.slow_max_in_flight = 1;
   std::vector<std::pair<TriggerPool, size_t>> depths;
   TriggerPools pools(clock, options, nullptr,
-                     [&](TriggerPool pool, size_t d) { depths.emplace_back(pool, d); });
+                     [&](TriggerPool pool, size_t d, size_t) { depths.emplace_back(pool, d); });
   std::vector<std::function<void()>> in_flight;  // Their `done`s; this thread only.
   std::vector<int> started;
   auto call = [&](int i) {
@@ -218,7 +219,10 @@ TEST(TriggerPoolsTest, AFullQueueRefusesCallsWithTheReason) {
   TriggerPools::Options options{absl::Milliseconds(500), 10};
   options.fast_max_in_flight = 1;
   options.max_waiting_runs = 5;
-  TriggerPools pools(clock, options);
+  size_t waiting_runs = 0;  // The gauge's value: the runs of the waiting calls.
+  TriggerPools pools(clock, options, nullptr, [&](TriggerPool pool, size_t, size_t runs) {
+    if (pool == TriggerPool::kFast) waiting_runs = runs;
+  });
   std::vector<std::function<void()>> in_flight;
   std::vector<int> started;
   auto call = [&](int i) {
@@ -232,6 +236,7 @@ TEST(TriggerPoolsTest, AFullQueueRefusesCallsWithTheReason) {
   EXPECT_TRUE(pools.SubmitAppBatchAsync(TriggerPool::kFast, "b", 2, {3}, call(2)).ok());
   const absl::Status full = pools.SubmitAppBatchAsync(TriggerPool::kFast, "b", 1, {4}, call(3));
   EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(waiting_runs, 5u);
   EXPECT_EQ(full.message(),
             "dispatcher overloaded: the fast trigger pool has 5 runs waiting for one of its 1 "
             "calls (at most 5); the executors answer slower than runs are offered");
@@ -243,6 +248,7 @@ TEST(TriggerPoolsTest, AFullQueueRefusesCallsWithTheReason) {
     done();
   }
   EXPECT_EQ(started, (std::vector<int>{0, 4, 1, 2}));
+  EXPECT_EQ(waiting_runs, 0u);
   // Room again once the queue drained.
   EXPECT_TRUE(pools.SubmitAppBatchAsync(TriggerPool::kFast, "b", 5, {5}, call(5)).ok());
   EXPECT_EQ(started.back(), 5);
