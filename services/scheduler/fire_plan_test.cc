@@ -468,7 +468,7 @@ TEST(MisfireRangeTest, TheCountReadsBackFromTheReason) {
   EXPECT_EQ(MisfireRangeCount("misfire: 0 fire(s)"), std::nullopt);
 }
 
-TEST(FirePlanTest, ParseMisfireRangeReadsWhatMisfireRangeWrote) {
+TEST(MisfireRangeTest, ParseReadsBackWhatMisfireRangeWrote) {
   const absl::Time first = kNow + absl::Milliseconds(250);
   const absl::Time last = first + absl::Seconds(59);
   const std::optional<MisfireRangeParts> parts = ParseMisfireRange(
@@ -484,7 +484,7 @@ TEST(FirePlanTest, ParseMisfireRangeReadsWhatMisfireRangeWrote) {
   EXPECT_EQ(bare->last, kNow);
 }
 
-TEST(FirePlanTest, ParseMisfireRangeRejectsOtherText) {
+TEST(MisfireRangeTest, ParseRejectsOtherText) {
   EXPECT_EQ(ParseMisfireRange("paused before they were claimed"), std::nullopt);
   EXPECT_EQ(ParseMisfireRange("misfire: 0 fire(s) from 2026-01-01T00:00:00Z to "
                               "2026-01-01T00:00:00Z"),
